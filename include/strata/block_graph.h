@@ -1,0 +1,117 @@
+// The block graph: the body of a customized kernel (DESIGN §2.2).
+//
+// A block graph runs once per thread block of a grid (x, y, z), each block iterating a
+// for-loop F times. Input iterators load, per block and iteration, the tile selected by their
+// imap and fmap; loop-body ops compute on those tiles; accumulators turn per-iteration tiles
+// into loop results; post-loop ops compute on loop results; output savers place each block's
+// tile by omap. The kernel's output is defined by exactly that sentence.
+//
+// Invariants (held by construction; every mutator checks and returns an Error otherwise):
+//  - ops are stored in a topological order; tensor and op ids are dense indices;
+//  - every tensor has a stage: Loop (per iteration) or Post (after the loop);
+//    inputs produce Loop tensors, accumulators map Loop to Post, compute ops keep the stage
+//    of their inputs (which must agree), output savers take Post tensors;
+//  - imap/fmap splits divide exactly; at most one grid axis maps to a data dim; a grid axis
+//    of size 1 maps to φ; omap maps each grid axis of size > 1 to a distinct data dim.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/op.h"
+#include "strata/shape.h"
+#include "strata/status.h"
+
+namespace strata {
+
+/// Grid or block extents along x, y, z.
+struct Dim3 {
+  int x = 1, y = 1, z = 1;
+  int operator[](int axis) const { return axis == 0 ? x : axis == 1 ? y : z; }
+  int64_t count() const { return int64_t{x} * y * z; }
+  bool operator==(const Dim3&) const = default;
+};
+
+enum class Stage : uint8_t { Loop, Post };
+
+struct BlockTensor {
+  Shape shape;    ///< tile shape seen by one block (per iteration for Loop tensors)
+  Stage stage;
+  int producer;   ///< op id
+  std::string name;  ///< optional, unique within the block graph when set
+};
+
+struct BlockOp {
+  OpKind kind;
+  std::vector<int> inputs;        ///< tensor ids (empty for Input)
+  int output = -1;                ///< tensor id; -1 for Output savers
+  OpAttrs attrs;
+  std::vector<ThreadStep> chain;  ///< thread graph body, ThreadFused only
+  bool operator==(const BlockOp&) const = default;
+};
+
+class BlockGraph {
+ public:
+  /// A new, empty block graph. Checks grid ≥ 1 per axis, 32 ≤ threads ≤ 1024 with threads a
+  /// multiple of 32, and forloop ≥ 1.
+  static Result<BlockGraph> make(Dim3 grid, int block_threads, int forloop);
+
+  /// Adds the input iterator of the next kernel-level input (its index is num_inputs()).
+  /// `kernel_shape` is that input's device-tensor shape. Returns the tile tensor id.
+  Result<int> add_input(const Shape& kernel_shape, GridMap imap, int fmap);
+  /// Adds a compute op (loop body or post-loop, by the stage of its inputs) or an
+  /// accumulator. Returns the output tensor id.
+  Result<int> add_op(OpKind kind, std::vector<int> inputs, OpAttrs attrs = {});
+  /// Adds a thread graph: an elementwise chain evaluated per element in registers.
+  Result<int> add_thread_graph(std::vector<int> inputs, std::vector<ThreadStep> chain);
+  /// Adds an output saver of a Post tensor; returns the output index.
+  Result<int> add_output(int tensor, GridMap omap);
+  /// Names a tensor (for printing and JSON); names are unique within the block graph.
+  Status set_tensor_name(int tensor, std::string name);
+  /// The tensor's name, or "b<id>" if it has none.
+  std::string tensor_name(int tensor) const;
+  /// Removes the last op (and its tensor). For backtracking search.
+  void pop_op();
+  /// Checks the graph is complete: at least one output saver.
+  Status check_complete() const;
+
+  Dim3 grid() const { return grid_; }
+  int block_threads() const { return block_threads_; }
+  int forloop() const { return forloop_; }
+  const std::vector<BlockOp>& ops() const { return ops_; }
+  const std::vector<BlockTensor>& tensors() const { return tensors_; }
+  const BlockOp& op(int id) const { return ops_[id]; }
+  const BlockTensor& tensor(int id) const { return tensors_[id]; }
+  int num_inputs() const { return static_cast<int>(input_shapes_.size()); }
+  int num_outputs() const { return static_cast<int>(output_ops_.size()); }
+  /// Device-tensor shape of kernel input i as declared by add_input.
+  const Shape& input_shape(int i) const { return input_shapes_[i]; }
+  /// Device-tensor shape of output i (the block tile scaled by the grid along omap).
+  const Shape& output_shape(int i) const { return output_shapes_[i]; }
+  /// Op id of the input iterator of input i / of the saver of output i.
+  int input_op(int i) const { return input_ops_[i]; }
+  int output_op(int i) const { return output_ops_[i]; }
+
+  /// Structural equality (same ops, attributes, grid, loop and shapes).
+  bool operator==(const BlockGraph& o) const;
+
+ private:
+  BlockGraph() = default;
+  std::string where(int op_id, OpKind kind) const;
+
+  Dim3 grid_;
+  int block_threads_ = 128;
+  int forloop_ = 1;
+  std::vector<BlockOp> ops_;
+  std::vector<BlockTensor> tensors_;
+  std::vector<Shape> input_shapes_;
+  std::vector<Shape> output_shapes_;
+  std::vector<int> input_ops_;
+  std::vector<int> output_ops_;
+};
+
+/// "x", "y" or "z".
+char grid_axis_name(int axis);
+
+}  // namespace strata

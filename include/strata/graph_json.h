@@ -1,0 +1,35 @@
+// The μGraph JSON format (documented in docs/mugraph-json.md).
+//
+// One document holds a kernel graph; customized ops nest their block graph, and thread-graph
+// ops nest their elementwise chain, so every level round-trips through one file. Reading goes
+// through the checking constructors, so a document that violates DESIGN §2 is rejected with a
+// message naming the JSON path of the offending op. Writing emits a canonical form:
+// to_json(from_json(to_json(g))) == to_json(g).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/kernel_graph.h"
+#include "strata/status.h"
+
+namespace strata {
+
+using Json = nlohmann::ordered_json;
+
+/// Serializes a kernel graph (with nested block and thread graphs).
+Json kernel_graph_to_json(const KernelGraph& g);
+/// Serializes one block graph (the value of a customized op's "block_graph" key).
+Json block_graph_to_json(const BlockGraph& g);
+
+/// Builds a kernel graph from a JSON document. `origin` (a file name) prefixes errors.
+Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& origin);
+/// Builds a block graph; `input_shapes` are the device shapes of the kernel op's inputs.
+Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shape>& input_shapes,
+                                         const std::string& path);
+
+/// Parses JSON text; syntax errors are reported as origin:line:col.
+Result<Json> parse_json_text(const std::string& text, const std::string& origin);
+
+}  // namespace strata

@@ -1,0 +1,63 @@
+// Tensor shapes and element types shared by every level of a μGraph (DESIGN §2).
+//
+// A Shape has rank 0..kMaxRank; every extent is ≥ 1. Tensors are stored row-major: the last
+// dimension is contiguous.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/status.h"
+
+namespace strata {
+
+inline constexpr int kMaxRank = 4;
+
+/// Element type of a device tensor. Search and verification ignore it; codegen uses it.
+enum class DType : uint8_t { f16, bf16, f32 };
+
+std::string_view dtype_name(DType t);
+std::optional<DType> parse_dtype(std::string_view name);
+/// Bytes per element.
+int dtype_size(DType t);
+
+/// A checked, fixed-capacity shape. Build with Shape::make (checks) or the unchecked
+/// initializer-list constructor for literals known to be valid.
+class Shape {
+ public:
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims);
+
+  /// Validates rank ≤ kMaxRank and every extent ≥ 1.
+  static Result<Shape> make(const std::vector<int64_t>& dims);
+
+  int rank() const { return rank_; }
+  int64_t operator[](int d) const { return dims_[d]; }
+  int64_t& operator[](int d) { return dims_[d]; }
+  int64_t numel() const;
+  std::vector<int64_t> dims() const { return {dims_.begin(), dims_.begin() + rank_}; }
+  /// Row-major stride of dimension d (product of the extents after it).
+  int64_t stride(int d) const;
+
+  /// Normalizes a possibly negative dimension index; nullopt if out of range.
+  std::optional<int> normalize_dim(int d) const;
+
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+  /// "[16, 4096]".
+  std::string str() const;
+
+ private:
+  std::array<int64_t, kMaxRank> dims_{1, 1, 1, 1};
+  int rank_ = 0;
+};
+
+/// NumPy broadcasting of two shapes (size-1 or missing leading dims); nullopt if incompatible.
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+}  // namespace strata
