@@ -195,6 +195,44 @@ TEST(CostModel, ElementwiseAndTranscendentalFlops) {
   EXPECT_EQ(c.kernels[0].blocks, 8);
 }
 
+TEST(CostModel, SharedMemoryPruneSlack) {
+  Target t = h100();
+  EXPECT_TRUE(fits_shared_memory(232448, t));
+  EXPECT_TRUE(fits_shared_memory(278937, t));  // ≤ 1.2 × 232448 = 278937.6
+  EXPECT_FALSE(fits_shared_memory(278938, t));
+  EXPECT_FALSE(fits_shared_memory(278938, *Target::by_name("a100")));
+  EXPECT_FALSE(fits_shared_memory(200301, *Target::by_name("a100")));  // > 1.2 × 166912
+}
+
+// Every reference μGraph of examples/ (the graphs the search must rediscover) gets a finite,
+// positive prediction and a shared-memory estimate that pruning keeps on every target.
+TEST(CostModel, ReferenceExamplesArePredictedAndKept) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("examples/reference")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    auto g = load_graph(entry.path().string());
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    for (const Target& t : known_targets()) {
+      GraphCost c = estimate_cost(*g, t);
+      ASSERT_FALSE(c.kernels.empty()) << entry.path();
+      EXPECT_GT(c.predicted_us, c.kernels.size() * t.launch_overhead_s * 1e6) << entry.path();
+      for (const KernelCost& k : c.kernels) {
+        expect_formula(k, t);
+        EXPECT_GT(k.load_bytes, 0) << entry.path();
+        EXPECT_GT(k.store_bytes, 0) << entry.path();
+        if (g->op(k.op_id).kind == OpKind::Customized) {
+          EXPECT_GT(k.smem_bytes, 0);
+          if (t.name != "a100")  // the paper's graphs target Hopper-sized shared memory
+            EXPECT_TRUE(fits_shared_memory(k.smem_bytes, t))
+                << entry.path() << " kernel " << k.op_id << ": " << k.smem_bytes << " B";
+        }
+      }
+    }
+  }
+  EXPECT_GE(files, 6);
+}
+
 std::filesystem::path temp_file(const std::string& stem) {
   return std::filesystem::temp_directory_path() /
          (stem + "_" + std::to_string(::getpid()) + ".json");

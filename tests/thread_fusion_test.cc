@@ -2,7 +2,11 @@
 // thread graphs, the steps they compute, and that the rest of the μGraph is untouched.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
+
 #include "strata/cost_model.h"
+#include "strata/graph_io.h"
 #include "strata/graph_json.h"
 #include "strata/thread_fusion.h"
 
@@ -225,6 +229,30 @@ TEST(ThreadFusion, FusedGraphRoundTripsThroughJson) {
   EXPECT_TRUE(back->structurally_equal(f));
   EXPECT_EQ(kernel_graph_to_json(*back).dump(), j.dump());
   EXPECT_EQ(count_thread_graphs(*back), 1);
+}
+
+// The reference μGraphs of examples/: the gatedmlp and ntrans epilogues are fused, the rest
+// has no elementwise chain; every fused graph keeps its interface and round-trips.
+TEST(ThreadFusion, ReferenceExamples) {
+  const std::map<std::string, int> expected = {{"gatedmlp", 1}, {"gqa", 0},    {"lora", 0},
+                                               {"ntrans", 1},   {"qknorm", 0}, {"rmsnorm", 0}};
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("examples/reference")) {
+    if (entry.path().extension() != ".json") continue;
+    std::string stem = entry.path().stem().string();
+    std::string bench = stem.substr(0, stem.find('_'));
+    ASSERT_TRUE(expected.count(bench)) << "unexpected example " << stem;
+    ++files;
+    auto g = load_graph(entry.path().string());
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    KernelGraph f = fuse_thread_graphs(*g);
+    EXPECT_EQ(count_thread_graphs(f), expected.at(bench)) << stem;
+    expect_same_interface(*g, f);
+    auto back = kernel_graph_from_json(kernel_graph_to_json(f), stem);
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_TRUE(back->structurally_equal(f)) << stem;
+  }
+  EXPECT_GE(files, 6);
 }
 
 TEST(ThreadFusion, DefaultStyleNamesDoNotCollideAfterRenumbering) {

@@ -75,4 +75,12 @@ int64_t block_smem_bytes(const BlockGraph& b);
 /// `input_dtypes` must have b.num_inputs() entries; missing ones count as f16.
 int64_t block_smem_bytes(const BlockGraph& b, const std::vector<DType>& input_dtypes);
 
+/// Slack allowed over the per-block limit when pruning by block_smem_bytes: the estimate
+/// ignores tile reuse, so, like MCFuser's rule 4, candidates are pruned only above 1.2× the limit.
+inline constexpr double kSmemPruneSlack = 1.2;
+
+/// True when a block needing `smem_bytes` (a block_smem_bytes estimate) is kept on `t`:
+/// smem_bytes ≤ kSmemPruneSlack · t.smem_per_block_bytes.
+bool fits_shared_memory(int64_t smem_bytes, const Target& t);
+
 }  // namespace strata

@@ -199,6 +199,11 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
   return gc;
 }
 
+bool fits_shared_memory(int64_t smem_bytes, const Target& t) {
+  return static_cast<double>(smem_bytes) <=
+         kSmemPruneSlack * static_cast<double>(t.smem_per_block_bytes);
+}
+
 int64_t block_smem_bytes(const BlockGraph& b) {
   return block_smem_bytes(b, {});
 }
