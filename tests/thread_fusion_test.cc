@@ -2,7 +2,10 @@
 // thread graphs, the steps they compute, and that the rest of the μGraph is untouched.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include "strata/cost_model.h"
@@ -89,6 +92,85 @@ void expect_same_interface(const KernelGraph& a, const KernelGraph& b) {
   }
 }
 
+// One element of an elementwise op (the arithmetic of DESIGN §2.1), for the value check below.
+double apply(OpKind k, double a, double b, double scalar) {
+  switch (k) {
+    case OpKind::Exp:
+      return std::exp(a);
+    case OpKind::Square:
+      return a * a;
+    case OpKind::Sqrt:
+      return std::sqrt(a);
+    case OpKind::Silu:
+      return a / (1 + std::exp(-a));
+    case OpKind::Gelu:
+      return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+    case OpKind::Relu:
+      return a > 0 ? a : 0;
+    case OpKind::MulScalar:
+      return a * scalar;
+    case OpKind::Add:
+      return a + b;
+    case OpKind::Sub:
+      return a - b;
+    case OpKind::Mul:
+      return a * b;
+    case OpKind::Div:
+      return a / b;
+    case OpKind::Pow:
+      return std::pow(a, b);
+    default:
+      ADD_FAILURE() << "not elementwise: " << op_name(k);
+      return 0;
+  }
+}
+
+// Elementwise ops commute with broadcasting, so a chain computes the same function of one
+// element of each input at every position. Gives every non-elementwise tensor a value chosen
+// by its name, evaluates elementwise ops and thread graphs, and returns the value by name.
+std::map<std::string, double> element_values(const BlockGraph& b) {
+  std::map<std::string, double> by_name;
+  std::vector<double> v(b.tensors().size());
+  for (const BlockOp& op : b.ops()) {
+    if (op.output < 0) continue;
+    std::string name = b.tensor_name(op.output);
+    double x;
+    if (is_elementwise(op.kind)) {
+      x = apply(op.kind, v[op.inputs[0]], op.inputs.size() > 1 ? v[op.inputs[1]] : 0,
+                op.attrs.scalar);
+    } else if (op.kind == OpKind::ThreadFused) {
+      std::vector<double> vals;
+      for (int t : op.inputs) vals.push_back(v[t]);
+      for (const ThreadStep& s : op.chain)
+        vals.push_back(apply(s.kind, vals[s.args[0]], vals[s.args[1]], s.scalar));
+      x = vals.back();
+    } else {
+      x = 0.5 + static_cast<double>(std::hash<std::string>{}(name) % 1000) / 1000.0;
+    }
+    v[op.output] = x;
+    by_name[name] = x;
+  }
+  return by_name;
+}
+
+// Every named tensor left after fusion has the value it had before.
+void expect_same_values(const KernelGraph& g, const KernelGraph& f) {
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    if (!g.ops()[i].body) continue;
+    auto before = element_values(*g.ops()[i].body);
+    auto after = element_values(*f.ops()[i].body);
+    int compared = 0;
+    for (const auto& [name, x] : after) {
+      if (name.size() > 1 && name[0] == 'b' && std::isdigit(static_cast<unsigned char>(name[1])))
+        continue;  // renumbered default names
+      ASSERT_TRUE(before.count(name)) << name;
+      EXPECT_DOUBLE_EQ(x, before.at(name)) << name;
+      ++compared;
+    }
+    EXPECT_GT(compared, 0);
+  }
+}
+
 TEST(ThreadFusion, GatedMlpEpilogueBecomesOneThreadGraph) {
   KernelGraph g = gatedmlp();
   KernelGraph f = fuse_thread_graphs(g);
@@ -108,6 +190,7 @@ TEST(ThreadFusion, GatedMlpEpilogueBecomesOneThreadGraph) {
   EXPECT_EQ(b.tensor(tg.output).shape, (Shape{8, 64}));
   EXPECT_EQ(b.tensor_name(tg.output), "out");
   EXPECT_EQ(b.op(b.output_op(0)).inputs[0], tg.output);
+  expect_same_values(g, f);
   // The silu tile no longer occupies shared memory; the work is the same.
   EXPECT_EQ(block_smem_bytes(body(g)) - block_smem_bytes(b), 8 * 64 * 4);
   Target t = *Target::by_name("h100");
@@ -248,6 +331,7 @@ TEST(ThreadFusion, ReferenceExamples) {
     KernelGraph f = fuse_thread_graphs(*g);
     EXPECT_EQ(count_thread_graphs(f), expected.at(bench)) << stem;
     expect_same_interface(*g, f);
+    expect_same_values(*g, f);
     auto back = kernel_graph_from_json(kernel_graph_to_json(f), stem);
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_TRUE(back->structurally_equal(f)) << stem;
