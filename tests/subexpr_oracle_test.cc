@@ -114,6 +114,7 @@ const Row kRows[] = {
     {"@lora", "sum(16, mul(sum(256, mul(X, A)), B))", true, "(X·A)·B"},
     {"@lora", "sum(512, mul(X, W))", false, "count too large"},
     {"@lora", "mul(W, B)", false, "W never meets B"},
+    {"@lora", "mul(X, B)", true, "the abstraction forgets which elements meet"},
     {"@gatedmlp", "sum(256, mul(X, W3))", true, "the up projection"},
     {"@gatedmlp", "silu(sum(256, mul(X, W1)))", true, "the gate"},
     {"@gatedmlp", "silu(sum(128, mul(X, W1)))", false, "silu of a partial sum"},

@@ -11,10 +11,10 @@
 // an argument of an atom of T or a denominator of T (recursively), the primitive part of e
 // times a single monomial ρ is a sub-multiset of R's monomials, where ρ's count is at least
 // the gcd of e's counts. This is exact for the axioms of expr_normal_form.h, which include
-// DESIGN §4's; it therefore never rejects a prefix that Theorem 1 must keep.
+// DESIGN §4's (so it never rejects a prefix that Theorem 1 must keep) and add two more.
 //
 // Thread safety: all members may be called concurrently. Answers are cached per ExprId in a
-// sharded map shared by all threads.
+// lock-free table shared by all threads; a repeated query is one atomic load.
 #pragma once
 
 #include <cstdint>
