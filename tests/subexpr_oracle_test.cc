@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "expr_test_util.h"
@@ -417,6 +418,67 @@ TEST(SubexprOracle, RandomRewritesKeepEquivalenceAndSubterms) {
   }
   EXPECT_GT(rewritten, 2000);  // the walk really moves (about 3300 with this seed)
   EXPECT_GT(checked, 3000);
+}
+
+// The oracle against the definition of ⊑: enumerate every term of up to 7 nodes over two
+// variables, let each term's arguments be below it (and sums with smaller counts below
+// sums), close under equivalence (same normal form) and transitivity, and compare with the
+// oracle for targets and queries of up to 4 nodes. Everything the closure derives must be
+// accepted (completeness, what Theorem 1 needs). The closure is bounded by the enumeration
+// and could in principle miss a subexpression whose witness is larger; at these sizes it
+// does not, so the oracle must accept nothing more either.
+TEST(SubexprOracle, AgreesWithBruteForceClosureOnSmallTerms) {
+  ExprPool pool;
+  std::vector<std::vector<ExprId>> by_size(8);
+  by_size[1] = {pool.var(0), pool.var(1)};
+  for (int n = 2; n <= 7; ++n) {
+    for (ExprId a : by_size[n - 1]) {
+      by_size[n].push_back(pool.exp(a));
+      by_size[n].push_back(pool.sum(2, a));
+      by_size[n].push_back(pool.sum(3, a));
+    }
+    for (int i = 1; i + 1 < n; ++i)
+      for (ExprId a : by_size[i])
+        for (ExprId b : by_size[n - 1 - i]) {
+          by_size[n].push_back(pool.add(a, b));
+          by_size[n].push_back(pool.mul(a, b));
+          by_size[n].push_back(pool.div(a, b));
+        }
+  }
+  // below[c]: classes (normal forms) immediately below class c
+  std::map<ExprId, std::set<ExprId>> below;
+  auto cls = [&](ExprId e) { return *normal_form(pool, e); };
+  size_t terms = 0;
+  for (const auto& level : by_size)
+    for (ExprId e : level) {
+      ++terms;
+      ExprId c = cls(e);
+      for (ExprId a : pool.children(e)) below[c].insert(cls(a));
+      if (pool.kind(e) == ExprKind::Sum)
+        for (int64_t m = 1; m < pool.count(e); ++m)
+          below[c].insert(cls(pool.sum(m, pool.children(e)[0])));
+    }
+  EXPECT_GT(terms, 40000u);
+  size_t derived = 0, extra = 0;
+  for (int n = 1; n <= 4; ++n)
+    for (ExprId t : by_size[n]) {
+      std::set<ExprId> seen{cls(t)};
+      std::vector<ExprId> todo{cls(t)};
+      while (!todo.empty()) {
+        ExprId c = todo.back();
+        todo.pop_back();
+        for (ExprId d : below[c])
+          if (seen.insert(d).second) todo.push_back(d);
+      }
+      SubexprOracle oracle(pool, {t});
+      for (ExprId s : seen)
+        EXPECT_TRUE(oracle.is_subexpr(s)) << pool.str(s) << " ⊑ " << pool.str(t);
+      derived += seen.size();
+      for (int m = 1; m <= 4; ++m)
+        for (ExprId s : by_size[m]) extra += !seen.count(cls(s)) && oracle.is_subexpr(s);
+    }
+  EXPECT_GT(derived, 1000u);
+  EXPECT_EQ(extra, 0u);
 }
 
 TEST(SubexprOracle, ConcurrentQueriesAgree) {
