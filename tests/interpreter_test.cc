@@ -370,7 +370,7 @@ TEST(BlockGraphs, PartialPlanRunsOnlyTheChosenBlocks) {
   std::vector<const HostTensor*> ptrs{&in[0], &in[1]};
   interp::ExecConfig cfg;
   cfg.partial = &plan;
-  auto part = interp::execute(DoubleArith{}, g, ptrs, cfg);
+  auto part = interp::execute(interp::DoubleArith{}, g, ptrs, cfg);
   ASSERT_TRUE(part.ok());
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 256; ++c) {

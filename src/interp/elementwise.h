@@ -20,7 +20,7 @@
 
 #include "strata/op.h"
 
-namespace strata {
+namespace strata::interp {
 
 /// Static facts about one tensor that a domain may use to skip work. The double domain ignores
 /// them; the field domain computes only the components marked needed and evaluates an exp in
@@ -142,4 +142,4 @@ decltype(auto) with_binary(const A& ar, OpKind kind, const ValueHints& hints, Fn
   }
 }
 
-}  // namespace strata
+}  // namespace strata::interp

@@ -13,7 +13,7 @@ Result<std::vector<HostTensor>> run_reference(const KernelGraph& g,
   for (const HostTensor& t : inputs) ptrs.push_back(&t);
   interp::ExecConfig cfg;
   cfg.threads = resolve_threads(options.threads);
-  return interp::execute(DoubleArith{}, g, ptrs, cfg);
+  return interp::execute(interp::DoubleArith{}, g, ptrs, cfg);
 }
 
 std::vector<HostTensor> random_inputs(const KernelGraph& g, uint64_t seed) {

@@ -80,12 +80,34 @@ bool has_denominator(const Poly& p) {
 
 // ---- rules on Profile -------------------------------------------------------------------
 
+/// Combines groups that vary along the same axes.
+void merge_groups(std::vector<SiteGroup>& gs) {
+  std::sort(gs.begin(), gs.end(),
+            [](const SiteGroup& a, const SiteGroup& b) { return a.vary < b.vary; });
+  std::vector<SiteGroup> out;
+  for (const SiteGroup& g : gs) {
+    if (g.count == 0) continue;
+    if (!out.empty() && out.back().vary == g.vary)
+      out.back().count += g.count;
+    else
+      out.push_back(g);
+  }
+  gs = std::move(out);
+}
+
+void add_sites(std::vector<SiteGroup>& into, const std::vector<SiteGroup>& from) {
+  into.insert(into.end(), from.begin(), from.end());
+  merge_groups(into);
+}
+
+/// Applies fn to every axis mask of p (value, denominator, exponents, site groups).
 template <class Fn>
 void for_masks(Profile& p, Fn&& fn) {
   fn(p.val);
   fn(p.den);
   fn(p.expo);
-  fn(p.site);
+  for (SiteGroup& g : p.sites) fn(g.vary);
+  merge_groups(p.sites);
 }
 
 /// Clears the dim bits of dims of extent 1 (an element cannot vary along them).
@@ -112,13 +134,11 @@ Profile input_profile(const Shape& s) {
 Profile opaque_result(std::initializer_list<const Profile*> args) {
   Profile r;
   for (const Profile* a : args) {
-    r.sites += a->sites;
+    add_sites(r.sites, a->sites);
     r.arg = pmax(r.arg, pmax(a->arg, a->v));
     r.val |= a->val;
-    r.site |= a->site;
   }
-  r.sites += 1;
-  r.site |= r.val;
+  add_sites(r.sites, {SiteGroup{1, r.val}});  // the new application varies with its argument
   return r;
 }
 
@@ -137,7 +157,8 @@ Profile reduce_axes(const Profile& x, AxisMask R, double g) {
       r.v.ed = g * x.v.ed;
     }
   }
-  if (x.site & R) r.sites = x.sites * g;
+  for (SiteGroup& sg : r.sites)
+    if (sg.vary & R) sg.count *= g;
   r.v = normalize(r.v);
   return r;
 }
@@ -170,11 +191,11 @@ Profile binary_profile(OpKind kind, const Profile& a, const Profile& b) {
       r.v = padd(a.v, b.v);
       break;  // add, sub
   }
-  r.sites = a.sites + b.sites;
+  r.sites = a.sites;
+  add_sites(r.sites, b.sites);
   r.arg = pmax(a.arg, b.arg);
   r.val = a.val | b.val;
   r.expo = a.expo | b.expo;
-  r.site = a.site | b.site;
   r.den = kind == OpKind::Div ? (a.den | b.val) : (a.den | b.den);
   return r;
 }
@@ -204,15 +225,16 @@ Profile rms_norm_profile(const Profile& x, int d, int64_t n) {
 Profile concat_profile(const Profile& a, const Profile& b, int d) {
   Profile r;
   r.v = pmax(a.v, b.v);
-  r.sites = std::max(a.sites, b.sites);
+  r.sites = a.sites;  // an element comes from a or from b: count both, varying along d
+  add_sites(r.sites, b.sites);
+  for (SiteGroup& g : r.sites) g.vary |= dim_bit(d);
+  merge_groups(r.sites);
   r.arg = pmax(a.arg, b.arg);
   r.val = a.val | b.val | dim_bit(d);
   r.den = a.den | b.den;
   r.expo = a.expo | b.expo;
-  r.site = a.site | b.site;
   if (has_denominator(a.v) || has_denominator(b.v)) r.den |= dim_bit(d);
   if (!a.v.exp_free() || !b.v.exp_free()) r.expo |= dim_bit(d);
-  if (a.sites > 0 || b.sites > 0) r.site |= dim_bit(d);
   return r;
 }
 
@@ -362,7 +384,7 @@ void need_input(OpKind kind, bool exp_lax, Need out, Need& in) {
 
 /// Backward pass over a thread graph: inputs' needs and per-step need bits in `h`.
 void thread_graph_needs(const std::vector<ThreadStep>& chain, Need out, std::vector<Need>& in,
-                        ValueHints& h) {
+                        interp::ValueHints& h) {
   size_t n_in = in.size();
   std::vector<Need> steps(chain.size());
   steps.back() = out;
@@ -410,7 +432,7 @@ Result<GraphAnalysis> analyze_graph(const KernelGraph& g) {
     }
     const BlockGraph& bg = *op.body;
     std::vector<Profile>& bp = an.block[i];
-    std::vector<ValueHints>& bh = an.hints.block[i];
+    std::vector<interp::ValueHints>& bh = an.hints.block[i];
     bp.resize(bg.tensors().size());
     bh.resize(bg.tensors().size());
     for (const BlockOp& bop : bg.ops()) {
@@ -459,7 +481,7 @@ Result<GraphAnalysis> analyze_graph(const KernelGraph& g) {
       continue;
     }
     const BlockGraph& bg = *op.body;
-    std::vector<ValueHints>& bh = an.hints.block[i];
+    std::vector<interp::ValueHints>& bh = an.hints.block[i];
     std::vector<Need> bneed(bg.tensors().size());
     for (int o = 0; o < bg.num_outputs(); ++o) {
       Need& n = bneed[bg.op(bg.output_op(o)).inputs[0]];
@@ -508,7 +530,7 @@ double identity_test_bound(const Poly& a, const Poly& b) {
 
 double log2_output_bound(const Profile& a, const Profile& b) {
   double e = identity_test_bound(a.v, b.v);
-  double S = a.sites + b.sites;
+  double S = a.site_count() + b.site_count();
   if (S >= 2) {
     Poly arg = pmax(a.arg, b.arg);
     e += S * (S - 1) / 2 * identity_test_bound(arg, arg);

@@ -37,14 +37,28 @@ struct Poly {
 /// Index axes an element may vary along: padded dims 0–3, the for-loop iteration, grid x/y/z.
 using AxisMask = uint16_t;
 
+/// Opaque applications an element depends on, as a group that varies along the same axes: a
+/// sum along an axis the group does not vary on shares the group's applications (count once),
+/// while a sum along one it varies on may meet new ones in every term.
+struct SiteGroup {
+  double count = 0;   ///< at most this many distinct applications
+  AxisMask vary = 0;  ///< they may differ along these axes
+};
+
 struct Profile {
   Poly v;
-  double sites = 0;            ///< opaque applications the element's value depends on
-  Poly arg{0, 0, 1, 1, 0, 0};  ///< componentwise bound on those applications' arguments
-  AxisMask val = 0;            ///< the value may differ along these axes
-  AxisMask den = 0;            ///< the denominator D may differ along these axes
-  AxisMask expo = 0;           ///< the exponents may differ along these axes
-  AxisMask site = 0;           ///< the set of opaque applications may differ along these axes
+  std::vector<SiteGroup> sites;  ///< the opaque applications the value depends on
+  Poly arg{0, 0, 1, 1, 0, 0};    ///< componentwise bound on those applications' arguments
+  AxisMask val = 0;              ///< the value may differ along these axes
+  AxisMask den = 0;              ///< the denominator D may differ along these axes
+  AxisMask expo = 0;             ///< the exponents may differ along these axes
+
+  /// Total opaque applications an element depends on (an upper bound).
+  double site_count() const {
+    double n = 0;
+    for (const SiteGroup& g : sites) n += g.count;
+    return n;
+  }
 };
 
 struct GraphAnalysis {

@@ -134,9 +134,58 @@ std::vector<int64_t> sample(int64_t count, int n, uint64_t key) {
   return out;
 }
 
+/// Rough work of a compute op producing `out_elems` elements (multiply-adds).
+double op_work(OpKind kind, const std::vector<Shape>& in, double out_elems) {
+  switch (op_category(kind)) {
+    case Category::Matmul:
+      return out_elems * static_cast<double>(in[0][in[0].rank() - 1]);
+    case Category::Reduce:
+    case Category::Norm:
+      return out_elems * 2 + static_cast<double>(in[0].numel());
+    default:
+      return out_elems * (kind == OpKind::Exp ? 8 : 1);
+  }
+}
+
+/// Rough work of one block of `bg`: every loop-body op F times, post-loop ops once.
+double block_work(const BlockGraph& bg) {
+  double w = 0;
+  for (const BlockOp& op : bg.ops()) {
+    if (op.kind == OpKind::Output) continue;
+    const BlockTensor& out = bg.tensor(op.output);
+    std::vector<Shape> in;
+    for (int t : op.inputs) in.push_back(bg.tensor(t).shape);
+    double e = static_cast<double>(out.shape.numel());
+    double cost = op.kind == OpKind::Input                  ? e
+                  : op_category(op.kind) == Category::Accum ? static_cast<double>(in[0].numel())
+                                                            : op_work(op.kind, in, e);
+    bool per_iteration = out.stage == Stage::Loop || op_category(op.kind) == Category::Accum;
+    w += per_iteration ? cost * bg.forloop() : cost;
+  }
+  return w;
+}
+
+/// Rough work of evaluating `g` as `dp` says.
+double plan_work(const KernelGraph& g, const DemandPlan& dp) {
+  double w = 0;
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const KernelOp& op = g.op(static_cast<int>(i));
+    if (op.kind == OpKind::Input) continue;
+    if (op.kind == OpKind::Customized) {
+      w += block_work(*op.body) * static_cast<double>(dp.plan.blocks[i]->size());
+      continue;
+    }
+    std::vector<Shape> in;
+    for (int t : op.inputs) in.push_back(g.tensor(t).shape);
+    for (const Box& b : *dp.plan.regions[i])
+      w += op_work(op.kind, in, static_cast<double>(b.numel()));
+  }
+  return w;
+}
+
 }  // namespace
 
-DemandPlan plan_demand(const KernelGraph& g, uint64_t seed, int samples) {
+DemandPlan plan_with_samples(const KernelGraph& g, uint64_t seed, int samples) {
   const size_t nops = g.ops().size(), nt = g.tensors().size();
   DemandPlan dp;
   dp.plan.blocks.resize(nops);
@@ -207,6 +256,12 @@ DemandPlan plan_demand(const KernelGraph& g, uint64_t seed, int samples) {
       }
     dp.plan.blocks[i] = std::move(ids);
   }
+  return dp;
+}
+
+DemandPlan plan_demand(const KernelGraph& g, uint64_t seed, int samples, double budget) {
+  DemandPlan dp = plan_with_samples(g, seed, samples);
+  while (samples > 1 && plan_work(g, dp) > budget) dp = plan_with_samples(g, seed, --samples);
   return dp;
 }
 

@@ -13,6 +13,9 @@
 //     omap) meets a needed box, and needs from each input the part its imap selects for those
 //     blocks over all iterations.
 // Regions with many boxes are replaced by their bounding box (a superset: still correct).
+//  3. If the plan's estimated work (multiply-adds) exceeds `budget`, sample fewer blocks, down
+//     to one per op: with few large blocks (attention), one sampled block can already need many
+//     blocks upstream.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,6 @@ struct DemandPlan {
 };
 
 /// Plans a partial evaluation of complete graph `g` (see the header comment).
-DemandPlan plan_demand(const KernelGraph& g, uint64_t seed, int samples = 4);
+DemandPlan plan_demand(const KernelGraph& g, uint64_t seed, int samples = 4, double budget = 5e7);
 
 }  // namespace strata::verify

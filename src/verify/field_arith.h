@@ -58,7 +58,7 @@ class FieldArith {
   Value add(Value a, Value b) const { return {ff::ModP::add(a.p, b.p), ff::ModQ::add(a.q, b.q)}; }
   Value sub(Value a, Value b) const { return {ff::ModP::sub(a.p, b.p), ff::ModQ::sub(a.q, b.q)}; }
   Value mul(Value a, Value b) const { return {ff::ModP::mul(a.p, b.p), ff::ModQ::mul(a.q, b.q)}; }
-  Value prepare_divisor(Value b, const ValueHints& h) const {
+  Value prepare_divisor(Value b, const interp::ValueHints& h) const {
     Value r;
     if (h.need_p) {
       if (b.p == 0) zero_division_.store(true, std::memory_order_relaxed);
@@ -78,7 +78,7 @@ class FieldArith {
   Value opaque(OpKind kind, Value x) const { return keyed(kind, x.p, 0); }
   Value opaque2(OpKind kind, Value a, Value b) const { return keyed(kind, a.p, mix64(b.p) + 1); }
   void matmul(const Value* A, int64_t lda, const Value* B, int64_t ldb, Value* C, int64_t ldc,
-              int64_t m, int64_t k, int64_t n, const ValueHints& h) const {
+              int64_t m, int64_t k, int64_t n, const interp::ValueHints& h) const {
     ff::matmul(A, lda, B, ldb, C, ldc, m, k, n, h.need_p, h.need_q);
   }
 
