@@ -3,8 +3,12 @@
 // errors, and the EquivalenceChecker agrees with verify_equivalent.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 
+#include <sys/wait.h>
+
+#include "strata/graph_io.h"
 #include "strata/graph_json.h"
 #include "strata/verifier.h"
 
@@ -488,6 +492,54 @@ TEST(Verifier, InterfaceMismatchesAreErrors) {
   EXPECT_FALSE(checker->verify(sum).ok());
   KernelGraph incomplete;
   EXPECT_FALSE(EquivalenceChecker::make(incomplete, {}).ok());
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Cli, VerifyExitCodes) {
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN must point at the strata tool";
+  std::string dir = ::testing::TempDir();
+  auto save = [&](const std::string& name, const KernelGraph& g) {
+    std::string path = dir + "/" + name;
+    EXPECT_TRUE(save_graph_json(g, path).ok());
+    return path;
+  };
+  std::vector<Shape> s{{6, 6}, {6, 6}};
+  std::string xy = save("xy.json", graph(s, [](KernelGraph& g, auto in) {
+                          return std::vector<int>{op(g, OpKind::Matmul, {in[0], in[1]})};
+                        }));
+  std::string xy2 = save("xy2.json", graph(s, [](KernelGraph& g, auto in) {
+                           int x2 = op(g, OpKind::MulScalar, {in[0]}, [] {
+                             OpAttrs a;
+                             a.scalar = 2;
+                             return a;
+                           }());
+                           OpAttrs half;
+                           half.scalar = 0.5;
+                           return std::vector<int>{op(g, OpKind::MulScalar,
+                                                      {op(g, OpKind::Matmul, {x2, in[1]})}, half)};
+                         }));
+  std::string yx = save("yx.json", graph(s, [](KernelGraph& g, auto in) {
+                          return std::vector<int>{op(g, OpKind::Matmul, {in[1], in[0]})};
+                        }));
+  std::string other = save("other.json", graph({{6, 6}}, [](KernelGraph& g, auto in) {
+                             return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
+                           }));
+  auto code = [&](const std::string& args) {
+    int status = std::system((std::string(bin) + " verify " + args + " > /dev/null 2>&1").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(code(xy + " " + xy2), 0);
+  EXPECT_EQ(code(xy + " " + yx), 1);
+  EXPECT_EQ(code(xy + " " + yx + " --screen"), 1);
+  EXPECT_EQ(code(xy + " " + xy2 + " --screen --trials 1"), 0);
+  EXPECT_EQ(code(xy + " " + other), 2);
+  EXPECT_EQ(code(xy + " " + dir + "/missing.json"), 2);
 }
 
 }  // namespace
