@@ -19,9 +19,10 @@ struct TensorData {
   std::vector<V> data;  ///< shape.numel() values, row-major
 
   TensorData() = default;
+  /// A tensor of the given shape with value-initialized elements (zero for double).
+  explicit TensorData(const Shape& s) : shape(s), data(static_cast<size_t>(s.numel())) {}
   /// A tensor of the given shape with every element set to `fill`.
-  explicit TensorData(const Shape& s, V fill = V{})
-      : shape(s), data(static_cast<size_t>(s.numel()), fill) {}
+  TensorData(const Shape& s, V fill) : shape(s), data(static_cast<size_t>(s.numel()), fill) {}
   TensorData(const Shape& s, std::vector<V> values) : shape(s), data(std::move(values)) {}
 
   int64_t numel() const { return static_cast<int64_t>(data.size()); }

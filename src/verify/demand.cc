@@ -256,6 +256,7 @@ DemandPlan plan_with_samples(const KernelGraph& g, uint64_t seed, int samples) {
       }
     dp.plan.blocks[i] = std::move(ids);
   }
+  for (int t : g.inputs()) dp.inputs.push_back(need[t]);
   return dp;
 }
 

@@ -29,6 +29,7 @@ namespace strata::verify {
 struct DemandPlan {
   interp::PartialPlan plan;     ///< what to evaluate
   std::vector<Region> compare;  ///< per graph output: the elements to compare
+  std::vector<Region> inputs;   ///< per graph input: the elements the evaluation reads
 };
 
 /// Plans a partial evaluation of complete graph `g` (see the header comment).

@@ -188,7 +188,7 @@ template uint64_t dot<ModQ>(const uint64_t*, const uint64_t*, int64_t);
 void matmul(const F2* A, int64_t lda, const F2* B, int64_t ldb, F2* C, int64_t ldc, int64_t m,
             int64_t k, int64_t n, bool need_p, bool need_q) {
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) C[i * ldc + j] = F2{};
+    for (int64_t j = 0; j < n; ++j) C[i * ldc + j] = F2(0, 0);
   if (need_p) plane_matmul<ModP>(A, lda, B, ldb, C, ldc, m, k, n, &F2::p);
   if (need_q) plane_matmul<ModQ>(A, lda, B, ldb, C, ldc, m, k, n, &F2::q);
 }

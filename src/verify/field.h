@@ -65,11 +65,14 @@ inline constexpr uint64_t kP = ModP::m;
 inline constexpr uint64_t kQ = ModQ::m;
 static_assert(kP == 2 * kQ + 1, "p = 2q + 1");
 
-/// One verifier value: a residue mod p and a residue mod q.
+/// One verifier value: a residue mod p and a residue mod q. Default construction leaves it
+/// uninitialized, so that large tensors are not zero-filled (pages never written are never
+/// touched); write F2(0, 0) for zero.
 struct F2 {
-  uint64_t p = 0;
-  uint64_t q = 0;
-  bool operator==(const F2&) const = default;
+  uint64_t p, q;
+  F2() noexcept {}  // NOLINT: deliberately uninitialized
+  constexpr F2(uint64_t p_, uint64_t q_) noexcept : p(p_), q(q_) {}
+  bool operator==(const F2& o) const { return p == o.p && q == o.q; }
 };
 
 /// Deterministic Miller–Rabin primality test, exact for every 64-bit n.

@@ -50,7 +50,7 @@ class FieldArith {
 
   explicit FieldArith(const FieldTrial& trial) : t_(trial) {}
 
-  Value zero() const { return {}; }
+  Value zero() const { return {0, 0}; }
   Value from_int(int64_t n) const { return {ff::ModP::from_int(n), ff::ModQ::from_int(n)}; }
   Value from_scalar(double c) const {
     return {ff::from_double<ff::ModP>(c), ff::from_double<ff::ModQ>(c)};
@@ -59,7 +59,7 @@ class FieldArith {
   Value sub(Value a, Value b) const { return {ff::ModP::sub(a.p, b.p), ff::ModQ::sub(a.q, b.q)}; }
   Value mul(Value a, Value b) const { return {ff::ModP::mul(a.p, b.p), ff::ModQ::mul(a.q, b.q)}; }
   Value prepare_divisor(Value b, const interp::ValueHints& h) const {
-    Value r;
+    Value r(0, 0);
     if (h.need_p) {
       if (b.p == 0) zero_division_.store(true, std::memory_order_relaxed);
       r.p = ff::ModP::inv(b.p);

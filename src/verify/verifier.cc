@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <mutex>
 
 #include "interp/executor.h"
+#include "interp/ops.h"
 #include "util/parallel.h"
 #include "verify/analysis.h"
 #include "verify/demand.h"
@@ -18,13 +20,16 @@ using verify::FieldArith;
 using verify::FieldTrial;
 using verify::GraphAnalysis;
 using FTensor = TensorData<ff::F2>;
+using interp::for_each_row;
 
 constexpr int kMaxTrials = 64;
 constexpr int kMaxAttempts = 3;  // draws of one trial before a zero divisor is deemed systematic
 
-/// Fills `out` with the field inputs of trial `t` (reusing its buffers when shapes match).
+/// Fills `out` with the field inputs of trial `t` (reusing its buffers when shapes match):
+/// every element, or only the boxes `regions[i]` of input i when `regions` is given (the rest
+/// stays unspecified).
 void field_inputs_into(const KernelGraph& g, const FieldTrial& t, int threads,
-                       std::vector<FTensor>& out) {
+                       std::vector<FTensor>& out, const std::vector<Region>* regions = nullptr) {
   out.resize(g.inputs().size());
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     FTensor& x = out[i];
@@ -32,11 +37,22 @@ void field_inputs_into(const KernelGraph& g, const FieldTrial& t, int threads,
     if (x.shape != shape || x.numel() != shape.numel()) x = FTensor(shape);
     uint64_t kp = t.input_key(static_cast<int>(i), false);
     uint64_t kq = t.input_key(static_cast<int>(i), true);
-    parallel_for_chunks(x.numel(), threads, 1 << 15, [&](int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j)
-        x[j] = {ff::uniform<ff::ModP>(kp, static_cast<uint64_t>(j)),
-                ff::uniform<ff::ModQ>(kq, static_cast<uint64_t>(j))};
-    });
+    auto draw = [&](int64_t j) {
+      x[j] = {ff::uniform<ff::ModP>(kp, static_cast<uint64_t>(j)),
+              ff::uniform<ff::ModQ>(kq, static_cast<uint64_t>(j))};
+    };
+    if (!regions) {
+      parallel_for_chunks(x.numel(), threads, 1 << 15, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) draw(j);
+      });
+      continue;
+    }
+    auto st = padded_strides(padded_dims(shape));
+    for (const Box& box : (*regions)[i])
+      for_each_row(box, threads, [&](int64_t i0, int64_t i1, int64_t i2) {
+        int64_t base = i0 * st[0] + i1 * st[1] + i2 * st[2];
+        for (int64_t j = box.lo[3]; j < box.hi[3]; ++j) draw(base + j);
+      });
   }
 }
 
@@ -126,22 +142,14 @@ struct EquivalenceChecker::State {
   };
   std::mutex mu;
   std::map<std::pair<int, int>, std::shared_ptr<Entry>> runs;  // (trial, attempt) → program run
-  std::once_flag inputs0_once;
-  std::vector<FTensor> inputs0;  // inputs of trial 0, attempt 0 (for screening)
 
   FieldTrial trial(int t, int attempt) const {
     return FieldTrial::make(options.seed, static_cast<uint64_t>(t), static_cast<uint64_t>(attempt));
   }
-  const std::vector<FTensor>& screen_inputs() {
-    std::call_once(inputs0_once, [&] {
-      field_inputs_into(program, trial(0, 0), threads, inputs0);
-      have_inputs0.store(true);
-    });
-    return inputs0;
-  }
-  std::atomic<bool> have_inputs0{false};
-  /// The program's outputs for (t, attempt), computed from `inputs` on first use.
-  const Result<FieldRun>& program_run(int t, int attempt, const std::vector<FTensor>& inputs,
+  /// The program's outputs for (t, attempt), computed on first use from the inputs that
+  /// `inputs()` returns (the trial's full inputs).
+  const Result<FieldRun>& program_run(int t, int attempt,
+                                      const std::function<const std::vector<FTensor>&()>& inputs,
                                       const FieldTrial& ft) {
     std::shared_ptr<Entry> e;
     {
@@ -150,7 +158,7 @@ struct EquivalenceChecker::State {
       if (!slot) slot = std::make_shared<Entry>();
       e = slot;
     }
-    std::call_once(e->once, [&] { e->run = run_field(program, analysis, inputs, ft, threads); });
+    std::call_once(e->once, [&] { e->run = run_field(program, analysis, inputs(), ft, threads); });
     return e->run;
   }
 };
@@ -169,11 +177,21 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
   State& s = *state_;
   STRATA_RETURN_IF_ERROR(check_interfaces(s.program, candidate));
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
-  const std::vector<FTensor>& inputs = s.screen_inputs();
   FieldTrial ft = s.trial(0, 0);
-  const Result<FieldRun>& prog = s.program_run(0, 0, inputs, ft);
+  std::vector<FTensor> full;  // the trial's full inputs, drawn only to evaluate the program
+  const Result<FieldRun>& prog = s.program_run(
+      0, 0,
+      [&]() -> const std::vector<FTensor>& {
+        field_inputs_into(s.program, ft, s.threads, full);
+        return full;
+      },
+      ft);
+  std::vector<FTensor>().swap(full);
   if (!prog.ok()) return prog.error();
+  // Only the input elements the sampled blocks read are drawn.
   verify::DemandPlan dp = verify::plan_demand(candidate, s.options.seed);
+  std::vector<FTensor> inputs;
+  field_inputs_into(s.program, ft, s.threads, inputs, &dp.inputs);
   STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, inputs, ft, s.threads, &dp.plan));
   auto [o, e] = first_difference(prog->outputs, cand.outputs, &dp.compare);
   if (o < 0) return true;
@@ -203,14 +221,11 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) co
     res.trials = t + 1;
     for (int attempt = 0;; ++attempt) {
       FieldTrial ft = s.trial(t, attempt);
-      const std::vector<FTensor>* inputs = &fresh;
-      if (t == 0 && attempt == 0 && s.have_inputs0.load())
-        inputs = &s.screen_inputs();
-      else
-        field_inputs_into(s.program, ft, s.threads, fresh);
-      const Result<FieldRun>& prog = s.program_run(t, attempt, *inputs, ft);
+      field_inputs_into(s.program, ft, s.threads, fresh);
+      const Result<FieldRun>& prog = s.program_run(
+          t, attempt, [&]() -> const std::vector<FTensor>& { return fresh; }, ft);
       if (!prog.ok()) return prog.error();
-      STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, *inputs, ft, s.threads));
+      STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, fresh, ft, s.threads));
       bool zero = prog->zero_division || cand.zero_division;
       auto [o, e] = first_difference(prog->outputs, cand.outputs);
       if (!zero && o >= 0) {
