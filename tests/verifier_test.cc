@@ -5,12 +5,14 @@
 
 #include <cstdlib>
 #include <functional>
+#include <set>
 
 #include <sys/wait.h>
 
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
 #include "strata/verifier.h"
+#include "verify/demand.h"
 
 namespace strata {
 namespace {
@@ -277,7 +279,7 @@ KernelGraph attention_program() {
   });
 }
 
-KernelGraph attention_flash() {
+KernelGraph attention_flash(bool exp_in_denominator = true) {
   return graph({{2, 4, 8}, {2, 8, 16}, {2, 16, 8}}, [&](KernelGraph& g, auto in) {
     auto parts = custom(g, {in[0], in[1], in[2]}, {2, 2, 1}, 2, [&](BlockGraph& b) {
       int q = must(b.add_input(Shape{2, 4, 8}, {0, kPhi, kPhi}, kPhi));  // [1, 4, 8]
@@ -285,7 +287,8 @@ KernelGraph attention_flash() {
       int v = must(b.add_input(Shape{2, 16, 8}, {0, 1, kPhi}, 1));       // [1, 4, 8]
       int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Matmul, {q, k}))}));
       int n = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {e, v}))}));
-      int d = must(b.add_op(OpKind::AccumSumLd, {e}));
+      int s = must(b.add_op(OpKind::Matmul, {q, k}));
+      int d = must(b.add_op(OpKind::AccumSumLd, {exp_in_denominator ? e : s}));
       EXPECT_TRUE(b.add_output(n, {0, 1, kPhi}).ok());  // [2, 8, 8]: rows split·4 + i
       EXPECT_TRUE(b.add_output(d, {0, 1, kPhi}).ok());  // [2, 8, 1]
     });
@@ -460,6 +463,59 @@ TEST(Verifier, TrialsAndBound) {
   VerifyResult att = verify(attention_program(), attention_flash());
   EXPECT_LE(att.trials, 3);
   EXPECT_LE(att.log2_bound, -60);
+}
+
+TEST(Screening, ScreensMultiKernelCandidatesOnDemand) {
+  // A mistake in the first kernel shows through the second one's sampled blocks.
+  expect_rejected(attention_program(), attention_flash(false), 0, 0);
+  KernelGraph ref = rmsnorm_graph(4, 256, 512, 8, 4);
+  verify::DemandPlan dp = verify::plan_demand(ref, 1);
+  ASSERT_TRUE(dp.plan.blocks[2].has_value());
+  const std::vector<int64_t>& ids = *dp.plan.blocks[2];
+  ASSERT_EQ(ids.size(), 4u);  // 4 of the 8 blocks
+  ASSERT_EQ(dp.compare[0].size(), 4u);
+  for (size_t i = 0; i < ids.size(); ++i) {  // block x writes columns [64x, 64x + 64) of O
+    EXPECT_EQ(dp.compare[0][i].lo[3], 64 * ids[i]);
+    EXPECT_EQ(dp.compare[0][i].hi[3], 64 * ids[i] + 64);
+    EXPECT_EQ(dp.compare[0][i].hi[2] - dp.compare[0][i].lo[2], 4);
+  }
+  // X is read whole (imap φ); W only in the sampled blocks' columns.
+  ASSERT_EQ(dp.inputs[0].size(), 1u);
+  EXPECT_EQ(dp.inputs[0][0].numel(), 4 * 256);
+  ASSERT_EQ(dp.inputs[1].size(), 4u);
+  for (const Box& b : dp.inputs[1]) EXPECT_EQ(b.numel(), 256 * 64);
+
+  // A predefined op after the kernel: 4 sampled elements, and only the blocks writing them run.
+  OpAttrs half;
+  half.scalar = 0.5;
+  KernelGraph chained = graph({{4, 256}, {256, 512}}, [&](KernelGraph& g, auto in) {
+    int o = custom(g, {in[0], in[1]}, {8, 1, 1}, 4, [&](BlockGraph& b) {
+      int x = must(b.add_input(Shape{4, 256}, kAllReplicated, 1));
+      int w = must(b.add_input(Shape{256, 512}, {1, kPhi, kPhi}, 0));
+      int am = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {x, w}))}));
+      int ax = must(b.add_op(OpKind::AccumRmsLd, {x}));
+      EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {am, ax})), {1, kPhi, kPhi}).ok());
+    })[0];
+    return std::vector<int>{op(g, OpKind::MulScalar, {o}, half)};
+  });
+  dp = verify::plan_demand(chained, 3);
+  ASSERT_TRUE(dp.plan.regions[3].has_value());
+  const Region& elems = *dp.plan.regions[3];
+  EXPECT_EQ(elems.size(), 4u);
+  std::set<int64_t> want;
+  for (const Box& b : elems) {
+    EXPECT_EQ(b.numel(), 1);
+    want.insert(b.lo[3] / 64);
+  }
+  const std::vector<int64_t>& run = *dp.plan.blocks[2];
+  EXPECT_EQ(std::set<int64_t>(run.begin(), run.end()), want);
+  // Every candidate of this shape screens and verifies like the program it equals.
+  OpAttrs halfp = half;
+  KernelGraph prog = graph({{4, 256}, {256, 512}}, [&](KernelGraph& g, auto in) {
+    int y = op(g, OpKind::Matmul, {op(g, OpKind::RmsNorm, {in[0]}, dim(-1)), in[1]});
+    return std::vector<int>{op(g, OpKind::MulScalar, {y}, halfp)};
+  });
+  expect_equivalent(prog, chained);
 }
 
 TEST(Verifier, InterfaceMismatchesAreErrors) {
