@@ -114,6 +114,36 @@ TEST(Field, UniformStaysInRange) {
   EXPECT_EQ(uniform<ModP>(9, 5), uniform<ModP>(9, 5));
 }
 
+TEST(FieldArith, ExpOpaqueFunctionsAndZeroDivisors) {
+  verify::FieldTrial t = verify::FieldTrial::make(5, 0);
+  verify::FieldArith ar(t);
+  F2 x(12345, 678), same_p(12345, 999), other(12346, 678);
+  // exp in the Lax fragment reads the q-component: ω^b.
+  EXPECT_EQ(ar.exp(x, true).p, ModP::pow(t.omega, 678));
+  EXPECT_EQ(ar.exp(x, true).p, ar.exp(other, true).p);
+  // Opaque functions are keyed by op kind and the argument's p-component only.
+  EXPECT_EQ(ar.opaque(OpKind::Sqrt, x), ar.opaque(OpKind::Sqrt, same_p));
+  EXPECT_NE(ar.opaque(OpKind::Sqrt, x).p, ar.opaque(OpKind::Sqrt, other).p);
+  EXPECT_NE(ar.opaque(OpKind::Sqrt, x).p, ar.opaque(OpKind::Silu, x).p);
+  EXPECT_EQ(ar.exp(x, false), ar.opaque(OpKind::Exp, x));
+  EXPECT_NE(ar.opaque2(OpKind::Pow, x, other).p, ar.opaque2(OpKind::Pow, other, x).p);
+  F2 h = ar.opaque(OpKind::Gelu, x);
+  EXPECT_LT(h.p, kP);
+  EXPECT_LT(h.q, kQ);
+  // A fresh trial keys the functions differently.
+  verify::FieldTrial t2 = verify::FieldTrial::make(5, 1);
+  verify::FieldArith ar2(t2);
+  EXPECT_NE(ar.opaque(OpKind::Sqrt, x).p, ar2.opaque(OpKind::Sqrt, x).p);
+  // Division: a / b = a · b⁻¹; a zero divisor in a needed component is recorded.
+  interp::ValueHints only_p;
+  only_p.need_q = false;
+  F2 q = ar.div_prepared(F2(10, 10), ar.prepare_divisor(F2(4, 0), only_p));
+  EXPECT_EQ(q.p, ModP::mul(10, ModP::inv(4)));
+  EXPECT_FALSE(ar.zero_division());
+  (void)ar.prepare_divisor(F2(4, 0), interp::ValueHints{});
+  EXPECT_TRUE(ar.zero_division());
+}
+
 TEST(Field, MatmulFastPathMatchesNaive) {
   std::mt19937_64 rng(5);
   struct Case {
