@@ -18,7 +18,7 @@ namespace strata {
 
 struct VerifyOptions {
   /// Trials to run; 0 = the fewest trials whose combined bound is ≤ 2^target_log2_bound (≥ 1,
-  /// and at most 64 when the per-trial bound is too weak to get there).
+  /// at most 64; 8 when the analysis bounds one trial only by 1, and log2_bound stays 0).
   int trials = 0;
   double target_log2_bound = -60;
   uint64_t seed = 1;  ///< all randomness (inputs, ω, opaque functions) derives from it

@@ -23,6 +23,7 @@ using FTensor = TensorData<ff::F2>;
 using interp::for_each_row;
 
 constexpr int kMaxTrials = 64;
+constexpr int kTrialsWithoutBound = 8;  // when one trial's bound is 1, more trials cannot help
 constexpr int kMaxAttempts = 3;  // draws of one trial before a zero divisor is deemed systematic
 
 /// Fills `out` with the field inputs of trial `t` (reusing its buffers when shapes match):
@@ -211,7 +212,7 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) co
   int trials = s.options.trials;
   if (trials <= 0) {
     trials = per_trial >= 0
-                 ? kMaxTrials
+                 ? kTrialsWithoutBound
                  : static_cast<int>(std::ceil(s.options.target_log2_bound / per_trial - 1e-9));
     trials = std::clamp(trials, 1, kMaxTrials);
   }
