@@ -459,6 +459,16 @@ TEST(Verifier, TrialsAndBound) {
   o.seed = 99;
   o.threads = 1;
   EXPECT_TRUE(verify(prog, ref, o).equivalent);
+  // Σ_k y_k / (e^x_k + e^z_k): 64 different two-term denominators multiply out to 2^64 terms;
+  // the analysis gives no useful bound, so a few trials run and the bound stays 2^0.
+  auto fractions = graph({{2, 64}, {2, 64}, {2, 64}}, [](KernelGraph& g, auto in) {
+    int den = op(g, OpKind::Add, {op(g, OpKind::Exp, {in[0]}), op(g, OpKind::Exp, {in[2]})});
+    return std::vector<int>{op(g, OpKind::Sum, {op(g, OpKind::Div, {in[1], den})}, dim(1))};
+  });
+  VerifyResult weak = verify(fractions, fractions);
+  EXPECT_TRUE(weak.equivalent);
+  EXPECT_EQ(weak.trials, 8);
+  EXPECT_EQ(weak.log2_bound, 0);
   // Attention: sums of 16 exponentials per element still need only a few trials.
   VerifyResult att = verify(attention_program(), attention_flash());
   EXPECT_LE(att.trials, 3);
