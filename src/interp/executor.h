@@ -41,6 +41,18 @@ struct ExecConfig {
   const PartialPlan* partial = nullptr;
 };
 
+/// For each op of a block graph: whether its result reaches an output saver (only those run).
+inline std::vector<char> live_block_ops(const BlockGraph& bg) {
+  std::vector<char> live(bg.ops().size(), 0), need(bg.tensors().size(), 0);
+  for (int i = static_cast<int>(bg.ops().size()) - 1; i >= 0; --i) {
+    const BlockOp& op = bg.op(i);
+    live[i] = op.kind == OpKind::Output || (op.output >= 0 && need[op.output]);
+    if (live[i])
+      for (int t : op.inputs) need[t] = 1;
+  }
+  return live;
+}
+
 namespace detail {
 
 inline const ValueHints& default_hints() {
@@ -87,18 +99,6 @@ void copy_out(const TensorData<V>& src, const std::array<int64_t, 4>& off, Tenso
         V* d = dst.data.data() + od.row_base(off[0] + i0, off[1] + i1, off[2] + i2) + off[3];
         std::copy(s, s + os.dims[3], d);
       }
-}
-
-/// Ops of a block graph whose results reach an output saver.
-inline std::vector<char> live_block_ops(const BlockGraph& bg) {
-  std::vector<char> live(bg.ops().size(), 0), need(bg.tensors().size(), 0);
-  for (int i = static_cast<int>(bg.ops().size()) - 1; i >= 0; --i) {
-    const BlockOp& op = bg.op(i);
-    live[i] = op.kind == OpKind::Output || (op.output >= 0 && need[op.output]);
-    if (live[i])
-      for (int t : op.inputs) need[t] = 1;
-  }
-  return live;
 }
 
 /// Runs the given blocks of a block graph and writes their tiles into `outs` (device tensors of

@@ -246,7 +246,7 @@ DemandPlan plan_with_samples(const KernelGraph& g, uint64_t seed, int samples) {
           }
       if (wanted) ids.push_back(id);
     }
-    std::vector<char> live = interp::detail::live_block_ops(bg);
+    std::vector<char> live = interp::live_block_ops(bg);
     for (int64_t id : ids)
       for (int k = 0; k < bg.num_inputs(); ++k) {
         int iop = bg.input_op(k);
