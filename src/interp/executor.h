@@ -36,9 +36,9 @@ struct PartialPlan {
 };
 
 struct ExecConfig {
-  int threads = 1;
-  const ExecHints* hints = nullptr;
-  const PartialPlan* partial = nullptr;
+  int threads = 1;                       ///< worker threads (blocks, rows of kernel ops)
+  const ExecHints* hints = nullptr;      ///< null: every component needed, every exp Lax
+  const PartialPlan* partial = nullptr;  ///< null: evaluate everything
 };
 
 /// For each op of a block graph: whether its result reaches an output saver (only those run).
