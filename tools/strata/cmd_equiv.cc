@@ -1,4 +1,4 @@
-// `strata verify A B`: decides whether two graphs compute the same outputs (DESIGN §5).
+// `strata equiv A B`: decides whether two graphs compute the same outputs (DESIGN §5).
 //
 // Exit codes: 0 equivalent (with the error bound printed), 1 not equivalent (the first
 // differing output and element printed), 2 unreadable graphs or mismatched interfaces.
@@ -13,7 +13,7 @@
 namespace strata::cli {
 namespace {
 
-struct VerifyArgs {
+struct EquivArgs {
   std::string a, b;
   VerifyOptions options;
   bool screen = false;
@@ -24,7 +24,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run_verify(const VerifyArgs& args) {
+int run_equiv(const EquivArgs& args) {
   auto a = load_graph(args.a);
   if (!a.ok()) return fail_bad_input(a.error().message);
   auto b = load_graph(args.b);
@@ -60,9 +60,9 @@ int run_verify(const VerifyArgs& args) {
 }
 
 CommandRegistrar reg{
-    Command{"verify", "Check that two graphs compute the same outputs (finite-field random tests)",
+    Command{"equiv", "Prove two programs or μGraphs equivalent (finite-field random tests with an error bound)",
             [](CLI::App& app) -> std::function<int()> {
-              auto args = std::make_shared<VerifyArgs>();
+              auto args = std::make_shared<EquivArgs>();
               app.add_option("A", args->a, "Program or μGraph (reference)")->required();
               app.add_option("B", args->b, "Program or μGraph to compare with A")->required();
               app.add_option("--trials", args->options.trials,
@@ -74,7 +74,7 @@ CommandRegistrar reg{
               app.add_flag("--screen", args->screen,
                            "Only the cheap screen: a few sampled blocks of one trial");
               app.add_flag("--timing", args->timing, "Print how long the check took on stderr");
-              return [args] { return run_verify(*args); };
+              return [args] { return run_equiv(*args); };
             },
             40}};
 
