@@ -566,7 +566,7 @@ TEST(Verifier, InterfaceMismatchesAreErrors) {
 namespace strata {
 namespace {
 
-TEST(Cli, VerifyExitCodes) {
+TEST(Cli, EquivExitCodes) {
   const char* bin = std::getenv("STRATA_BIN");
   ASSERT_NE(bin, nullptr) << "STRATA_BIN must point at the strata tool";
   std::string dir = ::testing::TempDir();
@@ -597,7 +597,7 @@ TEST(Cli, VerifyExitCodes) {
                              return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
                            }));
   auto code = [&](const std::string& args) {
-    int status = std::system((std::string(bin) + " verify " + args + " > /dev/null 2>&1").c_str());
+    int status = std::system((std::string(bin) + " equiv " + args + " > /dev/null 2>&1").c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   EXPECT_EQ(code(xy + " " + xy2), 0);
