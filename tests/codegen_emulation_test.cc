@@ -7,6 +7,7 @@
 
 #include "strata/graph_io.h"
 #include "support/benchmark_graphs.h"
+#include "support/coverage_graphs.h"
 #include "support/emulation.h"
 
 namespace strata::testing {
@@ -16,6 +17,7 @@ struct Case {
   std::string name;
   KernelGraph graph;
   double amp = 0.5;
+  double rtol = 2e-2;  ///< per-element tolerance (relative, plus rtol × rms of the reference)
   EmitOptions options{};
 };
 
@@ -36,20 +38,86 @@ void check_graph(const Case& c, const KernelGraph* program = nullptr) {
     ASSERT_TRUE(emu.run(inputs, out, reverse)) << c.name << ": " << emu.log();
     ASSERT_EQ(out.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) {
-      Comparison cmp = compare(out[i], ref[i]);
+      Comparison cmp = compare(out[i], ref[i], c.rtol);
       EXPECT_EQ(cmp.bad, 0) << c.name << " output " << i << (reverse ? " (reverse order)" : "")
                             << ": " << cmp.bad << " of " << ref[i].v.size()
                             << " elements off, rel L2 " << cmp.rel_l2 << ", max abs " << cmp.max_abs
                             << ", ref rms " << cmp.ref_rms;
-      EXPECT_LT(cmp.rel_l2, 1e-2) << c.name << " output " << i;
+      EXPECT_LT(cmp.rel_l2, c.rtol / 2) << c.name << " output " << i;
     }
   }
 }
 
+// The reference μGraphs of DESIGN §2.4 at the small shapes of examples/ (the builders must
+// agree with examples/reference/*_small.json), checked against their naive programs too.
 TEST(Emulation, RmsNormReference) {
-  check_graph({"rmsnorm", rmsnorm_graph(4, 256, 512)}, nullptr);
   KernelGraph prog = rmsnorm_program(4, 256, 512);
-  check_graph({"rmsnorm_ref", rmsnorm_graph(4, 256, 512)}, &prog);
+  check_graph({"rmsnorm", rmsnorm_graph(4, 256, 512)}, &prog);
+}
+
+TEST(Emulation, GatedMlpReference) {
+  KernelGraph prog = gatedmlp_program(8, 256, 256);
+  check_graph({"gatedmlp", gatedmlp_graph(8, 256, 256)}, &prog);
+}
+
+TEST(Emulation, LoraReference) {
+  KernelGraph prog = lora_program(16, 64, 256, 16);
+  check_graph({"lora", lora_graph(16, 64, 256, 16)}, &prog);
+}
+
+TEST(Emulation, NTransReference) {
+  KernelGraph prog = ntrans_program(2, 256);
+  check_graph({"ntrans", ntrans_graph(2, 256)}, &prog);
+}
+
+TEST(Emulation, GqaReference) {
+  KernelGraph prog = attention_program(2, 32, 32, 512, false);
+  check_graph({"gqa", attention_graph(2, 32, 32, 512, 4, 32, 16, false), 0.25}, &prog);
+}
+
+// With Q and K normalized, QK is about ±d whatever the inputs, so exp(QK) overflows f16: run
+// the QK-norm graph in bf16 (which also covers the bf16 tensor-core path). bf16 operands of
+// QK (8-bit mantissa) put ~0.1 of error into exponents of up to ±d, hence the tolerance.
+TEST(Emulation, QkNormReferenceBf16) {
+  KernelGraph prog = attention_program(2, 32, 32, 512, true, DType::bf16);
+  check_graph({"qknorm", attention_graph(2, 32, 32, 512, 4, 32, 16, true, DType::bf16), 0.25, 6e-2},
+              &prog);
+}
+
+TEST(Emulation, BuildersMatchExampleFiles) {
+  struct File {
+    const char* path;
+    KernelGraph graph;
+  } files[] = {
+      {"examples/reference/rmsnorm_small.json", rmsnorm_graph(4, 256, 512)},
+      {"examples/reference/gatedmlp_small.json", gatedmlp_graph(8, 256, 256)},
+      {"examples/reference/lora_small.json", lora_graph(16, 64, 256, 16)},
+      {"examples/reference/ntrans_small.json", ntrans_graph(2, 256)},
+      {"examples/reference/gqa_small.json", attention_graph(2, 32, 32, 512, 4, 32, 16, false)},
+      {"examples/reference/qknorm_small.json", attention_graph(2, 32, 32, 512, 4, 32, 16, true)},
+  };
+  for (const File& f : files) {
+    auto g = load_graph(f.path);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    EXPECT_TRUE(g->structurally_equal(f.graph)) << f.path;
+  }
+}
+
+// Coverage graphs: every op, accumulator kind, map and lowering path (support/coverage_graphs.h).
+TEST(EmulationCoverage, AccumulatorsAndMaps) {
+  check_graph({"accmaps", accumulators_and_maps()});
+}
+TEST(EmulationCoverage, SimtAndReductions) {
+  check_graph({"simt", simt_and_reductions()});
+}
+TEST(EmulationCoverage, BatchedTensorCores) {
+  check_graph({"batched", batched_tensor_cores(), 0.5, 4e-2});
+}
+TEST(EmulationCoverage, ViewsAndBlockReductions) {
+  check_graph({"views", views_and_block_reductions()});
+}
+TEST(EmulationCoverage, PredefinedOps) {
+  check_graph({"predefined", predefined_ops()});
 }
 
 }  // namespace

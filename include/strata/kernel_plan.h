@@ -35,7 +35,7 @@ struct PlanOptions {
   int max_stages = 8;                   ///< pipeline depth cap for per-iteration input tiles
   int64_t bytes_in_flight = 48 * 1024;  ///< per-block prefetch target that sizes the pipeline
   int register_accum_floats = 64;       ///< per-thread f32 budget for fragment accumulators
-  int mma_chunk_floats = 64;            ///< per-thread f32 budget of one matmul output chunk
+  int mma_chunk_floats = 32;            ///< per-thread f32 budget of one matmul output chunk
   int forced_stages = 0;                ///< > 0: use exactly this many stages (clamped to F)
   bool tensor_cores = true;             ///< allow mma.sync matmuls
   bool fuse_epilogues = true;           ///< evaluate a matmul's elementwise consumer in registers

@@ -130,11 +130,11 @@ inline KernelGraph ntrans_graph(int64_t rows, int64_t d) {
 /// FlashDecoding GQA (optionally with the QK norms): kernel 1 over (batch, KV split), kernel 2
 /// over the splits.
 inline KernelGraph attention_graph(int64_t B, int64_t q, int64_t d, int64_t L, int G, int64_t T,
-                                   int64_t tq, bool qknorm) {
+                                   int64_t tq, bool qknorm, DType dt = DType::f16) {
   KernelGraph g;
-  int Q = must(g.add_input("Q", Shape{B, q, d}, DType::f16));
-  int K = must(g.add_input("K", Shape{B, d, L}, DType::f16));
-  int V = must(g.add_input("V", Shape{B, L, d}, DType::f16));
+  int Q = must(g.add_input("Q", Shape{B, q, d}, dt));
+  int K = must(g.add_input("K", Shape{B, d, L}, dt));
+  int V = must(g.add_input("V", Shape{B, L, d}, dt));
   const int F1 = static_cast<int>(L / (G * T));
   BlockGraph k1 = must(BlockGraph::make({static_cast<int>(B), G, 1}, 128, F1));
   int qi = must(k1.add_input(Shape{B, q, d}, {0, P, P}, P));
@@ -165,11 +165,12 @@ inline KernelGraph attention_graph(int64_t B, int64_t q, int64_t d, int64_t L, i
   return g;
 }
 
-inline KernelGraph attention_program(int64_t B, int64_t q, int64_t d, int64_t L, bool qknorm) {
+inline KernelGraph attention_program(int64_t B, int64_t q, int64_t d, int64_t L, bool qknorm,
+                                     DType dt = DType::f16) {
   KernelGraph g;
-  int Q = must(g.add_input("Q", Shape{B, q, d}, DType::f16));
-  int K = must(g.add_input("K", Shape{B, d, L}, DType::f16));
-  int V = must(g.add_input("V", Shape{B, L, d}, DType::f16));
+  int Q = must(g.add_input("Q", Shape{B, q, d}, dt));
+  int K = must(g.add_input("K", Shape{B, d, L}, dt));
+  int V = must(g.add_input("V", Shape{B, L, d}, dt));
   if (qknorm) {
     Q = must(g.add_op(OpKind::RmsNorm, {Q}, dim_attr(2), "Qn"));
     K = must(g.add_op(OpKind::RmsNorm, {K}, dim_attr(1), "Kn"));
@@ -179,6 +180,47 @@ inline KernelGraph attention_program(int64_t B, int64_t q, int64_t d, int64_t L,
   int z = must(g.add_op(OpKind::Sum, {e}, dim_attr(2), "Z"));
   int p = must(g.add_op(OpKind::Div, {e, z}, {}, "P"));
   int o = must(g.add_op(OpKind::Matmul, {p, V}, {}, "O"));
+  must(g.mark_output(o));
+  return g;
+}
+
+inline KernelGraph gatedmlp_program(int64_t m, int64_t k, int64_t n) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
+  int w1 = must(g.add_input("W1", Shape{k, n}, DType::f16));
+  int w3 = must(g.add_input("W3", Shape{k, n}, DType::f16));
+  int a = must(g.add_op(OpKind::Matmul, {x, w1}, {}, "A"));
+  int b = must(g.add_op(OpKind::Matmul, {x, w3}, {}, "B"));
+  int s = must(g.add_op(OpKind::Silu, {a}, {}, "S"));
+  int o = must(g.add_op(OpKind::Mul, {s, b}, {}, "O"));
+  must(g.mark_output(o));
+  return g;
+}
+
+inline KernelGraph lora_program(int64_t m, int64_t k, int64_t n, int64_t r) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
+  int w = must(g.add_input("W", Shape{k, n}, DType::f16));
+  int a = must(g.add_input("A", Shape{k, r}, DType::f16));
+  int b = must(g.add_input("B", Shape{r, n}, DType::f16));
+  int y = must(g.add_op(OpKind::Matmul, {x, w}, {}, "Y"));
+  int t = must(g.add_op(OpKind::Matmul, {x, a}, {}, "T"));
+  int z = must(g.add_op(OpKind::Matmul, {t, b}, {}, "Z"));
+  int o = must(g.add_op(OpKind::Add, {y, z}, {}, "O"));
+  must(g.mark_output(o));
+  return g;
+}
+
+inline KernelGraph ntrans_program(int64_t rows, int64_t d) {
+  KernelGraph g;
+  int h = must(g.add_input("H", Shape{rows, d}, DType::f16));
+  int x = must(g.add_input("X", Shape{rows, d}, DType::f16));
+  int al = must(g.add_input("Alpha", Shape{rows, d}, DType::f16));
+  int n = must(g.add_op(OpKind::RmsNorm, {h}, dim_attr(1), "N"));
+  int dd = must(g.add_op(OpKind::Sub, {n, x}, {}, "D"));
+  int m = must(g.add_op(OpKind::Mul, {al, dd}, {}, "M"));
+  int s = must(g.add_op(OpKind::Add, {x, m}, {}, "S"));
+  int o = must(g.add_op(OpKind::RmsNorm, {s}, dim_attr(1), "O"));
   must(g.mark_output(o));
   return g;
 }
