@@ -84,6 +84,12 @@ TEST(Emulation, QkNormReferenceBf16) {
               &prog);
 }
 
+// The paper's per-block tiles (Q 256x64, KV tiles of 64) at a short sequence: register
+// accumulators of 256x64 need 256 threads.
+TEST(Emulation, GqaPaperTiles) {
+  check_graph({"gqa_tiles", attention_graph(2, 256, 64, 256, 2, 64, 64, false), 0.25});
+}
+
 TEST(Emulation, BuildersMatchExampleFiles) {
   struct File {
     const char* path;

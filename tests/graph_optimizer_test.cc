@@ -68,11 +68,11 @@ TEST(Schedule, RmsNormLevelsAndBarriers) {
   EXPECT_EQ(p.op(3).level, 1);
   EXPECT_EQ(p.op(4).level, 1);
   EXPECT_EQ(p.op(5).phase, Phase::Post);
-  EXPECT_EQ(p.op(5).level, 1);
-  EXPECT_EQ(p.op(6).level, 2);  // the output saver
+  EXPECT_EQ(p.op(5).inline_into, 6);  // the div is evaluated by the output saver
+  EXPECT_EQ(p.op(6).level, 1);
   EXPECT_EQ(p.barriers_per_iteration, 1);
-  // After the loop: finalize (register dump, rms), then the div, then the saver.
-  EXPECT_EQ(p.barriers_post, 3);
+  // After the loop: finalize (register dump, rms), then the saver.
+  EXPECT_EQ(p.barriers_post, 2);
   EXPECT_EQ(p.tensors[g.op(3).output].home, TensorHome::Registers);
   EXPECT_EQ(p.tensors[g.op(2).output].home, TensorHome::Fused);
   EXPECT_EQ(p.op(2).matmul, MatmulPath::TensorCore);
@@ -132,7 +132,9 @@ TEST(Schedule, DepthOfADiamond) {
   must(b.add_output(acc, {P, P, P}));
   auto outs = must(g.add_customized({x}, std::move(b)));
   must(g.mark_output(outs[0]));
-  KernelPlan p = plan_of(g);
+  PlanOptions no_inline;
+  no_inline.inline_elementwise = false;
+  KernelPlan p = plan_of(g, no_inline);
   const int expect[] = {0, 1, 1, 2, 3, 4, 5};
   for (int i = 0; i < 7; ++i) EXPECT_EQ(p.op(i).level, expect[i]) << "op #" << i;
   EXPECT_EQ(p.barriers_per_iteration, 5);
@@ -154,7 +156,9 @@ TEST(MemoryPlan, ReusesDeadTiles) {
   must(b.add_output(acc, {P, P, P}));
   auto outs = must(g.add_customized({x}, std::move(b)));
   must(g.mark_output(outs[0]));
-  KernelPlan p = plan_of(g);
+  PlanOptions no_inline;  // (inlining would compute the whole chain in one pass)
+  no_inline.inline_elementwise = false;
+  KernelPlan p = plan_of(g, no_inline);
   expect_valid_memory_plan(p);
   int64_t sum = 0;
   for (const TensorPlan& t : p.tensors) sum += t.bytes;
@@ -241,14 +245,53 @@ TEST(Layout, SwizzlePaddingAndViews) {
 
 TEST(Layout, PipelineDepthFollowsBytesInFlight) {
   PlanOptions o;
-  o.bytes_in_flight = 64 * 1024;
-  KernelPlan p = plan_of(rmsnorm_graph(2, 4096, 6144), o);
-  // 8 KB of W and 256 B of X per iteration: 64 KB in flight needs 9 stages, capped at 8.
-  EXPECT_EQ(p.pipeline_stages, 8);
+  o.bytes_in_flight = 32 * 1024;
+  // 8 KB of W and 256 B of X per iteration: 32 KB in flight needs 4 + 1 stages.
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 5);
+  o.bytes_in_flight = 128 * 1024;
+  o.max_stages = 8;
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 8);  // capped
   o.forced_stages = 3;
   EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 3);
   // F = 1: no pipeline.
   EXPECT_EQ(plan_of(ntrans_graph(8, 4096)).pipeline_stages, 1);
+}
+
+TEST(Layout, ThreadCount) {
+  // Register accumulators of 256x64 need 256 threads to fit 64 floats per thread.
+  EXPECT_EQ(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false)).threads, 256);
+  // Tensor-core kernels whose accumulators fit keep the block graph's 128 threads.
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144)).threads, 128);
+  // Elementwise kernels get at most 8 elements of their largest tile per thread.
+  EXPECT_EQ(plan_of(ntrans_graph(1, 4096)).threads, 512);
+  EXPECT_EQ(plan_of(ntrans_graph(2, 256)).threads, 128);
+  PlanOptions o;
+  o.threads = 64;
+  EXPECT_EQ(plan_of(ntrans_graph(1, 4096), o).threads, 64);
+}
+
+TEST(Schedule, InlinesElementwiseChains) {
+  KernelPlan p = plan_of(ntrans_graph(1, 4096));
+  const BlockGraph& g = *p.graph;
+  // sub → mul → add is evaluated in one pass by the add; the F = 1 accumulator is its input.
+  EXPECT_EQ(p.op(4).inline_into, 5);
+  EXPECT_EQ(p.op(5).inline_into, 6);
+  EXPECT_EQ(p.tensors[g.op(4).output].home, TensorHome::Inline);
+  EXPECT_EQ(p.op(6).level, p.op(3).level + 1);
+  EXPECT_EQ(p.op(7).level, p.op(6).level + 1);
+  EXPECT_EQ(p.tensors[g.op(8).output].home, TensorHome::View);
+  EXPECT_EQ(p.tensors[g.op(8).output].view_of, g.op(7).output);
+  PlanOptions o;
+  o.inline_elementwise = false;
+  KernelPlan q = plan_of(ntrans_graph(1, 4096), o);
+  EXPECT_EQ(q.op(6).level, q.op(3).level + 3);
+  // gatedmlp: silu(acc1) is evaluated by the mul, the mul by the output saver.
+  KernelPlan m = plan_of(gatedmlp_graph(8, 4096, 4096));
+  EXPECT_EQ(m.op(7).inline_into, 8);
+  EXPECT_EQ(m.op(8).inline_into, 9);
+  EXPECT_EQ(m.op(9).level, 1);
+  expect_valid_memory_plan(p);
+  expect_valid_memory_plan(m);
 }
 
 TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {

@@ -32,8 +32,8 @@ inline constexpr int64_t kSmemAlign = 128;
 /// Knobs of the graph optimizer. Defaults target an H100 (227 KB of shared memory per block).
 struct PlanOptions {
   int64_t smem_limit = 227 * 1024;      ///< dynamic shared memory per block (bytes)
-  int max_stages = 8;                   ///< pipeline depth cap for per-iteration input tiles
-  int64_t bytes_in_flight = 48 * 1024;  ///< per-block prefetch target that sizes the pipeline
+  int max_stages = 12;                  ///< pipeline depth cap for per-iteration input tiles
+  int64_t bytes_in_flight = 64 * 1024;  ///< per-block prefetch target that sizes the pipeline
   int register_accum_floats = 64;       ///< per-thread f32 budget for fragment accumulators
   int mma_chunk_floats = 32;            ///< per-thread f32 budget of one matmul output chunk
   int forced_stages = 0;                ///< > 0: use exactly this many stages (clamped to F)
@@ -41,6 +41,8 @@ struct PlanOptions {
   bool fuse_epilogues = true;           ///< evaluate a matmul's elementwise consumer in registers
   bool hoist_invariants = true;         ///< run loop-invariant ops once before the loop
   bool concat_views = true;             ///< store concat operands in place inside the result
+  bool inline_elementwise = true;       ///< evaluate single-use elementwise ops where read
+  int threads = 0;                      ///< threads per block; 0 = choose (see choose_layouts)
 };
 
 /// When an op runs.
@@ -57,7 +59,9 @@ enum class TensorHome : uint8_t {
               ///< tile (offset/bytes) after the loop
   Fused,      ///< never materialized: a matmul result consumed in registers by its epilogue op
               ///< or accumulator
-  View,       ///< stored in place inside another tensor (a concat operand inside the concat)
+  View,       ///< stored in place inside another tensor (a concat operand inside the concat,
+              ///< or a one-iteration accumulator inside its input tile)
+  Inline,     ///< never materialized: an elementwise result recomputed by its only consumer
 };
 
 /// How a matmul is computed.
@@ -85,6 +89,7 @@ struct OpPlan {
   int epilogue = -1;         ///< matmul: the elementwise op evaluated on its output fragments
   int host = -1;             ///< elementwise op: the matmul whose epilogue computes it
   int accumulate_into = -1;  ///< matmul: the `accum` op fed directly from its fragments
+  int inline_into = -1;      ///< elementwise op: the consumer that evaluates it where it reads it
   MatmulPath matmul = MatmulPath::None;
   MmaTiling tiling;  ///< TensorCore matmuls
 };
@@ -111,6 +116,7 @@ struct KernelPlan {
   DType mma_dtype = DType::f16;      ///< 16-bit type of tensor-core operands
   bool has_mma_dtype = false;        ///< false when no input is 16-bit (no tensor cores)
   PlanOptions options;
+  int threads = 0;  ///< threads per block of the generated kernel
 
   std::vector<OpPlan> ops;                  ///< indexed like graph->ops()
   std::vector<TensorPlan> tensors;          ///< indexed like graph->tensors()

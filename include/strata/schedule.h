@@ -30,6 +30,14 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan);
 /// Disabled by PlanOptions::fuse_epilogues = false.
 Result<KernelPlan> fuse_matmul_epilogues(KernelPlan plan);
 
+/// Marks elementwise ops (unary, binary, thread graphs) whose only consumer is an elementwise
+/// op of the same shape, an output saver or an `accum` in the same phase: the consumer
+/// evaluates them per element where it reads them, so they are never stored and cost no level
+/// (OpPlan::inline_into; the tensor's home becomes Inline). Register-level fusion of elementwise
+/// chains, like a thread graph (DESIGN §2.3). Needs a scheduled plan; schedule again afterwards.
+/// Disabled by PlanOptions::inline_elementwise = false.
+Result<KernelPlan> inline_elementwise_ops(KernelPlan plan);
+
 /// True when post level 0 has work: accumulators to finalize (mean, rms) or to copy from
 /// registers to shared memory. It then gets its own barrier before and after.
 bool post_finalize_work(const KernelPlan& plan);

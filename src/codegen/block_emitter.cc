@@ -478,7 +478,6 @@ void BlockEmitter::emit_save(int i) {
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
   const int64_t n = chunks.numel(), trips = (n + threads() - 1) / threads();
-  Access src = access(t);
   w_.open("");
   w_.line("// save " + g_.tensor_name(t) + " " + tile.str() + " -> output " + std::to_string(oi) +
           " " + full.str() + (vec > 1 ? ", 16-byte stores" : ""));
@@ -501,12 +500,16 @@ void BlockEmitter::emit_save(int i) {
     std::vector<std::string> jdx = idx;
     jdx[r - 1] = paren(idx[r - 1]) + " + j";
     w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) v[j] = " + src.load(jdx) + ";");
+    w_.open("for (int j = 0; j < " + std::to_string(vec) + "; ++j)");
+    const std::string value = operand_value(t, tile, jdx);
+    w_.line("v[j] = " + value + ";");
+    w_.close();
     w_.line("strata_rt::store_global_vec<" + cuda_type(out_t) + ", " + std::to_string(vec) +
             ">(dst + " + paren(sum(goff)) + ", v);");
   } else {
-    w_.line("dst[" + sum(goff) + "] = strata_rt::from_f32<" + cuda_type(out_t) + ">(" +
-            src.load(idx) + ");");
+    const std::string value = operand_value(t, tile, idx);
+    w_.line("dst[" + sum(goff) + "] = strata_rt::from_f32<" + cuda_type(out_t) + ">(" + value +
+            ");");
   }
   w_.close();
   w_.close();

@@ -88,13 +88,14 @@ class BlockEmitter {
   std::string tile_ptr(int tensor) const;
   std::string tname(int tensor) const;
   std::string dtype_of(int tensor) const;
-  int threads() const { return g_.block_threads(); }
+  int threads() const { return plan_.threads; }
 
   const KernelPlan& plan_;
   const BlockGraph& g_;
   const BlockKernelInfo& info_;
   CodeWriter& w_;
-  bool in_loop_ = false;  ///< emitting inside the for-loop (pipelined tiles use `stage`)
+  bool in_loop_ = false;    ///< emitting inside the for-loop (pipelined tiles use `stage`)
+  int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
 };
 
 }  // namespace strata::codegen

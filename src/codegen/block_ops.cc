@@ -40,7 +40,7 @@ void BlockEmitter::emit_op(int i) {
     case Category::Unary:
     case Category::Binary:
     case Category::Fused:
-      if (p.host < 0) emit_elementwise(i);
+      if (p.host < 0 && p.inline_into < 0) emit_elementwise(i);
       return;
     case Category::Reduce:
     case Category::Norm:
@@ -52,6 +52,7 @@ void BlockEmitter::emit_op(int i) {
     case Category::Accum: {
       const int src = g_.tensor(op.inputs[0]).producer;
       if (plan_.ops[src].accumulate_into == i) return;  // done from the matmul's fragments
+      if (plan_.tensors[op.output].home == TensorHome::View) return;  // F = 1: the input itself
       if (is_reduction(op))
         emit_reduction(i);
       else
@@ -68,7 +69,15 @@ void BlockEmitter::emit_op(int i) {
 
 std::string BlockEmitter::operand_value(int t, const Shape& out,
                                         const std::vector<std::string>& out_idx) {
-  return access(t).load(broadcast_index(g_.tensor(t).shape, out_idx));
+  const Shape& ts = g_.tensor(t).shape;
+  std::vector<std::string> idx = broadcast_index(ts, out_idx);
+  if (plan_.tensors[t].home != TensorHome::Inline) return access(t).load(idx);
+  // Evaluate the inlined producer at this element.
+  const int p = g_.tensor(t).producer;
+  std::vector<std::string> ins;
+  for (int x : g_.op(p).inputs) ins.push_back(paren(operand_value(x, ts, idx)));
+  std::string prefix = "i" + std::to_string(t) + "_" + std::to_string(inline_counter_++) + "_";
+  return eval_elementwise(p, ins, prefix);
 }
 
 std::string BlockEmitter::eval_elementwise(int i, const std::vector<std::string>& inputs,
@@ -99,7 +108,8 @@ void BlockEmitter::emit_elementwise(int i) {
   std::vector<std::string> vals;
   for (size_t k = 0; k < op.inputs.size(); ++k) {
     std::string name = "a" + std::to_string(k);
-    w_.line("const float " + name + " = " + operand_value(op.inputs[k], out, idx) + ";");
+    const std::string value = operand_value(op.inputs[k], out, idx);
+    w_.line("const float " + name + " = " + value + ";");
     vals.push_back(name);
   }
   std::string res = eval_elementwise(i, vals, "v");
@@ -226,14 +236,14 @@ void BlockEmitter::emit_accumulate(int i) {
                      "] = " + g_.tensor_name(x)));
   open_thread_loop(w_, "e", xs.numel(), threads());
   std::vector<std::string> idx = unflatten("e", xs);
+  const std::string value = operand_value(x, xs, idx);
   if (op.attrs.fmap == kReplicate) {
-    w_.line(ya.ref(idx) + " += " + access(x).load(idx) + ";");
+    w_.line(ya.ref(idx) + " += " + value + ";");
   } else {
     std::vector<std::string> yidx = idx;
     const int d = op.attrs.fmap;
     yidx[d] = sum({idx[d], mul("it", xs[d])});
-    w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + access(x).load(idx) +
-            ");");
+    w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + value + ");");
   }
   w_.close();
   w_.close();

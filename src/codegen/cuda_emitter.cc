@@ -94,10 +94,21 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     is_output[t] = true;
     if (!is_input[t]) buf[t] = {Buffer::Output, static_cast<int>(i), 0, g.tensor(t).dtype};
   }
+  // A 16-bit intermediate whose consumer loads tiles with rows of an odd number of elements
+  // could only be copied 2 bytes at a time, synchronously: store it in f32 (cp.async-able).
+  std::vector<bool> widen(ntensors, options.f32_intermediates);
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized) continue;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const BlockGraph& b = *op.body;
+      const Shape& tile = b.tensor(b.op(b.input_op(static_cast<int>(k))).output).shape;
+      if (tile.rank() > 0 && (tile[tile.rank() - 1] * 2) % 4 != 0) widen[op.inputs[k]] = true;
+    }
+  }
   int64_t workspace = 0;
   for (int t = 0; t < ntensors; ++t) {
     if (is_input[t] || is_output[t]) continue;
-    DType dt = options.f32_intermediates ? DType::f32 : g.tensor(t).dtype;
+    DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
     buf[t] = {Buffer::Workspace, 0, workspace, dt};
     workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
                  kWorkspaceAlign * kWorkspaceAlign;
@@ -146,7 +157,7 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
         STRATA_RETURN_IF_ERROR(codegen::emit_block_kernel(*plan, info, title, kernels));
         L.name = info.name;
         L.grid = grid;
-        L.threads = body->block_threads();
+        L.threads = plan->threads;
         L.smem = plan->smem_bytes;
         result.kernels.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
                                   plan->pipeline_stages});

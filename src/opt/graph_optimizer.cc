@@ -27,11 +27,16 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
     const char* name;
     Pass pass;
   };
+  // clang-format off
   static const Step kPasses[] = {
-      {"schedule_block_ops", schedule_block_ops}, {"fuse_matmul_epilogues", fuse_matmul_epilogues},
-      {"schedule_block_ops", schedule_block_ops}, {"choose_layouts", choose_layouts},
+      {"schedule_block_ops", schedule_block_ops},
+      {"fuse_matmul_epilogues", fuse_matmul_epilogues},
+      {"inline_elementwise_ops", inline_elementwise_ops},
+      {"schedule_block_ops", schedule_block_ops},
+      {"choose_layouts", choose_layouts},
       {"plan_shared_memory", plan_shared_memory},
   };
+  // clang-format on
   STRATA_ASSIGN_OR_RETURN(KernelPlan plan,
                           make_kernel_plan(std::move(graph), std::move(input_dtypes),
                                            std::move(output_dtypes), options));

@@ -28,6 +28,8 @@ const char* home_name(TensorHome h) {
       return "fused";
     case TensorHome::View:
       return "view";
+    case TensorHome::Inline:
+      return "inline";
   }
   return "?";
 }
@@ -58,6 +60,7 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
   plan.input_dtypes = std::move(input_dtypes);
   plan.output_dtypes = std::move(output_dtypes);
   plan.options = options;
+  plan.threads = options.threads > 0 ? options.threads : plan.graph->block_threads();
   plan.ops.resize(plan.graph->ops().size());
   plan.tensors.resize(plan.graph->tensors().size());
   for (DType t : plan.input_dtypes)
@@ -111,7 +114,7 @@ std::string format_plan(const KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   std::ostringstream os;
   os << "kernel plan: grid (" << g.grid().x << ", " << g.grid().y << ", " << g.grid().z << "), "
-     << g.block_threads() << " threads, forloop " << g.forloop() << ", " << plan.pipeline_stages
+     << plan.threads << " threads, forloop " << g.forloop() << ", " << plan.pipeline_stages
      << " pipeline stage(s), " << plan.smem_bytes
      << " bytes of shared memory, barriers: " << plan.barriers_prologue << " prologue, "
      << plan.barriers_per_iteration << " per iteration, " << plan.barriers_post << " post\n";
@@ -129,6 +132,7 @@ std::string format_plan(const KernelPlan& plan) {
     if (p.epilogue >= 0) os << " epilogue op #" << p.epilogue;
     if (p.host >= 0) os << " in epilogue of op #" << p.host;
     if (p.accumulate_into >= 0) os << " accumulates into op #" << p.accumulate_into;
+    if (p.inline_into >= 0) os << " inlined into op #" << p.inline_into;
     os << "\n";
   }
   for (size_t t = 0; t < g.tensors().size(); ++t) {

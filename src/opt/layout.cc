@@ -94,11 +94,54 @@ bool tensor_core_eligible(const KernelPlan& plan, int id) {
   return true;
 }
 
+namespace {
+
+/// Whether every fragment-fed accumulator gets a register tiling with `warps` warps.
+bool register_accumulators_fit(const KernelPlan& plan, int warps) {
+  const BlockGraph& g = *plan.graph;
+  int budget = plan.options.register_accum_floats;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const OpPlan& p = plan.ops[i];
+    if (p.accumulate_into < 0 || !tensor_core_eligible(plan, i)) continue;
+    const Shape& out = g.tensor(g.op(i).output).shape;
+    MmaTiling t;
+    if (!choose_tiling(batch_count(out), out[out.rank() - 2], out[out.rank() - 1], warps,
+                       plan.options.mma_chunk_floats, budget, t))
+      return false;
+    budget -= t.mt * t.nt * 4;
+  }
+  return true;
+}
+
+/// Threads per block: PlanOptions::threads when set; else the block graph's, raised (up to 512)
+/// until every fragment-fed accumulator fits in registers for kernels with tensor-core
+/// matmuls, or until no tile has more than 8 elements per thread for the others.
+int choose_threads(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  if (plan.options.threads > 0) return plan.options.threads;
+  int threads = g.block_threads();
+  bool tensor_cores = false;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
+    tensor_cores = tensor_cores || tensor_core_eligible(plan, i);
+  if (tensor_cores) {
+    for (int t = threads; t <= 512; t *= 2)
+      if (register_accumulators_fit(plan, t / 32)) return t;
+    return threads;
+  }
+  int64_t largest = 0;
+  for (const BlockTensor& t : g.tensors()) largest = std::max(largest, t.shape.numel());
+  while (threads < 512 && largest > int64_t{threads} * 8) threads *= 2;
+  return threads;
+}
+
+}  // namespace
+
 Result<KernelPlan> choose_layouts(KernelPlan plan) {
   const BlockGraph& g = *plan.graph;
   const int nops = static_cast<int>(g.ops().size());
   const int ntensors = static_cast<int>(g.tensors().size());
-  const int warps = g.block_threads() / 32;
+  plan.threads = choose_threads(plan);
+  const int warps = plan.threads / 32;
   std::vector<bool> ldmatrix_read(ntensors, false), fragment_written(ntensors, false);
 
   // Storage types: input tiles keep the device type; computed tiles are f32 unless a tensor
@@ -106,6 +149,7 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
   for (int t = 0; t < ntensors; ++t) {
     plan.tensors[t] = TensorPlan{};
     plan.tensors[t].dtype = is_input_tile(g, t) ? input_tile_dtype(plan, t) : DType::f32;
+    if (plan.ops[g.tensor(t).producer].inline_into >= 0) plan.tensors[t].home = TensorHome::Inline;
   }
   // Matmul paths, fused results, fragment writers.
   int reg_budget = plan.options.register_accum_floats;
@@ -141,8 +185,24 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
     fragment_written[dest] = true;
     if (in_registers) plan.tensors[dest].home = TensorHome::Registers;
   }
-  // Concat operands stored in place inside the concat result.
   std::vector<bool> is_host(ntensors, false);
+  // A one-iteration accumulator is its input: store it in place.
+  if (g.forloop() == 1) {
+    for (int i = 0; i < nops; ++i) {
+      const BlockOp& op = g.op(i);
+      if (op.kind != OpKind::AccumSum) continue;
+      const int x = op.inputs[0];
+      TensorPlan& ap = plan.tensors[op.output];
+      if (ap.home != TensorHome::Shared || plan.tensors[x].home != TensorHome::Shared) continue;
+      ap.home = TensorHome::View;
+      ap.view_of = x;
+      ap.view_dim = 0;
+      ap.view_offset = 0;
+      ap.dtype = plan.tensors[x].dtype;
+      is_host[x] = true;
+    }
+  }
+  // Concat operands stored in place inside the concat result.
   if (plan.options.concat_views) {
     for (int i = 0; i < nops; ++i) {
       const BlockOp& op = g.op(i);
@@ -182,7 +242,9 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
   // Layouts.
   for (int t = 0; t < ntensors; ++t) {
     TensorPlan& tp = plan.tensors[t];
-    if (tp.home == TensorHome::Fused || tp.home == TensorHome::View) continue;
+    if (tp.home == TensorHome::Fused || tp.home == TensorHome::View ||
+        tp.home == TensorHome::Inline)
+      continue;
     const Shape& s = g.tensor(t).shape;
     const int64_t last = last_extent(s), rows = s.numel() / last;
     const int esize = dtype_size(tp.dtype);
@@ -243,8 +305,7 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
     const BlockOp& op = g.op(i);
     if (!is_reduction(op)) continue;
     ReductionShape r = reduction_shape(op, g.tensor(op.inputs[0]).shape);
-    if (reduction_team(r.group(), r.outputs(), g.block_threads()) == 0)
-      plan.scratch_bytes = warps * 4;
+    if (reduction_team(r.group(), r.outputs(), plan.threads) == 0) plan.scratch_bytes = warps * 4;
   }
   count_barriers(plan);
   return plan;

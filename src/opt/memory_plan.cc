@@ -25,6 +25,11 @@ void compute_intervals(KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   const int loop_end = plan.position(Phase::Loop, plan.num_levels(Phase::Loop) - 1);
   auto pos = [&](int op) { return plan.position(plan.ops[op].phase, plan.ops[op].level); };
+  // Where an op's inputs are read: an inlined op reads them where its consumer runs.
+  auto use_op = [&](int op) {
+    while (plan.ops[op].inline_into >= 0) op = plan.ops[op].inline_into;
+    return op;
+  };
   for (int t = 0; t < static_cast<int>(g.tensors().size()); ++t) {
     TensorPlan& tp = plan.tensors[t];
     const int prod = g.tensor(t).producer;
@@ -32,6 +37,7 @@ void compute_intervals(KernelPlan& plan) {
     const OpKind kind = g.op(prod).kind;
     int begin = pos(prod), end = begin;
     for (int c : tensor_consumers(g, t)) {
+      c = use_op(c);
       const OpPlan& cp = plan.ops[c];
       // A tile read inside the loop from an earlier phase is read in every iteration.
       int use = (cp.phase == Phase::Loop && pp.phase != Phase::Loop) ? loop_end : pos(c);
@@ -40,7 +46,7 @@ void compute_intervals(KernelPlan& plan) {
     if (kind == OpKind::Input && pp.phase == Phase::Loop) {
       begin = 0;  // prefetched before the loop
       end = loop_end;
-    } else if (op_category(kind) == Category::Accum) {
+    } else if (op_category(kind) == Category::Accum && tp.home != TensorHome::View) {
       if (tp.home == TensorHome::Registers) {
         begin = plan.position(Phase::Post, 0);
       } else {

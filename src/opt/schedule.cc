@@ -77,7 +77,8 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
     }
     int level = 0;
     for (int t : op.inputs) level = std::max(level, ready_level(t, p.phase));
-    p.level = level + 1;
+    // An inlined op runs inside its consumer: it is ready as soon as its inputs are.
+    p.level = p.inline_into >= 0 ? level : level + 1;
     if (p.host >= 0) p.level = plan.ops[p.host].level;
   }
   for (auto& phase_levels : plan.levels) phase_levels.clear();
@@ -123,6 +124,32 @@ Result<KernelPlan> fuse_matmul_epilogues(KernelPlan plan) {
     if (!ready) continue;
     p.epilogue = c;
     up.host = i;
+  }
+  return plan;
+}
+
+}  // namespace strata
+
+namespace strata {
+
+Result<KernelPlan> inline_elementwise_ops(KernelPlan plan) {
+  if (!plan.options.inline_elementwise) return plan;
+  const BlockGraph& g = *plan.graph;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const BlockOp& op = g.op(i);
+    OpPlan& p = plan.ops[i];
+    if (!is_elementwise_or_chain(op.kind) || p.host >= 0) continue;
+    std::vector<int> cons = tensor_consumers(g, op.output);
+    if (cons.size() != 1) continue;
+    const BlockOp& user = g.op(cons[0]);
+    const OpPlan& up = plan.ops[cons[0]];
+    if (up.phase != p.phase || up.host >= 0) continue;
+    bool ok = false;
+    if (is_elementwise_or_chain(user.kind))
+      ok = g.tensor(user.output).shape == g.tensor(op.output).shape;
+    else
+      ok = user.kind == OpKind::Output || user.kind == OpKind::AccumSum;
+    if (ok) p.inline_into = cons[0];
   }
   return plan;
 }
