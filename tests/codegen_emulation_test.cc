@@ -1,11 +1,12 @@
 // End-to-end tests of the CUDA emitter without a GPU: emitted sources run on the CPU emulator
 // of the CUDA execution model (runtime/strata_rt/emulate.h: fibers per thread, barriers, warp
 // collectives with the PTX fragment layouts, asynchronous cp.async, NaN-filled shared memory)
-// and must match a double-precision evaluation of DESIGN §2 semantics. Each graph also runs
+// and must match the reference interpreter (run_reference). Each graph also runs
 // with the threads of every block in reverse order, so a missing barrier shows up either way.
 #include <gtest/gtest.h>
 
 #include "strata/graph_io.h"
+#include "strata/thread_fusion.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/emulation.h"
@@ -24,23 +25,27 @@ struct Case {
 void check_graph(const Case& c, const KernelGraph* program = nullptr) {
   EmulatedGraph emu(c.graph, c.options, c.name);
   ASSERT_TRUE(emu.ok()) << c.name << ": " << emu.log();
-  std::vector<RefTensor> inputs = random_inputs(c.graph, 1234, c.amp);
-  std::vector<RefTensor> ref = ref_kernel_graph(c.graph, inputs);
+  std::vector<HostTensor> inputs = rounded_random_inputs(c.graph, 1234, c.amp);
+  auto reference = run_reference(c.graph, inputs);
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  std::vector<HostTensor> ref = *reference;
   if (program) {
-    // The reference μGraph and the naive program agree (a check of the evaluator itself).
-    std::vector<RefTensor> pref = ref_kernel_graph(*program, inputs);
+    // The reference μGraph and the naive program agree (a check of the test itself).
+    auto program_ref = run_reference(*program, inputs);
+    ASSERT_TRUE(program_ref.ok()) << program_ref.error().message;
+    std::vector<HostTensor> pref = *program_ref;
     ASSERT_EQ(pref.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i)
       EXPECT_LT(compare(pref[i], ref[i], 1e-9).rel_l2, 1e-9) << c.name << " output " << i;
   }
   for (bool reverse : {false, true}) {
-    std::vector<RefTensor> out;
+    std::vector<HostTensor> out;
     ASSERT_TRUE(emu.run(inputs, out, reverse)) << c.name << ": " << emu.log();
     ASSERT_EQ(out.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i) {
       Comparison cmp = compare(out[i], ref[i], c.rtol);
       EXPECT_EQ(cmp.bad, 0) << c.name << " output " << i << (reverse ? " (reverse order)" : "")
-                            << ": " << cmp.bad << " of " << ref[i].v.size()
+                            << ": " << cmp.bad << " of " << ref[i].data.size()
                             << " elements off, rel L2 " << cmp.rel_l2 << ", max abs " << cmp.max_abs
                             << ", ref rms " << cmp.ref_rms;
       EXPECT_LT(cmp.rel_l2, c.rtol / 2) << c.name << " output " << i;
@@ -72,7 +77,8 @@ TEST(Emulation, NTransReference) {
 
 TEST(Emulation, GqaReference) {
   KernelGraph prog = attention_program(2, 32, 32, 512, false);
-  check_graph({"gqa", attention_graph(2, 32, 32, 512, 4, 32, 16, false), 0.25}, &prog);
+  check_graph({"gqa", attention_graph(2, 32, 32, 512, 4, 32, 16, false, DType::f16, 2), 0.25},
+              &prog);
 }
 
 // With Q and K normalized, QK is about ±d whatever the inputs, so exp(QK) overflows f16: run
@@ -80,8 +86,9 @@ TEST(Emulation, GqaReference) {
 // QK (8-bit mantissa) put ~0.1 of error into exponents of up to ±d, hence the tolerance.
 TEST(Emulation, QkNormReferenceBf16) {
   KernelGraph prog = attention_program(2, 32, 32, 512, true, DType::bf16);
-  check_graph({"qknorm", attention_graph(2, 32, 32, 512, 4, 32, 16, true, DType::bf16), 0.25, 6e-2},
-              &prog);
+  check_graph(
+      {"qknorm", attention_graph(2, 32, 32, 512, 4, 32, 16, true, DType::bf16, 2), 0.25, 6e-2},
+      &prog);
 }
 
 // The paper's per-block tiles (Q 256x64, KV tiles of 64) at a short sequence: register
@@ -99,8 +106,10 @@ TEST(Emulation, BuildersMatchExampleFiles) {
       {"examples/reference/gatedmlp_small.json", gatedmlp_graph(8, 256, 256)},
       {"examples/reference/lora_small.json", lora_graph(16, 64, 256, 16)},
       {"examples/reference/ntrans_small.json", ntrans_graph(2, 256)},
-      {"examples/reference/gqa_small.json", attention_graph(2, 32, 32, 512, 4, 32, 16, false)},
-      {"examples/reference/qknorm_small.json", attention_graph(2, 32, 32, 512, 4, 32, 16, true)},
+      {"examples/reference/gqa_small.json",
+       attention_graph(2, 32, 32, 512, 4, 32, 16, false, DType::f16, 2)},
+      {"examples/reference/qknorm_small.json",
+       attention_graph(2, 32, 32, 512, 4, 32, 16, true, DType::f16, 2)},
   };
   for (const File& f : files) {
     auto g = load_graph(f.path);
@@ -124,6 +133,17 @@ TEST(EmulationCoverage, ViewsAndBlockReductions) {
 }
 TEST(EmulationCoverage, PredefinedOps) {
   check_graph({"predefined", predefined_ops()});
+}
+
+// Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).
+TEST(EmulationCoverage, ThreadFusedGraphs) {
+  KernelGraph nt = fuse_thread_graphs(ntrans_graph(2, 256));
+  KernelGraph am = fuse_thread_graphs(accumulators_and_maps());
+  KernelGraph gm = fuse_thread_graphs(gatedmlp_graph(8, 256, 256));
+  EXPECT_GT(count_thread_graphs(nt) + count_thread_graphs(am) + count_thread_graphs(gm), 2);
+  check_graph({"fused_ntrans", nt});
+  check_graph({"fused_accmaps", am});
+  check_graph({"fused_gatedmlp", gm});
 }
 
 }  // namespace

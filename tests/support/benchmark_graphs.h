@@ -127,17 +127,18 @@ inline KernelGraph ntrans_graph(int64_t rows, int64_t d) {
   return g;
 }
 
-/// FlashDecoding GQA (optionally with the QK norms): kernel 1 over (batch, KV split), kernel 2
-/// over the splits.
+/// FlashDecoding GQA (optionally with the QK norms): kernel 1 over (batch, KV split, query
+/// chunk), kernel 2 over the splits.
 inline KernelGraph attention_graph(int64_t B, int64_t q, int64_t d, int64_t L, int G, int64_t T,
-                                   int64_t tq, bool qknorm, DType dt = DType::f16) {
+                                   int64_t tq, bool qknorm, DType dt = DType::f16, int Z = 1) {
   KernelGraph g;
   int Q = must(g.add_input("Q", Shape{B, q, d}, dt));
   int K = must(g.add_input("K", Shape{B, d, L}, dt));
   int V = must(g.add_input("V", Shape{B, L, d}, dt));
   const int F1 = static_cast<int>(L / (G * T));
-  BlockGraph k1 = must(BlockGraph::make({static_cast<int>(B), G, 1}, 128, F1));
-  int qi = must(k1.add_input(Shape{B, q, d}, {0, P, P}, P));
+  BlockGraph k1 = must(BlockGraph::make({static_cast<int>(B), G, Z}, 128, F1));
+  const int zq = Z > 1 ? 1 : P;
+  int qi = must(k1.add_input(Shape{B, q, d}, {0, P, zq}, P));
   int ki = must(k1.add_input(Shape{B, d, L}, {0, 2, P}, 2));
   int vi = must(k1.add_input(Shape{B, L, d}, {0, 1, P}, 1));
   if (qknorm) {
@@ -149,8 +150,8 @@ inline KernelGraph attention_graph(int64_t B, int64_t q, int64_t d, int64_t L, i
   int ev = must(k1.add_op(OpKind::Matmul, {e, vi}));
   int aev = must(k1.add_op(OpKind::AccumSum, {ev}));
   int ae = must(k1.add_op(OpKind::AccumSumLd, {e}));
-  must(k1.add_output(aev, {0, 2, P}));
-  must(k1.add_output(ae, {0, 2, P}));
+  must(k1.add_output(aev, {0, 2, zq}));
+  must(k1.add_output(ae, {0, 2, zq}));
   auto parts = must(g.add_customized({Q, K, V}, std::move(k1), {"PartEV", "PartE"}));
   BlockGraph k2 =
       must(BlockGraph::make({static_cast<int>(B), static_cast<int>(q / tq), 1}, 128, G));

@@ -1,5 +1,5 @@
 // Test support: runs emitted CUDA on the CPU emulator (runtime/strata_rt/emulate.h) and compares
-// it with the double-precision reference evaluator.
+// it with the reference interpreter (run_reference, DESIGN §2 semantics in doubles).
 #pragma once
 
 #include <cstdlib>
@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "strata/cuda_emitter.h"
+#include "strata/interpreter.h"
 #include "support/cuda_tools.h"
-#include "support/reference_eval.h"
 
 namespace strata::testing {
+
+using strata::HostTensor;
 
 /// Host program that loads inputs from files, runs strata_launch on the emulator and writes the
 /// outputs. STRATA_EMU_REVERSE=1 runs the threads of each block in reverse order.
@@ -65,15 +67,15 @@ struct Comparison {
   int64_t bad = 0;     ///< elements with |out − ref| > atol + rtol·|ref| (NaN counts)
 };
 
-inline Comparison compare(const RefTensor& out, const RefTensor& ref, double rtol = 2e-2) {
+inline Comparison compare(const HostTensor& out, const HostTensor& ref, double rtol = 2e-2) {
   Comparison c;
   double num = 0, den = 0;
-  for (size_t i = 0; i < ref.v.size(); ++i) den += ref.v[i] * ref.v[i];
-  c.ref_rms = std::sqrt(den / std::max<size_t>(1, ref.v.size()));
+  for (size_t i = 0; i < ref.data.size(); ++i) den += ref.data[i] * ref.data[i];
+  c.ref_rms = std::sqrt(den / std::max<size_t>(1, ref.data.size()));
   const double atol = rtol * c.ref_rms;
-  for (size_t i = 0; i < ref.v.size(); ++i) {
-    double d = out.v[i] - ref.v[i];
-    if (!(std::fabs(d) <= atol + rtol * std::fabs(ref.v[i]))) ++c.bad;
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    double d = out.data[i] - ref.data[i];
+    if (!(std::fabs(d) <= atol + rtol * std::fabs(ref.data[i]))) ++c.bad;
     num += d * d;
     c.max_abs = std::max(c.max_abs, std::fabs(d));
   }
@@ -83,13 +85,14 @@ inline Comparison compare(const RefTensor& out, const RefTensor& ref, double rto
 }
 
 /// Random inputs rounded to each input's dtype, uniform in [-amp, amp].
-inline std::vector<RefTensor> random_inputs(const KernelGraph& g, unsigned seed, double amp) {
+inline std::vector<HostTensor> rounded_random_inputs(const KernelGraph& g, unsigned seed,
+                                                     double amp) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-amp, amp);
-  std::vector<RefTensor> ins;
+  std::vector<HostTensor> ins;
   for (int t : g.inputs()) {
-    RefTensor r(g.tensor(t).shape);
-    for (double& v : r.v) {
+    HostTensor r(g.tensor(t).shape);
+    for (double& v : r.data) {
       float f = static_cast<float>(u(rng));
       switch (g.tensor(t).dtype) {
         case DType::f16:
@@ -108,9 +111,9 @@ inline std::vector<RefTensor> random_inputs(const KernelGraph& g, unsigned seed,
   return ins;
 }
 
-inline void write_tensor(const std::string& path, const RefTensor& t, DType dt) {
+inline void write_tensor(const std::string& path, const HostTensor& t, DType dt) {
   std::ofstream out(path, std::ios::binary);
-  for (double v : t.v) {
+  for (double v : t.data) {
     if (dt == DType::f32) {
       float f = static_cast<float>(v);
       out.write(reinterpret_cast<const char*>(&f), 4);
@@ -122,9 +125,9 @@ inline void write_tensor(const std::string& path, const RefTensor& t, DType dt) 
   }
 }
 
-inline bool read_tensor(const std::string& path, RefTensor& t, DType dt) {
+inline bool read_tensor(const std::string& path, HostTensor& t, DType dt) {
   std::ifstream in(path, std::ios::binary);
-  for (double& v : t.v) {
+  for (double& v : t.data) {
     if (dt == DType::f32) {
       float f;
       if (!in.read(reinterpret_cast<char*>(&f), 4)) return false;
@@ -170,7 +173,7 @@ class EmulatedGraph {
   const std::string& source() const { return source_; }
 
   /// Runs on `inputs`; fills `outputs` (one per graph output) or returns false with log().
-  bool run(const std::vector<RefTensor>& inputs, std::vector<RefTensor>& outputs, bool reverse) {
+  bool run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs, bool reverse) {
     std::string args;
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::string p = dir_.file("in" + std::to_string(i) + ".bin");
@@ -190,7 +193,7 @@ class EmulatedGraph {
     outputs.clear();
     for (size_t i = 0; i < g_.outputs().size(); ++i) {
       int t = g_.outputs()[i];
-      RefTensor r(g_.tensor(t).shape);
+      HostTensor r(g_.tensor(t).shape);
       if (!read_tensor(dir_.file("out" + std::to_string(i) + ".bin"), r, g_.tensor(t).dtype)) {
         log_ = "missing output " + std::to_string(i);
         return false;
