@@ -15,6 +15,18 @@ std::string stem(const std::string& path) {
   return dot == std::string::npos ? base : base.substr(0, dot);
 }
 
+/// "sm_XY" or "sm_XYa" with XY ≥ 80 (cp.async and mma.sync m16n8k16 need sm_80).
+bool valid_arch(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return false;
+  std::string digits;
+  size_t i = 3;
+  while (i < arch.size() && arch[i] >= '0' && arch[i] <= '9') digits += arch[i++];
+  if (digits.empty() || digits.size() > 3) return false;
+  if (i < arch.size() && !(i + 1 == arch.size() && (arch[i] == 'a' || arch[i] == 'f')))
+    return false;
+  return std::stoi(digits) >= 80;
+}
+
 std::function<int()> setup(CLI::App& app) {
   struct Args {
     std::string graph, out, arch = "sm_90a", name;
@@ -32,8 +44,7 @@ std::function<int()> setup(CLI::App& app) {
   app.add_flag("--f32-intermediates", args->f32_intermediates,
                "store tensors passed between kernels in f32");
   return [args] {
-    if (args->arch.rfind("sm_", 0) != 0 || args->arch.size() < 5 ||
-        std::stoi(args->arch.substr(3, 2)) < 80)
+    if (!valid_arch(args->arch))
       return fail_bad_input("--arch " + args->arch + ": expected sm_80 or newer (e.g. sm_90a)");
     auto g = load_graph(args->graph);
     if (!g.ok()) return fail_bad_input(g.error().message);
