@@ -90,6 +90,8 @@ struct OpPlan {
   int host = -1;             ///< elementwise op: the matmul whose epilogue computes it
   int accumulate_into = -1;  ///< matmul: the `accum` op fed directly from its fragments
   int inline_into = -1;      ///< elementwise op: the consumer that evaluates it where it reads it
+  bool in_place = false;     ///< writes nothing: its result is already stored (a concat of
+                             ///< views, a one-iteration accumulator aliasing its input)
   MatmulPath matmul = MatmulPath::None;
   MmaTiling tiling;  ///< TensorCore matmuls
 };

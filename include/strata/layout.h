@@ -29,7 +29,8 @@ bool tensor_core_eligible(const KernelPlan& plan, int op);
 ///  - the pipeline depth of per-iteration input tiles (enough stages to keep
 ///    PlanOptions::bytes_in_flight in flight, at most max_stages and F) and the reduction
 ///    scratch.
-/// Barrier counts are refreshed (register accumulators add post-loop work).
+/// Ops left with nothing to do (OpPlan::in_place) are scheduled again without a level of their
+/// own, which also refreshes the barrier counts.
 Result<KernelPlan> choose_layouts(KernelPlan plan);
 
 }  // namespace strata

@@ -133,6 +133,7 @@ std::string format_plan(const KernelPlan& plan) {
     if (p.host >= 0) os << " in epilogue of op #" << p.host;
     if (p.accumulate_into >= 0) os << " accumulates into op #" << p.accumulate_into;
     if (p.inline_into >= 0) os << " inlined into op #" << p.inline_into;
+    if (p.in_place) os << " in place";
     os << "\n";
   }
   for (size_t t = 0; t < g.tensors().size(); ++t) {

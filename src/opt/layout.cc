@@ -307,8 +307,21 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
     ReductionShape r = reduction_shape(op, g.tensor(op.inputs[0]).shape);
     if (reduction_team(r.group(), r.outputs(), plan.threads) == 0) plan.scratch_bytes = warps * 4;
   }
-  count_barriers(plan);
-  return plan;
+  // Ops whose result is already in place cost no level: schedule again.
+  for (int i = 0; i < nops; ++i) {
+    const BlockOp& op = g.op(i);
+    bool in_place = false;
+    if (op.kind == OpKind::Concat) {
+      in_place = true;
+      for (int x : op.inputs)
+        in_place = in_place && plan.tensors[x].home == TensorHome::View &&
+                   plan.tensors[x].view_of == op.output;
+    } else if (op_category(op.kind) == Category::Accum) {
+      in_place = plan.tensors[op.output].home == TensorHome::View;
+    }
+    plan.ops[i].in_place = in_place;
+  }
+  return schedule_block_ops(std::move(plan));
 }
 
 }  // namespace strata

@@ -62,7 +62,7 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
       if (plan.ops[src].accumulate_into == i)
         p.level = plan.ops[src].phase == Phase::Loop ? plan.ops[src].level : 1;
       else
-        p.level = 1 + ready_level(op.inputs[0], Phase::Loop);
+        p.level = (p.in_place ? 0 : 1) + ready_level(op.inputs[0], Phase::Loop);
       continue;
     }
     // Compute op (including thread graphs).
@@ -78,7 +78,7 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
     int level = 0;
     for (int t : op.inputs) level = std::max(level, ready_level(t, p.phase));
     // An inlined op runs inside its consumer: it is ready as soon as its inputs are.
-    p.level = p.inline_into >= 0 ? level : level + 1;
+    p.level = p.inline_into >= 0 || p.in_place ? level : level + 1;
     if (p.host >= 0) p.level = plan.ops[p.host].level;
   }
   for (auto& phase_levels : plan.levels) phase_levels.clear();
