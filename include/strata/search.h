@@ -122,6 +122,9 @@ struct SearchStats {
   int64_t tasks_total = 0;          ///< subtrees the enumeration was split into
   int64_t tasks_done = 0;           ///< of which finished (over all resumed runs)
   double elapsed_s = 0;             ///< wall time of this run
+  double setup_s = 0;               ///< of which: program analysis, checker construction
+  double screen_s = 0;              ///< of which: screening (summed over threads)
+  double verify_s = 0;              ///< of which: full verification of the top graphs
   StopReason stop = StopReason::Exhausted;
 };
 

@@ -1,23 +1,19 @@
-// The shared pool of screened candidates (docs/search.md, "Ranking").
+// The shared pool of candidates (docs/search.md, "Ranking").
 //
 // Every complete graph the enumeration emits is fused (thread graphs), costed and offered
-// here. The pool keeps the `capacity` best graphs that pass screening, best first by
-// (predicted time, canonical JSON). A graph is screened only if it would enter the pool at
-// the moment it is offered; one that would not is never needed, because `capacity` screened
-// graphs better than it already exist and stay until replaced by better ones. So the final
-// contents are the `capacity` best screen-passing graphs whatever the order of offers, which
-// makes the result independent of thread count and scheduling.
+// here. The pool keeps the `capacity` best graphs by (predicted time, canonical JSON),
+// without duplicates. Its contents after all offers are the `capacity` best graphs offered,
+// whatever the order of the offers, which makes the result independent of thread count and
+// scheduling. Screening and verification happen afterwards, best first (search.cc), so that
+// only the graphs that can reach the answer are checked.
 #pragma once
 
-#include <atomic>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "search/enumerator.h"
 #include "strata/cost_model.h"
-#include "strata/verifier.h"
 
 namespace strata::search {
 
@@ -29,31 +25,26 @@ struct PoolEntry {
 
 class CandidatePool : public CandidateSink {
  public:
-  CandidatePool(const Target& target, const EquivalenceChecker& checker, size_t capacity);
+  CandidatePool(const Target& target, size_t capacity);
 
-  /// Fuses, costs and (if it would enter the pool) screens a complete graph.
+  /// Fuses and costs a complete graph and keeps it if it is among the best.
   void offer(KernelGraph&& graph) override;
-  /// Adds a graph that passed screening in an earlier run (resume): fused, costed, kept.
+  /// Adds an already fused graph (from a checkpoint).
   void restore(const KernelGraph& fused_graph);
 
   /// The pool, best first.
   std::vector<PoolEntry> entries() const;
-  int64_t screened() const { return screened_.load(); }
-  /// First screening error message, if any screening failed with an error.
-  std::string first_error() const;
 
  private:
-  bool better(const PoolEntry& a, const PoolEntry& b) const;
   void insert(PoolEntry e);
 
   const Target& target_;
-  const EquivalenceChecker& checker_;
   size_t capacity_;
   mutable std::mutex mu_;
-  std::vector<PoolEntry> entries_;           // sorted best first
-  std::unordered_set<std::string> decided_;  // content hashes of screened graphs
-  std::atomic<int64_t> screened_{0};
-  std::string first_error_;
+  std::vector<PoolEntry> entries_;  // sorted best first
 };
+
+/// Best-first order of pool entries: predicted time, then canonical JSON.
+bool better_candidate(const PoolEntry& a, const PoolEntry& b);
 
 }  // namespace strata::search

@@ -34,8 +34,11 @@ constexpr std::string_view kCheckpointFormat = "strata-search-checkpoint";
 /// subtrees on the benchmarks (load balance, checkpoint granularity), shallow enough that
 /// replaying a task's path costs nothing.
 constexpr int kSplitDepth = 2;
-/// Screened graphs kept beyond top_k, in case some fail full verification.
-constexpr size_t kPoolSlack = 8;
+/// Best graphs kept for screening and verification after the enumeration: enough that
+/// top_k of them pass even when the abstract pruning lets some non-equivalent graphs through.
+size_t pool_capacity(const SearchConfig& c) {
+  return std::max<size_t>(256, 32 * static_cast<size_t>(c.top_k));
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -117,11 +120,10 @@ TaskStats task_stats_from_json(const Json& j) {
 /// interrupt flag, while the workers run.
 class Monitor {
  public:
-  Monitor(const SearchConfig& config, search::StopControl& stop, const search::CandidatePool& pool,
-          Clock::time_point t0, size_t tasks_total, const std::atomic<size_t>& tasks_done)
+  Monitor(const SearchConfig& config, search::StopControl& stop, Clock::time_point t0,
+          size_t tasks_total, const std::atomic<size_t>& tasks_done)
       : config_(config),
         stop_(stop),
-        pool_(pool),
         t0_(t0),
         total_(tasks_total),
         done_(tasks_done),
@@ -165,12 +167,11 @@ class Monitor {
       int64_t states = stop_.live_states.load();
       char buf[256];
       std::snprintf(buf, sizeof buf,
-                    "search: %.0f s, %lld states (%.0f/s), %lld pruned, %lld found, %lld "
-                    "screened, %zu/%zu tasks",
+                    "search: %.0f s, %lld states (%.0f/s), %lld pruned, %lld found, "
+                    "%zu/%zu tasks",
                     t, static_cast<long long>(states), (states - last_states) / since,
                     static_cast<long long>(stop_.live_prunes.load()),
-                    static_cast<long long>(stop_.live_found.load()),
-                    static_cast<long long>(pool_.screened()), done_.load(), total_);
+                    static_cast<long long>(stop_.live_found.load()), done_.load(), total_);
       std::cerr << (tty_ ? "\r\033[K" : "") << buf << (tty_ ? "" : "\n") << std::flush;
       printed_ = true;
       last_print = Clock::now();
@@ -180,7 +181,6 @@ class Monitor {
 
   const SearchConfig& config_;
   search::StopControl& stop_;
-  const search::CandidatePool& pool_;
   Clock::time_point t0_;
   size_t total_;
   const std::atomic<size_t>& done_;
@@ -193,6 +193,35 @@ class Monitor {
   bool interrupted_ = false;
   std::thread thread_;
 };
+
+/// The outcome of screening and (if the screen passed) verifying one candidate.
+struct CandidateCheck {
+  bool verified = false;  ///< the screen passed and verification ran
+  VerifyResult verification;
+  std::string error;  ///< an error of the screen (verified false) or of verification
+  double screen_s = 0, verify_s = 0;
+};
+
+CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::PoolEntry& e) {
+  CandidateCheck c;
+  auto t = Clock::now();
+  auto ok = checker.screen(e.graph);
+  c.screen_s = seconds_since(t);
+  if (!ok.ok()) {
+    c.error = ok.error().message;
+    return c;
+  }
+  if (!*ok) return c;
+  t = Clock::now();
+  auto v = checker.verify(e.graph);
+  c.verify_s = seconds_since(t);
+  c.verified = true;
+  if (!v.ok())
+    c.error = v.error().message;
+  else
+    c.verification = *v;
+  return c;
+}
 
 /// State carried from one run to the next through a checkpoint.
 struct Progress {
@@ -301,6 +330,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   space.smem_limit = static_cast<int64_t>(kSmemPruneSlack * target.smem_per_block_bytes);
   space.policy.max_blocks = 4 * static_cast<int64_t>(target.sm_count);
 
+  const double setup_s = seconds_since(t0);
   // Tasks: the collection pass never stops early, so task ids mean the same in every run.
   search::StopControl collect_stop;
   TaskStats collect_stats;
@@ -325,7 +355,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                            : "checkpoint ignored: " + s.error().message);
     }
   }
-  search::CandidatePool cpool(target, checker, static_cast<size_t>(config.top_k) + kPoolSlack);
+  search::CandidatePool cpool(target, pool_capacity(config));
   for (const KernelGraph& g : progress.pool) cpool.restore(g);
 
   // Run the remaining tasks on the workers.
@@ -341,7 +371,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   int threads =
       config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(todo.size(), 1))));
-  Monitor monitor(config, stop, cpool, t0, tasks.size(), tasks_done);
+  Monitor monitor(config, stop, t0, tasks.size(), tasks_done);
   auto work = [&] {
     search::Enumerator e(space, stop, &cpool);
     while (!stop.stop.load()) {
@@ -375,26 +405,41 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                       : monitor.interrupted()    ? StopReason::Interrupted
                       : monitor.time_limit_hit() ? StopReason::TimeLimit
                                                  : StopReason::StateLimit;
-  result.stats.candidates_screened = cpool.screened();
-  if (!cpool.first_error().empty())
-    warn(result, "screening failed with an error: " + cpool.first_error());
+  result.stats.setup_s = setup_s;
 
-  // Verify the best screened graphs until top_k are proved equivalent.
+  // Best first: screen by one field trial, then verify, until top_k are proved equivalent.
+  // One at a time: checking two candidates at once on two cores was measured to take as
+  // long as checking them one after the other.
   std::vector<search::PoolEntry> entries = cpool.entries();
+  std::erase_if(entries, [&](const search::PoolEntry& e) {
+    return e.graph.structurally_equal(program);
+  });
+  bool screen_error = false;
   for (const search::PoolEntry& e : entries) {
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
-    if (e.graph.structurally_equal(program)) continue;
-    auto v = checker.verify(e.graph);
+    if (config.interrupt && config.interrupt->load()) {
+      warn(result, "interrupted during verification; the ranking is incomplete");
+      break;
+    }
+    const CandidateCheck c = check_candidate(checker, e);
+    result.stats.screen_s += c.screen_s;
+    result.stats.verify_s += c.verify_s;
+    ++result.stats.candidates_screened;
+    if (!c.error.empty() && !c.verified) {
+      if (!screen_error) warn(result, "screening failed with an error: " + c.error);
+      screen_error = true;
+      continue;
+    }
+    if (!c.verified) continue;
     ++result.stats.candidates_verified;
-    if (!v.ok()) {
-      warn(result, "verification failed with an error: " + v.error().message);
-      continue;
+    if (!c.error.empty()) {
+      warn(result, "verification failed with an error: " + c.error);
+    } else if (!c.verification.equivalent) {
+      warn(result, "a screened candidate failed full verification (" + c.verification.detail +
+                       "); dropped");
+    } else {
+      result.ranked.push_back({e.graph, e.cost, c.verification, false});
     }
-    if (!v->equivalent) {
-      warn(result, "a screened candidate failed full verification (" + v->detail + "); dropped");
-      continue;
-    }
-    result.ranked.push_back({e.graph, e.cost, *v, false});
   }
   VerifyResult identity;
   identity.equivalent = true;

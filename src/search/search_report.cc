@@ -57,6 +57,9 @@ Json stats_json(const SearchStats& s) {
   j["tasks_total"] = s.tasks_total;
   j["tasks_done"] = s.tasks_done;
   j["elapsed_s"] = s.elapsed_s;
+  j["setup_s"] = s.setup_s;
+  j["screen_s"] = s.screen_s;
+  j["verify_s"] = s.verify_s;
   j["stop"] = std::string(stop_reason_name(s.stop));
   return j;
 }
@@ -173,6 +176,9 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
     r.stats.tasks_total = get_or<int64_t>(*s, "tasks_total", 0);
     r.stats.tasks_done = get_or<int64_t>(*s, "tasks_done", 0);
     r.stats.elapsed_s = get_or<double>(*s, "elapsed_s", 0.0);
+    r.stats.setup_s = get_or<double>(*s, "setup_s", 0.0);
+    r.stats.screen_s = get_or<double>(*s, "screen_s", 0.0);
+    r.stats.verify_s = get_or<double>(*s, "verify_s", 0.0);
   }
   r.cache_key = get_or<std::string>(doc, "cache_key", "");
   auto notes = doc.find("notes");
