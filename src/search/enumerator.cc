@@ -149,6 +149,33 @@ Result<SearchSpace> SearchSpace::from_program(const KernelGraph& program) {
   return s;
 }
 
+Result<std::unique_ptr<SearchSetup>> SearchSetup::make(const KernelGraph& program,
+                                                       const SearchConfig& config,
+                                                       const Target& target) {
+  auto setup = std::make_unique<SearchSetup>();
+  STRATA_ASSIGN_OR_RETURN(setup->space, SearchSpace::from_program(program));
+  std::vector<ExprId> exprs = kernel_graph_exprs(setup->pool, program);
+  std::vector<ExprId> targets;
+  for (int t : program.outputs()) targets.push_back(exprs[t]);
+  if (config.abstract_pruning) {
+    setup->oracle = std::make_unique<SubexprOracle>(setup->pool, targets);
+    setup->tensor_oracle = std::make_unique<SubexprOracle>(setup->pool, exprs);
+  }
+  SearchSpace& space = setup->space;
+  space.pool = &setup->pool;
+  space.oracle = setup->oracle.get();
+  space.tensor_oracle = setup->tensor_oracle.get();
+  space.input_exprs = exprs;
+  space.max_kernel_ops = config.max_kernel_ops;
+  space.max_block_ops = config.max_block_ops;
+  space.max_customized_ops = config.max_customized_ops;
+  space.max_block_inputs = config.max_block_inputs;
+  space.max_block_outputs = config.max_block_outputs;
+  space.smem_limit = static_cast<int64_t>(kSmemPruneSlack * target.smem_per_block_bytes);
+  space.policy.max_blocks = 4 * static_cast<int64_t>(target.sm_count);
+  return setup;
+}
+
 // ---- the tree walk -------------------------------------------------------------------------
 
 void Enumerator::Impl::flush_states() {

@@ -22,6 +22,7 @@
 #include "strata/cost_model.h"
 #include "strata/dim_classes.h"
 #include "strata/kernel_graph.h"
+#include "strata/search.h"
 #include "strata/subexpr_oracle.h"
 
 namespace strata::search {
@@ -110,6 +111,20 @@ struct SearchSpace {
   /// Fills everything from the program (kinds, scalars, classes); the caller sets the limits,
   /// pool, oracle and smem limit.
   static Result<SearchSpace> from_program(const KernelGraph& program);
+};
+
+/// A search space with the expression pool and oracles it points to (not movable: the space
+/// keeps pointers into it).
+struct SearchSetup {
+  ExprPool pool;
+  std::unique_ptr<SubexprOracle> oracle, tensor_oracle;
+  SearchSpace space;
+
+  /// Analyses the program and applies the limits of `config` and the shared memory and SM
+  /// count of `target` (the smem limit includes the cost model's prune slack).
+  static Result<std::unique_ptr<SearchSetup>> make(const KernelGraph& program,
+                                                   const SearchConfig& config,
+                                                   const Target& target);
 };
 
 /// Stop conditions shared by all enumerators of a search.

@@ -279,7 +279,6 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   STRATA_RETURN_IF_ERROR(check_config(config));
   STRATA_RETURN_IF_ERROR(check_program(program));
   STRATA_ASSIGN_OR_RETURN(Target target, Target::by_name(config.target));
-  STRATA_ASSIGN_OR_RETURN(search::SearchSpace space, search::SearchSpace::from_program(program));
 
   SearchResult result;
   result.cache_key = search_cache_key(program, config);
@@ -306,30 +305,11 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
     }
   }
 
-  // Pruning targets, verifier, search space.
-  ExprPool pool;
-  std::vector<ExprId> exprs = kernel_graph_exprs(pool, program);
-  std::vector<ExprId> targets;
-  for (int t : program.outputs()) targets.push_back(exprs[t]);
-  std::unique_ptr<SubexprOracle> oracle, tensor_oracle;
-  if (config.abstract_pruning) {
-    oracle = std::make_unique<SubexprOracle>(pool, targets);
-    tensor_oracle = std::make_unique<SubexprOracle>(pool, exprs);
-  }
+  // Search space (program analysis, expressions, oracles) and the verifier.
+  STRATA_ASSIGN_OR_RETURN(auto setup, search::SearchSetup::make(program, config, target));
+  const search::SearchSpace& space = setup->space;
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
                           EquivalenceChecker::make(program, VerifyOptions{}));
-  space.pool = &pool;
-  space.oracle = oracle.get();
-  space.tensor_oracle = tensor_oracle.get();
-  space.input_exprs = exprs;
-  space.max_kernel_ops = config.max_kernel_ops;
-  space.max_block_ops = config.max_block_ops;
-  space.max_customized_ops = config.max_customized_ops;
-  space.max_block_inputs = config.max_block_inputs;
-  space.max_block_outputs = config.max_block_outputs;
-  space.smem_limit = static_cast<int64_t>(kSmemPruneSlack * target.smem_per_block_bytes);
-  space.policy.max_blocks = 4 * static_cast<int64_t>(target.sm_count);
-
   const double setup_s = seconds_since(t0);
   // Tasks: the collection pass never stops early, so task ids mean the same in every run.
   search::StopControl collect_stop;
