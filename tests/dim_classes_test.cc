@@ -70,7 +70,7 @@ TEST(DimClasses, ReductionsRecordTheirKindAndProvenance) {
   KernelGraph g = parse(kRmsNorm);
   ClassTable t = analyze(g);
   DimClass k = cls(t, g, "X", 1);
-  const ProvMask x = 1, w = 2;  // program inputs by position
+  const ProvMask x = 1, w = 2;                             // program inputs by position
   EXPECT_TRUE(t.has_reduction(k, /*norm=*/true, x));       // rms_norm(X) over k
   EXPECT_TRUE(t.has_reduction(k, /*norm=*/false, x | w));  // Y·W over k: X (via Y) and W
   EXPECT_FALSE(t.has_reduction(k, /*norm=*/false, x));     // Σ_k X alone: not in the program
@@ -150,17 +150,17 @@ TEST(DimClasses, FlowRejectsMismatchedClasses) {
                                  std::vector<DimClassVec>{{m, k}, {m, k}}, {}, Shape{8, 256});
   EXPECT_FALSE(bcast.mismatch.empty());
   // … but a dim of extent 1 without a class may.
-  ClassFlow scale = flow_classes(t, OpKind::Div, {}, std::vector<Shape>{{8, 256}, {8, 1}},
-                                 std::vector<DimClassVec>{{m, k}, {m, kNoClass}}, {},
-                                 Shape{8, 256});
+  ClassFlow scale =
+      flow_classes(t, OpKind::Div, {}, std::vector<Shape>{{8, 256}, {8, 1}},
+                   std::vector<DimClassVec>{{m, k}, {m, kNoClass}}, {}, Shape{8, 256});
   EXPECT_TRUE(scale.mismatch.empty());
   EXPECT_EQ(scale.out[1], k);
   // Norms reduce their dim and report it as a normalization.
   OpAttrs dim1;
   dim1.dim = 1;
   ClassFlow norm = flow_classes(t, OpKind::RmsNorm, dim1, std::vector<Shape>{{8, 256}},
-                                std::vector<DimClassVec>{{m, k}},
-                                std::vector<DimProvVec>{{x, x}}, Shape{8, 256});
+                                std::vector<DimClassVec>{{m, k}}, std::vector<DimProvVec>{{x, x}},
+                                Shape{8, 256});
   EXPECT_TRUE(norm.norm);
   EXPECT_EQ(norm.reduced, k);
   EXPECT_EQ(norm.reduced_prov, x);

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -49,6 +50,10 @@ struct SearchConfig {
   /// When non-null and set (e.g. by a SIGINT handler), the search stops, writes a
   /// checkpoint and returns with StopReason::Interrupted.
   const std::atomic<bool>* interrupt = nullptr;
+  /// When set, called with every complete candidate the enumeration finds (thread graphs
+  /// fused), before ranking — from the worker threads, concurrently. Not called for results
+  /// answered from the cache.
+  std::function<void(const KernelGraph&)> observer;
 
   SearchConfig& with_threads(int n) {
     threads = n;
@@ -104,6 +109,10 @@ struct SearchConfig {
   }
   SearchConfig& with_interrupt(const std::atomic<bool>* flag) {
     interrupt = flag;
+    return *this;
+  }
+  SearchConfig& with_observer(std::function<void(const KernelGraph&)> f) {
+    observer = std::move(f);
     return *this;
   }
 };

@@ -12,8 +12,9 @@ bool better_candidate(const PoolEntry& a, const PoolEntry& b) {
   return a.key < b.key;
 }
 
-CandidatePool::CandidatePool(const Target& target, size_t capacity)
-    : target_(target), capacity_(std::max<size_t>(capacity, 1)) {}
+CandidatePool::CandidatePool(const Target& target, size_t capacity,
+                             std::function<void(const KernelGraph&)> observer)
+    : target_(target), capacity_(std::max<size_t>(capacity, 1)), observer_(std::move(observer)) {}
 
 void CandidatePool::insert(PoolEntry e) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -26,6 +27,7 @@ void CandidatePool::insert(PoolEntry e) {
 
 void CandidatePool::offer(KernelGraph&& graph) {
   PoolEntry e{fuse_thread_graphs(graph), {}, {}};
+  if (observer_) observer_(e.graph);
   e.cost = estimate_cost(e.graph, target_);
   {
     // Cheap rejection before the canonical JSON is built.

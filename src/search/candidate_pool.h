@@ -8,6 +8,7 @@
 // only the graphs that can reach the answer are checked.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -25,7 +26,9 @@ struct PoolEntry {
 
 class CandidatePool : public CandidateSink {
  public:
-  CandidatePool(const Target& target, size_t capacity);
+  /// `observer`, if set, sees every offered graph (fused) before ranking.
+  CandidatePool(const Target& target, size_t capacity,
+                std::function<void(const KernelGraph&)> observer = {});
 
   /// Fuses and costs a complete graph and keeps it if it is among the best.
   void offer(KernelGraph&& graph) override;
@@ -40,6 +43,7 @@ class CandidatePool : public CandidateSink {
 
   const Target& target_;
   size_t capacity_;
+  std::function<void(const KernelGraph&)> observer_;
   mutable std::mutex mu_;
   std::vector<PoolEntry> entries_;  // sorted best first
 };

@@ -335,7 +335,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                            : "checkpoint ignored: " + s.error().message);
     }
   }
-  search::CandidatePool cpool(target, pool_capacity(config));
+  search::CandidatePool cpool(target, pool_capacity(config), config.observer);
   for (const KernelGraph& g : progress.pool) cpool.restore(g);
 
   // Run the remaining tasks on the workers.
@@ -391,9 +391,8 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   // One at a time: checking two candidates at once on two cores was measured to take as
   // long as checking them one after the other.
   std::vector<search::PoolEntry> entries = cpool.entries();
-  std::erase_if(entries, [&](const search::PoolEntry& e) {
-    return e.graph.structurally_equal(program);
-  });
+  std::erase_if(entries,
+                [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
   bool screen_error = false;
   for (const search::PoolEntry& e : entries) {
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
