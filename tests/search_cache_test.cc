@@ -221,6 +221,34 @@ TEST(OptimizeCli, WritesTheResultAndSummary) {
   EXPECT_TRUE(again.err.empty()) << again.err;
 }
 
+TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
+  fs::path dir = fresh_dir("cli_sigint");
+  // SIGINT after one second: the search stops, reports and leaves a checkpoint.
+  CliRun stopped = strata(dir, "optimize examples/programs/gqa_small.strata --threads 2 --top 2");
+  (void)stopped;
+  fs::remove_all(dir / "cache");
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr);
+  std::string cmd = "STRATA_CACHE_DIR='" + (dir / "cache").string() +
+                    "' timeout --preserve-status -s INT 1 '" + bin +
+                    "' optimize examples/programs/gqa_small.strata --threads 2 --top 2 >'" +
+                    (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
+  int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(dir / "err.txt");
+  std::string out = slurp(dir / "out.txt");
+  EXPECT_NE(out.find("stop: interrupted"), std::string::npos) << out;
+  EXPECT_NE(out.find("checkpoint written"), std::string::npos) << out;
+  CliRun resumed = strata(dir,
+                          "optimize examples/programs/gqa_small.strata --threads 2 --top 2 "
+                          "--resume --quiet");
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("stop: exhausted"), std::string::npos) << resumed.out;
+  // the uninterrupted run of the first line and the resumed one agree on the winner
+  EXPECT_EQ(resumed.out.substr(0, resumed.out.find('\n')),
+            stopped.out.substr(0, stopped.out.find('\n')));
+}
+
 TEST(OptimizeCli, BadInputExitsTwo) {
   fs::path dir = fresh_dir("cli_bad");
   CliRun missing = strata(dir, "optimize '" + (dir / "nope.strata").string() + "'");
