@@ -73,14 +73,15 @@ inline ClassMask class_bit(DimClass c) {
 /// apart reductions that abstract expressions confuse: Σ_k X[k]·W[k] reduces k over {X, W},
 /// (Σ_k X[k])·W over {X} alone.
 using ProvMask = uint64_t;
+/// The provenance of each dim of one tensor.
 using DimProvVec = std::array<ProvMask, kMaxRank>;
 
 /// A reduction of the program: over which class, linear (sum, mean, matmul) or a
 /// normalization (rms_norm), and its provenance.
 struct ProgramReduction {
-  DimClass cls = kNoClass;
-  bool norm = false;
-  ProvMask prov = 0;
+  DimClass cls = kNoClass;  ///< a plain class
+  bool norm = false;        ///< rms_norm (true) or a linear reduction
+  ProvMask prov = 0;        ///< inputs whose dims of `cls` meet in the reduction
   bool operator==(const ProgramReduction&) const = default;
 };
 
@@ -101,7 +102,10 @@ class ClassTable {
   /// Classes of a program of predefined ops. Fails on more than 64 plain classes.
   static Result<ClassTable> analyze(const KernelGraph& program);
 
+  /// Facts about class c (0 ≤ c < size()).
   const DimClassInfo& info(DimClass c) const { return classes_[c]; }
+  /// Number of classes, plain and derived. Plain classes are 0 .. num_plain()−1, numbered in
+  /// order of first appearance among the program's (tensor, dim) pairs.
   int size() const { return static_cast<int>(classes_.size()); }
   int num_plain() const { return num_plain_; }
   /// Classes of program tensor t.
@@ -115,10 +119,14 @@ class ClassTable {
   /// Plain classes among program tensors' dims that are sum- or norm-reduced.
   ClassMask reduced_mask() const;
 
-  /// Interned derived classes.
+  /// The class of a dim concatenating a dim of class a with one of class b (interned).
   DimClass concat(DimClass a, DimClass b);
+  /// The class of an output dim holding `parts` per-block partial results of a grid split of
+  /// class `split` along `axis` of kernel op `origin`, each a tile of class `inner` with
+  /// extent `inner_extent` (interned).
   DimClass partial(DimClass split, DimClass inner, int64_t inner_extent, int64_t parts, int origin,
                    int axis);
+  /// The class of a dim of class c summed to `groups` groups of consecutive elements.
   DimClass grouped(DimClass c, int64_t groups);
 
   /// The plain classes a (possibly derived) class stands for: itself, both parts of a

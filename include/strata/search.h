@@ -157,7 +157,9 @@ struct SearchResult {
 
 /// Runs the search. Errors: programs the search cannot handle (customized ops in the input,
 /// no outputs, an output that is an input, unsupported ops, no block-graph configuration that
-/// fits the shapes), an unknown target, an unreadable checkpoint asked for by `resume`.
+/// fits the shapes), an unknown target, limits out of range. A corrupt cache entry or a
+/// missing or unusable checkpoint is not an error: it is reported on stderr and in `notes`,
+/// and the search runs from scratch.
 Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& config);
 
 /// A one-paragraph human summary: winner, predicted time vs the program's, bound, statistics.

@@ -274,6 +274,71 @@ Status read_checkpoint(const std::string& path, const std::string& key, size_t t
 
 }  // namespace
 
+int SearchResult::program_index() const {
+  for (size_t i = 0; i < ranked.size(); ++i)
+    if (ranked[i].is_program) return static_cast<int>(i);
+  return -1;
+}
+
+std::string_view stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::Exhausted:
+      return "exhausted";
+    case StopReason::TimeLimit:
+      return "time_limit";
+    case StopReason::StateLimit:
+      return "state_limit";
+    case StopReason::Interrupted:
+      return "interrupted";
+    case StopReason::CacheHit:
+      return "cache_hit";
+  }
+  return "?";
+}
+
+std::string search_summary(const SearchResult& r) {
+  char buf[512];
+  std::string out;
+  int prog = r.program_index();
+  if (r.ranked.empty() || prog < 0) return "no result\n";
+  const Candidate& best = r.ranked[0];
+  const Candidate& program = r.ranked[prog];
+  if (best.is_program) {
+    std::snprintf(buf, sizeof buf,
+                  "best: the input program itself (%zu kernels), predicted %.2f µs; no faster "
+                  "equivalent graph was found\n",
+                  program.graph.ops().size() - program.graph.inputs().size(),
+                  program.cost.predicted_us);
+    out += buf;
+  } else {
+    std::snprintf(
+        buf, sizeof buf,
+        "best: %zu kernel(s), %d customized, predicted %.2f µs vs %.2f µs for the "
+        "program (%.2fx)\n",
+        best.graph.ops().size() - best.graph.inputs().size(), best.graph.num_customized(),
+        best.cost.predicted_us, program.cost.predicted_us,
+        best.cost.predicted_us > 0 ? program.cost.predicted_us / best.cost.predicted_us : 0.0);
+    out += buf;
+    std::snprintf(buf, sizeof buf, "verified: %d trial(s), P[not equivalent] ≤ 2^%.1f\n",
+                  best.verification.trials, best.verification.log2_bound);
+    out += buf;
+  }
+  int64_t pruned = 0;
+  for (const auto& [rule, n] : r.stats.prunes_by_rule) pruned += n;
+  std::snprintf(buf, sizeof buf,
+                "search: %lld states, %lld pruned, %lld found, %lld screened, %lld verified, "
+                "%.1f s, stop: %s%s\n",
+                static_cast<long long>(r.stats.states), static_cast<long long>(pruned),
+                static_cast<long long>(r.stats.candidates_found),
+                static_cast<long long>(r.stats.candidates_screened),
+                static_cast<long long>(r.stats.candidates_verified), r.stats.elapsed_s,
+                std::string(stop_reason_name(r.stats.stop)).c_str(),
+                r.from_cache ? " (answered from the cache)" : "");
+  out += buf;
+  return out;
+}
+
+
 Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& config) {
   const auto t0 = Clock::now();
   STRATA_RETURN_IF_ERROR(check_config(config));
@@ -393,11 +458,13 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   std::vector<search::PoolEntry> entries = cpool.entries();
   std::erase_if(entries,
                 [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
-  bool screen_error = false;
+  bool screen_error = false, cut = false;
   for (const search::PoolEntry& e : entries) {
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
     if (config.interrupt && config.interrupt->load()) {
       warn(result, "interrupted during verification; the ranking is incomplete");
+      result.stats.stop = StopReason::Interrupted;
+      cut = true;
       break;
     }
     const CandidateCheck c = check_candidate(checker, e);
@@ -429,8 +496,8 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   result.stats.elapsed_s = seconds_since(t0);
 
   // Persist: a finished search is cached and its checkpoint removed; a stopped one leaves a
-  // checkpoint to resume from.
-  if (all_done) {
+  // checkpoint to resume from (with every task done when verification was cut short).
+  if (all_done && !cut) {
     std::error_code ec;
     std::filesystem::remove(ckpt_path, ec);
     if (config.use_cache) {
