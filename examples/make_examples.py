@@ -181,7 +181,7 @@ output O
 
 def attention(s, title, qknorm):
     B, q, d, L = s["B"], s["q"], s["d"], s["L"]
-    G, T, tq = s["G"], s["T"], s["tq"]
+    G, T, tq, Z = s["G"], s["T"], s["tq"], s["Z"]
     if qknorm:
         head = f"""# QK-normalized attention (Chameleon-7B), {title}: gqa on rms_norm(Q), rms_norm(K, dim=1)
 input Q: f16[{B}, {q}, {d}]
@@ -204,12 +204,13 @@ P = div(E, Z)
 O = matmul(P, V)
 output O
 """
-    # Kernel 1 (FlashDecoding): grid (batch, KV split); each block loops over its share of the
-    # KV sequence in T-wide tiles, accumulating exp(QK)·V and Σ exp(QK). The split index goes to
-    # the last dim of the partial results. Kernel 2 iterates over the splits, sums and divides.
+    # Kernel 1 (FlashDecoding): grid (batch, KV split, query chunk); each block loops over its
+    # share of the KV sequence in T-wide tiles, accumulating exp(QK)·V and Σ exp(QK). The split
+    # index goes to the last dim of the partial results. Kernel 2 iterates over the splits, sums
+    # and divides.
     F1 = L // (G * T)
     ops1 = [
-        b_in(0, "Qi", (0, PHI, PHI), PHI),
+        b_in(0, "Qi", (0, PHI, 1), PHI),
         b_in(1, "Ki", (0, 2, PHI), 2),
         b_in(2, "Vi", (0, 1, PHI), 1),
     ]
@@ -223,10 +224,10 @@ output O
         b_op("matmul", ["Ei", "Vi"], "EVi"),
         b_accum("accum", "EVi", "AccEV"),
         b_accum("accum_sum_ld", "Ei", "AccE"),
-        b_out("AccEV", (0, 2, PHI)),
-        b_out("AccE", (0, 2, PHI)),
+        b_out("AccEV", (0, 2, 1)),
+        b_out("AccE", (0, 2, 1)),
     ]
-    k1 = customized(["Q", "K", "V"], ["PartEV", "PartE"], block_graph((B, G, 1), F1, ops1))
+    k1 = customized(["Q", "K", "V"], ["PartEV", "PartE"], block_graph((B, G, Z), F1, ops1))
     k2 = customized(["PartEV", "PartE"], ["O"], block_graph((B, q // tq, 1), G, [
         b_in(0, "Pi", (0, 1, PHI), 2),
         b_in(1, "Zi", (0, 1, PHI), 2),
@@ -261,14 +262,14 @@ BENCHMARKS = {
         "small": dict(b=2, d=256),
     }),
     "gqa": (lambda s, t: attention(s, t, False), {
-        "b1": dict(B=2, q=256, d=64, L=4096, G=16, T=64, tq=64),
-        "b8": dict(B=16, q=256, d=64, L=4096, G=16, T=64, tq=64),
-        "small": dict(B=2, q=32, d=32, L=512, G=4, T=32, tq=16),
+        "b1": dict(B=2, q=256, d=64, L=4096, G=16, T=64, tq=64, Z=4),
+        "b8": dict(B=16, q=256, d=64, L=4096, G=16, T=64, tq=64, Z=4),
+        "small": dict(B=2, q=32, d=32, L=512, G=4, T=32, tq=16, Z=2),
     }),
     "qknorm": (lambda s, t: attention(s, t, True), {
-        "b1": dict(B=2, q=256, d=64, L=4096, G=16, T=64, tq=64),
-        "b8": dict(B=16, q=256, d=64, L=4096, G=16, T=64, tq=64),
-        "small": dict(B=2, q=32, d=32, L=512, G=4, T=32, tq=16),
+        "b1": dict(B=2, q=256, d=64, L=4096, G=16, T=64, tq=64, Z=4),
+        "b8": dict(B=16, q=256, d=64, L=4096, G=16, T=64, tq=64, Z=4),
+        "small": dict(B=2, q=32, d=32, L=512, G=4, T=32, tq=16, Z=2),
     }),
 }
 

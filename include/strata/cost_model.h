@@ -1,0 +1,86 @@
+// The analytical cost model (DESIGN §8; MCFuser §IV-A, eq. 2-5). Documented with the source
+// of every constant in docs/cost-model.md.
+//
+// Every kernel of a kernel graph is predicted independently and the predictions are summed:
+//   t = (t_mem + t_comp) · α + launch,   α = (N_blocks + N_SM) / N_blocks,
+// where t_mem is the DRAM traffic of the kernel's loads and stores divided by the sustained
+// bandwidth, and t_comp its FLOPs divided by the peak rate (tensor-core rate for matmul FLOPs,
+// SIMT rate for the rest). For a customized kernel, traffic and FLOPs are tile sizes times the
+// trip counts of the loops around them (grid blocks, for-loop iterations); a tile that does not
+// change across the for-loop (fmap φ) is loaded once per block. A predefined kernel op is one
+// library-like kernel reading each input once and writing its output once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/kernel_graph.h"
+#include "strata/status.h"
+
+namespace strata {
+
+/// Performance constants of one GPU. All rates are sustained or peak per second.
+struct Target {
+  std::string name;              ///< "h100" | "h200" | "a100"
+  int sm_count;                  ///< streaming multiprocessors (N_SM in α)
+  int64_t smem_per_block_bytes;  ///< opt-in shared memory per thread block
+  double mem_bandwidth_Bps;      ///< sustained DRAM bandwidth, bytes/s
+  double tensor_peak_flops;      ///< fp16/bf16 tensor-core rate (dense), FLOP/s
+  double simt_peak_flops;        ///< fp32 CUDA-core rate (elementwise, reductions), FLOP/s
+  double launch_overhead_s;      ///< per kernel launch within a CUDA graph, seconds
+
+  /// The built-in target of that name; the error lists the valid names.
+  static Result<Target> by_name(std::string_view name);
+};
+
+/// The built-in targets, in the order they are listed to users (the one table of constants).
+const std::vector<Target>& known_targets();
+
+/// The prediction for one kernel (one non-input op of the kernel graph).
+struct KernelCost {
+  int op_id;            ///< kernel op id
+  std::string label;    ///< "<op> → <output names>"
+  int64_t load_bytes;   ///< DRAM bytes read, trip counts included
+  int64_t store_bytes;  ///< DRAM bytes written
+  double tensor_flops;  ///< matmul FLOPs (tensor cores)
+  double simt_flops;    ///< all other FLOPs (CUDA cores)
+  int64_t blocks;       ///< thread blocks of the launch (N_blocks in α)
+  double alpha;         ///< (N_blocks + N_SM) / N_blocks
+  double t_mem_s;       ///< (load_bytes + store_bytes) / bandwidth
+  double t_comp_s;      ///< tensor_flops / tensor peak + simt_flops / SIMT peak
+  double predicted_s;   ///< (t_mem_s + t_comp_s) · alpha + launch overhead
+  int64_t smem_bytes;   ///< block_smem_bytes of a customized kernel; 0 for predefined ops
+};
+
+/// The prediction for a whole kernel graph: kernels in op order, and their sum.
+struct GraphCost {
+  double predicted_us;  ///< Σ kernels' predicted_s, in microseconds
+  std::vector<KernelCost> kernels;
+};
+
+/// Predicts the run time of every kernel of `g` on `t` (see the file comment).
+GraphCost estimate_cost(const KernelGraph& g, const Target& t);
+
+/// Shared-memory estimate of one thread block of `b`, in bytes, assuming 2-byte (f16/bf16)
+/// device tensors: input-iterator tiles that change across the for-loop count twice (double
+/// buffering), hoisted ones once; every other block tensor once, loop-body tiles at 2 bytes
+/// per element, accumulators and post-loop tensors at 4 (f32). Reuse of dead tiles is
+/// ignored, so the estimate is an upper bound of what a memory planner needs.
+int64_t block_smem_bytes(const BlockGraph& b);
+
+/// As above with the element sizes taken from the customized op's input dtypes: input tile i
+/// at dtype_size(input_dtypes[i]), loop-body tiles at the size of input 0's dtype.
+/// `input_dtypes` must have b.num_inputs() entries; missing ones count as f16.
+int64_t block_smem_bytes(const BlockGraph& b, const std::vector<DType>& input_dtypes);
+
+/// Slack allowed over the per-block limit when pruning by block_smem_bytes: the estimate
+/// ignores tile reuse, so, like MCFuser's rule 4, candidates are pruned only above 1.2× the limit.
+inline constexpr double kSmemPruneSlack = 1.2;
+
+/// True when a block needing `smem_bytes` (a block_smem_bytes estimate) is kept on `t`:
+/// smem_bytes ≤ kSmemPruneSlack · t.smem_per_block_bytes.
+bool fits_shared_memory(int64_t smem_bytes, const Target& t);
+
+}  // namespace strata

@@ -1,0 +1,231 @@
+#include "strata/cost_model.h"
+
+#include <algorithm>
+
+#include "strata/shape_infer.h"
+
+namespace strata {
+namespace {
+
+// FLOPs charged per element to an elementwise op outside the Lax fragment (exp, sqrt, silu,
+// gelu, relu, pow): "a few" SIMT instructions each (docs/cost-model.md).
+constexpr double kTranscendentalFlops = 4.0;
+// FLOPs per input element of rms_norm: square, accumulate, divide.
+constexpr double kRmsNormFlops = 3.0;
+// FLOPs per element of accum_rms_ld per iteration: square and accumulate.
+constexpr double kAccumRmsFlops = 2.0;
+// Library-kernel tiling used to count the blocks of predefined ops.
+constexpr int64_t kMatmulTile = 128;         // 128×128 output tile per block
+constexpr int64_t kElementsPerBlock = 1024;  // every other (memory-bound) op
+
+// The table of built-in targets; docs/cost-model.md gives the source of every figure.
+const std::vector<Target>& target_table() {
+  static const std::vector<Target> table = {
+      // name   SMs  smem/block  DRAM B/s  tensor FLOP/s  SIMT FLOP/s  launch s
+      {"h100", 132, 232448, 3.0e12, 800e12, 60e12, 2e-6},
+      {"h200", 132, 232448, 4.3e12, 790e12, 60e12, 2e-6},
+      {"a100", 108, 166912, 1.6e12, 312e12, 19.5e12, 2e-6},
+  };
+  return table;
+}
+
+struct Flops {
+  double tensor = 0;
+  double simt = 0;
+};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+double elementwise_flops(OpKind k) {
+  return op_info(k).algebra == Algebra::Lax ? 1.0 : kTranscendentalFlops;
+}
+
+// FLOPs of one thread graph: each step over the elements of its own (broadcast) shape.
+double thread_graph_flops(const std::vector<ThreadStep>& chain, const std::vector<Shape>& in) {
+  std::vector<Shape> vals = in;
+  double total = 0;
+  for (const ThreadStep& s : chain) {
+    std::vector<Shape> args;
+    for (int a = 0; a < op_info(s.kind).arity; ++a) args.push_back(vals[s.args[a]]);
+    OpAttrs attrs;
+    attrs.scalar = s.scalar;
+    auto out = infer_compute_shape(s.kind, args, attrs);
+    Shape o = out.ok() ? *out : args[0];  // chains were checked at construction
+    total += elementwise_flops(s.kind) * static_cast<double>(o.numel());
+    vals.push_back(o);
+  }
+  return total;
+}
+
+// Work of one execution of an op: a whole kernel-level op, or one block op on its tiles.
+Flops op_flops(const std::vector<Shape>& in, const Shape& out, OpKind kind, const OpAttrs& attrs,
+               const std::vector<ThreadStep>& chain) {
+  Flops f;
+  double in0 = in.empty() ? 0.0 : static_cast<double>(in[0].numel());
+  switch (op_category(kind)) {
+    case Category::Matmul:
+      f.tensor =
+          2.0 * static_cast<double>(out.numel()) * static_cast<double>(in[0][in[0].rank() - 1]);
+      break;
+    case Category::Unary:
+    case Category::Binary:
+      f.simt = elementwise_flops(kind) * static_cast<double>(out.numel());
+      break;
+    case Category::Reduce:
+      f.simt = in0;
+      break;
+    case Category::Norm:
+      f.simt = kRmsNormFlops * in0;
+      break;
+    case Category::Accum:
+      if (kind == OpKind::AccumRmsLd)
+        f.simt = kAccumRmsFlops * in0;
+      else if (kind == OpKind::AccumSum && attrs.fmap != kReplicate)
+        f.simt = 0;  // concatenation: the tile is placed, nothing is computed
+      else
+        f.simt = in0;
+      break;
+    case Category::Fused:
+      f.simt = thread_graph_flops(chain, in);
+      break;
+    default:  // Source, Sink, Concat, Customized: data movement only
+      break;
+  }
+  return f;
+}
+
+std::string label_of(const KernelGraph& g, const KernelOp& op) {
+  std::string s(op_name(op.kind));
+  s += " →";
+  for (size_t i = 0; i < op.outputs.size(); ++i)
+    s += (i ? ", " : " ") + g.tensor_name(op.outputs[i]);
+  return s;
+}
+
+int64_t tensor_bytes(const KernelTensor& t) {
+  return t.shape.numel() * dtype_size(t.dtype);
+}
+
+// A predefined op as one library kernel: every input read once, the output written once.
+void predefined_cost(const KernelGraph& g, const KernelOp& op, KernelCost& k) {
+  std::vector<Shape> in;
+  int64_t max_elems = 0;
+  for (int t : op.inputs) {
+    k.load_bytes += tensor_bytes(g.tensor(t));
+    in.push_back(g.tensor(t).shape);
+    max_elems = std::max(max_elems, g.tensor(t).shape.numel());
+  }
+  const KernelTensor& out = g.tensor(op.outputs[0]);
+  k.store_bytes = tensor_bytes(out);
+  Flops f = op_flops(in, out.shape, op.kind, op.attrs, {});
+  k.tensor_flops = f.tensor;
+  k.simt_flops = f.simt;
+  const Shape& s = out.shape;
+  if (op_category(op.kind) == Category::Matmul) {
+    int64_t m = s[s.rank() - 2], n = s[s.rank() - 1];
+    k.blocks = s.numel() / (m * n) * ceil_div(m, kMatmulTile) * ceil_div(n, kMatmulTile);
+  } else {
+    k.blocks = std::max<int64_t>(1, ceil_div(std::max(max_elems, s.numel()), kElementsPerBlock));
+  }
+}
+
+// A customized op: the loads, stores and FLOPs of its block graph times their trip counts.
+void customized_cost(const KernelGraph& g, const KernelOp& op, KernelCost& k) {
+  const BlockGraph& b = *op.body;
+  const int64_t blocks = b.grid().count();
+  const int64_t F = b.forloop();
+  k.blocks = blocks;
+  std::vector<DType> dtypes;
+  for (int t : op.inputs) dtypes.push_back(g.tensor(t).dtype);
+  int saver = 0;
+  for (const BlockOp& bop : b.ops()) {
+    if (bop.kind == OpKind::Input) {
+      // Hoisted out of the for-loop when the tile does not depend on the iteration.
+      int64_t trips = blocks * (bop.attrs.fmap == kReplicate ? 1 : F);
+      int64_t elem = dtype_size(dtypes[bop.attrs.input_index]);
+      k.load_bytes += b.tensor(bop.output).shape.numel() * elem * trips;
+    } else if (bop.kind == OpKind::Output) {
+      int64_t elem = dtype_size(g.tensor(op.outputs[saver++]).dtype);
+      k.store_bytes += b.tensor(bop.inputs[0]).shape.numel() * elem * blocks;
+    } else {
+      std::vector<Shape> in;
+      for (int t : bop.inputs) in.push_back(b.tensor(t).shape);
+      Flops f = op_flops(in, b.tensor(bop.output).shape, bop.kind, bop.attrs, bop.chain);
+      bool in_loop = b.tensor(bop.inputs[0]).stage == Stage::Loop;
+      double trips = static_cast<double>(blocks) * (in_loop ? static_cast<double>(F) : 1.0);
+      k.tensor_flops += f.tensor * trips;
+      k.simt_flops += f.simt * trips;
+    }
+  }
+  k.smem_bytes = block_smem_bytes(b, dtypes);
+}
+
+}  // namespace
+
+const std::vector<Target>& known_targets() {
+  return target_table();
+}
+
+Result<Target> Target::by_name(std::string_view name) {
+  std::string valid;
+  for (const Target& t : target_table()) {
+    if (t.name == name) return t;
+    valid += (valid.empty() ? "" : ", ") + t.name;
+  }
+  return make_error("unknown target `" + std::string(name) + "`; valid targets: " + valid);
+}
+
+GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
+  GraphCost gc{0.0, {}};
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const KernelOp& op = g.op(i);
+    if (op.kind == OpKind::Input) continue;
+    KernelCost k{};
+    k.op_id = i;
+    k.label = label_of(g, op);
+    if (op.kind == OpKind::Customized)
+      customized_cost(g, op, k);
+    else
+      predefined_cost(g, op, k);
+    k.alpha = static_cast<double>(k.blocks + t.sm_count) / static_cast<double>(k.blocks);
+    k.t_mem_s = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps;
+    k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
+    k.predicted_s = (k.t_mem_s + k.t_comp_s) * k.alpha + t.launch_overhead_s;
+    gc.predicted_us += k.predicted_s * 1e6;
+    gc.kernels.push_back(std::move(k));
+  }
+  return gc;
+}
+
+bool fits_shared_memory(int64_t smem_bytes, const Target& t) {
+  return static_cast<double>(smem_bytes) <=
+         kSmemPruneSlack * static_cast<double>(t.smem_per_block_bytes);
+}
+
+int64_t block_smem_bytes(const BlockGraph& b) {
+  return block_smem_bytes(b, {});
+}
+
+int64_t block_smem_bytes(const BlockGraph& b, const std::vector<DType>& input_dtypes) {
+  auto elem = [&](int i) -> int64_t {
+    return i < static_cast<int>(input_dtypes.size()) ? dtype_size(input_dtypes[i]) : 2;
+  };
+  const int64_t loop_elem = elem(0);
+  const int64_t post_elem = dtype_size(DType::f32);
+  int64_t total = 0;
+  for (const BlockOp& op : b.ops()) {
+    if (op.output < 0) continue;  // an output saver writes from its input's buffer
+    const BlockTensor& t = b.tensor(op.output);
+    if (op.kind == OpKind::Input) {
+      bool streamed = op.attrs.fmap != kReplicate && b.forloop() > 1;
+      total += t.shape.numel() * elem(op.attrs.input_index) * (streamed ? 2 : 1);
+    } else {
+      total += t.shape.numel() * (t.stage == Stage::Post ? post_elem : loop_elem);
+    }
+  }
+  return total;
+}
+
+}  // namespace strata

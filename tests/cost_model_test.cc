@@ -1,0 +1,278 @@
+// Tests of the analytical cost model (DESIGN §8) and `strata cost`: bytes, FLOPs, blocks and α
+// hand-computed for the RMSNorm + MatMul reference μGraph and for the two-op program.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "strata/cost_model.h"
+#include "strata/graph_io.h"
+
+namespace strata {
+namespace {
+
+constexpr int64_t kM = 16, kK = 4096, kN = 6144;
+
+/// The reference block graph of DESIGN §2.4: grid (n/tile), forloop k/64, X imap φ fmap 1,
+/// W imap x→1 fmap 0, body matmul, accum + accum_rms_ld, post div, omap x→1.
+BlockGraph rmsnorm_body(int64_t tile_n) {
+  BlockGraph b = *BlockGraph::make({static_cast<int>(kN / tile_n), 1, 1}, 128, kK / 64);
+  int x = *b.add_input(Shape{kM, kK}, kAllReplicated, 1);
+  int w = *b.add_input(Shape{kK, kN}, {1, kReplicate, kReplicate}, 0);
+  int mm = *b.add_op(OpKind::Matmul, {x, w});
+  int am = *b.add_op(OpKind::AccumSum, {mm});
+  int ax = *b.add_op(OpKind::AccumRmsLd, {x});
+  int o = *b.add_op(OpKind::Div, {am, ax});
+  EXPECT_TRUE(b.add_output(o, {1, kReplicate, kReplicate}).ok());
+  return b;
+}
+
+KernelGraph rmsnorm_fused(int64_t tile_n = 64) {
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
+  int w = *g.add_input("W", Shape{kK, kN}, DType::f16);
+  auto outs = g.add_customized({x, w}, rmsnorm_body(tile_n), {"O"});
+  EXPECT_TRUE(outs.ok()) << outs.error().message;
+  EXPECT_TRUE(g.mark_output((*outs)[0]).ok());
+  return g;
+}
+
+KernelGraph rmsnorm_program() {
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
+  int w = *g.add_input("W", Shape{kK, kN}, DType::f16);
+  OpAttrs last;
+  last.dim = -1;
+  int y = *g.add_op(OpKind::RmsNorm, {x}, last, "Y");
+  int o = *g.add_op(OpKind::Matmul, {y, w}, {}, "O");
+  EXPECT_TRUE(g.mark_output(o).ok());
+  return g;
+}
+
+Target h100() {
+  return *Target::by_name("h100");
+}
+
+// The model's formula on the kernel's own counts, checked against its outputs.
+void expect_formula(const KernelCost& k, const Target& t) {
+  double alpha = static_cast<double>(k.blocks + t.sm_count) / static_cast<double>(k.blocks);
+  double t_mem = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps;
+  double t_comp = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
+  EXPECT_DOUBLE_EQ(k.alpha, alpha);
+  EXPECT_DOUBLE_EQ(k.t_mem_s, t_mem);
+  EXPECT_DOUBLE_EQ(k.t_comp_s, t_comp);
+  EXPECT_DOUBLE_EQ(k.predicted_s, (t_mem + t_comp) * alpha + t.launch_overhead_s);
+}
+
+TEST(Target, KnownAndUnknownNames) {
+  Target t = h100();
+  EXPECT_EQ(t.sm_count, 132);
+  EXPECT_EQ(t.smem_per_block_bytes, 232448);
+  EXPECT_EQ(Target::by_name("h200")->sm_count, 132);
+  EXPECT_EQ(Target::by_name("a100")->sm_count, 108);
+  EXPECT_GT(Target::by_name("h200")->mem_bandwidth_Bps, t.mem_bandwidth_Bps);
+  auto bad = Target::by_name("v100");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("`v100`"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("h100, h200, a100"), std::string::npos) << bad.error().message;
+}
+
+TEST(CostModel, RmsNormReferenceGraph) {
+  Target t = h100();
+  GraphCost c = estimate_cost(rmsnorm_fused(), t);
+  ASSERT_EQ(c.kernels.size(), 1u);
+  const KernelCost& k = c.kernels[0];
+  EXPECT_EQ(k.op_id, 2);
+  EXPECT_EQ(k.label, "customized → O");
+  EXPECT_EQ(k.blocks, 96);
+  // X tile [16,64] and W tile [64,64], f16, loaded every iteration (64) by every block (96).
+  EXPECT_EQ(k.load_bytes, 16 * 64 * 2 * 64 * 96 + 64 * 64 * 2 * 64 * 96);
+  EXPECT_EQ(k.load_bytes, 62914560);
+  // One [16,64] f16 tile per block.
+  EXPECT_EQ(k.store_bytes, 16 * 64 * 2 * 96);
+  // The matmul tiles add up to the whole 16×4096×6144 product.
+  EXPECT_DOUBLE_EQ(k.tensor_flops, 2.0 * kM * kK * kN);
+  // accum: 1/element/iteration; accum_rms_ld: 2/element/iteration; div: once per block.
+  EXPECT_DOUBLE_EQ(k.simt_flops, 1024.0 * 64 * 96 + 2048.0 * 64 * 96 + 1024.0 * 96);
+  EXPECT_DOUBLE_EQ(k.alpha, 228.0 / 96.0);
+  expect_formula(k, t);
+  // X ×2 + W ×2 (streamed, double-buffered, f16) + matmul tile (f16) + accumulators and div (f32).
+  EXPECT_EQ(k.smem_bytes, 2048 * 2 + 8192 * 2 + 2048 + 4096 + 64 + 4096);
+  EXPECT_EQ(k.smem_bytes, block_smem_bytes(*rmsnorm_fused().op(2).body));
+  EXPECT_DOUBLE_EQ(c.predicted_us, k.predicted_s * 1e6);
+  EXPECT_NEAR(c.predicted_us, 55.11, 0.01);
+}
+
+TEST(CostModel, TwoOpProgram) {
+  Target t = h100();
+  GraphCost c = estimate_cost(rmsnorm_program(), t);
+  ASSERT_EQ(c.kernels.size(), 2u);
+  const KernelCost& norm = c.kernels[0];
+  EXPECT_EQ(norm.label, "rms_norm → Y");
+  EXPECT_EQ(norm.load_bytes, 16 * 4096 * 2);
+  EXPECT_EQ(norm.store_bytes, 16 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(norm.tensor_flops, 0.0);
+  EXPECT_DOUBLE_EQ(norm.simt_flops, 3.0 * 16 * 4096);
+  EXPECT_EQ(norm.blocks, 16 * 4096 / 1024);
+  EXPECT_EQ(norm.smem_bytes, 0);
+  expect_formula(norm, t);
+  const KernelCost& mm = c.kernels[1];
+  EXPECT_EQ(mm.label, "matmul → O");
+  EXPECT_EQ(mm.load_bytes, 16 * 4096 * 2 + 4096 * 6144 * 2);
+  EXPECT_EQ(mm.store_bytes, 16 * 6144 * 2);
+  EXPECT_DOUBLE_EQ(mm.tensor_flops, 2.0 * kM * kK * kN);
+  EXPECT_DOUBLE_EQ(mm.simt_flops, 0.0);
+  EXPECT_EQ(mm.blocks, 1 * 48);  // 128×128 output tiles over [16, 6144]
+  EXPECT_DOUBLE_EQ(mm.alpha, 180.0 / 48.0);
+  expect_formula(mm, t);
+  EXPECT_DOUBLE_EQ(c.predicted_us, (norm.predicted_s + mm.predicted_s) * 1e6);
+}
+
+TEST(CostModel, FusedRmsNormPredictedFasterThanProgram) {
+  for (const Target& t : known_targets()) {
+    double fused = estimate_cost(rmsnorm_fused(), t).predicted_us;
+    double program = estimate_cost(rmsnorm_program(), t).predicted_us;
+    EXPECT_LT(fused, program) << t.name;
+  }
+}
+
+TEST(CostModel, MoreBlocksLowerAlpha) {
+  Target t = h100();
+  KernelCost wide = estimate_cost(rmsnorm_fused(128), t).kernels[0];   // 48 blocks
+  KernelCost narrow = estimate_cost(rmsnorm_fused(64), t).kernels[0];  // 96 blocks
+  KernelCost many = estimate_cost(rmsnorm_fused(32), t).kernels[0];    // 192 blocks
+  EXPECT_EQ(wide.blocks, 48);
+  EXPECT_EQ(many.blocks, 192);
+  EXPECT_GT(wide.alpha, narrow.alpha);
+  EXPECT_GT(narrow.alpha, many.alpha);
+  EXPECT_GT(many.alpha, 1.0);
+  // The replicated X is loaded by every block: more blocks load more of it; W is read once.
+  EXPECT_EQ(wide.load_bytes - many.load_bytes, 16 * 4096 * 2 * (48 - 192));
+}
+
+TEST(CostModel, LoopInvariantTilesAreHoisted) {
+  // A[16,256] split over 4 blocks with fmap φ: the same [16,64] tile every iteration.
+  // C[16,1024] split over 4 blocks and 4 iterations: a new [16,64] tile every iteration.
+  BlockGraph b = *BlockGraph::make({4, 1, 1}, 128, 4);
+  int a = *b.add_input(Shape{16, 256}, {1, kReplicate, kReplicate}, kReplicate);
+  int c = *b.add_input(Shape{16, 1024}, {1, kReplicate, kReplicate}, 1);
+  int s = *b.add_op(OpKind::Add, {a, c});
+  int acc = *b.add_op(OpKind::AccumSum, {s});
+  ASSERT_TRUE(b.add_output(acc, {1, kReplicate, kReplicate}).ok());
+  KernelGraph g;
+  int ta = *g.add_input("A", Shape{16, 256}, DType::f16);
+  int tc = *g.add_input("C", Shape{16, 1024}, DType::f32);
+  auto outs = g.add_customized({ta, tc}, b, {"O"});
+  ASSERT_TRUE(outs.ok()) << outs.error().message;
+  ASSERT_TRUE(g.mark_output((*outs)[0]).ok());
+  KernelCost k = estimate_cost(g, h100()).kernels[0];
+  // Each tensor is read exactly once overall: A once per block, C once per iteration.
+  EXPECT_EQ(k.load_bytes, 16 * 256 * 2 + 16 * 1024 * 4);
+  EXPECT_EQ(k.store_bytes, 16 * 256 * 2);                     // output dtype follows input 0 (f16)
+  EXPECT_DOUBLE_EQ(k.simt_flops, (1024.0 + 1024.0) * 4 * 4);  // add + accum per iteration
+  // Hoisted A counted once, streamed C twice (f32), add (loop, f16 as input 0), accum (f32).
+  EXPECT_EQ(k.smem_bytes, 1024 * 2 + 1024 * 4 * 2 + 1024 * 2 + 1024 * 4);
+  // Without dtypes the estimate assumes 2-byte tiles.
+  EXPECT_EQ(block_smem_bytes(b), 1024 * 2 + 1024 * 2 * 2 + 1024 * 2 + 1024 * 4);
+}
+
+TEST(CostModel, ElementwiseAndTranscendentalFlops) {
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{4, 2048}, DType::bf16);
+  int e = *g.add_op(OpKind::Exp, {x}, {}, "E");
+  int m = *g.add_op(OpKind::Mul, {e, x}, {}, "M");
+  ASSERT_TRUE(g.mark_output(m).ok());
+  GraphCost c = estimate_cost(g, h100());
+  ASSERT_EQ(c.kernels.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.kernels[0].simt_flops, 4.0 * 8192);  // exp: a few per element
+  EXPECT_DOUBLE_EQ(c.kernels[1].simt_flops, 8192.0);      // mul: one per element
+  EXPECT_EQ(c.kernels[1].load_bytes, 2 * 8192 * 2);       // both inputs, bf16
+  EXPECT_EQ(c.kernels[0].blocks, 8);
+}
+
+TEST(CostModel, SharedMemoryPruneSlack) {
+  Target t = h100();
+  EXPECT_TRUE(fits_shared_memory(232448, t));
+  EXPECT_TRUE(fits_shared_memory(278937, t));  // ≤ 1.2 × 232448 = 278937.6
+  EXPECT_FALSE(fits_shared_memory(278938, t));
+  EXPECT_FALSE(fits_shared_memory(278938, *Target::by_name("a100")));
+  EXPECT_FALSE(fits_shared_memory(200301, *Target::by_name("a100")));  // > 1.2 × 166912
+}
+
+// Every reference μGraph of examples/ (the graphs the search must rediscover) gets a finite,
+// positive prediction and a shared-memory estimate that pruning keeps on every target.
+TEST(CostModel, ReferenceExamplesArePredictedAndKept) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("examples/reference")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    auto g = load_graph(entry.path().string());
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    for (const Target& t : known_targets()) {
+      GraphCost c = estimate_cost(*g, t);
+      ASSERT_FALSE(c.kernels.empty()) << entry.path();
+      EXPECT_GT(c.predicted_us, c.kernels.size() * t.launch_overhead_s * 1e6) << entry.path();
+      for (const KernelCost& k : c.kernels) {
+        expect_formula(k, t);
+        EXPECT_GT(k.load_bytes, 0) << entry.path();
+        EXPECT_GT(k.store_bytes, 0) << entry.path();
+        if (g->op(k.op_id).kind == OpKind::Customized) {
+          EXPECT_GT(k.smem_bytes, 0);
+          if (t.name != "a100")  // the paper's graphs target Hopper-sized shared memory
+            EXPECT_TRUE(fits_shared_memory(k.smem_bytes, t))
+                << entry.path() << " kernel " << k.op_id << ": " << k.smem_bytes << " B";
+        }
+      }
+    }
+  }
+  EXPECT_GE(files, 6);
+}
+
+std::filesystem::path temp_file(const std::string& stem) {
+  return std::filesystem::temp_directory_path() /
+         (stem + "_" + std::to_string(::getpid()) + ".json");
+}
+
+// Runs `bin args`, returning its combined output and setting its exit code.
+std::string run_tool(const char* bin, const std::string& args, int& code) {
+  auto out = temp_file("strata_cost_test_out");
+  int status =
+      std::system((std::string(bin) + " " + args + " > " + out.string() + " 2>&1").c_str());
+  code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::filesystem::remove(out);
+  return ss.str();
+}
+
+TEST(CostCommand, PrintsTableAndRejectsBadInput) {
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN must point at the strata tool (run through ctest)";
+  auto path = temp_file("strata_cost_test_rmsnorm");
+  ASSERT_TRUE(save_graph_json(rmsnorm_fused(), path.string()).ok());
+  int code = -1;
+  std::string out = run_tool(bin, "cost " + path.string() + " --target h200", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("customized → O"), std::string::npos) << out;
+  EXPECT_NE(out.find("62914560"), std::string::npos) << out;
+  EXPECT_NE(out.find("total predicted"), std::string::npos) << out;
+  out = run_tool(bin, "cost " + path.string() + " --json", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"blocks\": 96"), std::string::npos) << out;
+  out = run_tool(bin, "cost " + path.string() + " --target v100", code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("valid targets: h100, h200, a100"), std::string::npos) << out;
+  out = run_tool(bin, "cost /nonexistent/graph.json", code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("cannot open"), std::string::npos) << out;
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace strata
