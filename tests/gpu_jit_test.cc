@@ -236,7 +236,7 @@ TEST(Jit, CompilesCachesAndRebuildsCorruptEntries) {
   EXPECT_EQ(cg->workspace_bytes(), 0u);
   ASSERT_EQ(cg->inputs().size(), 2u);
   EXPECT_EQ(cg->outputs()[0].shape, (Shape{4, 256}));
-  EXPECT_FALSE(cg->smem_bytes().has_value());
+  EXPECT_EQ(cg->inputs()[1].name, "B");
   if (gpu_count() == 0) {
     // Launching without a driver is an Error from strata_launch, not a crash.
     int dummy = 0;
@@ -252,6 +252,15 @@ TEST(Jit, CompilesCachesAndRebuildsCorruptEntries) {
   Status null_ptr = cg->run(no_inputs.data(), no_outputs.data(), nullptr);
   ASSERT_FALSE(null_ptr.ok());
   EXPECT_NE(null_ptr.error().message.find("input 0 (A) is a null pointer"), std::string::npos);
+}
+
+TEST(Jit, SharedMemoryFromTheMetaLine) {
+  EXPECT_EQ(*source_smem_bytes(testing::big_smem_source()), 1 << 20);
+  EXPECT_EQ(
+      *source_smem_bytes("// strata-meta: {\"kernels\": [{\"smem\": 4096}, {\"smem\": 512}]}\n"),
+      4096);
+  EXPECT_FALSE(source_smem_bytes(testing::add_source()).has_value());
+  EXPECT_FALSE(source_smem_bytes("// strata-meta: {broken\n").has_value());
 }
 
 TEST(Jit, SignatureMismatchIsAnError) {

@@ -21,15 +21,21 @@ inline KernelGraph add_graph() {
   return g;
 }
 
-/// Common prelude: includes, the signature, and an elementwise kernel writing `limit` elements.
+/// Common prelude: includes, the signature functions, and an elementwise kernel writing
+/// `limit` elements.
 inline std::string prelude() {
   return R"(#include <cuda_runtime.h>
 #include <cuda_fp16.h>
-extern "C" const char* strata_signature(void) {
-  return "{\"inputs\": [{\"name\": \"A\", \"dtype\": \"f16\", \"shape\": [4, 256]},"
-         " {\"name\": \"B\", \"dtype\": \"f16\", \"shape\": [4, 256]}],"
-         " \"outputs\": [{\"name\": \"O\", \"dtype\": \"f16\", \"shape\": [4, 256]}]}";
-}
+extern "C" int strata_num_inputs(void) { return 2; }
+extern "C" int strata_num_outputs(void) { return 1; }
+extern "C" const char* strata_input_name(int i) { return i == 0 ? "A" : i == 1 ? "B" : nullptr; }
+extern "C" const char* strata_output_name(int i) { return i == 0 ? "O" : nullptr; }
+extern "C" int strata_input_rank(int i) { return i >= 0 && i < 2 ? 2 : -1; }
+extern "C" int strata_output_rank(int i) { return i == 0 ? 2 : -1; }
+extern "C" long long strata_input_dim(int i, int d) { return d == 0 ? 4 : d == 1 ? 256 : -1; }
+extern "C" long long strata_output_dim(int i, int d) { return d == 0 ? 4 : d == 1 ? 256 : -1; }
+extern "C" int strata_input_dtype(int i) { return 0; }
+extern "C" int strata_output_dtype(int i) { return 0; }
 __global__ void add_kernel(const __half* a, const __half* b, __half* o, int limit) {
   extern __shared__ char unused_smem[];
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -92,11 +98,11 @@ extern "C" int strata_launch(const void* const* in, void* const* out, void* ws, 
 )";
 }
 
-/// Asks for 1 MiB of dynamic shared memory per block and says so through strata_smem_bytes.
+/// Asks for 1 MiB of dynamic shared memory per block and says so in its strata-meta line.
 inline std::string big_smem_source() {
-  return prelude() + R"(
+  return "// strata-meta: {\"kernels\": [{\"name\": \"add_kernel\", \"smem\": 1048576}]}\n" +
+         prelude() + R"(
 extern "C" size_t strata_workspace_bytes(void) { return 0; }
-extern "C" size_t strata_smem_bytes(void) { return 1 << 20; }
 extern "C" int strata_launch(const void* const* in, void* const* out, void* ws, cudaStream_t s) {
   add_kernel<<<8, 128, 1 << 20, s>>>((const __half*)in[0], (const __half*)in[1], (__half*)out[0], 1024);
   return (int)cudaGetLastError();

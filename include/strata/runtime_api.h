@@ -5,16 +5,21 @@
 //   strata::Status s = g->run(inputs, outputs, stream);          // device pointers, in order
 //
 // A CompiledGraph wraps one shared library compiled from generated CUDA (gpu_jit.h). The
-// library's contract, which the CUDA emitter implements:
-//   extern "C" int    strata_launch(const void* const* inputs, void* const* outputs,
-//                                   void* workspace, cudaStream_t stream);
-//                     // enqueues the whole graph on `stream`; returns a cudaError_t (0: ok)
-//   extern "C" size_t strata_workspace_bytes(void);   // scratch needed between kernels
-// and optionally
-//   extern "C" const char* strata_signature(void);    // {"inputs": [{"name","dtype","shape"}],
-//                                                     //  "outputs": [...]} as JSON text
-//   extern "C" size_t strata_smem_bytes(void);        // largest shared memory of one block
-// Inputs and outputs are dense row-major device tensors in the graph's order.
+// library's contract, which the CUDA emitter (cuda_emitter.h) implements:
+//   extern "C" int strata_launch(const void* const* inputs, void* const* outputs,
+//                                void* workspace, cudaStream_t stream);
+//       enqueues the whole graph on `stream` and returns a cudaError_t (0: success); it does
+//       any one-time setup (kernel attributes) on its first call;
+//   extern "C" unsigned long long strata_workspace_bytes(void);  // scratch between kernels
+// and, optionally, the signature:
+//   int strata_num_inputs(void), strata_num_outputs(void);
+//   const char* strata_input_name(int i), *strata_output_name(int i);
+//   int strata_input_rank(int i), strata_output_rank(int i);
+//   long long strata_input_dim(int i, int d), strata_output_dim(int i, int d);
+//   int strata_input_dtype(int i), strata_output_dtype(int i);    // 0 f16, 1 bf16, 2 f32
+// The source may carry a `// strata-meta: {json}` line whose "kernels" list gives each
+// kernel's dynamic shared memory ("smem"). Inputs and outputs are dense row-major device
+// tensors in the graph's order.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +58,10 @@ struct LoadOptions {
   int candidate = 0;
 };
 
+/// The largest per-kernel shared memory ("smem") in a generated source's `// strata-meta:`
+/// line; nullopt when the source has no such line.
+std::optional<int64_t> source_smem_bytes(const std::string& cuda_source);
+
 /// CUDA source for `g` from the CUDA emitter of this build (include/strata/cuda_emitter.h),
 /// for the nvcc architecture `arch`. An Error when the build has no emitter or the emitter
 /// rejects the graph.
@@ -69,11 +78,11 @@ class CompiledGraph {
   /// Emits, compiles and loads `g`.
   static Result<CompiledGraph> from_graph(const KernelGraph& g, const LoadOptions& options = {});
   /// Compiles and loads a generated source. The signature comes from the library's
-  /// strata_signature() when it exports one, else it is unknown (empty).
+  /// signature functions when it exports them, else it is unknown (empty).
   static Result<CompiledGraph> from_source(const std::string& cuda_source,
                                            const LoadOptions& options = {});
   /// Loads an already compiled library. If `graph` is given, its signature is used and checked
-  /// against the library's strata_signature() when that exists.
+  /// against the library's signature functions when it exports them.
   static Result<CompiledGraph> from_binary(const CompiledBinary& binary,
                                            const KernelGraph* graph = nullptr);
 
@@ -82,12 +91,10 @@ class CompiledGraph {
   /// strata_launch (a launch failure; asynchronous faults surface at the next synchronize).
   Status run(const void* const* inputs, void* const* outputs, cudaStream_t stream);
 
-  /// Signatures (empty when unknown: a bare .cu without strata_signature()).
+  /// Signatures (empty when unknown: a library without signature functions).
   const std::vector<TensorSignature>& inputs() const { return inputs_; }
   const std::vector<TensorSignature>& outputs() const { return outputs_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
-  /// The library's largest per-block shared memory, if it reports it (strata_smem_bytes).
-  std::optional<int64_t> smem_bytes() const { return smem_bytes_; }
   const CompiledBinary& binary() const { return binary_; }
 
  private:
@@ -96,7 +103,6 @@ class CompiledGraph {
   CompiledBinary binary_;
   LaunchFn launch_ = nullptr;
   size_t workspace_bytes_ = 0;
-  std::optional<int64_t> smem_bytes_;
   std::shared_ptr<void> workspace_;  ///< device memory, freed with the last copy
   std::vector<TensorSignature> inputs_, outputs_;
 };

@@ -2,6 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
 #include "cuda_check.h"
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
@@ -27,48 +31,53 @@ std::vector<TensorSignature> signature_of(const KernelGraph& g, const std::vecto
   return sig;
 }
 
-Result<std::vector<TensorSignature>> parse_signature_list(const Json& doc, const char* key,
-                                                          const std::string& where) {
+using Signature = std::pair<std::vector<TensorSignature>, std::vector<TensorSignature>>;
+
+/// One side (inputs or outputs) of the signature a library reports through its functions
+/// strata_num_<side>s, strata_<side>_name, _rank, _dim and _dtype.
+Result<std::vector<TensorSignature>> signature_side(const SharedLibrary& lib,
+                                                    const std::string& side) {
+  auto count = reinterpret_cast<int (*)()>(lib.find(("strata_num_" + side + "s").c_str()));
+  auto name =
+      reinterpret_cast<const char* (*)(int)>(lib.find(("strata_" + side + "_name").c_str()));
+  auto rank = reinterpret_cast<int (*)(int)>(lib.find(("strata_" + side + "_rank").c_str()));
+  auto dim =
+      reinterpret_cast<long long (*)(int, int)>(lib.find(("strata_" + side + "_dim").c_str()));
+  auto dtype = reinterpret_cast<int (*)(int)>(lib.find(("strata_" + side + "_dtype").c_str()));
+  std::string where = lib.path() + ": " + side + " signature";
+  if (!count || !rank || !dim || !dtype)
+    return make_error(where + ": strata_num_" + side + "s, strata_" + side +
+                      "_rank, _dim or "
+                      "_dtype is missing");
   std::vector<TensorSignature> out;
-  if (!doc.contains(key) || !doc[key].is_array())
-    return make_error(where + ": expected an array \"" + key + "\"");
-  for (size_t i = 0; i < doc[key].size(); ++i) {
-    const Json& e = doc[key][i];
-    std::string at = where + ": " + key + "[" + std::to_string(i) + "]";
-    if (!e.is_object() || !e.contains("shape") || !e["shape"].is_array())
-      return make_error(at + ": expected {\"name\", \"dtype\", \"shape\"}");
+  int n = count();
+  for (int i = 0; i < n; ++i) {
+    std::string at = where + " " + std::to_string(i);
     TensorSignature s;
-    s.name = e.value("name", "");
-    auto dt = parse_dtype(e.value("dtype", "f16"));
-    if (!dt) return make_error(at + ": unknown dtype " + e.value("dtype", ""));
-    s.dtype = *dt;
+    const char* nm = name ? name(i) : nullptr;
+    s.name = nm ? nm : side + std::to_string(i);
+    int r = rank(i);
+    if (r < 0 || r > kMaxRank) return make_error(at + ": rank " + std::to_string(r));
     std::vector<int64_t> dims;
-    for (const Json& d : e["shape"]) {
-      if (!d.is_number_integer()) return make_error(at + ": shape extents must be integers");
-      dims.push_back(d.get<int64_t>());
-    }
+    for (int d = 0; d < r; ++d) dims.push_back(dim(i, d));
     auto shape = Shape::make(dims);
     if (!shape.ok()) return make_error(at + ": " + shape.error().message);
     s.shape = *shape;
+    int code = dtype(i);
+    if (code < 0 || code > 2)
+      return make_error(at + ": unknown dtype code " + std::to_string(code));
+    s.dtype = code == 0 ? DType::f16 : code == 1 ? DType::bf16 : DType::f32;
     out.push_back(std::move(s));
   }
   return out;
 }
 
-/// Signature a library reports through strata_signature(), if it exports one.
-Result<std::optional<std::pair<std::vector<TensorSignature>, std::vector<TensorSignature>>>>
-library_signature(const SharedLibrary& lib) {
-  using SigFn = const char* (*)();
-  auto fn = reinterpret_cast<SigFn>(lib.find("strata_signature"));
-  if (!fn)
-    return std::optional<std::pair<std::vector<TensorSignature>, std::vector<TensorSignature>>>{};
-  const char* text = fn();
-  std::string where = lib.path() + ": strata_signature()";
-  if (!text) return make_error(where + " returned null");
-  STRATA_ASSIGN_OR_RETURN(Json doc, parse_json_text(text, where));
-  STRATA_ASSIGN_OR_RETURN(auto ins, parse_signature_list(doc, "inputs", where));
-  STRATA_ASSIGN_OR_RETURN(auto outs, parse_signature_list(doc, "outputs", where));
-  return std::optional(std::make_pair(std::move(ins), std::move(outs)));
+/// The signature a library reports, if it exports strata_num_inputs.
+Result<std::optional<Signature>> library_signature(const SharedLibrary& lib) {
+  if (!lib.find("strata_num_inputs")) return std::optional<Signature>{};
+  STRATA_ASSIGN_OR_RETURN(auto ins, signature_side(lib, "input"));
+  STRATA_ASSIGN_OR_RETURN(auto outs, signature_side(lib, "output"));
+  return std::optional<Signature>(Signature{std::move(ins), std::move(outs)});
 }
 
 Status check_signature_match(const std::vector<TensorSignature>& graph,
@@ -99,6 +108,22 @@ std::vector<TensorSignature> input_signature(const KernelGraph& g) {
 }
 std::vector<TensorSignature> output_signature(const KernelGraph& g) {
   return signature_of(g, g.outputs());
+}
+
+std::optional<int64_t> source_smem_bytes(const std::string& cuda_source) {
+  static const std::string kTag = "// strata-meta: ";
+  size_t at = cuda_source.find(kTag);
+  if (at == std::string::npos) return std::nullopt;
+  size_t begin = at + kTag.size();
+  std::string line = cuda_source.substr(begin, cuda_source.find('\n', begin) - begin);
+  auto meta = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (meta.is_discarded() || !meta.contains("kernels") || !meta["kernels"].is_array())
+    return std::nullopt;
+  int64_t most = 0;
+  for (const auto& k : meta["kernels"])
+    if (k.is_object() && k.contains("smem") && k["smem"].is_number_integer())
+      most = std::max(most, k["smem"].get<int64_t>());
+  return most;
 }
 
 Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& arch) {
@@ -154,13 +179,12 @@ Result<CompiledGraph> CompiledGraph::from_binary(const CompiledBinary& binary,
   CompiledGraph cg;
   cg.binary_ = binary;
   cg.launch_ = reinterpret_cast<LaunchFn>(lib.find("strata_launch"));
-  auto workspace_fn = reinterpret_cast<size_t (*)()>(lib.find("strata_workspace_bytes"));
+  auto workspace_fn =
+      reinterpret_cast<unsigned long long (*)()>(lib.find("strata_workspace_bytes"));
   if (!cg.launch_ || !workspace_fn)
     return make_error(binary.path +
                       ": not a strata library (strata_launch or strata_workspace_bytes missing)");
-  cg.workspace_bytes_ = workspace_fn();
-  if (auto smem_fn = reinterpret_cast<size_t (*)()>(lib.find("strata_smem_bytes")))
-    cg.smem_bytes_ = static_cast<int64_t>(smem_fn());
+  cg.workspace_bytes_ = static_cast<size_t>(workspace_fn());
 
   STRATA_ASSIGN_OR_RETURN(auto lib_sig, library_signature(lib));
   if (graph) {
