@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "strata/graph_json.h"
+#include "strata/program_parser.h"
 
 namespace strata {
 
@@ -37,7 +38,7 @@ Result<KernelGraph> load_graph(const std::string& path) {
   size_t first = text.find_first_not_of(" \t\r\n");
   bool is_json = (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) ||
                  (first != std::string::npos && text[first] == '{');
-  if (!is_json) return make_error(path + ": .strata programs are not supported yet");
+  if (!is_json) return parse_program(text, path);
   STRATA_ASSIGN_OR_RETURN(Json doc, parse_json_text(text, path));
   return kernel_graph_from_json(doc, path);
 }

@@ -1,0 +1,27 @@
+// The .strata program parser (DESIGN §3; the format is documented in docs/program-format.md).
+//
+// A program is a sequence of line statements: `input NAME: DTYPE[dims]`, `NAME = op(args)`
+// with nested calls allowed, and `output NAME, ...`. The parser builds a kernel graph of
+// predefined ops only, through KernelGraph's checking constructors, so every shape rule of
+// DESIGN §2.1 is enforced there and reported at the call that broke it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "strata/kernel_graph.h"
+#include "strata/status.h"
+
+namespace strata {
+
+/// Parses a .strata program. `filename` is used only in messages.
+///
+/// On success the graph's inputs are the `input` statements in order (named), each
+/// assignment's outermost call produces the named tensor, nested calls produce unnamed
+/// intermediate tensors, and the outputs are the `output` statements' names in order.
+/// Dims are stored normalized. On failure the one Error has the form
+/// `file:line:col: error: <what was found>; expected <what>` with the column of the
+/// offending token. Never aborts on any input.
+Result<KernelGraph> parse_program(std::string_view text, const std::string& filename);
+
+}  // namespace strata

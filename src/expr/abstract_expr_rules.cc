@@ -1,0 +1,217 @@
+// Per-op rules that give every μGraph tensor its abstract expression (DESIGN §4; the table
+// in docs/abstract-expressions.md). The kernel and block levels share one rule per op
+// category; a customized kernel op is evaluated by inlining its block graph.
+#include <optional>
+
+#include "strata/abstract_expr.h"
+
+namespace strata {
+namespace {
+
+/// The two parts of a tensor produced by a concat op of the same graph level.
+struct ConcatParts {
+  int a, b, dim;
+};
+
+/// Read access to one graph level: tensor expressions, shapes, and concat producers.
+struct KernelLevel {
+  const KernelGraph& g;
+  const std::vector<ExprId>& exprs;
+  ExprId expr(int t) const { return exprs[t]; }
+  const Shape& shape(int t) const { return g.tensor(t).shape; }
+  std::optional<ConcatParts> concat(int t) const {
+    const KernelOp& op = g.op(g.tensor(t).producer);
+    if (op.kind != OpKind::Concat) return std::nullopt;
+    return ConcatParts{op.inputs[0], op.inputs[1], op.attrs.dim};
+  }
+};
+
+struct BlockLevel {
+  const BlockGraph& b;
+  const std::vector<ExprId>& exprs;
+  ExprId expr(int t) const { return exprs[t]; }
+  const Shape& shape(int t) const { return b.tensor(t).shape; }
+  std::optional<ConcatParts> concat(int t) const {
+    const BlockOp& op = b.op(b.tensor(t).producer);
+    if (op.kind != OpKind::Concat) return std::nullopt;
+    return ConcatParts{op.inputs[0], op.inputs[1], op.attrs.dim};
+  }
+};
+
+/// matmul(A, B) → sum(k, mul(A, B)) with k the inner extent of this op, except that an
+/// operand made by a concat of the same level is split into its parts: stacking along rows,
+/// columns or a batch dim gives the add of the partial products (pairwise when both operands
+/// are split alike along a batch dim); a concat along the reduction dim on both sides with
+/// matching splits gives add(sum(k1, a1·b1), sum(k2, a2·b2)); on one side only, the other
+/// operand meets each part over that part's extent.
+template <class Level>
+ExprId matmul_expr(ExprPool& pool, const Level& lv, int ta, int tb) {
+  const Shape& sa = lv.shape(ta);
+  int r = sa.rank();
+  int64_t k = sa[r - 1];
+  auto product = [&](ExprId a, ExprId b, int64_t n) { return pool.sum(n, pool.mul(a, b)); };
+  std::optional<ConcatParts> ca = lv.concat(ta), cb = lv.concat(tb);
+  if (ca && ca->dim < r - 1) {  // A stacked along rows or a batch dim
+    if (cb && ca->dim < r - 2 && cb->dim == ca->dim &&
+        lv.shape(ca->a)[ca->dim] == lv.shape(cb->a)[cb->dim])
+      return pool.add(matmul_expr(pool, lv, ca->a, cb->a), matmul_expr(pool, lv, ca->b, cb->b));
+    return pool.add(matmul_expr(pool, lv, ca->a, tb), matmul_expr(pool, lv, ca->b, tb));
+  }
+  if (cb && cb->dim != r - 2)  // B stacked along columns or a batch dim
+    return pool.add(matmul_expr(pool, lv, ta, cb->a), matmul_expr(pool, lv, ta, cb->b));
+  if (ca && cb) {  // both split along the reduction dim
+    int64_t k1 = lv.shape(ca->a)[r - 1];
+    if (k1 != lv.shape(cb->a)[r - 2]) return product(lv.expr(ta), lv.expr(tb), k);
+    return pool.add(product(lv.expr(ca->a), lv.expr(cb->a), k1),
+                    product(lv.expr(ca->b), lv.expr(cb->b), k - k1));
+  }
+  if (ca) {
+    int64_t k1 = lv.shape(ca->a)[r - 1];
+    return pool.add(product(lv.expr(ca->a), lv.expr(tb), k1),
+                    product(lv.expr(ca->b), lv.expr(tb), k - k1));
+  }
+  if (cb) {
+    int64_t k1 = lv.shape(cb->a)[r - 2];
+    return pool.add(product(lv.expr(ta), lv.expr(cb->a), k1),
+                    product(lv.expr(ta), lv.expr(cb->b), k - k1));
+  }
+  return product(lv.expr(ta), lv.expr(tb), k);
+}
+
+/// Elementwise ops: add and sub → add, mul → mul, div → div, exp → exp, square(x) → x·x,
+/// mul_scalar(x) → x (constants are forgotten), opaque ops → fn(kind, args).
+ExprId elementwise_expr(ExprPool& pool, OpKind kind, ExprId a, ExprId b) {
+  switch (kind) {
+    case OpKind::Add:
+    case OpKind::Sub:
+      return pool.add(a, b);
+    case OpKind::Mul:
+      return pool.mul(a, b);
+    case OpKind::Div:
+      return pool.div(a, b);
+    case OpKind::Exp:
+      return pool.exp(a);
+    case OpKind::Square:
+      return pool.mul(a, a);
+    case OpKind::MulScalar:
+      return a;
+    default:
+      return pool.fn(kind, a, op_info(kind).arity == 2 ? b : kNoExpr);
+  }
+}
+
+/// Rule of a compute op (categories Matmul, Unary, Binary, Reduce, Norm, Concat) at either
+/// level.
+template <class Level>
+ExprId compute_expr(ExprPool& pool, const Level& lv, OpKind kind, const OpAttrs& attrs,
+                    const std::vector<int>& in) {
+  switch (op_category(kind)) {
+    case Category::Matmul:
+      return matmul_expr(pool, lv, in[0], in[1]);
+    case Category::Unary:
+      return elementwise_expr(pool, kind, lv.expr(in[0]), kNoExpr);
+    case Category::Binary:
+      return elementwise_expr(pool, kind, lv.expr(in[0]), lv.expr(in[1]));
+    case Category::Reduce:  // sum and mean: groups of n/to consecutive elements
+      return pool.sum(lv.shape(in[0])[attrs.dim] / attrs.to, lv.expr(in[0]));
+    case Category::Norm: {  // rms_norm(x) = x / rms(n, x)
+      ExprId x = lv.expr(in[0]);
+      return pool.div(x, pool.rms(lv.shape(in[0])[attrs.dim], x));
+    }
+    case Category::Concat:
+      return pool.concat(lv.expr(in[0]), lv.expr(in[1]));
+    default:
+      return lv.expr(in[0]);  // not reached for well-formed graphs
+  }
+}
+
+/// For-loop accumulators over F iterations of a tile whose last dim has extent n.
+ExprId accum_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId x, const Shape& tile,
+                  int forloop) {
+  int64_t fn = mul_counts(forloop, tile[tile.rank() - 1]);
+  switch (kind) {
+    case OpKind::AccumSum:  // φ: Σ_i; a data dim: concatenation of the iteration tiles
+      return attrs.fmap == kReplicate ? pool.sum(forloop, x) : x;
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
+      return pool.sum(fn, x);
+    case OpKind::AccumRmsLd:
+      return pool.rms(fn, x);
+    case OpKind::AccumSumToDimx:
+      return pool.sum(fn / attrs.to, x);
+    default:
+      return x;
+  }
+}
+
+}  // namespace
+
+ExprId block_op_expr(ExprPool& pool, const BlockGraph& b, int op_id,
+                     const std::vector<ExprId>& block_tensor_exprs,
+                     const std::vector<ExprId>& kernel_input_exprs) {
+  const BlockOp& op = b.op(op_id);
+  BlockLevel lv{b, block_tensor_exprs};
+  switch (op_category(op.kind)) {
+    case Category::Source:
+      return kernel_input_exprs[op.attrs.input_index];
+    case Category::Sink:
+      return lv.expr(op.inputs[0]);
+    case Category::Accum:
+      return accum_expr(pool, op.kind, op.attrs, lv.expr(op.inputs[0]),
+                        b.tensor(op.inputs[0]).shape, b.forloop());
+    case Category::Fused: {  // the chain composed; args: op inputs, then earlier steps
+      std::vector<ExprId> vals;
+      for (int t : op.inputs) vals.push_back(lv.expr(t));
+      for (const ThreadStep& s : op.chain) {
+        ExprId a = vals[s.args[0]];
+        ExprId c = op_info(s.kind).arity == 2 ? vals[s.args[1]] : kNoExpr;
+        vals.push_back(elementwise_expr(pool, s.kind, a, c));
+      }
+      return vals.back();
+    }
+    default:
+      return compute_expr(pool, lv, op.kind, op.attrs, op.inputs);
+  }
+}
+
+std::vector<ExprId> block_graph_exprs(ExprPool& pool, const BlockGraph& b,
+                                      const std::vector<ExprId>& kernel_input_exprs) {
+  std::vector<ExprId> exprs(b.tensors().size(), kNoExpr);
+  for (int i = 0; i < static_cast<int>(b.ops().size()); ++i) {
+    const BlockOp& op = b.op(i);
+    if (op.output >= 0) exprs[op.output] = block_op_expr(pool, b, i, exprs, kernel_input_exprs);
+  }
+  return exprs;
+}
+
+std::vector<ExprId> kernel_op_exprs(ExprPool& pool, const KernelGraph& g, int op_id,
+                                    const std::vector<ExprId>& tensor_exprs) {
+  const KernelOp& op = g.op(op_id);
+  if (op.kind == OpKind::Input) {
+    int index = 0;  // position among the graph inputs = Input ops before this one
+    for (int i = 0; i < op_id; ++i) index += g.op(i).kind == OpKind::Input;
+    return {pool.var(index)};
+  }
+  if (op.kind == OpKind::Customized) {
+    std::vector<ExprId> kin;
+    for (int t : op.inputs) kin.push_back(tensor_exprs[t]);
+    std::vector<ExprId> inner = block_graph_exprs(pool, *op.body, kin);
+    std::vector<ExprId> outs;
+    for (int i = 0; i < op.body->num_outputs(); ++i)
+      outs.push_back(inner[op.body->op(op.body->output_op(i)).inputs[0]]);
+    return outs;
+  }
+  KernelLevel lv{g, tensor_exprs};
+  return {compute_expr(pool, lv, op.kind, op.attrs, op.inputs)};
+}
+
+std::vector<ExprId> kernel_graph_exprs(ExprPool& pool, const KernelGraph& g) {
+  std::vector<ExprId> exprs(g.tensors().size(), kNoExpr);
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    std::vector<ExprId> outs = kernel_op_exprs(pool, g, i, exprs);
+    for (size_t j = 0; j < outs.size(); ++j) exprs[g.op(i).outputs[j]] = outs[j];
+  }
+  return exprs;
+}
+
+}  // namespace strata

@@ -1,0 +1,606 @@
+#include "strata/program_parser.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "frontend/program_lexer.h"
+
+namespace strata {
+namespace {
+
+using frontend::describe;
+using frontend::Token;
+using frontend::TokKind;
+
+/// Deepest nesting of calls accepted in one statement (keeps recursion bounded).
+constexpr int kMaxNesting = 64;
+/// Largest tensor accepted, in elements: far beyond any GPU, small enough that element
+/// counts and byte sizes never overflow 64-bit arithmetic downstream.
+constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+// ---- op signatures ---------------------------------------------------------------------
+
+enum class ParamType : uint8_t { Tensor, Int, Real };
+/// The OpAttrs field a non-tensor parameter sets.
+enum class Field : uint8_t { None, Dim, To, Scalar };
+
+struct Param {
+  const char* name;
+  ParamType type = ParamType::Tensor;
+  bool required = true;
+  double default_value = 0;
+  Field field = Field::None;
+  const char* alias = nullptr;  ///< a second accepted keyword
+};
+
+/// The call signature of a kernel op in programs, by category (docs/program-format.md).
+std::vector<Param> signature(OpKind kind) {
+  const Param x{"x"}, a{"a"}, b{"b"};
+  switch (op_category(kind)) {
+    case Category::Matmul:
+    case Category::Binary:
+      return {a, b};
+    case Category::Unary:
+      if (kind == OpKind::MulScalar)
+        return {x, {"scalar", ParamType::Real, true, 0, Field::Scalar, "c"}};
+      return {x};
+    case Category::Reduce:
+      return {x,
+              {"dim", ParamType::Int, true, 0, Field::Dim},
+              {"to", ParamType::Int, false, 1, Field::To}};
+    case Category::Norm:
+      return {x, {"dim", ParamType::Int, false, -1, Field::Dim}};
+    case Category::Concat:
+      return {a, b, {"dim", ParamType::Int, true, 0, Field::Dim}};
+    default:
+      return {};
+  }
+}
+
+/// "sum(x, dim, to=1)".
+std::string signature_text(OpKind kind) {
+  std::string s = std::string(op_name(kind)) + "(";
+  bool first = true;
+  for (const Param& p : signature(kind)) {
+    if (!first) s += ", ";
+    first = false;
+    s += p.name;
+    if (!p.required) {
+      s += "=";
+      s += std::to_string(static_cast<int64_t>(p.default_value));
+    }
+  }
+  return s + ")";
+}
+
+/// Ops a program may call: kernel-level predefined ops.
+bool is_program_op(OpKind k) {
+  return (op_info(k).levels & kKernel) && k != OpKind::Input && k != OpKind::Customized;
+}
+
+std::string program_op_list() {
+  std::string s;
+  for (const OpInfo& info : op_table()) {
+    if (!is_program_op(info.kind)) continue;
+    if (!s.empty()) s += ", ";
+    s += info.name;
+  }
+  return s;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The candidate closest to `word` within edit distance 2, or "".
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = 3;
+  for (const std::string& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string c = closest(word, candidates);
+  return c.empty() ? "" : " (did you mean `" + c + "`?)";
+}
+
+/// Element count of a shape, or -1 when it exceeds kMaxElements.
+int64_t bounded_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (s[d] > kMaxElements / n) return -1;
+    n *= s[d];
+  }
+  return n;
+}
+
+/// Drops the "kernel op #N (op): " and "op: " prefixes the IR puts on its messages; the
+/// parser locates the error by file, line and column and names the op itself.
+std::string strip_ir_location(std::string msg, std::string_view op) {
+  if (msg.rfind("kernel op #", 0) == 0) {
+    size_t p = msg.find("): ");
+    if (p != std::string::npos) msg = msg.substr(p + 3);
+  }
+  std::string own = std::string(op) + ": ";
+  if (msg.rfind(own, 0) == 0) msg = msg.substr(own.size());
+  return msg;
+}
+
+// ---- syntax tree of one statement's right-hand side ------------------------------------
+
+struct Call;
+
+/// A name, a number, or a call (then `tok` is the op name).
+struct Expr {
+  Token tok;
+  std::unique_ptr<Call> call;
+};
+
+struct Arg {
+  std::optional<Token> key;
+  Expr value;
+};
+
+struct Call {
+  Token op;
+  std::vector<Arg> args;
+};
+
+// ---- the parser ------------------------------------------------------------------------
+
+class ProgramParser {
+ public:
+  explicit ProgramParser(const std::string& file) : file_(file) {}
+
+  Result<KernelGraph> run(std::string_view text) {
+    int line_no = 0;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) end = text.size();
+      ++line_no;
+      STRATA_ASSIGN_OR_RETURN(toks_,
+                              frontend::lex_line(text.substr(start, end - start), line_no, file_));
+      pos_ = 0;
+      STRATA_RETURN_IF_ERROR(statement());
+      if (end == text.size()) break;
+      start = end + 1;
+    }
+    STRATA_RETURN_IF_ERROR(check_generated_names());
+    if (g_.outputs().empty()) {
+      size_t last_nl = text.rfind('\n');
+      std::string_view tail = last_nl == std::string_view::npos ? text : text.substr(last_nl + 1);
+      int col = 1;
+      for (char c : tail)
+        if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++col;
+      return frontend::located_error(
+          file_, line_no, col,
+          "found end of file without an `output` statement; expected at least one `output NAME` "
+          "naming the program's results");
+    }
+    return std::move(g_);
+  }
+
+ private:
+  struct Def {
+    int tensor;
+    int line, col;
+  };
+
+  Error error_at(const Token& t, const std::string& msg) const {
+    return frontend::located_error(file_, t.line, t.col, msg);
+  }
+  const Token& peek(size_t ahead = 0) const {
+    return toks_[std::min(pos_ + ahead, toks_.size() - 1)];
+  }
+  Token next() {
+    Token t = peek();
+    if (pos_ < toks_.size() - 1) ++pos_;
+    return t;
+  }
+  Status expect_end() {
+    if (peek().kind == TokKind::End) return Status::success();
+    return error_at(peek(), "found " + describe(peek()) +
+                                " after the end of the statement; expected end of line");
+  }
+
+  Status statement() {
+    const Token& first = peek();
+    if (first.kind == TokKind::End) return Status::success();
+    bool assign = first.kind == TokKind::Ident && peek(1).kind == TokKind::Equals;
+    if (first.kind == TokKind::Ident && !assign) {
+      if (first.text == "input") return input_statement();
+      if (first.text == "output") return output_statement();
+      if (peek(1).kind == TokKind::LParen)
+        return error_at(
+            first, "found a call to `" + first.text +
+                       "` whose result is not assigned; expected `NAME = " + first.text + "(...)`");
+      return error_at(peek(1), "found " + describe(peek(1)) + " after `" + first.text +
+                                   "`; expected `=` to assign a tensor (`" + first.text +
+                                   " = op(...)`)");
+    }
+    if (assign) return assignment();
+    return error_at(first, "found " + describe(first) +
+                               "; expected a statement: `input NAME: DTYPE[dims]`, "
+                               "`NAME = op(...)` or `output NAME`");
+  }
+
+  /// Checks that `t` may name a new tensor.
+  Status check_new_name(const Token& t, const char* what) {
+    if (t.kind != TokKind::Ident) return error_at(t, "found " + describe(t) + "; expected " + what);
+    if (t.text == "input" || t.text == "output")
+      return error_at(t, "`" + t.text + "` is a reserved word; expected a different tensor name");
+    if (auto it = defs_.find(t.text); it != defs_.end())
+      return error_at(t, "duplicate name `" + t.text + "` (first defined at line " +
+                             std::to_string(it->second.line) + ", column " +
+                             std::to_string(it->second.col) + "); expected a new name");
+    return Status::success();
+  }
+
+  Status input_statement() {
+    next();  // `input`
+    Token name = next();
+    STRATA_RETURN_IF_ERROR(check_new_name(name, "the input's name (input NAME: DTYPE[dims])"));
+    Token colon = next();
+    if (colon.kind != TokKind::Colon)
+      return error_at(colon, "found " + describe(colon) +
+                                 "; expected `:` after the input name (input NAME: DTYPE[dims])");
+    Token dt = next();
+    if (dt.kind != TokKind::Ident)
+      return error_at(dt, "found " + describe(dt) + "; expected a dtype (f16, bf16 or f32)");
+    auto dtype = parse_dtype(dt.text);
+    if (!dtype) return error_at(dt, "unknown dtype `" + dt.text + "`; expected f16, bf16 or f32");
+    Token open = next();
+    if (open.kind != TokKind::LBracket)
+      return error_at(open, "found " + describe(open) +
+                                "; expected `[` and the dimensions after the dtype (like f16[16, "
+                                "4096])");
+    std::vector<int64_t> dims;
+    while (true) {
+      Token d = next();
+      if (d.kind == TokKind::Int && d.int_value < 1)
+        return error_at(d, "dimension " + d.text + " is not positive; expected an extent ≥ 1");
+      if (d.kind != TokKind::Int)
+        return error_at(d, "found " + describe(d) + "; expected a positive integer extent");
+      if (static_cast<int>(dims.size()) == kMaxRank)
+        return error_at(d, "found a dimension beyond the " + std::to_string(kMaxRank) +
+                               "th; expected at most " + std::to_string(kMaxRank) + " dimensions");
+      dims.push_back(d.int_value);
+      Token sep = next();
+      if (sep.kind == TokKind::RBracket) break;
+      if (sep.kind != TokKind::Comma)
+        return error_at(sep,
+                        "found " + describe(sep) + "; expected `,` or `]` in the dimension list");
+    }
+    STRATA_RETURN_IF_ERROR(expect_end());
+    auto shape = Shape::make(dims);
+    if (!shape.ok()) return error_at(name, shape.error().message);
+    if (bounded_numel(*shape) < 0)
+      return error_at(name, "input `" + name.text +
+                                "` has more than 2^48 elements; expected a "
+                                "tensor that fits in GPU memory");
+    auto t = g_.add_input(name.text, *shape, *dtype);
+    if (!t.ok()) return error_at(name, t.error().message);
+    defs_[name.text] = {*t, name.line, name.col};
+    return Status::success();
+  }
+
+  Status output_statement() {
+    next();  // `output`
+    while (true) {
+      Token name = next();
+      if (name.kind != TokKind::Ident)
+        return error_at(name,
+                        "found " + describe(name) + "; expected the name of a tensor to output");
+      if (peek().kind == TokKind::LParen)
+        return error_at(name, "found a call to `" + name.text +
+                                  "` in an output statement; expected a tensor name (assign the "
+                                  "call to a name first)");
+      STRATA_ASSIGN_OR_RETURN(int t, lookup(name));
+      auto st = g_.mark_output(t);
+      if (!st.ok()) return error_at(name, st.error().message + "; expected each output once");
+      Token sep = next();
+      if (sep.kind == TokKind::End) return Status::success();
+      if (sep.kind != TokKind::Comma)
+        return error_at(
+            sep, "found " + describe(sep) + "; expected `,` or end of line after an output name");
+    }
+  }
+
+  Status assignment() {
+    Token name = next();
+    STRATA_RETURN_IF_ERROR(check_new_name(name, "a tensor name"));
+    next();  // `=`
+    STRATA_ASSIGN_OR_RETURN(Expr rhs, parse_expr(0));
+    if (!rhs.call)
+      return error_at(rhs.tok, "found " + describe(rhs.tok) +
+                                   "; expected an op call such as `exp(X)` (every assignment "
+                                   "computes a new tensor)");
+    STRATA_RETURN_IF_ERROR(expect_end());
+    STRATA_ASSIGN_OR_RETURN(int t, evaluate(*rhs.call, name.text));
+    defs_[name.text] = {t, name.line, name.col};
+    return Status::success();
+  }
+
+  // ---- syntax ----
+
+  Result<Expr> parse_expr(int depth) {
+    Token t = next();
+    if (t.kind == TokKind::Ident && peek().kind == TokKind::LParen) {
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Call> call, parse_call(std::move(t), depth + 1));
+      Token op = call->op;
+      return Expr{std::move(op), std::move(call)};
+    }
+    if (t.kind == TokKind::Ident || t.kind == TokKind::Int || t.kind == TokKind::Real)
+      return Expr{std::move(t), nullptr};
+    return error_at(t, "found " + describe(t) + "; expected a name, a number or an op call");
+  }
+
+  Result<std::unique_ptr<Call>> parse_call(Token op, int depth) {
+    if (depth > kMaxNesting)
+      return error_at(op, "call to `" + op.text + "` is nested more than " +
+                              std::to_string(kMaxNesting) + " calls deep; expected at most " +
+                              std::to_string(kMaxNesting) + " (name intermediate results)");
+    auto call = std::make_unique<Call>();
+    call->op = std::move(op);
+    Token open = next();  // `(`
+    std::string where =
+        "the call to `" + call->op.text + "` opened at column " + std::to_string(open.col);
+    if (peek().kind == TokKind::RParen) {
+      next();
+      return call;
+    }
+    while (true) {
+      if (peek().kind == TokKind::End)
+        return error_at(peek(), "found end of line inside " + where +
+                                    "; expected an argument and `)` (unterminated call)");
+      Arg arg;
+      if (peek().kind == TokKind::Ident && peek(1).kind == TokKind::Equals) {
+        arg.key = next();
+        next();  // `=`
+        if (peek().kind == TokKind::End)
+          return error_at(peek(),
+                          "found end of line after `" + arg.key->text + "=`; expected a value");
+      }
+      STRATA_ASSIGN_OR_RETURN(arg.value, parse_expr(depth));
+      call->args.push_back(std::move(arg));
+      Token sep = next();
+      if (sep.kind == TokKind::RParen) return call;
+      if (sep.kind == TokKind::End)
+        return error_at(
+            sep, "found end of line inside " + where + "; expected `,` or `)` (unterminated call)");
+      if (sep.kind != TokKind::Comma)
+        return error_at(sep,
+                        "found " + describe(sep) + " inside " + where + "; expected `,` or `)`");
+    }
+  }
+
+  // ---- meaning ----
+
+  Result<int> lookup(const Token& name) {
+    auto it = defs_.find(name.text);
+    if (it != defs_.end()) return it->second.tensor;
+    std::vector<std::string> known;
+    for (const auto& [n, d] : defs_) known.push_back(n);
+    return error_at(name, "undefined name `" + name.text +
+                              "`; expected a tensor defined on an earlier line" +
+                              did_you_mean(name.text, known));
+  }
+
+  Result<OpKind> resolve_op(const Token& op) {
+    auto k = parse_op_kind(op.text);
+    if (k && is_program_op(*k)) return *k;
+    if (k && *k == OpKind::Input)
+      return error_at(op,
+                      "`input` is a statement, not an op; expected `input NAME: "
+                      "DTYPE[dims]` on its own line");
+    if (k)
+      return error_at(op, "`" + op.text +
+                              "` is a μGraph op (customized kernels, block graphs), not a "
+                              "program op; expected one of: " +
+                              program_op_list());
+    std::vector<std::string> names;
+    for (const OpInfo& info : op_table())
+      if (is_program_op(info.kind)) names.emplace_back(info.name);
+    std::string hint = did_you_mean(op.text, names);
+    return error_at(op, "unknown op `" + op.text + "`; expected " +
+                            (hint.empty() ? "one of: " + program_op_list() : "a kernel op" + hint));
+  }
+
+  /// Binds a call's arguments to the op's signature, left to right.
+  Result<std::vector<const Expr*>> bind(const Call& c, OpKind kind, const std::vector<Param>& sig) {
+    std::vector<const Expr*> bound(sig.size(), nullptr);
+    const std::string op = "`" + c.op.text + "`";
+    bool seen_keyword = false;
+    size_t position = 0;
+    for (const Arg& arg : c.args) {
+      size_t idx = sig.size();
+      if (arg.key) {
+        seen_keyword = true;
+        for (size_t i = 0; i < sig.size(); ++i)
+          if (arg.key->text == sig[i].name || (sig[i].alias && arg.key->text == sig[i].alias))
+            idx = i;
+        if (idx == sig.size()) {
+          std::string names;
+          for (const Param& p : sig) {
+            names += names.empty() ? "" : ", ";
+            names += p.name;
+            if (p.alias) names += std::string(" (or ") + p.alias + ")";
+          }
+          return error_at(*arg.key, "unknown keyword argument `" + arg.key->text + "` for " + op +
+                                        "; expected one of: " + names);
+        }
+        if (bound[idx])
+          return error_at(*arg.key, "argument `" + std::string(sig[idx].name) + "` of " + op +
+                                        " is given twice; expected it once");
+      } else {
+        if (seen_keyword)
+          return error_at(arg.value.tok,
+                          "found a positional argument after a keyword argument in the call to " +
+                              op + "; expected `NAME=value`");
+        if (position >= sig.size())
+          return error_at(arg.value.tok, "found an extra argument in the call to " + op +
+                                             "; expected " + std::to_string(sig.size()) +
+                                             " at most: " + signature_text(kind));
+        idx = position++;
+      }
+      bound[idx] = &arg.value;
+    }
+    int tensors = 0, given = 0;
+    for (size_t i = 0; i < sig.size(); ++i)
+      if (sig[i].type == ParamType::Tensor) {
+        ++tensors;
+        if (bound[i]) ++given;
+      }
+    if (given != tensors)
+      return error_at(c.op, "found " + std::to_string(given) + " tensor argument" +
+                                (given == 1 ? "" : "s") + " in the call to " + op + "; expected " +
+                                std::to_string(tensors) + ": " + signature_text(kind));
+    for (size_t i = 0; i < sig.size(); ++i)
+      if (!bound[i] && sig[i].required)
+        return error_at(c.op, "missing argument `" + std::string(sig[i].name) +
+                                  "` in the call to " + op + "; expected " + signature_text(kind));
+    return bound;
+  }
+
+  /// Sets the attribute of a non-tensor parameter from its argument.
+  Status set_attr(const Param& p, const Expr& e, const std::string& op, OpAttrs& attrs) {
+    std::string what = "argument `" + std::string(p.name) + "` of `" + op + "`";
+    bool is_int = p.type == ParamType::Int;
+    std::string expected = is_int ? "an integer" : "a number";
+    if (e.call)
+      return error_at(
+          e.tok, "found a call to `" + e.tok.text + "` for " + what + "; expected " + expected);
+    if (e.tok.kind == TokKind::Ident)
+      return error_at(e.tok,
+                      "found " + describe(e.tok) + " for " + what + "; expected " + expected);
+    if (is_int && e.tok.kind != TokKind::Int)
+      return error_at(e.tok,
+                      "found " + describe(e.tok) + " for " + what + "; expected " + expected);
+    switch (p.field) {
+      case Field::Dim:
+        if (e.tok.int_value < INT_MIN || e.tok.int_value > INT_MAX)
+          return error_at(e.tok, "found dim " + e.tok.text + " for `" + op +
+                                     "`; expected a dimension index of its input");
+        attrs.dim = static_cast<int>(e.tok.int_value);
+        break;
+      case Field::To:
+        attrs.to = e.tok.int_value;
+        break;
+      case Field::Scalar:
+        attrs.scalar = e.tok.real_value;
+        break;
+      case Field::None:
+        break;
+    }
+    return Status::success();
+  }
+
+  /// Builds a call's op (after its arguments) and returns its output tensor; `name` names
+  /// the output of an assignment's outermost call.
+  Result<int> evaluate(const Call& c, const std::string& name) {
+    STRATA_ASSIGN_OR_RETURN(OpKind kind, resolve_op(c.op));
+    std::vector<Param> sig = signature(kind);
+    STRATA_ASSIGN_OR_RETURN(std::vector<const Expr*> bound, bind(c, kind, sig));
+    OpAttrs attrs;
+    std::vector<int> inputs;
+    for (size_t i = 0; i < sig.size(); ++i) {
+      const Param& p = sig[i];
+      const Expr* e = bound[i];
+      if (p.type != ParamType::Tensor) {
+        if (!e) {
+          Token def;
+          def.kind = TokKind::Int;
+          def.int_value = static_cast<int64_t>(p.default_value);
+          def.real_value = p.default_value;
+          Expr dflt{def, nullptr};
+          STRATA_RETURN_IF_ERROR(set_attr(p, dflt, c.op.text, attrs));
+        } else {
+          STRATA_RETURN_IF_ERROR(set_attr(p, *e, c.op.text, attrs));
+        }
+        continue;
+      }
+      if (e->call) {
+        STRATA_ASSIGN_OR_RETURN(int t, evaluate(*e->call, ""));
+        inputs.push_back(t);
+      } else if (e->tok.kind == TokKind::Ident) {
+        STRATA_ASSIGN_OR_RETURN(int t, lookup(e->tok));
+        inputs.push_back(t);
+      } else {
+        return error_at(e->tok, "found " + describe(e->tok) + " for tensor argument `" + p.name +
+                                    "` of `" + c.op.text +
+                                    "`; expected a tensor name or an op call");
+      }
+    }
+    auto t = g_.add_op(kind, std::move(inputs), attrs, name);
+    if (!t.ok()) {
+      std::string why = strip_ir_location(t.error().message, c.op.text);
+      // The IR states its rule as "... (expected R)"; the parser's format is "...; expected R".
+      size_t paren = why.rfind(" (expected ");
+      if (paren != std::string::npos && why.back() == ')') {
+        why = why.substr(0, paren) + "; " + why.substr(paren + 2, why.size() - paren - 3);
+      } else if (why.find("; expected") == std::string::npos) {
+        why += "; expected operands that satisfy the shape rules of " + signature_text(kind);
+      }
+      return error_at(c.op, "invalid operands for `" + c.op.text + "`: " + why);
+    }
+    if (bounded_numel(g_.tensor(*t).shape) < 0)
+      return error_at(c.op, "the result of `" + c.op.text + "` has shape " +
+                                g_.tensor(*t).shape.str() +
+                                ", more than 2^48 elements; expected a tensor that fits in GPU "
+                                "memory");
+    return *t;
+  }
+
+  /// Unnamed intermediate tensors print and serialize as "t<id>"; a user name of that form
+  /// would make two tensors share a name in the μGraph JSON.
+  Status check_generated_names() const {
+    for (size_t id = 0; id < g_.tensors().size(); ++id) {
+      if (!g_.tensor(static_cast<int>(id)).name.empty()) continue;
+      auto it = defs_.find("t" + std::to_string(id));
+      if (it == defs_.end()) continue;
+      return frontend::located_error(
+          file_, it->second.line, it->second.col,
+          "name `" + it->first +
+              "` is also the generated name of an unnamed intermediate tensor "
+              "(the result of a nested call); expected a different name");
+    }
+    return Status::success();
+  }
+
+  std::string file_;
+  KernelGraph g_;
+  std::map<std::string, Def> defs_;
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Result<KernelGraph> parse_program(std::string_view text, const std::string& filename) {
+  ProgramParser parser(filename);
+  return parser.run(text);
+}
+
+}  // namespace strata

@@ -1,0 +1,265 @@
+// End-to-end tests of `strata check` and `strata show`: exit codes, messages on stderr,
+// and the JSON round trip. Runs the built tool named by $STRATA_BIN (set by CTest).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "strata/graph_io.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kProgram = R"(# RMSNorm followed by a linear layer
+input X: f16[2, 4096]
+input W: f16[4096, 6144]
+Y = rms_norm(X)
+O = matmul(Y, W)
+output O
+)";
+
+/// The RMSNorm + MatMul reference μGraph of DESIGN §2.4 at X[16, 4096], W[4096, 6144].
+const char* kMuGraph = R"({
+  "format": "strata-mugraph",
+  "version": 1,
+  "inputs": [{"name": "X", "shape": [16, 4096], "dtype": "f16"},
+             {"name": "W", "shape": [4096, 6144], "dtype": "f16"}],
+  "ops": [{
+    "op": "customized", "inputs": ["X", "W"], "outputs": ["O"],
+    "block_graph": {
+      "grid": [96, 1, 1], "block": 128, "forloop": 64,
+      "ops": [
+        {"op": "input", "input": 0, "imap": [null, null, null], "fmap": 1, "output": "Xi"},
+        {"op": "input", "input": 1, "imap": [1, null, null], "fmap": 0, "output": "Wi"},
+        {"op": "matmul", "inputs": ["Xi", "Wi"], "output": "M"},
+        {"op": "accum", "inputs": ["M"], "output": "accM", "fmap": null},
+        {"op": "accum_rms_ld", "inputs": ["Xi"], "output": "accX", "fmap": null},
+        {"op": "div", "inputs": ["accM", "accX"], "output": "Y"},
+        {"op": "output", "inputs": ["Y"], "omap": [1, null, null]}
+      ]
+    }
+  }],
+  "outputs": ["O"]
+}
+)";
+
+/// `text` with the first occurrence of `from` replaced by `to` (which must exist).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t p = text.find(from);
+  EXPECT_NE(p, std::string::npos) << from;
+  if (p != std::string::npos) text.replace(p, from.size(), to);
+  return text;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+class Cli : public testing::Test {
+ protected:
+  void SetUp() override {
+    const char* bin = std::getenv("STRATA_BIN");
+    ASSERT_NE(bin, nullptr) << "STRATA_BIN is not set; run this test through ctest";
+    bin_ = bin;
+    ASSERT_TRUE(fs::exists(bin_)) << bin_;
+    dir_ = fs::path(testing::TempDir()) /
+           ("strata_cli_test_" + std::to_string(getpid()) + "_" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  /// Writes `text` to a file named `name` in the test's directory; returns its path.
+  std::string file(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+
+  /// Runs `strata <args>` with stdout and stderr captured to files.
+  RunResult strata(const std::string& args) {
+    fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
+    std::string cmd =
+        "'" + bin_ + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    int status = std::system(cmd.c_str());
+    RunResult r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+  }
+
+  /// Runs `strata check` on a file and expects exit 2 with every part on stderr.
+  void expect_check_fails(const std::string& path, std::initializer_list<std::string> parts) {
+    RunResult r = strata("check '" + path + "'");
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    for (const std::string& p : parts)
+      EXPECT_NE(r.err.find(p), std::string::npos) << p << " in: " << r.err;
+  }
+
+  std::string bin_;
+  fs::path dir_;
+};
+
+TEST_F(Cli, CheckValidProgram) {
+  std::string p = file("rms.strata", kProgram);
+  RunResult r = strata("check '" + p + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_NE(r.out.find("ok: plain program"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 inputs, 1 output, 2 kernel ops"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, CheckValidMuGraph) {
+  std::string p = file("rms.json", kMuGraph);
+  RunResult r = strata("check '" + p + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("μGraph with customized kernels"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 customized kernel, 7 block ops"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, MalformedTextReportsLineAndColumn) {
+  std::string p = file("bad.strata", "input X: f16[2, 4096]\n\nY = rms_norm(X\noutput Y\n");
+  expect_check_fails(p, {p + ":3:15: error: ", "unterminated call"});
+}
+
+TEST_F(Cli, MalformedJsonReportsLineAndColumn) {
+  std::string p = file("bad.json", "{\n  \"inputs\": [\n    {\"name\": \"X\",, \"shape\": [4]}\n");
+  expect_check_fails(p, {p + ":3:18: invalid JSON"});
+}
+
+TEST_F(Cli, ShapeMismatch) {
+  std::string p = file("mm.strata", replaced(kProgram, "O = matmul(Y, W)", "O = matmul(W, Y)"));
+  expect_check_fails(p, {p + ":5:5: error: ", "inner dimensions differ"});
+  std::string j =
+      file("mm.json", replaced(kMuGraph, "\"shape\": [4096, 6144]", "\"shape\": [4160, 6144]"));
+  expect_check_fails(j, {"ops[0].block_graph.ops[2]", "matmul"});
+}
+
+TEST_F(Cli, SplitThatDoesNotDivide) {
+  std::string p =
+      file("split.json", replaced(kMuGraph, "\"grid\": [96, 1, 1]", "\"grid\": [5, 1, 1]"));
+  expect_check_fails(p, {"ops[0].block_graph.ops[1]", "does not divide"});
+}
+
+TEST_F(Cli, OmapOnAReplicatedAxis) {
+  std::string p = file(
+      "omap.json", replaced(kMuGraph, "\"omap\": [1, null, null]", "\"omap\": [null, null, null]"));
+  expect_check_fails(p, {"ops[0].block_graph.ops[6]", "replicated axis"});
+}
+
+TEST_F(Cli, UnknownOp) {
+  std::string p = file("op.strata", replaced(kProgram, "matmul", "matmull"));
+  expect_check_fails(p, {p + ":5:5: error: ", "unknown op `matmull`", "did you mean `matmul`"});
+  std::string j = file("op.json", replaced(kMuGraph, "\"op\": \"div\"", "\"op\": \"divide\""));
+  expect_check_fails(j, {"ops[0].block_graph.ops[5].op", "unknown op `divide`"});
+}
+
+TEST_F(Cli, DuplicateName) {
+  std::string p = file("dup.strata", replaced(kProgram, "Y = rms_norm(X)", "W = rms_norm(X)"));
+  expect_check_fails(p, {p + ":4:1: error: ", "duplicate name `W`"});
+  std::string j = file("dup.json", replaced(kMuGraph, "\"output\": \"M\"", "\"output\": \"Wi\""));
+  expect_check_fails(j, {"duplicate tensor name `Wi`"});
+}
+
+TEST_F(Cli, MissingOutput) {
+  std::string p = file("noout.strata", replaced(kProgram, "output O\n", ""));
+  expect_check_fails(p, {p + ":6:1: error: ", "`output`"});
+}
+
+TEST_F(Cli, MissingFile) {
+  std::string p = (dir_ / "does_not_exist.strata").string();
+  expect_check_fails(p, {p, "cannot open"});
+}
+
+TEST_F(Cli, BadArguments) {
+  EXPECT_EQ(strata("").code, 2);
+  EXPECT_EQ(strata("frobnicate").code, 2);
+  EXPECT_EQ(strata("check").code, 2);
+  std::string p = file("rms.strata", kProgram);
+  RunResult r = strata("show '" + p + "' --json --dot -");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("choose one"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, ShowListsTheGraph) {
+  RunResult r = strata("show '" + file("rms.json", kMuGraph) + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"input X: f16[16, 4096]", "O[16, 6144] = customized(X, W)",
+                           "grid (96, 1, 1), block 128, forloop 64", "imap={x:1, y:φ, z:φ} fmap=0",
+                           "accum accX[16, 1] = accum_rms_ld(Xi, fmap=φ)",
+                           "save  Y -> O[16, 6144]  omap={x:1, y:φ, z:φ}", "output O"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << " in:\n" << r.out;
+  r = strata("show '" + file("bad.strata", "input X: f16[4]\nY = exp(Z)\noutput Y\n") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.strata:2:9: error: undefined name `Z`"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, ShowWritesDot) {
+  std::string p = file("rms.json", kMuGraph);
+  std::string dot = (dir_ / "g.dot").string();
+  RunResult r = strata("show '" + p + "' --dot '" + dot + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("customized(X, W)"), std::string::npos);  // listing still printed
+  std::string text = read_file(dot);
+  EXPECT_EQ(text.rfind("digraph strata {", 0), 0u) << text;
+  EXPECT_NE(text.find("subgraph cluster_k2"), std::string::npos) << text;
+  EXPECT_NE(text.find("omap={x:1, y:φ, z:φ}"), std::string::npos) << text;
+  r = strata("show '" + p + "' --dot -");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, text);  // `-`: DOT on stdout instead of the listing
+}
+
+TEST_F(Cli, ShowJsonRoundTrips) {
+  for (auto [name, text] : {std::pair{"rms.strata", kProgram}, std::pair{"rms.json", kMuGraph}}) {
+    std::string p = file(name, text);
+    RunResult r = strata("show '" + p + "' --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::string back = file(std::string("back_") + name + ".json", r.out);
+    auto original = load_graph(p);
+    auto reloaded = load_graph(back);
+    ASSERT_TRUE(original.ok()) << original.error().message;
+    ASSERT_TRUE(reloaded.ok()) << reloaded.error().message;
+    EXPECT_TRUE(reloaded->structurally_equal(*original)) << name;
+    for (size_t t = 0; t < original->tensors().size(); ++t)
+      EXPECT_EQ(reloaded->tensor_name(static_cast<int>(t)),
+                original->tensor_name(static_cast<int>(t)));
+    // canonical: printing the reloaded graph gives the same text
+    RunResult again = strata("show '" + back + "' --json");
+    EXPECT_EQ(again.code, 0) << again.err;
+    EXPECT_EQ(again.out, r.out) << name;
+  }
+}
+
+TEST_F(Cli, Help) {
+  RunResult r = strata("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("check"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Validate a program or μGraph file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("show"), std::string::npos) << r.out;
+  r = strata("show --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--dot"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--json"), std::string::npos) << r.out;
+  r = strata("check --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("FILE"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace strata
