@@ -119,7 +119,10 @@ def find_candidates(cfg, args, out, strata, program, has_optimize):
         if result.exists():
             return [result], f"strata optimize --time-limit {args.search_time}"
         log(f"   optimize failed ({r.returncode}): {r.stderr.strip()[:400]}")
-    return [reference], "reference μGraph (no search result)"
+    documents = [reference]
+    if program != reference:
+        documents.append(program)
+    return documents, "reference μGraph and the program itself (no search result)"
 
 
 def compile_all(configs, plans, strata, arch, out, top):
