@@ -281,7 +281,7 @@ def main():
     p.add_argument("--top", type=int, default=5, help="candidates profiled per search result")
     p.add_argument("--search-dir", default=os.environ.get("STRATA_SEARCH_DIR", ""),
                    help="directory of precomputed `strata optimize` results <bench>_b<b>.json")
-    p.add_argument("--search-time", type=float, default=20.0,
+    p.add_argument("--search-time", type=float, default=10.0,
                    help="time limit of each search run here when no result is given (0: none)")
     p.add_argument("--runs", type=int, default=100, help="timed CUDA-graph replays (>= 100)")
     p.add_argument("--seed", type=int, default=0)

@@ -12,7 +12,7 @@
 # Usage: scripts/gpu-check.sh [OUT_DIR]
 # Knobs (environment): STRATA_SEARCH_DIR (precomputed `strata optimize` results
 #   <bench>_b<b>.json; default bench/search when it exists), STRATA_SEARCH_TIME (seconds per
-#   search run here otherwise, default 20), STRATA_BENCH_MODES (default
+#   search run here otherwise, default 10), STRATA_BENCH_MODES (default
 #   eager,compile,max-autotune), STRATA_BENCH_TOP (candidates per program, default 5).
 # Exit: 0 all passed; 1 a test, a check or a benchmark step failed; 3 the build failed.
 set -uo pipefail
@@ -63,7 +63,7 @@ step "C++ API example"
 "$build/cpp_api_example" examples/reference/rmsnorm_small.json || failed+=("C++ API example")
 
 bench_args=(--out "$out" --strata "$build/strata" --top "${STRATA_BENCH_TOP:-5}"
-            --search-time "${STRATA_SEARCH_TIME:-20}"
+            --search-time "${STRATA_SEARCH_TIME:-10}"
             --modes "${STRATA_BENCH_MODES:-eager,compile,max-autotune}")
 search_dir=${STRATA_SEARCH_DIR:-}
 if [ -z "$search_dir" ] && [ -d bench/search ]; then search_dir=bench/search; fi
