@@ -71,8 +71,8 @@ Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& a
 /// may not be called concurrently on copies of one CompiledGraph (they share the workspace).
 class CompiledGraph {
  public:
-  /// Loads `path`: a .cu source, a μGraph JSON, or a strata optimize result (the graph
-  /// `options.candidate` of its ranking). Graphs are emitted, compiled (through the binary
+  /// Loads `path`: a .cu source, a μGraph JSON, a strata optimize result (the graph
+  /// `options.candidate` of its ranking) or a .strata program (compiled as written). Graphs are emitted, compiled (through the binary
   /// cache) and loaded; the workspace is allocated on the current device.
   static Result<CompiledGraph> load(const std::string& path, const LoadOptions& options = {});
   /// Emits, compiles and loads `g`.

@@ -46,9 +46,8 @@ Result<std::vector<TensorSignature>> signature_side(const SharedLibrary& lib,
   auto dtype = reinterpret_cast<int (*)(int)>(lib.find(("strata_" + side + "_dtype").c_str()));
   std::string where = lib.path() + ": " + side + " signature";
   if (!count || !rank || !dim || !dtype)
-    return make_error(where + ": strata_num_" + side + "s, strata_" + side +
-                      "_rank, _dim or "
-                      "_dtype is missing");
+    return make_error(where + ": one of strata_num_" + side + "s, strata_" + side +
+                      "_rank, _dim, _dtype is missing");
   std::vector<TensorSignature> out;
   int n = count();
   for (int i = 0; i < n; ++i) {
@@ -148,6 +147,12 @@ Result<CompiledGraph> CompiledGraph::load(const std::string& path, const LoadOpt
   if (ends_with(path, ".cu")) {
     STRATA_ASSIGN_OR_RETURN(std::string source, read_text_file(path));
     auto g = from_source(source, options);
+    if (!g.ok()) return make_error(path + ": " + g.error().message);
+    return g;
+  }
+  if (ends_with(path, ".strata")) {
+    STRATA_ASSIGN_OR_RETURN(KernelGraph program, load_graph(path));
+    auto g = from_graph(program, options);
     if (!g.ok()) return make_error(path + ": " + g.error().message);
     return g;
   }
