@@ -35,9 +35,9 @@ TEST(Shape, BroadcastAndNormalize) {
 
 TEST(BlockGraph, RmsNormReferenceShapes) {
   BlockGraph b = rmsnorm_body(16, 4096, 6144);
-  EXPECT_EQ(b.tensor(0).shape, (Shape{16, 64}));   // X tile per iteration
-  EXPECT_EQ(b.tensor(1).shape, (Shape{64, 64}));   // W tile per iteration
-  EXPECT_EQ(b.tensor(4).shape, (Shape{16, 1}));    // accum_rms_ld
+  EXPECT_EQ(b.tensor(0).shape, (Shape{16, 64}));  // X tile per iteration
+  EXPECT_EQ(b.tensor(1).shape, (Shape{64, 64}));  // W tile per iteration
+  EXPECT_EQ(b.tensor(4).shape, (Shape{16, 1}));   // accum_rms_ld
   EXPECT_EQ(b.output_shape(0), (Shape{16, 6144}));
   EXPECT_EQ(b.tensor(3).stage, Stage::Post);
 }

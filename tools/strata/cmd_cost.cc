@@ -119,9 +119,9 @@ std::function<int()> setup(CLI::App& app) {
 }
 
 CommandRegistrar reg{Command{"cost",
-                             "predict the run time of every kernel with the analytical "
+                             "Predict the run time of every kernel with the analytical "
                              "cost model",
-                             setup, 40}};
+                             setup, 50}};
 
 }  // namespace
 }  // namespace strata::cli

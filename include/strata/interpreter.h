@@ -1,0 +1,35 @@
+// The reference interpreter: μGraph semantics (DESIGN §2) in doubles.
+//
+// Predefined ops run on whole tensors; customized ops run block by block and iteration by
+// iteration exactly as DESIGN §2.2 defines (input-iterator tiles, loop body, accumulators,
+// post-loop ops, output savers), never by substituting a kernel-level op. Opaque functions:
+// sqrt; silu(x) = x/(1 + e^−x); gelu by the tanh approximation
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); relu(x) = max(x, 0); pow = std::pow.
+// rms_norm(x) = x / sqrt(mean(x², dim)) with no epsilon.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "strata/kernel_graph.h"
+#include "strata/status.h"
+#include "strata/tensor_data.h"
+
+namespace strata {
+
+using HostTensor = TensorData<double>;
+
+struct ExecOptions {
+  int threads = 0;  ///< 0 = all hardware threads; results are identical for every value
+};
+
+/// Runs `g` on `inputs` (one per graph input, in order) and returns the graph's outputs in
+/// order. A wrong number of inputs, a shape mismatch or an incomplete graph is an Error.
+Result<std::vector<HostTensor>> run_reference(const KernelGraph& g,
+                                              const std::vector<HostTensor>& inputs,
+                                              const ExecOptions& options = {});
+
+/// One tensor per graph input with elements uniform in [−1, 1), determined by `seed`.
+std::vector<HostTensor> random_inputs(const KernelGraph& g, uint64_t seed);
+
+}  // namespace strata

@@ -1,0 +1,542 @@
+#include "verify/analysis.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "verify/field.h"
+
+namespace strata::verify {
+namespace {
+
+constexpr AxisMask kIter = 1 << 4;
+constexpr AxisMask kGridAxes = 0b111 << 5;
+constexpr AxisMask kScratch = 1 << 8;  // the reduction axis of a matmul while it is summed
+constexpr AxisMask grid_bit(int g) {
+  return static_cast<AxisMask>(1 << (5 + g));
+}
+constexpr AxisMask dim_bit(int padded) {
+  return static_cast<AxisMask>(1 << padded);
+}
+
+int pad_of(const Shape& s) {
+  return 4 - s.rank();
+}
+
+// ---- rules on Poly: the value N/D under the field operations ----------------------------
+
+Poly normalize(Poly p) {
+  if (p.exp_free()) p.kn = p.kd = 1;  // terms with exponent 0 merge into one
+  return p;
+}
+
+/// Degrees of the sum of an exponent of `a` and an exponent of `b` (rational over Z_q).
+void exponent_sum(const Poly& a, const Poly& b, Poly& r) {
+  if (a.exp_free()) {
+    r.en = b.en;
+    r.ed = b.ed;
+  } else if (b.exp_free()) {
+    r.en = a.en;
+    r.ed = a.ed;
+  } else {
+    r.en = std::max(a.en + b.ed, b.en + a.ed);
+    r.ed = a.ed + b.ed;
+  }
+}
+
+Poly pmul(const Poly& a, const Poly& b) {  // (Na·Nb) / (Da·Db)
+  Poly r;
+  r.dn = a.dn + b.dn;
+  r.dd = a.dd + b.dd;
+  r.kn = a.kn * b.kn;
+  r.kd = a.kd * b.kd;
+  exponent_sum(a, b, r);
+  return normalize(r);
+}
+
+Poly precip(Poly a) {  // D / N
+  std::swap(a.dn, a.dd);
+  std::swap(a.kn, a.kd);
+  return a;
+}
+
+Poly padd(const Poly& a, const Poly& b) {  // (Na·Db + Nb·Da) / (Da·Db)
+  Poly r;
+  r.dn = std::max(a.dn + b.dd, b.dn + a.dd);
+  r.dd = a.dd + b.dd;
+  r.kn = a.kn * b.kd + b.kn * a.kd;
+  r.kd = a.kd * b.kd;
+  exponent_sum(a, b, r);
+  return normalize(r);
+}
+
+Poly pmax(const Poly& a, const Poly& b) {
+  return {std::max(a.dn, b.dn), std::max(a.dd, b.dd), std::max(a.kn, b.kn),
+          std::max(a.kd, b.kd), std::max(a.en, b.en), std::max(a.ed, b.ed)};
+}
+
+bool has_denominator(const Poly& p) {
+  return p.dd > 0 || p.kd > 1;
+}
+
+// ---- rules on Profile -------------------------------------------------------------------
+
+/// Combines groups that vary along the same axes.
+void merge_groups(std::vector<SiteGroup>& gs) {
+  std::sort(gs.begin(), gs.end(),
+            [](const SiteGroup& a, const SiteGroup& b) { return a.vary < b.vary; });
+  std::vector<SiteGroup> out;
+  for (const SiteGroup& g : gs) {
+    if (g.count == 0) continue;
+    if (!out.empty() && out.back().vary == g.vary)
+      out.back().count += g.count;
+    else
+      out.push_back(g);
+  }
+  gs = std::move(out);
+}
+
+void add_sites(std::vector<SiteGroup>& into, const std::vector<SiteGroup>& from) {
+  into.insert(into.end(), from.begin(), from.end());
+  merge_groups(into);
+}
+
+/// Applies fn to every axis mask of p (value, denominator, exponents, site groups).
+template <class Fn>
+void for_masks(Profile& p, Fn&& fn) {
+  fn(p.val);
+  fn(p.den);
+  fn(p.expo);
+  for (SiteGroup& g : p.sites) fn(g.vary);
+  merge_groups(p.sites);
+}
+
+/// Clears the dim bits of dims of extent 1 (an element cannot vary along them).
+void clip(Profile& p, const Shape& s) {
+  auto dims = padded_dims(s);
+  AxisMask keep = static_cast<AxisMask>(~0);
+  for (int d = 0; d < 4; ++d)
+    if (dims[d] == 1) keep &= static_cast<AxisMask>(~dim_bit(d));
+  for_masks(p, [&](AxisMask& m) { m &= keep; });
+}
+
+void clear(Profile& p, AxisMask bits) {
+  for_masks(p, [&](AxisMask& m) { m &= static_cast<AxisMask>(~bits); });
+}
+
+Profile input_profile(const Shape& s) {
+  Profile p;
+  p.val = 0b1111;
+  clip(p, s);
+  return p;
+}
+
+/// The result of an opaque function applied to `args`: a fresh variable.
+Profile opaque_result(std::initializer_list<const Profile*> args) {
+  Profile r;
+  for (const Profile* a : args) {
+    add_sites(r.sites, a->sites);
+    r.arg = pmax(r.arg, pmax(a->arg, a->v));
+    r.val |= a->val;
+  }
+  add_sites(r.sites, {SiteGroup{1, r.val}});  // the new application varies with its argument
+  return r;
+}
+
+/// Σ over the axes R (g terms in all) of elements with profile x.
+Profile reduce_axes(const Profile& x, AxisMask R, double g) {
+  Profile r = x;
+  if (!(x.den & R) || !has_denominator(x.v)) {  // one common denominator
+    if (!x.v.exp_free() && (x.expo & R)) r.v.kn = x.v.kn * g;
+  } else {  // Σ_i N_i/D_i = (Σ_i N_i Π_{j≠i} D_j) / Π_j D_j
+    r.v.kn = g * x.v.kn * std::pow(x.v.kd, g - 1);
+    r.v.dn = x.v.dn + (g - 1) * x.v.dd;
+    r.v.kd = std::pow(x.v.kd, g);
+    r.v.dd = g * x.v.dd;
+    if (!x.v.exp_free()) {
+      r.v.en = x.v.en + (g - 1) * x.v.ed;
+      r.v.ed = g * x.v.ed;
+    }
+  }
+  for (SiteGroup& sg : r.sites)
+    if (sg.vary & R) sg.count *= g;
+  r.v = normalize(r.v);
+  return r;
+}
+
+Profile unary_profile(OpKind kind, const Profile& x, bool lax) {
+  if (op_info(kind).algebra == Algebra::Opaque || (kind == OpKind::Exp && !lax))
+    return opaque_result({&x});
+  Profile r = x;
+  if (kind == OpKind::Exp) {
+    r.v = Poly{0, 0, 1, 1, std::max(1.0, x.v.dn), x.v.dd};
+    r.den = 0;
+    r.expo = x.val;
+  } else if (kind == OpKind::Square) {
+    r.v = pmul(x.v, x.v);
+  }  // mul_scalar: a constant factor changes no degree
+  return r;
+}
+
+Profile binary_profile(OpKind kind, const Profile& a, const Profile& b) {
+  if (op_info(kind).algebra == Algebra::Opaque) return opaque_result({&a, &b});
+  Profile r;
+  switch (kind) {
+    case OpKind::Mul:
+      r.v = pmul(a.v, b.v);
+      break;
+    case OpKind::Div:
+      r.v = pmul(a.v, precip(b.v));
+      break;
+    default:
+      r.v = padd(a.v, b.v);
+      break;  // add, sub
+  }
+  r.sites = a.sites;
+  add_sites(r.sites, b.sites);
+  r.arg = pmax(a.arg, b.arg);
+  r.val = a.val | b.val;
+  r.expo = a.expo | b.expo;
+  r.den = kind == OpKind::Div ? (a.den | b.val) : (a.den | b.den);
+  return r;
+}
+
+Profile matmul_profile(const Profile& a, const Profile& b, int64_t k) {
+  // Move each operand's reduction dim to the scratch axis, then sum over it.
+  Profile pa = a, pb = b;
+  for_masks(pa, [](AxisMask& m) {
+    m = static_cast<AxisMask>((m & ~dim_bit(3)) | ((m & dim_bit(3)) ? kScratch : 0));
+  });
+  for_masks(pb, [](AxisMask& m) {
+    m = static_cast<AxisMask>((m & ~dim_bit(2)) | ((m & dim_bit(2)) ? kScratch : 0));
+  });
+  Profile r = reduce_axes(binary_profile(OpKind::Mul, pa, pb), kScratch, static_cast<double>(k));
+  clear(r, kScratch);
+  return r;
+}
+
+Profile rms_norm_profile(const Profile& x, int d, int64_t n) {
+  Profile ms =
+      reduce_axes(unary_profile(OpKind::Square, x, true), dim_bit(d), static_cast<double>(n));
+  clear(ms, dim_bit(d));
+  Profile s = opaque_result({&ms});
+  return binary_profile(OpKind::Div, x, s);
+}
+
+Profile concat_profile(const Profile& a, const Profile& b, int d) {
+  Profile r;
+  r.v = pmax(a.v, b.v);
+  r.sites = a.sites;  // an element comes from a or from b: count both, varying along d
+  add_sites(r.sites, b.sites);
+  for (SiteGroup& g : r.sites) g.vary |= dim_bit(d);
+  merge_groups(r.sites);
+  r.arg = pmax(a.arg, b.arg);
+  r.val = a.val | b.val | dim_bit(d);
+  r.den = a.den | b.den;
+  r.expo = a.expo | b.expo;
+  if (has_denominator(a.v) || has_denominator(b.v)) r.den |= dim_bit(d);
+  if (!a.v.exp_free() || !b.v.exp_free()) r.expo |= dim_bit(d);
+  return r;
+}
+
+/// Profile of a compute op's output (categories Matmul … Concat); sets bit 0 of *lax for exp.
+Profile compute_profile(OpKind kind, const OpAttrs& attrs, const std::vector<const Profile*>& in,
+                        const std::vector<Shape>& in_shapes, const Shape& out_shape,
+                        uint64_t* lax) {
+  Profile r;
+  switch (op_category(kind)) {
+    case Category::Matmul:
+      r = matmul_profile(*in[0], *in[1], in_shapes[0][in_shapes[0].rank() - 1]);
+      break;
+    case Category::Unary: {
+      bool l = in[0]->v.exp_free();
+      if (kind == OpKind::Exp && !l) *lax &= ~uint64_t{1};
+      r = unary_profile(kind, *in[0], l);
+      break;
+    }
+    case Category::Binary:
+      r = binary_profile(kind, *in[0], *in[1]);
+      break;
+    case Category::Reduce: {
+      int d = attrs.dim + pad_of(in_shapes[0]);
+      r = reduce_axes(*in[0], dim_bit(d), static_cast<double>(in_shapes[0][attrs.dim] / attrs.to));
+      break;
+    }
+    case Category::Norm:
+      r = rms_norm_profile(*in[0], attrs.dim + pad_of(in_shapes[0]), in_shapes[0][attrs.dim]);
+      break;
+    case Category::Concat:
+      r = concat_profile(*in[0], *in[1], attrs.dim + pad_of(in_shapes[0]));
+      break;
+    default:
+      break;
+  }
+  clip(r, out_shape);
+  return r;
+}
+
+/// Profile of a thread graph's result; clears bit j of *lax for each non-Lax exp step.
+Profile thread_graph_profile(const std::vector<ThreadStep>& chain,
+                             const std::vector<const Profile*>& in, uint64_t* lax) {
+  std::vector<Profile> steps;
+  steps.reserve(chain.size());
+  auto value = [&](int i) -> const Profile& {
+    return i < static_cast<int>(in.size()) ? *in[i] : steps[i - in.size()];
+  };
+  for (size_t j = 0; j < chain.size(); ++j) {
+    const ThreadStep& s = chain[j];
+    if (op_info(s.kind).arity == 1) {
+      bool l = value(s.args[0]).v.exp_free();
+      if (s.kind == OpKind::Exp && !l) *lax &= ~(uint64_t{1} << j);
+      steps.push_back(unary_profile(s.kind, value(s.args[0]), l));
+    } else {
+      steps.push_back(binary_profile(s.kind, value(s.args[0]), value(s.args[1])));
+    }
+  }
+  return steps.back();
+}
+
+Profile tile_profile(const Profile& t, const OpAttrs& attrs, const Shape& kernel_shape,
+                     const Shape& tile) {
+  Profile r = t;
+  int pad = pad_of(kernel_shape);
+  for_masks(r, [&](AxisMask& m) {
+    AxisMask add = 0;
+    for (int g = 0; g < 3; ++g)
+      if (attrs.imap[g] != kReplicate && (m & dim_bit(attrs.imap[g] + pad))) add |= grid_bit(g);
+    if (attrs.fmap != kReplicate && (m & dim_bit(attrs.fmap + pad))) add |= kIter;
+    m |= add;
+  });
+  clip(r, tile);
+  return r;
+}
+
+Profile accum_profile(OpKind kind, const OpAttrs& attrs, const Profile& x, const Shape& tile,
+                      int forloop, const Shape& out_shape) {
+  double F = forloop;
+  int pad = pad_of(tile);
+  double n = static_cast<double>(tile[tile.rank() - 1]);
+  Profile r;
+  switch (kind) {
+    case OpKind::AccumSum:
+      if (attrs.fmap == kReplicate) {
+        r = reduce_axes(x, kIter, F);
+      } else {
+        r = x;
+        for_masks(r, [&](AxisMask& m) {
+          if (m & kIter) m |= dim_bit(attrs.fmap + pad);
+        });
+      }
+      break;
+    case OpKind::AccumRmsLd: {
+      Profile ms = reduce_axes(unary_profile(OpKind::Square, x, true), kIter | dim_bit(3), F * n);
+      clear(ms, kIter | dim_bit(3));
+      r = opaque_result({&ms});
+      break;
+    }
+    case OpKind::AccumSumToDimx:
+      r = reduce_axes(x, kIter | dim_bit(3), F * (n / static_cast<double>(attrs.to)));
+      break;
+    default:  // accum_sum_ld, accum_mean_ld
+      r = reduce_axes(x, kIter | dim_bit(3), F * n);
+      break;
+  }
+  clear(r, kIter);
+  clip(r, out_shape);
+  return r;
+}
+
+Profile saved_profile(const Profile& tile, const GridMap& omap, Dim3 grid, const Shape& shape) {
+  Profile r = tile;
+  int pad = pad_of(shape);
+  for_masks(r, [&](AxisMask& m) {
+    for (int g = 0; g < 3; ++g)
+      if (grid[g] > 1 && (m & grid_bit(g))) m |= dim_bit(omap[g] + pad);
+    m &= static_cast<AxisMask>(~(kIter | kGridAxes));
+  });
+  clip(r, shape);
+  return r;
+}
+
+// ---- which components are needed (backward) ----------------------------------------------
+
+struct Need {
+  bool p = false, q = false;
+};
+
+/// Adds to `in` what an op of this kind needs from an input, given its output needs `out`.
+void need_input(OpKind kind, bool exp_lax, Need out, Need& in) {
+  bool any = out.p || out.q;
+  if (op_info(kind).algebra == Algebra::Opaque && kind != OpKind::RmsNorm) {
+    in.p |= any;  // keyed on the argument's p-component (also accum_rms_ld's sqrt)
+  } else if (kind == OpKind::Exp) {
+    if (exp_lax)
+      in.q |= out.p;  // ω^b reads the q-component
+    else
+      in.p |= any;
+  } else if (kind == OpKind::RmsNorm) {
+    in.p |= any;  // x itself, and the key of the sqrt
+    in.q |= out.q;
+  } else {  // Lax: each component from the same component
+    in.p |= out.p;
+    in.q |= out.q;
+  }
+}
+
+/// Backward pass over a thread graph: inputs' needs and per-step need bits in `h`.
+void thread_graph_needs(const std::vector<ThreadStep>& chain, Need out, std::vector<Need>& in,
+                        interp::ValueHints& h) {
+  size_t n_in = in.size();
+  std::vector<Need> steps(chain.size());
+  steps.back() = out;
+  h.step_need_p = h.step_need_q = 0;
+  for (int j = static_cast<int>(chain.size()) - 1; j >= 0; --j) {
+    const ThreadStep& s = chain[j];
+    if (steps[j].p) h.step_need_p |= uint64_t{1} << j;
+    if (steps[j].q) h.step_need_q |= uint64_t{1} << j;
+    for (int a = 0; a < op_info(s.kind).arity; ++a) {
+      int v = s.args[a];
+      Need& target = v < static_cast<int>(n_in) ? in[v] : steps[v - n_in];
+      need_input(s.kind, (h.exp_lax >> j) & 1, steps[j], target);
+    }
+  }
+}
+
+}  // namespace
+
+Result<GraphAnalysis> analyze_graph(const KernelGraph& g) {
+  STRATA_RETURN_IF_ERROR(g.check_complete());
+  GraphAnalysis an;
+  const size_t nt = g.tensors().size(), nops = g.ops().size();
+  an.kernel.resize(nt);
+  an.block.resize(nops);
+  an.hints.kernel.resize(nt);
+  an.hints.block.resize(nops);
+
+  for (size_t i = 0; i < nops; ++i) {
+    const KernelOp& op = g.op(static_cast<int>(i));
+    if (op.kind == OpKind::Input) {
+      an.kernel[op.outputs[0]] = input_profile(g.tensor(op.outputs[0]).shape);
+      continue;
+    }
+    if (op.kind != OpKind::Customized) {
+      std::vector<const Profile*> in;
+      std::vector<Shape> shapes;
+      for (int t : op.inputs) {
+        in.push_back(&an.kernel[t]);
+        shapes.push_back(g.tensor(t).shape);
+      }
+      int t = op.outputs[0];
+      an.kernel[t] = compute_profile(op.kind, op.attrs, in, shapes, g.tensor(t).shape,
+                                     &an.hints.kernel[t].exp_lax);
+      continue;
+    }
+    const BlockGraph& bg = *op.body;
+    std::vector<Profile>& bp = an.block[i];
+    std::vector<interp::ValueHints>& bh = an.hints.block[i];
+    bp.resize(bg.tensors().size());
+    bh.resize(bg.tensors().size());
+    for (const BlockOp& bop : bg.ops()) {
+      if (bop.kind == OpKind::Output) continue;
+      const Shape& shape = bg.tensor(bop.output).shape;
+      std::vector<const Profile*> in;
+      std::vector<Shape> shapes;
+      for (int t : bop.inputs) {
+        in.push_back(&bp[t]);
+        shapes.push_back(bg.tensor(t).shape);
+      }
+      Profile& out = bp[bop.output];
+      if (bop.kind == OpKind::Input) {
+        int kt = op.inputs[bop.attrs.input_index];
+        out = tile_profile(an.kernel[kt], bop.attrs, g.tensor(kt).shape, shape);
+      } else if (op_category(bop.kind) == Category::Accum) {
+        out = accum_profile(bop.kind, bop.attrs, *in[0], shapes[0], bg.forloop(), shape);
+      } else if (bop.kind == OpKind::ThreadFused) {
+        if (bop.chain.size() > 64)
+          return make_error("the verifier supports thread graphs of at most 64 steps; one has " +
+                            std::to_string(bop.chain.size()));
+        out = thread_graph_profile(bop.chain, in, &bh[bop.output].exp_lax);
+        clip(out, shape);
+      } else {
+        out = compute_profile(bop.kind, bop.attrs, in, shapes, shape, &bh[bop.output].exp_lax);
+      }
+    }
+    for (int o = 0; o < bg.num_outputs(); ++o) {
+      const BlockOp& saver = bg.op(bg.output_op(o));
+      int kt = op.outputs[o];
+      an.kernel[kt] =
+          saved_profile(bp[saver.inputs[0]], saver.attrs.omap, bg.grid(), g.tensor(kt).shape);
+    }
+  }
+
+  // Backward: which components each tensor's readers need.
+  std::vector<Need> kneed(nt);
+  for (int t : g.outputs()) kneed[t].p = true;
+  for (int i = static_cast<int>(nops) - 1; i >= 0; --i) {
+    const KernelOp& op = g.op(i);
+    if (op.kind == OpKind::Input) continue;
+    if (op.kind != OpKind::Customized) {
+      int t = op.outputs[0];
+      for (int in : op.inputs)
+        need_input(op.kind, an.hints.kernel[t].exp_lax & 1, kneed[t], kneed[in]);
+      continue;
+    }
+    const BlockGraph& bg = *op.body;
+    std::vector<interp::ValueHints>& bh = an.hints.block[i];
+    std::vector<Need> bneed(bg.tensors().size());
+    for (int o = 0; o < bg.num_outputs(); ++o) {
+      Need& n = bneed[bg.op(bg.output_op(o)).inputs[0]];
+      n.p |= kneed[op.outputs[o]].p;
+      n.q |= kneed[op.outputs[o]].q;
+    }
+    for (int j = static_cast<int>(bg.ops().size()) - 1; j >= 0; --j) {
+      const BlockOp& bop = bg.op(j);
+      if (bop.kind == OpKind::Output) continue;
+      Need out = bneed[bop.output];
+      bh[bop.output].need_p = out.p;
+      bh[bop.output].need_q = out.q;
+      if (bop.kind == OpKind::Input) {
+        Need& k = kneed[op.inputs[bop.attrs.input_index]];
+        k.p |= out.p;
+        k.q |= out.q;
+      } else if (bop.kind == OpKind::ThreadFused) {
+        std::vector<Need> in(bop.inputs.size());
+        thread_graph_needs(bop.chain, out, in, bh[bop.output]);
+        for (size_t a = 0; a < in.size(); ++a) {
+          bneed[bop.inputs[a]].p |= in[a].p;
+          bneed[bop.inputs[a]].q |= in[a].q;
+        }
+      } else {
+        for (int in : bop.inputs) need_input(bop.kind, bh[bop.output].exp_lax & 1, out, bneed[in]);
+      }
+    }
+  }
+  for (size_t t = 0; t < nt; ++t) {
+    an.hints.kernel[t].need_p = kneed[t].p;
+    an.hints.kernel[t].need_q = kneed[t].q;
+  }
+  return an;
+}
+
+double identity_test_bound(const Poly& a, const Poly& b) {
+  const double p = static_cast<double>(ff::kP), q = static_cast<double>(ff::kQ);
+  Poly w = padd(a, b);  // the numerator of a − b
+  double e = w.dn / p;
+  if (!w.exp_free()) {
+    double K = w.kn, g = w.en + w.ed;
+    e += (K - 1) * g / q + (K - 1) / (q - 1);
+  }
+  return std::min(1.0, e);
+}
+
+double log2_output_bound(const Profile& a, const Profile& b) {
+  double e = identity_test_bound(a.v, b.v);
+  double S = a.site_count() + b.site_count();
+  if (S >= 2) {
+    Poly arg = pmax(a.arg, b.arg);
+    e += S * (S - 1) / 2 * identity_test_bound(arg, arg);
+  }
+  e = std::min(1.0, e);
+  return e <= 0 ? -1000.0 : std::max(-1000.0, std::log2(e));
+}
+
+}  // namespace strata::verify

@@ -1,0 +1,261 @@
+#include "strata/verifier.h"
+
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <mutex>
+
+#include "interp/executor.h"
+#include "interp/ops.h"
+#include "util/parallel.h"
+#include "verify/analysis.h"
+#include "verify/demand.h"
+#include "verify/field_arith.h"
+
+namespace strata {
+namespace {
+
+using verify::FieldArith;
+using verify::FieldTrial;
+using verify::GraphAnalysis;
+using FTensor = TensorData<ff::F2>;
+using interp::for_each_row;
+
+constexpr int kMaxTrials = 64;
+constexpr int kTrialsWithoutBound = 8;  // when one trial's bound is 1, more trials cannot help
+constexpr int kMaxAttempts = 3;  // draws of one trial before a zero divisor is deemed systematic
+
+/// Fills `out` with the field inputs of trial `t` (reusing its buffers when shapes match):
+/// every element, or only the boxes `regions[i]` of input i when `regions` is given (the rest
+/// stays unspecified).
+void field_inputs_into(const KernelGraph& g, const FieldTrial& t, int threads,
+                       std::vector<FTensor>& out, const std::vector<Region>* regions = nullptr) {
+  out.resize(g.inputs().size());
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    FTensor& x = out[i];
+    const Shape& shape = g.tensor(g.inputs()[i]).shape;
+    if (x.shape != shape || x.numel() != shape.numel()) x = FTensor(shape);
+    uint64_t kp = t.input_key(static_cast<int>(i), false);
+    uint64_t kq = t.input_key(static_cast<int>(i), true);
+    auto draw = [&](int64_t j) {
+      x[j] = {ff::uniform<ff::ModP>(kp, static_cast<uint64_t>(j)),
+              ff::uniform<ff::ModQ>(kq, static_cast<uint64_t>(j))};
+    };
+    if (!regions) {
+      parallel_for_chunks(x.numel(), threads, 1 << 15, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) draw(j);
+      });
+      continue;
+    }
+    auto st = padded_strides(padded_dims(shape));
+    for (const Box& box : (*regions)[i])
+      for_each_row(box, threads, [&](int64_t i0, int64_t i1, int64_t i2) {
+        int64_t base = i0 * st[0] + i1 * st[1] + i2 * st[2];
+        for (int64_t j = box.lo[3]; j < box.hi[3]; ++j) draw(base + j);
+      });
+  }
+}
+
+struct FieldRun {
+  std::vector<FTensor> outputs;
+  bool zero_division = false;
+};
+
+Result<FieldRun> run_field(const KernelGraph& g, const GraphAnalysis& an,
+                           const std::vector<FTensor>& inputs, const FieldTrial& t, int threads,
+                           const interp::PartialPlan* partial = nullptr) {
+  FieldArith ar(t);
+  std::vector<const FTensor*> ptrs;
+  for (const FTensor& x : inputs) ptrs.push_back(&x);
+  interp::ExecConfig cfg;
+  cfg.threads = threads;
+  cfg.hints = &an.hints;
+  cfg.partial = partial;
+  STRATA_ASSIGN_OR_RETURN(std::vector<FTensor> outs, interp::execute(ar, g, ptrs, cfg));
+  return FieldRun{std::move(outs), ar.zero_division()};
+}
+
+/// Checks that candidate `b` can be compared with program `a` position by position.
+Status check_interfaces(const KernelGraph& a, const KernelGraph& b) {
+  STRATA_RETURN_IF_ERROR(a.check_complete());
+  STRATA_RETURN_IF_ERROR(b.check_complete());
+  if (a.inputs().size() != b.inputs().size())
+    return make_error(
+        "the graphs have different numbers of inputs: " + std::to_string(a.inputs().size()) +
+        " and " + std::to_string(b.inputs().size()));
+  if (a.outputs().size() != b.outputs().size())
+    return make_error(
+        "the graphs have different numbers of outputs: " + std::to_string(a.outputs().size()) +
+        " and " + std::to_string(b.outputs().size()));
+  auto pair = [&](const char* what, size_t i, int ta, int tb) -> Status {
+    const Shape &sa = a.tensor(ta).shape, &sb = b.tensor(tb).shape;
+    if (sa != sb)
+      return make_error(std::string(what) + " " + std::to_string(i) + " differs in shape: `" +
+                        a.tensor_name(ta) + "` is " + sa.str() + " in the first graph but `" +
+                        b.tensor_name(tb) + "` is " + sb.str() + " in the second");
+    return Status::success();
+  };
+  for (size_t i = 0; i < a.inputs().size(); ++i)
+    STRATA_RETURN_IF_ERROR(pair("input", i, a.inputs()[i], b.inputs()[i]));
+  for (size_t i = 0; i < a.outputs().size(); ++i)
+    STRATA_RETURN_IF_ERROR(pair("output", i, a.outputs()[i], b.outputs()[i]));
+  return Status::success();
+}
+
+/// First (output, flat element) whose p-components differ, within `regions` when given.
+std::pair<int, int64_t> first_difference(const std::vector<FTensor>& x,
+                                         const std::vector<FTensor>& y,
+                                         const std::vector<Region>* regions = nullptr) {
+  for (size_t o = 0; o < x.size(); ++o) {
+    if (!regions) {
+      for (int64_t e = 0; e < x[o].numel(); ++e)
+        if (x[o][e].p != y[o][e].p) return {static_cast<int>(o), e};
+      continue;
+    }
+    auto st = padded_strides(padded_dims(x[o].shape));
+    int64_t best = -1;
+    for (const Box& b : (*regions)[o])
+      for (int64_t i0 = b.lo[0]; i0 < b.hi[0]; ++i0)
+        for (int64_t i1 = b.lo[1]; i1 < b.hi[1]; ++i1)
+          for (int64_t i2 = b.lo[2]; i2 < b.hi[2]; ++i2)
+            for (int64_t i3 = b.lo[3]; i3 < b.hi[3]; ++i3) {
+              int64_t e = i0 * st[0] + i1 * st[1] + i2 * st[2] + i3;
+              if (x[o][e].p != y[o][e].p && (best < 0 || e < best)) best = e;
+            }
+    if (best >= 0) return {static_cast<int>(o), best};
+  }
+  return {-1, -1};
+}
+
+}  // namespace
+
+/// The checker's shared state: the program, its analysis, and the field evaluations done so far.
+struct EquivalenceChecker::State {
+  KernelGraph program;
+  GraphAnalysis analysis;
+  VerifyOptions options;
+  int threads = 1;
+
+  struct Entry {
+    std::once_flag once;
+    Result<FieldRun> run = make_error("not evaluated");
+  };
+  std::mutex mu;
+  std::map<std::pair<int, int>, std::shared_ptr<Entry>> runs;  // (trial, attempt) → program run
+
+  FieldTrial trial(int t, int attempt) const {
+    return FieldTrial::make(options.seed, static_cast<uint64_t>(t), static_cast<uint64_t>(attempt));
+  }
+  /// The program's outputs for (t, attempt), computed on first use from the inputs that
+  /// `inputs()` returns (the trial's full inputs).
+  const Result<FieldRun>& program_run(int t, int attempt,
+                                      const std::function<const std::vector<FTensor>&()>& inputs,
+                                      const FieldTrial& ft) {
+    std::shared_ptr<Entry> e;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto& slot = runs[{t, attempt}];
+      if (!slot) slot = std::make_shared<Entry>();
+      e = slot;
+    }
+    std::call_once(e->once, [&] { e->run = run_field(program, analysis, inputs(), ft, threads); });
+    return e->run;
+  }
+};
+
+Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
+                                                    const VerifyOptions& opts) {
+  auto s = std::make_shared<State>();
+  STRATA_ASSIGN_OR_RETURN(s->analysis, verify::analyze_graph(program));
+  s->program = program;
+  s->options = opts;
+  s->threads = resolve_threads(opts.threads);
+  return EquivalenceChecker(std::move(s));
+}
+
+Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
+  State& s = *state_;
+  STRATA_RETURN_IF_ERROR(check_interfaces(s.program, candidate));
+  STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
+  FieldTrial ft = s.trial(0, 0);
+  std::vector<FTensor> full;  // the trial's full inputs, drawn only to evaluate the program
+  const Result<FieldRun>& prog = s.program_run(
+      0, 0,
+      [&]() -> const std::vector<FTensor>& {
+        field_inputs_into(s.program, ft, s.threads, full);
+        return full;
+      },
+      ft);
+  std::vector<FTensor>().swap(full);
+  if (!prog.ok()) return prog.error();
+  // Only the input elements the sampled blocks read are drawn.
+  verify::DemandPlan dp = verify::plan_demand(candidate, s.options.seed);
+  std::vector<FTensor> inputs;
+  field_inputs_into(s.program, ft, s.threads, inputs, &dp.inputs);
+  STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, inputs, ft, s.threads, &dp.plan));
+  auto [o, e] = first_difference(prog->outputs, cand.outputs, &dp.compare);
+  if (o < 0) return true;
+  // A zero divisor may explain a difference between equivalent graphs: let verify() decide.
+  return prog->zero_division || cand.zero_division;
+}
+
+Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) const {
+  State& s = *state_;
+  STRATA_RETURN_IF_ERROR(check_interfaces(s.program, candidate));
+  STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
+  double per_trial = -1000;  // log2 of the per-trial bound: the weakest output's
+  for (size_t o = 0; o < s.program.outputs().size(); ++o)
+    per_trial =
+        std::max(per_trial, verify::log2_output_bound(s.analysis.kernel[s.program.outputs()[o]],
+                                                      an.kernel[candidate.outputs()[o]]));
+  int trials = s.options.trials;
+  if (trials <= 0) {
+    trials = per_trial >= 0
+                 ? kTrialsWithoutBound
+                 : static_cast<int>(std::ceil(s.options.target_log2_bound / per_trial - 1e-9));
+    trials = std::clamp(trials, 1, kMaxTrials);
+  }
+  VerifyResult res;
+  std::vector<FTensor> fresh;  // one buffer for the inputs of every trial
+  for (int t = 0; t < trials; ++t) {
+    res.trials = t + 1;
+    for (int attempt = 0;; ++attempt) {
+      FieldTrial ft = s.trial(t, attempt);
+      field_inputs_into(s.program, ft, s.threads, fresh);
+      const Result<FieldRun>& prog = s.program_run(
+          t, attempt, [&]() -> const std::vector<FTensor>& { return fresh; }, ft);
+      if (!prog.ok()) return prog.error();
+      STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, fresh, ft, s.threads));
+      bool zero = prog->zero_division || cand.zero_division;
+      auto [o, e] = first_difference(prog->outputs, cand.outputs);
+      if (!zero && o >= 0) {
+        res.output = o;
+        res.element = e;
+        int tb = candidate.outputs()[o];
+        res.detail = "output " + std::to_string(o) + " (" + candidate.tensor_name(tb) +
+                     ") differs at " + index_str(candidate.tensor(tb).shape, e);
+        return res;
+      }
+      if (!zero) break;
+      if (attempt + 1 == kMaxAttempts) {
+        res.detail = "inconclusive: a divisor evaluated to zero in " +
+                     std::to_string(kMaxAttempts) + " independent draws of trial " +
+                     std::to_string(t) + " (is a denominator identically zero?)";
+        return res;
+      }
+    }
+  }
+  res.equivalent = true;
+  res.log2_bound = std::max(-1e9, per_trial * trials);
+  return res;
+}
+
+Result<VerifyResult> verify_equivalent(const KernelGraph& a, const KernelGraph& b,
+                                       const VerifyOptions& options) {
+  STRATA_RETURN_IF_ERROR(check_interfaces(a, b));
+  STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker, EquivalenceChecker::make(a, options));
+  return checker.verify(b);
+}
+
+}  // namespace strata

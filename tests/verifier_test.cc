@@ -1,0 +1,612 @@
+// Tests of the equivalence verifier: identities the search relies on are accepted with a bound
+// ≤ 2^-60, structural mistakes are rejected with the first differing element, bad interfaces are
+// errors, and the EquivalenceChecker agrees with verify_equivalent.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+#include <sys/wait.h>
+
+#include "strata/graph_io.h"
+#include "strata/graph_json.h"
+#include "strata/verifier.h"
+#include "verify/demand.h"
+
+namespace strata {
+namespace {
+
+constexpr int kPhi = kReplicate;
+
+/// A kernel graph built by `fn` from named inputs of the given shapes; fn returns the outputs.
+KernelGraph graph(
+    std::vector<Shape> inputs,
+    const std::function<std::vector<int>(KernelGraph&, const std::vector<int>&)>& fn) {
+  KernelGraph g;
+  std::vector<int> ins;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ins.push_back(*g.add_input("I" + std::to_string(i), inputs[i], DType::f16));
+  for (int t : fn(g, ins)) EXPECT_TRUE(g.mark_output(t).ok());
+  return g;
+}
+
+int op(KernelGraph& g, OpKind k, std::vector<int> in, OpAttrs a = {}) {
+  auto r = g.add_op(k, std::move(in), a);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : 0;
+}
+
+OpAttrs dim(int d, int64_t to = 1) {
+  OpAttrs a;
+  a.dim = d;
+  a.to = to;
+  return a;
+}
+
+int must(Result<int> r) {
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? *r : 0;
+}
+
+std::vector<int> custom(KernelGraph& g, std::vector<int> in, Dim3 grid, int forloop,
+                        const std::function<void(BlockGraph&)>& build) {
+  auto made = BlockGraph::make(grid, 128, forloop);
+  EXPECT_TRUE(made.ok());
+  BlockGraph b = std::move(made).value();
+  build(b);
+  auto outs = g.add_customized(std::move(in), std::move(b));
+  EXPECT_TRUE(outs.ok()) << (outs.ok() ? "" : outs.error().message);
+  return outs.ok() ? *outs : std::vector<int>{};
+}
+
+OpAttrs fmap(int d) {
+  OpAttrs a;
+  a.fmap = d;
+  return a;
+}
+
+VerifyResult verify(const KernelGraph& a, const KernelGraph& b, VerifyOptions o = {}) {
+  auto r = verify_equivalent(a, b, o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  // The checker's screen and verify agree with verify_equivalent.
+  auto checker = EquivalenceChecker::make(a, o);
+  EXPECT_TRUE(checker.ok());
+  auto v = checker->verify(b);
+  EXPECT_TRUE(v.ok());
+  auto s = checker->screen(b);
+  EXPECT_TRUE(s.ok());
+  if (r.ok() && v.ok() && s.ok()) {
+    EXPECT_EQ(v->equivalent, r->equivalent);
+    EXPECT_EQ(v->element, r->element);
+    EXPECT_EQ(v->log2_bound, r->log2_bound);
+    if (r->equivalent) EXPECT_TRUE(*s) << "an equivalent candidate failed the screen";
+  }
+  return r.ok() ? *r : VerifyResult{};
+}
+
+void expect_equivalent(const KernelGraph& a, const KernelGraph& b) {
+  VerifyResult r = verify(a, b);
+  EXPECT_TRUE(r.equivalent) << r.detail;
+  EXPECT_GE(r.trials, 1);
+  EXPECT_LE(r.log2_bound, -60.0);
+  // Symmetric.
+  EXPECT_TRUE(verify(b, a).equivalent);
+}
+
+/// Rejected, with the first difference in output `out` at flat element `element` (−1: any).
+void expect_rejected(const KernelGraph& a, const KernelGraph& b, int out = 0,
+                     int64_t element = -1) {
+  VerifyResult r = verify(a, b);
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_EQ(r.output, out);
+  if (element >= 0)
+    EXPECT_EQ(r.element, element) << r.detail;
+  else
+    EXPECT_GE(r.element, 0);
+  EXPECT_NE(r.detail.find("differs at ["), std::string::npos) << r.detail;
+  // The screen compares a few blocks or elements; in these cases the mistake shows in them.
+  auto checker = EquivalenceChecker::make(a, {});
+  EXPECT_FALSE(*checker->screen(b));
+  EXPECT_FALSE(checker->verify(b)->equivalent);
+}
+
+// ---- identities ---------------------------------------------------------------------------
+
+TEST(Identities, CommutativityAndAssociativity) {
+  std::vector<Shape> s{{4, 8}, {4, 8}, {8}};
+  for (OpKind k : {OpKind::Add, OpKind::Mul}) {
+    auto ab = graph(s, [&](KernelGraph& g, auto in) {
+      return std::vector<int>{op(g, k, {op(g, k, {in[0], in[1]}), in[2]})};
+    });
+    auto ba = graph(s, [&](KernelGraph& g, auto in) {
+      return std::vector<int>{op(g, k, {in[0], op(g, k, {in[2], in[1]})})};
+    });
+    expect_equivalent(ab, ba);
+  }
+}
+
+TEST(Identities, Distributivity) {
+  std::vector<Shape> s{{4, 8}, {8, 6}, {8, 6}};
+  auto lhs = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Matmul, {in[0], op(g, OpKind::Add, {in[1], in[2]})})};
+  });
+  auto rhs = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{
+        op(g, OpKind::Add,
+           {op(g, OpKind::Matmul, {in[0], in[1]}), op(g, OpKind::Matmul, {in[0], in[2]})})};
+  });
+  expect_equivalent(lhs, rhs);
+  // x·z + y·z = (x + y)·z elementwise, and x/z + y/z = (x + y)/z.
+  std::vector<Shape> e{{4, 8}, {4, 8}, {4, 1}};
+  for (OpKind k : {OpKind::Mul, OpKind::Div}) {
+    auto sep = graph(e, [&](KernelGraph& g, auto in) {
+      return std::vector<int>{
+          op(g, OpKind::Add, {op(g, k, {in[0], in[2]}), op(g, k, {in[1], in[2]})})};
+    });
+    auto fac = graph(e, [&](KernelGraph& g, auto in) {
+      return std::vector<int>{op(g, k, {op(g, OpKind::Add, {in[0], in[1]}), in[2]})};
+    });
+    expect_equivalent(sep, fac);
+  }
+}
+
+TEST(Identities, DivisionByAPerRowScalarMovesAcrossAMatmul) {
+  std::vector<Shape> s{{4, 16}, {16, 8}};
+  auto rowsum = [](KernelGraph& g, int x) {
+    return op(g, OpKind::Sum, {op(g, OpKind::Square, {x})}, dim(1));
+  };
+  auto before = graph(s, [&](KernelGraph& g, auto in) {
+    int r = rowsum(g, in[0]);
+    return std::vector<int>{op(g, OpKind::Matmul, {op(g, OpKind::Div, {in[0], r}), in[1]})};
+  });
+  auto after = graph(s, [&](KernelGraph& g, auto in) {
+    int r = rowsum(g, in[0]);
+    return std::vector<int>{op(g, OpKind::Div, {op(g, OpKind::Matmul, {in[0], in[1]}), r})};
+  });
+  expect_equivalent(before, after);
+}
+
+TEST(Identities, SplittingAndReorderingSums) {
+  std::vector<Shape> s{{6, 8}};
+  auto once = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Sum, {in[0]}, dim(1))};
+  });
+  auto split = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Sum, {op(g, OpKind::Sum, {in[0]}, dim(1, 4))}, dim(1))};
+  });
+  expect_equivalent(once, split);
+  auto rows_first = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Sum, {op(g, OpKind::Sum, {in[0]}, dim(0))}, dim(1))};
+  });
+  auto cols_first = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Sum, {op(g, OpKind::Sum, {in[0]}, dim(1))}, dim(0))};
+  });
+  expect_equivalent(rows_first, cols_first);
+  // mean over 8 = (sum to 2, then sum) / 8
+  auto mean = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Mean, {in[0]}, dim(1))};
+  });
+  OpAttrs eighth;
+  eighth.scalar = 0.125;
+  auto scaled = graph(s, [&](KernelGraph& g, auto in) {
+    int t = op(g, OpKind::Sum, {op(g, OpKind::Sum, {in[0]}, dim(1, 2))}, dim(1));
+    return std::vector<int>{op(g, OpKind::MulScalar, {t}, eighth)};
+  });
+  expect_equivalent(mean, scaled);
+}
+
+TEST(Identities, ExpOfSumIsProductOfExps) {
+  std::vector<Shape> s{{4, 8}, {4, 8}};
+  auto lhs = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Exp, {op(g, OpKind::Add, {in[0], in[1]})})};
+  });
+  auto rhs = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{
+        op(g, OpKind::Mul, {op(g, OpKind::Exp, {in[0]}), op(g, OpKind::Exp, {in[1]})})};
+  });
+  expect_equivalent(lhs, rhs);
+  // exp(x)·exp(x) = exp(2x) (a scalar inside the exponent)
+  OpAttrs two;
+  two.scalar = 2;
+  auto sq = graph({{4, 8}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Square, {op(g, OpKind::Exp, {in[0]})})};
+  });
+  auto dbl = graph({{4, 8}}, [&](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Exp, {op(g, OpKind::MulScalar, {in[0]}, two)})};
+  });
+  expect_equivalent(sq, dbl);
+}
+
+TEST(Identities, ConcatThenMatmul) {
+  // [X | Y] · [W ; B] = X·W + Y·B, the second graph given as μGraph JSON.
+  std::vector<Shape> s{{4, 8}, {4, 2}, {8, 6}, {2, 6}};
+  auto split = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{
+        op(g, OpKind::Add,
+           {op(g, OpKind::Matmul, {in[0], in[2]}), op(g, OpKind::Matmul, {in[1], in[3]})})};
+  });
+  auto doc = parse_json_text(R"({"inputs": [
+      {"name": "X", "shape": [4, 8]}, {"name": "Y", "shape": [4, 2]},
+      {"name": "W", "shape": [8, 6]}, {"name": "B", "shape": [2, 6]}],
+    "ops": [{"op": "concat", "inputs": ["X", "Y"], "output": "XY", "dim": 1},
+            {"op": "concat", "inputs": ["W", "B"], "output": "WB", "dim": 0},
+            {"op": "matmul", "inputs": ["XY", "WB"], "output": "O"}],
+    "outputs": ["O"]})",
+                             "concat.json");
+  ASSERT_TRUE(doc.ok());
+  auto fused = kernel_graph_from_json(*doc, "concat.json");
+  ASSERT_TRUE(fused.ok()) << fused.error().message;
+  expect_equivalent(split, *fused);
+}
+
+KernelGraph rmsnorm_program(int64_t m, int64_t k, int64_t n) {
+  return graph({{m, k}, {k, n}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{
+        op(g, OpKind::Matmul, {op(g, OpKind::RmsNorm, {in[0]}, dim(-1)), in[1]})};
+  });
+}
+
+/// The reference RMSNorm μGraph (DESIGN §2.4); `accx` is the accumulator of X.
+KernelGraph rmsnorm_graph(int64_t m, int64_t k, int64_t n, int grid, int forloop,
+                          OpKind accx = OpKind::AccumRmsLd, int w_fmap = 0) {
+  return graph({{m, k}, {k, n}}, [&](KernelGraph& g, auto in) {
+    return custom(g, {in[0], in[1]}, {grid, 1, 1}, forloop, [&](BlockGraph& b) {
+      int x = must(b.add_input(Shape{m, k}, kAllReplicated, 1));
+      int w = must(b.add_input(Shape{k, n}, {1, kPhi, kPhi}, w_fmap));
+      int am = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {x, w}))}));
+      int ax = must(b.add_op(accx, {x}));
+      EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {am, ax})), {1, kPhi, kPhi}).ok());
+    });
+  });
+}
+
+TEST(Identities, RmsNormReferenceBlockGraph) {
+  KernelGraph prog = rmsnorm_program(4, 256, 512), ref = rmsnorm_graph(4, 256, 512, 8, 4);
+  expect_equivalent(prog, ref);
+  VerifyResult r = verify(prog, ref);
+  EXPECT_EQ(r.trials, 2);  // one trial bounds at ≈ 5/p > 2^-60
+  EXPECT_LT(r.log2_bound, -110);
+}
+
+/// softmax(Q·K)·V without max-subtraction: the program and a FlashDecoding-style pair of
+/// customized kernels (kernel 1 splits the KV sequence over grid y and loops over it).
+KernelGraph attention_program() {
+  return graph({{2, 4, 8}, {2, 8, 16}, {2, 16, 8}}, [](KernelGraph& g, auto in) {
+    int e = op(g, OpKind::Exp, {op(g, OpKind::Matmul, {in[0], in[1]})});
+    int p = op(g, OpKind::Div, {e, op(g, OpKind::Sum, {e}, dim(2))});
+    return std::vector<int>{op(g, OpKind::Matmul, {p, in[2]})};
+  });
+}
+
+KernelGraph attention_flash(bool exp_in_denominator = true) {
+  return graph({{2, 4, 8}, {2, 8, 16}, {2, 16, 8}}, [&](KernelGraph& g, auto in) {
+    auto parts = custom(g, {in[0], in[1], in[2]}, {2, 2, 1}, 2, [&](BlockGraph& b) {
+      int q = must(b.add_input(Shape{2, 4, 8}, {0, kPhi, kPhi}, kPhi));  // [1, 4, 8]
+      int k = must(b.add_input(Shape{2, 8, 16}, {0, 2, kPhi}, 2));       // [1, 8, 4]
+      int v = must(b.add_input(Shape{2, 16, 8}, {0, 1, kPhi}, 1));       // [1, 4, 8]
+      int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Matmul, {q, k}))}));
+      int n = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {e, v}))}));
+      int s = must(b.add_op(OpKind::Matmul, {q, k}));
+      int d = must(b.add_op(OpKind::AccumSumLd, {exp_in_denominator ? e : s}));
+      EXPECT_TRUE(b.add_output(n, {0, 1, kPhi}).ok());  // [2, 8, 8]: rows split·4 + i
+      EXPECT_TRUE(b.add_output(d, {0, 1, kPhi}).ok());  // [2, 8, 1]
+    });
+    return custom(g, {parts[0], parts[1]}, {2, 1, 1}, 2, [&](BlockGraph& b) {
+      int n = must(b.add_input(Shape{2, 8, 8}, {0, kPhi, kPhi}, 1));  // split i of block x
+      int d = must(b.add_input(Shape{2, 8, 1}, {0, kPhi, kPhi}, 1));
+      int an = must(b.add_op(OpKind::AccumSum, {n}));
+      int ad = must(b.add_op(OpKind::AccumSum, {d}));
+      EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {an, ad})), {0, kPhi, kPhi}).ok());
+    });
+  });
+}
+
+TEST(Identities, FlashDecodingAttention) {
+  expect_equivalent(attention_program(), attention_flash());
+}
+
+TEST(Identities, OpaqueFunctionsOfEqualArguments) {
+  // silu(x + y) computed in two orders; exp outside the Lax fragment (exp of an exp) too.
+  std::vector<Shape> s{{4, 8}, {4, 8}};
+  for (OpKind k : {OpKind::Silu, OpKind::Gelu, OpKind::Relu, OpKind::Sqrt}) {
+    auto a = graph(s, [&](KernelGraph& g, auto in) {
+      return std::vector<int>{op(g, k, {op(g, OpKind::Add, {in[0], in[1]})})};
+    });
+    auto b = graph(s, [&](KernelGraph& g, auto in) {
+      return std::vector<int>{op(g, k, {op(g, OpKind::Add, {in[1], in[0]})})};
+    });
+    expect_equivalent(a, b);
+  }
+  auto ee = graph(s, [](KernelGraph& g, auto in) {
+    int e = op(g, OpKind::Exp, {op(g, OpKind::Add, {in[0], in[1]})});
+    return std::vector<int>{op(g, OpKind::Exp, {e})};
+  });
+  auto ee2 = graph(s, [](KernelGraph& g, auto in) {
+    int e = op(g, OpKind::Mul, {op(g, OpKind::Exp, {in[1]}), op(g, OpKind::Exp, {in[0]})});
+    return std::vector<int>{op(g, OpKind::Exp, {e})};
+  });
+  expect_equivalent(ee, ee2);
+}
+
+// ---- non-equivalences ---------------------------------------------------------------------
+
+/// mul_scalar(X, 3) per [2, 2] tile on a (2, 2) grid with the given imap and omap.
+KernelGraph tiled_scale(GridMap imap, GridMap omap) {
+  return graph({{4, 4}}, [&](KernelGraph& g, auto in) {
+    return custom(g, {in[0]}, {2, 2, 1}, 1, [&](BlockGraph& b) {
+      int x = must(b.add_input(Shape{4, 4}, imap, kPhi));
+      OpAttrs three;
+      three.scalar = 3;
+      int y = must(b.add_op(OpKind::MulScalar, {must(b.add_op(OpKind::AccumSum, {x}))}, three));
+      EXPECT_TRUE(b.add_output(y, omap).ok());
+    });
+  });
+}
+
+TEST(NonEquivalences, WrongImapOrOmap) {
+  OpAttrs three;
+  three.scalar = 3;
+  auto prog = graph({{4, 4}}, [&](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::MulScalar, {in[0]}, three)};
+  });
+  expect_equivalent(prog, tiled_scale({0, 1, kPhi}, {0, 1, kPhi}));
+  // Block (bx, by) = (1, 0) is the first to differ: it writes [0:2, 2:4] from the wrong rows.
+  expect_rejected(prog, tiled_scale({1, 0, kPhi}, {0, 1, kPhi}), 0, 2);  // wrong imap
+  expect_rejected(prog, tiled_scale({0, 1, kPhi}, {1, 0, kPhi}), 0, 2);  // wrong omap
+}
+
+TEST(NonEquivalences, WrongFmap) {
+  // X·W with the reduction dim split over the loop, versus no split (each iteration adds the
+  // whole product: 2·X·W).
+  std::vector<Shape> s{{8, 8}, {8, 8}};
+  auto prog = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Matmul, {in[0], in[1]})};
+  });
+  auto tiled = [&](int xf, int wf) {
+    return graph(s, [&](KernelGraph& g, auto in) {
+      return custom(g, {in[0], in[1]}, {2, 1, 1}, 2, [&](BlockGraph& b) {
+        int x = must(b.add_input(Shape{8, 8}, {0, kPhi, kPhi}, xf));
+        int w = must(b.add_input(Shape{8, 8}, kAllReplicated, wf));
+        int acc = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {x, w}))}));
+        EXPECT_TRUE(b.add_output(acc, {0, kPhi, kPhi}).ok());
+      });
+    });
+  };
+  expect_equivalent(prog, tiled(1, 0));
+  expect_rejected(prog, tiled(kPhi, kPhi), 0, 0);
+}
+
+TEST(NonEquivalences, WrongAccumulatorKind) {
+  KernelGraph prog = rmsnorm_program(4, 256, 512);
+  expect_rejected(prog, rmsnorm_graph(4, 256, 512, 8, 4, OpKind::AccumMeanLd), 0, 0);
+  expect_rejected(prog, rmsnorm_graph(4, 256, 512, 8, 4, OpKind::AccumSumLd), 0, 0);
+}
+
+TEST(NonEquivalences, WrongReductionDim) {
+  std::vector<Shape> s{{4, 4}};
+  auto by = [&](OpKind k, int d) {
+    return graph(
+        s, [&](KernelGraph& g, auto in) { return std::vector<int>{op(g, k, {in[0]}, dim(d))}; });
+  };
+  expect_rejected(by(OpKind::RmsNorm, 1), by(OpKind::RmsNorm, 0), 0, 0);
+  auto mean_then_mul = [&](int d) {
+    return graph(s, [&](KernelGraph& g, auto in) {
+      return std::vector<int>{op(g, OpKind::Mul, {in[0], op(g, OpKind::Mean, {in[0]}, dim(d))})};
+    });
+  };
+  expect_rejected(mean_then_mul(0), mean_then_mul(1), 0, 0);
+}
+
+TEST(NonEquivalences, SwappedMatmulOperands) {
+  std::vector<Shape> s{{6, 6}, {6, 6}};
+  auto xy = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Matmul, {in[0], in[1]})};
+  });
+  auto yx = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Matmul, {in[1], in[0]})};
+  });
+  expect_rejected(xy, yx, 0, 0);
+}
+
+TEST(NonEquivalences, SqrtVersusSilu) {
+  auto un = [](OpKind k) {
+    return graph({{3, 5}},
+                 [k](KernelGraph& g, auto in) { return std::vector<int>{op(g, k, {in[0]})}; });
+  };
+  expect_rejected(un(OpKind::Sqrt), un(OpKind::Silu), 0, 0);
+}
+
+TEST(NonEquivalences, SecondOutputDiffers) {
+  std::vector<Shape> s{{2, 3}, {2, 3}};
+  auto a = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Add, {in[0], in[1]}), op(g, OpKind::Sub, {in[0], in[1]})};
+  });
+  auto b = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Add, {in[1], in[0]}), op(g, OpKind::Sub, {in[1], in[0]})};
+  });
+  VerifyResult r = verify(a, b);
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_EQ(r.output, 1);
+  EXPECT_EQ(r.element, 0);
+  EXPECT_EQ(r.detail, "output 1 (t3) differs at [0, 0]");
+}
+
+TEST(NonEquivalences, IdenticallyZeroDenominatorIsInconclusive) {
+  std::vector<Shape> s{{2, 2}, {2, 2}};
+  auto a = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Div, {in[0], op(g, OpKind::Sub, {in[1], in[1]})})};
+  });
+  VerifyResult r = verify(a, a);
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_NE(r.detail.find("inconclusive"), std::string::npos) << r.detail;
+}
+
+// ---- bounds, options and errors -------------------------------------------------------------
+
+TEST(Verifier, TrialsAndBound) {
+  KernelGraph prog = rmsnorm_program(4, 256, 512), ref = rmsnorm_graph(4, 256, 512, 8, 4);
+  VerifyOptions o;
+  o.trials = 3;
+  VerifyResult r = verify(prog, ref, o);
+  EXPECT_TRUE(r.equivalent);
+  EXPECT_EQ(r.trials, 3);
+  EXPECT_NEAR(r.log2_bound, 3 * (std::log2(5.0) - 62), 0.01);  // per trial ≈ 5/p
+  o.trials = 0;
+  o.target_log2_bound = -150;
+  EXPECT_EQ(verify(prog, ref, o).trials, 3);
+  // The verdict does not depend on the seed or the thread count.
+  o.seed = 99;
+  o.threads = 1;
+  EXPECT_TRUE(verify(prog, ref, o).equivalent);
+  // Σ_k y_k / (e^x_k + e^z_k): 64 different two-term denominators multiply out to 2^64 terms;
+  // the analysis gives no useful bound, so a few trials run and the bound stays 2^0.
+  auto fractions = graph({{2, 64}, {2, 64}, {2, 64}}, [](KernelGraph& g, auto in) {
+    int den = op(g, OpKind::Add, {op(g, OpKind::Exp, {in[0]}), op(g, OpKind::Exp, {in[2]})});
+    return std::vector<int>{op(g, OpKind::Sum, {op(g, OpKind::Div, {in[1], den})}, dim(1))};
+  });
+  VerifyResult weak = verify(fractions, fractions);
+  EXPECT_TRUE(weak.equivalent);
+  EXPECT_EQ(weak.trials, 8);
+  EXPECT_EQ(weak.log2_bound, 0);
+  // Attention: sums of 16 exponentials per element still need only a few trials.
+  VerifyResult att = verify(attention_program(), attention_flash());
+  EXPECT_LE(att.trials, 3);
+  EXPECT_LE(att.log2_bound, -60);
+}
+
+TEST(Screening, ScreensMultiKernelCandidatesOnDemand) {
+  // A mistake in the first kernel shows through the second one's sampled blocks.
+  expect_rejected(attention_program(), attention_flash(false), 0, 0);
+  KernelGraph ref = rmsnorm_graph(4, 256, 512, 8, 4);
+  verify::DemandPlan dp = verify::plan_demand(ref, 1);
+  ASSERT_TRUE(dp.plan.blocks[2].has_value());
+  const std::vector<int64_t>& ids = *dp.plan.blocks[2];
+  ASSERT_EQ(ids.size(), 4u);  // 4 of the 8 blocks
+  ASSERT_EQ(dp.compare[0].size(), 4u);
+  for (size_t i = 0; i < ids.size(); ++i) {  // block x writes columns [64x, 64x + 64) of O
+    EXPECT_EQ(dp.compare[0][i].lo[3], 64 * ids[i]);
+    EXPECT_EQ(dp.compare[0][i].hi[3], 64 * ids[i] + 64);
+    EXPECT_EQ(dp.compare[0][i].hi[2] - dp.compare[0][i].lo[2], 4);
+  }
+  // X is read whole (imap φ); W only in the sampled blocks' columns.
+  ASSERT_EQ(dp.inputs[0].size(), 1u);
+  EXPECT_EQ(dp.inputs[0][0].numel(), 4 * 256);
+  ASSERT_EQ(dp.inputs[1].size(), 4u);
+  for (const Box& b : dp.inputs[1]) EXPECT_EQ(b.numel(), 256 * 64);
+
+  // A predefined op after the kernel: 4 sampled elements, and only the blocks writing them run.
+  OpAttrs half;
+  half.scalar = 0.5;
+  KernelGraph chained = graph({{4, 256}, {256, 512}}, [&](KernelGraph& g, auto in) {
+    int o = custom(g, {in[0], in[1]}, {8, 1, 1}, 4, [&](BlockGraph& b) {
+      int x = must(b.add_input(Shape{4, 256}, kAllReplicated, 1));
+      int w = must(b.add_input(Shape{256, 512}, {1, kPhi, kPhi}, 0));
+      int am = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {x, w}))}));
+      int ax = must(b.add_op(OpKind::AccumRmsLd, {x}));
+      EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {am, ax})), {1, kPhi, kPhi}).ok());
+    })[0];
+    return std::vector<int>{op(g, OpKind::MulScalar, {o}, half)};
+  });
+  dp = verify::plan_demand(chained, 3);
+  ASSERT_TRUE(dp.plan.regions[3].has_value());
+  const Region& elems = *dp.plan.regions[3];
+  EXPECT_EQ(elems.size(), 4u);
+  std::set<int64_t> want;
+  for (const Box& b : elems) {
+    EXPECT_EQ(b.numel(), 1);
+    want.insert(b.lo[3] / 64);
+  }
+  const std::vector<int64_t>& run = *dp.plan.blocks[2];
+  EXPECT_EQ(std::set<int64_t>(run.begin(), run.end()), want);
+  // Every candidate of this shape screens and verifies like the program it equals.
+  OpAttrs halfp = half;
+  KernelGraph prog = graph({{4, 256}, {256, 512}}, [&](KernelGraph& g, auto in) {
+    int y = op(g, OpKind::Matmul, {op(g, OpKind::RmsNorm, {in[0]}, dim(-1)), in[1]});
+    return std::vector<int>{op(g, OpKind::MulScalar, {y}, halfp)};
+  });
+  expect_equivalent(prog, chained);
+}
+
+TEST(Verifier, InterfaceMismatchesAreErrors) {
+  auto a = graph({{4, 8}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
+  });
+  auto b = graph({{8, 4}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
+  });
+  auto r = verify_equivalent(a, b);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find(
+                "input 0 differs in shape: `I0` is [4, 8] in the first graph but `I0` is [8, 4]"),
+            std::string::npos)
+      << r.error().message;
+  auto c = graph({{4, 8}, {4, 8}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Add, {in[0], in[1]})};
+  });
+  EXPECT_FALSE(verify_equivalent(a, c).ok());
+  auto two = graph({{4, 8}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Exp, {in[0]}), op(g, OpKind::Square, {in[0]})};
+  });
+  EXPECT_FALSE(verify_equivalent(a, two).ok());
+  auto sum = graph({{4, 8}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Sum, {in[0]}, dim(1))};
+  });
+  auto checker = EquivalenceChecker::make(a, {});
+  ASSERT_TRUE(checker.ok());
+  EXPECT_FALSE(checker->screen(sum).ok());
+  EXPECT_FALSE(checker->verify(sum).ok());
+  KernelGraph incomplete;
+  EXPECT_FALSE(EquivalenceChecker::make(incomplete, {}).ok());
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Cli, EquivExitCodes) {
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN must point at the strata tool";
+  std::string dir = ::testing::TempDir();
+  auto save = [&](const std::string& name, const KernelGraph& g) {
+    std::string path = dir + "/" + name;
+    EXPECT_TRUE(save_graph_json(g, path).ok());
+    return path;
+  };
+  std::vector<Shape> s{{6, 6}, {6, 6}};
+  std::string xy = save("xy.json", graph(s, [](KernelGraph& g, auto in) {
+                          return std::vector<int>{op(g, OpKind::Matmul, {in[0], in[1]})};
+                        }));
+  std::string xy2 = save("xy2.json", graph(s, [](KernelGraph& g, auto in) {
+                           int x2 = op(g, OpKind::MulScalar, {in[0]}, [] {
+                             OpAttrs a;
+                             a.scalar = 2;
+                             return a;
+                           }());
+                           OpAttrs half;
+                           half.scalar = 0.5;
+                           return std::vector<int>{op(g, OpKind::MulScalar,
+                                                      {op(g, OpKind::Matmul, {x2, in[1]})}, half)};
+                         }));
+  std::string yx = save("yx.json", graph(s, [](KernelGraph& g, auto in) {
+                          return std::vector<int>{op(g, OpKind::Matmul, {in[1], in[0]})};
+                        }));
+  std::string other = save("other.json", graph({{6, 6}}, [](KernelGraph& g, auto in) {
+                             return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
+                           }));
+  auto code = [&](const std::string& args) {
+    int status = std::system((std::string(bin) + " equiv " + args + " > /dev/null 2>&1").c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(code(xy + " " + xy2), 0);
+  EXPECT_EQ(code(xy + " " + yx), 1);
+  EXPECT_EQ(code(xy + " " + yx + " --screen"), 1);
+  EXPECT_EQ(code(xy + " " + xy2 + " --screen --trials 1"), 0);
+  EXPECT_EQ(code(xy + " " + other), 2);
+  EXPECT_EQ(code(xy + " " + dir + "/missing.json"), 2);
+}
+
+}  // namespace
+}  // namespace strata
