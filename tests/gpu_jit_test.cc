@@ -8,7 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/wait.h>
+
 #include "gpu_test_sources.h"
+#include "strata/candidate_profiler.h"
 #include "strata/dtype_codec.h"
 #include "strata/gpu_device.h"
 #include "strata/gpu_jit.h"
@@ -323,6 +326,57 @@ TEST(Jit, ArchitectureComesFromTheDevice) {
     ASSERT_TRUE(flags.ok()) << flags.error().message;
     EXPECT_EQ((*flags)[6], "-arch=" + query_device()->arch());
   }
+}
+
+TEST(Profiler, CandidateErrorsWithoutAGpu) {
+  KernelGraph g = testing::add_graph();
+  auto mismatched = profile_candidates({g, g}, {testing::add_source()}, {});
+  ASSERT_FALSE(mismatched.ok());
+  EXPECT_NE(mismatched.error().message.find("2 graphs but 1 sources"), std::string::npos);
+  auto none = profile_candidates({}, {}, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  if (gpu_count() == 0) {
+    auto r = profile_candidates({g}, {testing::add_source()}, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("no CUDA device"), std::string::npos) << r.error().message;
+  }
+}
+
+/// `strata profile --compile-only` needs no GPU: it emits (or takes) sources and compiles them.
+TEST(ProfileCommand, CompileOnlyReportsEachCandidate) {
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN is not set";
+  ScratchDir dir;
+  fs::path program = dir.path() / "add.json", good = dir.path() / "good.cu",
+           bad = dir.path() / "bad.cu", report = dir.path() / "report.json";
+  ASSERT_TRUE(save_graph_json(testing::add_graph(), program.string()).ok());
+  ASSERT_TRUE(write_text_file(good.string(), testing::add_source()).ok());
+  ASSERT_TRUE(write_text_file(bad.string(), testing::syntax_error_source()).ok());
+  std::string cmd = std::string(bin) + " profile " + program.string() + " " + good.string() + " " +
+                    bad.string() + " --compile-only --arch sm_80 -q -o " + report.string();
+  int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc)) << cmd;
+  EXPECT_EQ(WEXITSTATUS(rc), 1) << cmd;  // one candidate failed
+  auto text = read_text_file(report.string());
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  auto doc = parse_json_text(*text, report.string());
+  ASSERT_TRUE(doc.ok());
+  const Json& c = (*doc)["candidates"];
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0]["status"], "compiled") << c[0].dump(2);
+  EXPECT_TRUE(fs::exists(c[0]["library"].get<std::string>()));
+  EXPECT_GT(c[0]["predicted_us"].get<double>(), 0.0);
+  EXPECT_EQ(c[1]["status"], "compile_error");
+  EXPECT_NE(c[1]["error"].get<std::string>().find("undeclared_name"), std::string::npos);
+
+  // Bad input: a missing candidate file is exit 2 with the path in the message.
+  std::string missing = std::string(bin) + " profile " + program.string() + " " +
+                        (dir.path() / "nope.json").string() +
+                        " --compile-only --arch sm_80 2>/dev/null";
+  rc = std::system(missing.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
 }
 
 }  // namespace
