@@ -377,6 +377,24 @@ TEST(ProfileCommand, CompileOnlyReportsEachCandidate) {
   rc = std::system(missing.c_str());
   ASSERT_TRUE(WIFEXITED(rc));
   EXPECT_EQ(WEXITSTATUS(rc), 2);
+
+  // Input files of the wrong size are bad input (checked before anything needs a GPU).
+  fs::create_directories(dir.path() / "in");
+  ASSERT_TRUE(
+      write_text_file((dir.path() / "in" / "A.f64").string(), std::string(8 * 1024, '\0')).ok());
+  ASSERT_TRUE(
+      write_text_file((dir.path() / "in" / "B.f64").string(), std::string(8 * 1000, '\0')).ok());
+  fs::path err = dir.path() / "err.txt";
+  std::string sized = std::string(bin) + " profile " + program.string() + " --inputs " +
+                      (dir.path() / "in").string() + " 2>" + err.string();
+  rc = std::system(sized.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  auto message = read_text_file(err.string());
+  ASSERT_TRUE(message.ok());
+  EXPECT_NE(message->find("B.f64: expected 1024 float64 values for B[4, 256], found 8000 bytes"),
+            std::string::npos)
+      << *message;
 }
 
 }  // namespace

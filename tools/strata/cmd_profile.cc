@@ -188,6 +188,12 @@ int run_profile(const ProfileArgs& a) {
   if (!entries.ok()) return fail_bad_input(entries.error().message);
   auto only = parse_only(a.only);
   if (!only.ok()) return fail_bad_input(only.error().message);
+  std::vector<std::vector<double>> given_inputs;
+  if (!a.inputs_dir.empty() && !a.compile_only) {
+    auto inputs = read_inputs(a.inputs_dir, *program);
+    if (!inputs.ok()) return fail_bad_input(inputs.error().message);
+    given_inputs = std::move(inputs).value();
+  }
   std::optional<DeviceInfo> dev;
   if (gpu_count() > 0) {
     auto info = query_device();
@@ -216,11 +222,7 @@ int run_profile(const ProfileArgs& a) {
   options.input_scale = a.input_scale;
   options.check_only = a.check_only;
   options.reference = *program;
-  if (!a.inputs_dir.empty()) {
-    auto inputs = read_inputs(a.inputs_dir, *program);
-    if (!inputs.ok()) return fail_bad_input(inputs.error().message);
-    options.inputs = std::move(inputs).value();
-  }
+  options.inputs = std::move(given_inputs);
 
   // Emit every selected candidate; emitter failures are reported like compile errors.
   std::vector<Json> reports(entries->size());
