@@ -72,8 +72,9 @@ Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& a
 class CompiledGraph {
  public:
   /// Loads `path`: a .cu source, a μGraph JSON, a strata optimize result (the graph
-  /// `options.candidate` of its ranking) or a .strata program (compiled as written). Graphs are emitted, compiled (through the binary
-  /// cache) and loaded; the workspace is allocated on the current device.
+  /// `options.candidate` of its ranking) or a .strata program (compiled as written). Graphs are
+  /// emitted, compiled (through the binary cache) and loaded; the workspace is allocated on the
+  /// current device.
   static Result<CompiledGraph> load(const std::string& path, const LoadOptions& options = {});
   /// Emits, compiles and loads `g`.
   static Result<CompiledGraph> from_graph(const KernelGraph& g, const LoadOptions& options = {});
