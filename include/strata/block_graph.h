@@ -36,16 +36,16 @@ struct Dim3 {
 enum class Stage : uint8_t { Loop, Post };
 
 struct BlockTensor {
-  Shape shape;    ///< tile shape seen by one block (per iteration for Loop tensors)
+  Shape shape;  ///< tile shape seen by one block (per iteration for Loop tensors)
   Stage stage;
-  int producer;   ///< op id
+  int producer;      ///< op id
   std::string name;  ///< optional, unique within the block graph when set
 };
 
 struct BlockOp {
   OpKind kind;
-  std::vector<int> inputs;        ///< tensor ids (empty for Input)
-  int output = -1;                ///< tensor id; -1 for Output savers
+  std::vector<int> inputs;  ///< tensor ids (empty for Input)
+  int output = -1;          ///< tensor id; -1 for Output savers
   OpAttrs attrs;
   std::vector<ThreadStep> chain;  ///< thread graph body, ThreadFused only
   bool operator==(const BlockOp&) const = default;

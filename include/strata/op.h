@@ -20,7 +20,17 @@ enum Level : uint8_t {
 };
 
 enum class Category : uint8_t {
-  Source, Sink, Customized, Matmul, Unary, Binary, Reduce, Norm, Concat, Accum, Fused
+  Source,
+  Sink,
+  Customized,
+  Matmul,
+  Unary,
+  Binary,
+  Reduce,
+  Norm,
+  Concat,
+  Accum,
+  Fused
 };
 
 /// How the finite-field verifier treats an op (DESIGN §5).
@@ -44,9 +54,15 @@ struct OpInfo {
 
 /// The op table as an array indexed by OpKind.
 const std::vector<OpInfo>& op_table();
-inline const OpInfo& op_info(OpKind k) { return op_table()[static_cast<int>(k)]; }
-inline std::string_view op_name(OpKind k) { return op_info(k).name; }
-inline Category op_category(OpKind k) { return op_info(k).category; }
+inline const OpInfo& op_info(OpKind k) {
+  return op_table()[static_cast<int>(k)];
+}
+inline std::string_view op_name(OpKind k) {
+  return op_info(k).name;
+}
+inline Category op_category(OpKind k) {
+  return op_info(k).category;
+}
 /// Looks an op up by its table name ("rms_norm"); nullopt if unknown.
 std::optional<OpKind> parse_op_kind(std::string_view name);
 /// True for ops applied element by element (unary and binary categories).
@@ -66,13 +82,13 @@ inline constexpr GridMap kAllReplicated{kReplicate, kReplicate, kReplicate};
 /// Attributes of an op; which fields are meaningful depends on the op's category
 /// (see op_table.def). Dimensions are stored normalized (non-negative).
 struct OpAttrs {
-  int dim = 0;                      ///< Reduce, Norm, Concat
-  int64_t to = 1;                   ///< Reduce, accum_sum_to_dimx: extent after reduction
-  double scalar = 0.0;              ///< mul_scalar
-  int input_index = 0;              ///< block Input: position among the kernel op's inputs
-  GridMap imap = kAllReplicated;    ///< block Input
-  int fmap = kReplicate;            ///< block Input and accumulators
-  GridMap omap = kAllReplicated;    ///< block Output
+  int dim = 0;                    ///< Reduce, Norm, Concat
+  int64_t to = 1;                 ///< Reduce, accum_sum_to_dimx: extent after reduction
+  double scalar = 0.0;            ///< mul_scalar
+  int input_index = 0;            ///< block Input: position among the kernel op's inputs
+  GridMap imap = kAllReplicated;  ///< block Input
+  int fmap = kReplicate;          ///< block Input and accumulators
+  GridMap omap = kAllReplicated;  ///< block Output
 
   bool operator==(const OpAttrs&) const = default;
 };

@@ -18,7 +18,9 @@ struct Error {
 };
 
 /// Makes an Error from a message.
-inline Error make_error(std::string message) { return Error{std::move(message)}; }
+inline Error make_error(std::string message) {
+  return Error{std::move(message)};
+}
 
 /// Either a value of type T or an Error. Check ok() before value().
 template <class T>
@@ -63,14 +65,14 @@ class [[nodiscard]] Status {
 }  // namespace strata
 
 /// Propagates an Error from a Status or Result expression out of the enclosing function.
-#define STRATA_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    auto&& strata_status_ = (expr);                   \
+#define STRATA_RETURN_IF_ERROR(expr)                         \
+  do {                                                       \
+    auto&& strata_status_ = (expr);                          \
     if (!strata_status_.ok()) return strata_status_.error(); \
   } while (0)
 
 /// Evaluates a Result expression; on error returns it, otherwise moves the value into `lhs`.
-#define STRATA_ASSIGN_OR_RETURN(lhs, expr)                       \
+#define STRATA_ASSIGN_OR_RETURN(lhs, expr) \
   STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_CONCAT_(strata_r_, __LINE__), lhs, expr)
 #define STRATA_CONCAT_INNER_(a, b) a##b
 #define STRATA_CONCAT_(a, b) STRATA_CONCAT_INNER_(a, b)

@@ -1,0 +1,69 @@
+// The CUDA emitter (DESIGN §7): a μGraph → one self-contained CUDA C++ source.
+//
+// The source has one extern "C" __global__ function per kernel-graph op (customized kernels
+// from their KernelPlan, predefined ops from generated kernels) and an extern "C" host API
+// that a JIT loader or a C++ program calls:
+//
+//   int strata_init(void);       // sets kernel attributes (shared memory > 48 KB); idempotent
+//   int strata_launch(const void* const* inputs, void* const* outputs, void* workspace,
+//                     cudaStream_t stream);  // enqueues every kernel; returns a cudaError_t
+//   unsigned long long strata_workspace_bytes(void);  // device scratch for intermediates
+//   int strata_num_inputs(void), strata_num_outputs(void);
+//   const char* strata_input_name(int i), *strata_output_name(int i);
+//   int strata_input_rank(int i), strata_output_rank(int i);          // -1 if out of range
+//   long long strata_input_dim(int i, int d), strata_output_dim(int i, int d);
+//   int strata_input_dtype(int i), strata_output_dtype(int i);        // 0 f16, 1 bf16, 2 f32
+//
+// inputs[i] / outputs[i] are device pointers (16-byte aligned, dense row-major) in the order
+// of KernelGraph::inputs() / outputs(); workspace holds strata_workspace_bytes() bytes
+// (256-byte aligned). The same facts are in a `// strata-meta: {json}` line near the top.
+// The file includes "strata_rt/strata_rt.cuh": compile with -I cuda_runtime_include_dir().
+// The device part (everything before the host API, which is guarded by
+// #ifndef __CUDACC_RTC__) also compiles with NVRTC.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/kernel_graph.h"
+#include "strata/kernel_plan.h"
+#include "strata/status.h"
+
+namespace strata {
+
+struct EmitOptions {
+  std::string arch = "sm_90a";     ///< target named in the header comment (sm_80 or newer)
+  std::string name = "graph";      ///< graph name used in kernel names and comments
+  PlanOptions plan;                ///< graph optimizer knobs for every customized kernel
+  bool f32_intermediates = false;  ///< store kernel-level intermediates in f32 (default: the
+                                   ///< tensor's dtype, like the graph says)
+};
+
+/// Per-kernel facts of an emitted source (for reports and tests).
+struct EmittedKernel {
+  std::string name;  ///< extern "C" function name
+  std::string op;    ///< "customized" or the predefined op's name
+  Dim3 grid;
+  int threads = 0;
+  int64_t smem_bytes = 0;   ///< dynamic shared memory
+  int pipeline_stages = 0;  ///< customized kernels
+};
+
+struct EmittedSource {
+  std::string code;
+  std::vector<EmittedKernel> kernels;
+  int64_t workspace_bytes = 0;
+};
+
+/// Emits CUDA for a complete kernel graph. Fails (with the op and the reason) when a
+/// customized kernel does not fit PlanOptions::smem_limit or a grid exceeds CUDA's limits.
+Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options = {});
+
+/// emit_cuda_source(...).code.
+Result<std::string> emit_cuda(const KernelGraph& g, const EmitOptions& options = {});
+
+/// The directory to pass with -I when compiling emitted code (holds strata_rt/).
+std::string cuda_runtime_include_dir();
+
+}  // namespace strata

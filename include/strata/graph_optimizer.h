@@ -1,0 +1,22 @@
+// The graph optimizer (DESIGN §7, paper §6): the straight list of passes that turns a block
+// graph into the KernelPlan the CUDA emitter follows.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "strata/kernel_plan.h"
+#include "strata/status.h"
+
+namespace strata {
+
+/// Runs, in order: schedule_block_ops, fuse_matmul_epilogues, inline_elementwise_ops,
+/// schedule_block_ops (again, with the fusions), choose_layouts, plan_shared_memory — each as `plan
+/// = pass(plan)`. With the environment variable STRATA_DUMP_PASSES=1 the plan is printed to stderr
+/// after every pass. Fails when the block graph cannot fit PlanOptions::smem_limit.
+Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
+                                        std::vector<DType> input_dtypes,
+                                        std::vector<DType> output_dtypes,
+                                        const PlanOptions& options = {});
+
+}  // namespace strata

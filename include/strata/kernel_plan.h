@@ -1,0 +1,180 @@
+// The execution plan of one customized kernel: everything the graph optimizer decides about a
+// block graph without changing what it computes (DESIGN §7, paper §6).
+//
+// A KernelPlan sits beside an immutable BlockGraph and records, per op, when it runs (phase
+// and barrier-separated level) and how (tensor-core or SIMT matmul, fused epilogue, fragment
+// accumulation); per tensor, where it lives (shared memory, registers, or nowhere), its storage
+// type, layout (row stride, swizzle), pipeline stages and shared-memory offset. The passes in
+// graph_optimizer.h fill it in; the CUDA emitter reads it.
+//
+// Invariants once optimize_block_graph has run:
+//  - ops of level k of a phase read only tensors produced in an earlier phase or at a level < k
+//    of the same phase (a fused epilogue op shares its matmul's level);
+//  - two Shared tensors whose live intervals intersect occupy disjoint byte ranges;
+//  - every Shared offset and stage size is a multiple of kSmemAlign bytes; smem_bytes covers
+//    every tensor and the reduction scratch and is ≤ PlanOptions::smem_limit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "strata/block_graph.h"
+#include "strata/shape.h"
+#include "strata/status.h"
+
+namespace strata {
+
+/// Alignment of every shared-memory tile and stage (bytes).
+inline constexpr int64_t kSmemAlign = 128;
+
+/// Knobs of the graph optimizer. Defaults target an H100 (227 KB of shared memory per block).
+struct PlanOptions {
+  int64_t smem_limit = 227 * 1024;      ///< dynamic shared memory per block (bytes)
+  int max_stages = 12;                  ///< pipeline depth cap for per-iteration input tiles
+  int64_t bytes_in_flight = 64 * 1024;  ///< per-block prefetch target that sizes the pipeline
+  int register_accum_floats = 64;       ///< per-thread f32 budget for fragment accumulators
+  int mma_chunk_floats = 32;            ///< per-thread f32 budget of one matmul output chunk
+  int forced_stages = 0;                ///< > 0: use exactly this many stages (clamped to F)
+  bool tensor_cores = true;             ///< allow mma.sync matmuls
+  bool fuse_epilogues = true;           ///< evaluate a matmul's elementwise consumer in registers
+  bool hoist_invariants = true;         ///< run loop-invariant ops once before the loop
+  bool concat_views = true;             ///< store concat operands in place inside the result
+  bool inline_elementwise = true;       ///< evaluate single-use elementwise ops where read
+  int threads = 0;                      ///< threads per block; 0 = choose (see choose_layouts)
+};
+
+/// When an op runs.
+enum class Phase : uint8_t {
+  Prologue,  ///< once before the loop: loads of fmap-φ inputs and ops computed only from them
+  Loop,      ///< every iteration of the for-loop
+  Post,      ///< once after the loop: accumulator finalization, post-loop ops, output savers
+};
+
+/// Where a block tensor lives.
+enum class TensorHome : uint8_t {
+  Shared,     ///< a tile in dynamic shared memory (`stages` copies for pipelined inputs)
+  Registers,  ///< an accumulator kept as mma fragments during the loop, dumped to its Shared
+              ///< tile (offset/bytes) after the loop
+  Fused,      ///< never materialized: a matmul result consumed in registers by its epilogue op
+              ///< or accumulator
+  View,       ///< stored in place inside another tensor (a concat operand inside the concat,
+              ///< or a one-iteration accumulator inside its input tile)
+  Inline,     ///< never materialized: an elementwise result recomputed by its only consumer
+};
+
+/// How a matmul is computed.
+enum class MatmulPath : uint8_t { None, TensorCore, Simt };
+
+/// Row-major placement of a tile: rows of the last dimension are `ld` elements apart (≥ the
+/// last extent: padding against bank conflicts), leading dimensions are dense over rows.
+struct TileLayout {
+  int64_t ld = 1;           ///< row stride in elements
+  bool swizzle = false;     ///< 16-byte chunks XOR-permuted by (row % 8); 16-bit, ld % 64 == 0
+  int64_t stage_elems = 0;  ///< elements of one stage, padded so a stage is kSmemAlign-aligned
+};
+
+/// Warp decomposition of a tensor-core matmul (see runtime/strata_rt/mma.cuh): warps_m × warps_n
+/// warps each own mt × nt fragment tiles, computed in chunks of chunk_mt × chunk_nt.
+struct MmaTiling {
+  int warps_m = 1, warps_n = 1;
+  int mt = 1, nt = 1;
+  int chunk_mt = 1, chunk_nt = 1;
+};
+
+struct OpPlan {
+  Phase phase = Phase::Loop;
+  int level = 0;             ///< barrier-separated step within the phase (loads are level 0)
+  int epilogue = -1;         ///< matmul: the elementwise op evaluated on its output fragments
+  int host = -1;             ///< elementwise op: the matmul whose epilogue computes it
+  int accumulate_into = -1;  ///< matmul: the `accum` op fed directly from its fragments
+  int inline_into = -1;      ///< elementwise op: the consumer that evaluates it where it reads it
+  bool in_place = false;     ///< writes nothing: its result is already stored (a concat of
+                             ///< views, a one-iteration accumulator aliasing its input)
+  MatmulPath matmul = MatmulPath::None;
+  MmaTiling tiling;  ///< TensorCore matmuls
+};
+
+struct TensorPlan {
+  TensorHome home = TensorHome::Shared;
+  DType dtype = DType::f32;  ///< storage element type
+  TileLayout layout;
+  int stages = 1;           ///< copies of a pipelined input tile
+  int view_of = -1;         ///< View: the tensor whose storage holds this one
+  int view_dim = 0;         ///< View: dimension of the host along which this tile is offset
+  int64_t view_offset = 0;  ///< View: index offset along view_dim
+  int64_t offset = -1;      ///< byte offset in dynamic shared memory (Shared, Registers)
+  int64_t bytes = 0;        ///< bytes reserved, all stages
+  int live_begin = 0;       ///< first timeline position the storage is in use (inclusive)
+  int live_end = 0;         ///< last timeline position (inclusive)
+};
+
+/// The plan of one customized kernel; see the file comment.
+struct KernelPlan {
+  std::shared_ptr<const BlockGraph> graph;
+  std::vector<DType> input_dtypes;   ///< dtype of each kernel input (device tensor)
+  std::vector<DType> output_dtypes;  ///< dtype of each kernel output
+  DType mma_dtype = DType::f16;      ///< 16-bit type of tensor-core operands
+  bool has_mma_dtype = false;        ///< false when no input is 16-bit (no tensor cores)
+  PlanOptions options;
+  int threads = 0;  ///< threads per block of the generated kernel
+
+  std::vector<OpPlan> ops;                  ///< indexed like graph->ops()
+  std::vector<TensorPlan> tensors;          ///< indexed like graph->tensors()
+  std::vector<std::vector<int>> levels[3];  ///< op ids per phase and level
+
+  int pipeline_stages = 1;      ///< stages of every per-iteration input tile
+  int64_t scratch_offset = -1;  ///< reduction scratch (one float per warp), if any
+  int64_t scratch_bytes = 0;
+  int64_t smem_bytes = 0;  ///< total dynamic shared memory
+
+  int barriers_prologue = 0;       ///< __syncthreads before the loop (after the loads)
+  int barriers_per_iteration = 0;  ///< one before each loop level ≥ 1
+  int barriers_post = 0;           ///< one before each post level
+
+  const OpPlan& op(int id) const { return ops[id]; }
+  const TensorPlan& tensor(int id) const { return tensors[id]; }
+  /// Timeline position of a level of a phase (memory planning): prologue levels first, then
+  /// loop levels, then post levels.
+  int position(Phase phase, int level) const;
+  /// Number of levels of a phase.
+  int num_levels(Phase phase) const {
+    return static_cast<int>(levels[static_cast<int>(phase)].size());
+  }
+};
+
+/// Makes an empty plan for `graph` (no pass run yet). Checks one dtype per kernel input and
+/// output.
+Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
+                                    std::vector<DType> input_dtypes,
+                                    std::vector<DType> output_dtypes, PlanOptions options = {});
+
+/// Multi-line human-readable listing of a plan (what STRATA_DUMP_PASSES=1 prints).
+std::string format_plan(const KernelPlan& plan);
+
+/// Ids of the ops that read tensor `t` (compute ops, accumulators and output savers).
+std::vector<int> tensor_consumers(const BlockGraph& g, int t);
+
+/// The reduction an op performs over one dimension of its input tile, viewed as
+/// [outer, reduced, inner] with the reduced extent cut into `to` groups of consecutive
+/// elements: sum/mean (dim, to), rms_norm (dim, to = 1), and the fused accumulators, which reduce
+/// the last dim (to = 1, or `to` for accum_sum_to_dimx).
+struct ReductionShape {
+  int64_t outer = 1, reduced = 1, inner = 1, to = 1;
+  int dim = 0;
+  int64_t group() const { return reduced / to; }
+  int64_t outputs() const { return outer * to * inner; }
+};
+
+/// True for ops that reduce (Reduce and Norm categories, accumulators other than `accum`).
+bool is_reduction(const BlockOp& op);
+/// The reduction of such an op on its input tile shape.
+ReductionShape reduction_shape(const BlockOp& op, const Shape& input);
+
+/// Lanes that cooperate on one output of a reduction over groups of `group` elements
+/// (1, 2, 4, …, 32), or 0 for a block-wide reduction (all threads on one output at a time,
+/// through the scratch area). `outputs` is the number of reduced values, `threads` the block size.
+int reduction_team(int64_t group, int64_t outputs, int threads);
+
+}  // namespace strata

@@ -1,0 +1,51 @@
+// Scheduling passes of the graph optimizer (DESIGN §7, paper §6): when each block op runs.
+#pragma once
+
+#include "strata/kernel_plan.h"
+#include "strata/status.h"
+
+namespace strata {
+
+/// Assigns every op a phase and a level so that one __syncthreads between consecutive levels
+/// orders every producer before its consumers (paper §6: schedule by depth).
+///
+/// Phases: input iterators with fmap φ and the loop-body ops computed only from them are
+/// loop-invariant and run once in the Prologue (when PlanOptions::hoist_invariants); other
+/// loop-body ops and accumulators run in the Loop; post-loop ops and output savers in Post.
+/// Levels: loads are level 0; an op's level is 1 + the highest level of a same-phase producer
+/// of its inputs (tensors from an earlier phase count as level 0). An op evaluated in a
+/// matmul's epilogue, or an accumulator fed from a matmul's fragments, takes the matmul's
+/// level. Fills KernelPlan::ops[*].phase/level, levels and the barrier counts.
+Result<KernelPlan> schedule_block_ops(KernelPlan plan);
+
+/// Marks register-level fusions of matmul results; needs a scheduled plan, and the plan must be
+/// scheduled again afterwards (levels change).
+///
+///  - Epilogue: a matmul whose only consumer is an elementwise op (unary, binary or thread
+///    graph) of the same output shape, all of whose other operands are ready before the
+///    matmul's level, computes that op on its output fragments; the matmul result is never
+///    stored (OpPlan::epilogue / host).
+///  - Accumulation: a loop-phase matmul whose only consumer is an `accum` with fmap φ adds its
+///    fragments straight into the accumulator (OpPlan::accumulate_into).
+/// Disabled by PlanOptions::fuse_epilogues = false.
+Result<KernelPlan> fuse_matmul_epilogues(KernelPlan plan);
+
+/// Marks elementwise ops (unary, binary, thread graphs) whose only consumer is an elementwise
+/// op of the same shape, an output saver or an `accum` in the same phase: the consumer
+/// evaluates them per element where it reads them, so they are never stored and cost no level
+/// (OpPlan::inline_into; the tensor's home becomes Inline). Register-level fusion of elementwise
+/// chains, like a thread graph (DESIGN §2.3). Needs a scheduled plan; schedule again afterwards.
+/// Disabled by PlanOptions::inline_elementwise = false.
+Result<KernelPlan> inline_elementwise_ops(KernelPlan plan);
+
+/// True when post level 0 has work: accumulators to finalize (mean, rms) or to copy from
+/// registers to shared memory. It then gets its own barrier before and after.
+bool post_finalize_work(const KernelPlan& plan);
+
+/// Sets the barrier counts of a scheduled plan: one __syncthreads before every prologue level
+/// ≥ 1; per iteration one before every loop level ≥ 1 (the first is the top-of-iteration
+/// barrier after the pipeline wait; at least one); after the loop one before post level 0 when
+/// it has work and one before every post level ≥ 1.
+void count_barriers(KernelPlan& plan);
+
+}  // namespace strata

@@ -1,0 +1,377 @@
+// A CPU emulator of the CUDA execution model, for testing generated kernels without a GPU.
+//
+// Compile generated code as host C++ with -DSTRATA_RT_EMULATE (and the CUDA include directory
+// for cuda_fp16.h). Every thread of a block runs as a cooperative fiber (ucontext) on the
+// calling OS thread; blocks run one after another. What is modelled:
+//  - __syncthreads(): a block-wide barrier. Fibers run in thread order until they block, so a
+//    missing barrier between a phase that writes shared memory and one that reads it makes
+//    thread 0 read data that later threads have not written yet: the test sees wrong values.
+//  - warp collectives (shuffles, ldmatrix, mma.sync m16n8k16): all 32 lanes must arrive; the
+//    result is computed from every lane's operands with the PTX fragment layouts.
+//  - cp.async: a copy lands only when its issuing thread waits for its group
+//    (cp_async_wait<N>), so reading a pipeline stage before waiting sees stale data.
+//  - dynamic shared memory starts filled with 0xFF bytes (NaN in f16, bf16 and f32), so reading
+//    an element no thread wrote yields NaN.
+// A deadlock (some fibers waiting at a barrier or collective no other fiber will reach) or a
+// collective whose lanes disagree aborts with a message.
+#pragma once
+
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
+
+namespace strata_rt {
+namespace emu {
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+enum class Collective { Shuffle, LdMatrix, Mma };
+
+struct Copy {
+  void* dst;
+  const void* src;
+  int bytes;
+  long group;
+};
+
+struct Fiber {
+  ucontext_t ctx;
+  uint3 idx;
+  bool done = false;
+  std::vector<Copy> pending;  // cp.async copies not yet landed
+  long committed = 0;         // cp.async groups committed so far
+};
+
+struct Warp {
+  int arrived = 0;
+  unsigned gen = 0;
+  Collective kind = Collective::Shuffle;
+  int variant = 0;
+  u64 in[32][8];
+  u64 out[32][8];
+};
+
+struct Block {
+  uint3 idx;
+  dim3 dim;
+  int nthreads = 0;
+  unsigned char* smem = nullptr;
+  std::vector<Fiber> fibers;
+  std::vector<Warp> warps;
+  int barrier_arrived = 0;
+  unsigned barrier_gen = 0;
+  int current = -1;
+  long progress = 0;
+  ucontext_t scheduler;
+  std::function<void()> body;
+};
+
+/// Emulation settings: fiber order (reverse runs the highest thread first).
+struct Settings {
+  bool reverse = false;
+  size_t stack_bytes = 256 * 1024;
+};
+inline Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+inline Block*& current_block() {
+  static Block* b = nullptr;
+  return b;
+}
+inline Fiber& current_fiber() {
+  Block* b = current_block();
+  return b->fibers[b->current];
+}
+
+[[noreturn]] inline void fail(const char* what) {
+  std::fprintf(stderr, "strata emulator: %s\n", what);
+  std::abort();
+}
+
+/// Returns control to the scheduler; resumes when the scheduler picks this fiber again.
+inline void yield() {
+  Block* b = current_block();
+  swapcontext(&b->fibers[b->current].ctx, &b->scheduler);
+}
+
+inline void syncthreads() {
+  Block* b = current_block();
+  b->progress++;
+  unsigned gen = b->barrier_gen;
+  if (++b->barrier_arrived == b->nthreads) {
+    b->barrier_arrived = 0;
+    b->barrier_gen++;
+    return;
+  }
+  while (b->barrier_gen == gen) yield();
+}
+
+inline int linear_tid() {
+  Block* b = current_block();
+  return b->current;
+}
+
+/// A warp-wide collective: deposits this lane's operands, waits for all 32 lanes, and returns
+/// this lane's result computed by `compute(in, out)` over all lanes.
+template <class Compute>
+inline void collective(Collective kind, int variant, const u64* in, int nin, u64* out, int nout,
+                       Compute compute) {
+  Block* b = current_block();
+  int tid = linear_tid();
+  Warp& w = b->warps[tid / 32];
+  int lane = tid % 32;
+  if (w.arrived == 0) {
+    w.kind = kind;
+    w.variant = variant;
+  } else if (w.kind != kind || w.variant != variant) {
+    fail("lanes of one warp reached different collectives (divergent warp)");
+  }
+  for (int i = 0; i < nin; ++i) w.in[lane][i] = in[i];
+  unsigned gen = w.gen;
+  b->progress++;
+  if (++w.arrived == 32) {
+    compute(w.in, w.out);
+    w.arrived = 0;
+    w.gen++;
+  } else {
+    while (w.gen == gen) yield();
+  }
+  for (int i = 0; i < nout; ++i) out[i] = w.out[lane][i];
+}
+
+inline float shfl_xor(float v, int mask) {
+  u64 in;
+  u32 bits;
+  std::memcpy(&bits, &v, 4);
+  in = bits;
+  u64 out;
+  collective(Collective::Shuffle, mask, &in, 1, &out, 1, [mask](u64(*i)[8], u64(*o)[8]) {
+    for (int l = 0; l < 32; ++l) o[l][0] = i[l ^ mask][0];
+  });
+  bits = static_cast<u32>(out);
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return r;
+}
+
+inline unsigned short load16(const void* p, int e) {
+  unsigned short v;
+  std::memcpy(&v, static_cast<const unsigned char*>(p) + 2 * e, 2);
+  return v;
+}
+
+/// ldmatrix .m8n8 .x{1,2,4} [.trans] .b16: lanes 8j..8j+7 give the row addresses of matrix j;
+/// without .trans lane t receives row t/4, elements 2(t%4) and 2(t%4)+1 of each matrix; with
+/// .trans it receives column t/4, rows 2(t%4) and 2(t%4)+1.
+inline void ldmatrix(u32* r, int count, bool trans, const void* row_addr) {
+  u64 in = reinterpret_cast<u64>(row_addr);
+  u64 out[4];
+  collective(Collective::LdMatrix, count * 2 + (trans ? 1 : 0), &in, 1, out, count,
+             [count, trans](u64(*i)[8], u64(*o)[8]) {
+               for (int m = 0; m < count; ++m)
+                 for (int t = 0; t < 32; ++t) {
+                   int row = t / 4, col = 2 * (t % 4);
+                   unsigned short lo, hi;
+                   if (!trans) {
+                     const void* p = reinterpret_cast<const void*>(i[8 * m + row][0]);
+                     lo = load16(p, col);
+                     hi = load16(p, col + 1);
+                   } else {
+                     lo = load16(reinterpret_cast<const void*>(i[8 * m + col][0]), row);
+                     hi = load16(reinterpret_cast<const void*>(i[8 * m + col + 1][0]), row);
+                   }
+                   o[t][m] = static_cast<u64>(lo) | (static_cast<u64>(hi) << 16);
+                 }
+             });
+  for (int m = 0; m < count; ++m) r[m] = static_cast<u32>(out[m]);
+}
+
+inline float half_bits_to_float(unsigned short bits, bool bf16) {
+  if (bf16) {
+    u32 w = static_cast<u32>(bits) << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    return f;
+  }
+  __half h;
+  std::memcpy(&h, &bits, 2);
+  return __half2float(h);
+}
+
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: with g = lane/4, t = lane%4, A holds
+/// a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..), a3 = (g+8, 2t+8..); B holds
+/// b0 = (k 2t..2t+1, n g), b1 = (k 2t+8.., n g); C/D hold (g, 2t..2t+1) and (g+8, 2t..2t+1).
+inline void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], bool bf16) {
+  u64 in[8];
+  for (int i = 0; i < 4; ++i) in[i] = a[i];
+  in[4] = b[0];
+  in[5] = b[1];
+  for (int i = 0; i < 4; ++i) {
+    u32 bits;
+    std::memcpy(&bits, &d[i], 4);
+    in[6 + i / 2] = (i % 2 == 0) ? bits : (in[6 + i / 2] | (static_cast<u64>(bits) << 32));
+  }
+  u64 out[2];
+  collective(Collective::Mma, bf16 ? 1 : 0, in, 8, out, 2, [bf16](u64(*i)[8], u64(*o)[8]) {
+    float A[16][16], B[16][8], C[16][8];
+    auto lo = [](u64 w) { return static_cast<unsigned short>(w & 0xffff); };
+    auto hi = [](u64 w) { return static_cast<unsigned short>((w >> 16) & 0xffff); };
+    auto f32 = [](u64 w, int which) {
+      u32 bits = static_cast<u32>(which ? (w >> 32) : w);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    };
+    for (int l = 0; l < 32; ++l) {
+      int g = l / 4, t = l % 4;
+      const int rows[4] = {g, g + 8, g, g + 8};
+      const int cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
+      for (int r = 0; r < 4; ++r) {
+        A[rows[r]][cols[r]] = half_bits_to_float(lo(i[l][r]), bf16);
+        A[rows[r]][cols[r] + 1] = half_bits_to_float(hi(i[l][r]), bf16);
+      }
+      B[2 * t][g] = half_bits_to_float(lo(i[l][4]), bf16);
+      B[2 * t + 1][g] = half_bits_to_float(hi(i[l][4]), bf16);
+      B[2 * t + 8][g] = half_bits_to_float(lo(i[l][5]), bf16);
+      B[2 * t + 9][g] = half_bits_to_float(hi(i[l][5]), bf16);
+      C[g][2 * t] = f32(i[l][6], 0);
+      C[g][2 * t + 1] = f32(i[l][6], 1);
+      C[g + 8][2 * t] = f32(i[l][7], 0);
+      C[g + 8][2 * t + 1] = f32(i[l][7], 1);
+    }
+    float D[16][8];
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 8; ++n) {
+        float s = C[m][n];
+        for (int k = 0; k < 16; ++k) s += A[m][k] * B[k][n];
+        D[m][n] = s;
+      }
+    for (int l = 0; l < 32; ++l) {
+      int g = l / 4, t = l % 4;
+      u32 w[4];
+      std::memcpy(&w[0], &D[g][2 * t], 4);
+      std::memcpy(&w[1], &D[g][2 * t + 1], 4);
+      std::memcpy(&w[2], &D[g + 8][2 * t], 4);
+      std::memcpy(&w[3], &D[g + 8][2 * t + 1], 4);
+      o[l][0] = w[0] | (static_cast<u64>(w[1]) << 32);
+      o[l][1] = w[2] | (static_cast<u64>(w[3]) << 32);
+    }
+  });
+  for (int i = 0; i < 2; ++i) {
+    u32 w0 = static_cast<u32>(out[i]), w1 = static_cast<u32>(out[i] >> 32);
+    std::memcpy(&d[2 * i], &w0, 4);
+    std::memcpy(&d[2 * i + 1], &w1, 4);
+  }
+}
+
+inline void cp_async_issue(void* dst, const void* src, int bytes) {
+  Fiber& f = current_fiber();
+  f.pending.push_back({dst, src, bytes, f.committed});
+}
+inline void cp_async_commit() {
+  current_fiber().committed++;
+}
+inline void cp_async_wait(int n) {
+  Fiber& f = current_fiber();
+  long limit = f.committed - n;  // groups with index < limit must have landed
+  std::vector<Copy> keep;
+  for (const Copy& c : f.pending) {
+    if (c.group < limit)
+      std::memcpy(c.dst, c.src, c.bytes);
+    else
+      keep.push_back(c);
+  }
+  f.pending.swap(keep);
+}
+
+inline void copy_bytes(void* dst, const void* src, unsigned long long bytes) {
+  std::memmove(dst, src, bytes);
+}
+
+inline float expf_host(float x) {
+  return std::exp(x);
+}
+
+inline void fiber_entry() {
+  Block* b = current_block();
+  b->body();
+  b->fibers[b->current].done = true;
+  b->progress++;
+  swapcontext(&b->fibers[b->current].ctx, &b->scheduler);
+}
+
+/// Runs body() as every thread of every block of the grid, blocks in order x, y, z.
+inline void launch(dim3 grid, dim3 block, size_t smem_bytes, std::function<void()> body) {
+  int nthreads = static_cast<int>(block.x * block.y * block.z);
+  if (nthreads % 32 != 0) fail("block size must be a multiple of 32");
+  std::vector<unsigned char> smem(smem_bytes + 16);
+  std::vector<std::vector<unsigned char>> stacks(
+      nthreads, std::vector<unsigned char>(settings().stack_bytes));
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        Block b;
+        b.idx = make_uint3(bx, by, bz);
+        b.dim = block;
+        b.nthreads = nthreads;
+        std::memset(smem.data(), 0xff, smem.size());
+        b.smem = smem.data();
+        b.fibers.resize(nthreads);
+        b.warps.resize(nthreads / 32);
+        b.body = body;
+        current_block() = &b;
+        for (int t = 0; t < nthreads; ++t) {
+          Fiber& f = b.fibers[t];
+          f.idx = make_uint3(t % block.x, (t / block.x) % block.y, t / (block.x * block.y));
+          getcontext(&f.ctx);
+          f.ctx.uc_stack.ss_sp = stacks[t].data();
+          f.ctx.uc_stack.ss_size = stacks[t].size();
+          f.ctx.uc_link = nullptr;
+          makecontext(&f.ctx, fiber_entry, 0);
+        }
+        for (;;) {
+          bool all_done = true;
+          long before = b.progress;
+          for (int k = 0; k < nthreads; ++k) {
+            int t = settings().reverse ? nthreads - 1 - k : k;
+            if (b.fibers[t].done) continue;
+            all_done = false;
+            b.current = t;
+            swapcontext(&b.scheduler, &b.fibers[t].ctx);
+          }
+          if (all_done) break;
+          if (b.progress == before)
+            fail("deadlock: threads wait at a barrier or warp collective that others never reach");
+        }
+        current_block() = nullptr;
+      }
+}
+
+}  // namespace emu
+}  // namespace strata_rt
+
+/// The CUDA built-ins seen by emulated device code.
+#define threadIdx (::strata_rt::emu::current_fiber().idx)
+#define blockIdx (::strata_rt::emu::current_block()->idx)
+#define blockDim (::strata_rt::emu::current_block()->dim)
+inline void __syncthreads() {
+  ::strata_rt::emu::syncthreads();
+}
+
+/// Dynamic shared memory of the running block.
+#define STRATA_RT_EMU_SMEM (::strata_rt::emu::current_block()->smem)

@@ -1,0 +1,62 @@
+// strata device runtime: the scalar arithmetic of every elementwise op (DESIGN §2.1), in f32.
+//
+// Generated code evaluates elementwise ops, thread graphs, fused epilogues and accumulator
+// finalizers through these functions only, so the semantics of an op live in one place:
+//   exp(x), square(x) = x², sqrt(x), silu(x) = x / (1 + e^-x),
+//   gelu(x) = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (tanh approximation), relu(x) = max(x, 0),
+//   mul_scalar(x, c) = c·x, add, sub, mul, div, pow(a, b) = a^b.
+#pragma once
+
+#include "strata_rt/core.cuh"
+
+namespace strata_rt {
+
+/// e^x. Uses the hardware exp2 approximation (relative error ~2^-21 for |x| < 80).
+STRATA_DEVICE float op_exp(float x) {
+#if defined(STRATA_RT_EMULATE)
+  return emu::expf_host(x);
+#else
+  return __expf(x);
+#endif
+}
+STRATA_DEVICE float op_square(float x) {
+  return x * x;
+}
+STRATA_DEVICE float op_sqrt(float x) {
+  return sqrtf(x);
+}
+STRATA_DEVICE float op_silu(float x) {
+  return x / (1.0f + op_exp(-x));
+}
+STRATA_DEVICE float op_gelu(float x) {
+  const float k = 0.7978845608028654f;  // √(2/π)
+  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+STRATA_DEVICE float op_relu(float x) {
+  return x > 0.0f ? x : 0.0f;
+}
+STRATA_DEVICE float op_mul_scalar(float x, float c) {
+  return c * x;
+}
+STRATA_DEVICE float op_add(float a, float b) {
+  return a + b;
+}
+STRATA_DEVICE float op_sub(float a, float b) {
+  return a - b;
+}
+STRATA_DEVICE float op_mul(float a, float b) {
+  return a * b;
+}
+STRATA_DEVICE float op_div(float a, float b) {
+  return a / b;
+}
+STRATA_DEVICE float op_pow(float a, float b) {
+  return powf(a, b);
+}
+
+/// 1 / sqrt(mean) for the RMS normalizers: rms_norm, accum_rms_ld (x / sqrt(mean(x²))).
+STRATA_DEVICE float inv_rms(float sum_squares, float count) {
+  return 1.0f / sqrtf(sum_squares / count);
+}
+
+}  // namespace strata_rt

@@ -1,0 +1,46 @@
+// strata device runtime: warp-shuffle and block-wide reductions.
+//
+// A "team" is an aligned group of L consecutive lanes of one warp (L a power of two ≤ 32).
+// All 32 lanes of a warp must call team_sum together (the shuffles use the full mask); lanes
+// with nothing to contribute pass 0.
+#pragma once
+
+#include "strata_rt/core.cuh"
+
+namespace strata_rt {
+
+/// v from lane (this lane XOR mask) of the same warp.
+STRATA_DEVICE float shfl_xor(float v, int mask) {
+#if defined(STRATA_RT_EMULATE)
+  return emu::shfl_xor(v, mask);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#endif
+}
+
+/// Sum of v over the team of L lanes containing this lane; every lane of the team gets it.
+template <int L>
+STRATA_DEVICE float team_sum(float v) {
+  static_assert(L >= 1 && L <= 32 && (L & (L - 1)) == 0, "team size is a power of two ≤ 32");
+#pragma unroll
+  for (int m = L / 2; m > 0; m >>= 1) v += shfl_xor(v, m);
+  return v;
+}
+
+/// Sum of v over all THREADS threads of the block; every thread gets it. `scratch` holds
+/// THREADS/32 floats of shared memory. Contains two __syncthreads(): every thread of the block
+/// must call it, and scratch is free again when it returns.
+template <int THREADS>
+STRATA_DEVICE float block_sum(float v, float* scratch) {
+  v = team_sum<32>(v);
+  const int warp = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < THREADS / 32; ++w) total += scratch[w];
+  __syncthreads();
+  return total;
+}
+
+}  // namespace strata_rt

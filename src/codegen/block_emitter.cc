@@ -1,0 +1,518 @@
+#include "block_emitter.h"
+
+#include <sstream>
+
+#include "strata/schedule.h"
+
+namespace strata::codegen {
+namespace {
+
+std::vector<int64_t> tile_strides(const Shape& s, int64_t ld) {
+  std::vector<int64_t> st(s.rank(), 1);
+  for (int d = s.rank() - 2; d >= 0; --d) st[d] = (d == s.rank() - 2 ? ld : st[d + 1] * s[d + 1]);
+  return st;
+}
+
+std::vector<int64_t> dense_strides(const Shape& s) {
+  std::vector<int64_t> st(s.rank(), 1);
+  for (int d = s.rank() - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  return st;
+}
+
+std::string map_str(const GridMap& m) {
+  std::string s = "(";
+  for (int a = 0; a < 3; ++a) {
+    if (a) s += ", ";
+    s += m[a] == kReplicate ? "φ" : std::to_string(m[a]);
+  }
+  return s + ")";
+}
+
+const char* axis_var(int a) {
+  return a == 0 ? "bx" : a == 1 ? "by" : "bz";
+}
+
+}  // namespace
+
+std::string Access::offset(const std::vector<std::string>& idx) const {
+  const int r = static_cast<int>(strides.size());
+  std::vector<std::string> terms;
+  for (int d = 0; d + 1 < r; ++d) terms.push_back(mul(idx[d], strides[d]));
+  if (r >= 1) {
+    std::string c = idx[r - 1];
+    if (swizzle && r >= 2 && idx[r - 2] != "0")
+      c = "strata_rt::swizzle_col<true>(" + idx[r - 2] + ", " + c + ")";
+    terms.push_back(c);
+  }
+  return sum(terms);
+}
+
+std::string Access::ref(const std::vector<std::string>& idx) const {
+  return base + "[" + offset(idx) + "]";
+}
+
+std::string Access::load(const std::vector<std::string>& idx) const {
+  std::string r = ref(idx);
+  return dtype == DType::f32 ? r : "strata_rt::to_f32(" + r + ")";
+}
+
+std::string describe_block_graph(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  std::ostringstream os;
+  os << "block graph: grid (" << g.grid().x << ", " << g.grid().y << ", " << g.grid().z << "), "
+     << g.block_threads() << " threads, forloop " << g.forloop() << "\n";
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const BlockOp& op = g.op(static_cast<int>(i));
+    os << "  #" << i << " ";
+    if (op.kind == OpKind::Input) {
+      os << g.tensor_name(op.output) << " " << g.tensor(op.output).shape.str() << " = input "
+         << op.attrs.input_index << " " << g.input_shape(op.attrs.input_index).str() << " imap "
+         << map_str(op.attrs.imap) << " fmap "
+         << (op.attrs.fmap == kReplicate ? std::string("φ") : std::to_string(op.attrs.fmap));
+    } else if (op.kind == OpKind::Output) {
+      int oi = 0;
+      while (g.output_op(oi) != static_cast<int>(i)) ++oi;
+      os << "output " << oi << " " << g.output_shape(oi).str() << " = "
+         << g.tensor_name(op.inputs[0]) << " omap " << map_str(op.attrs.omap);
+    } else {
+      os << g.tensor_name(op.output) << " " << g.tensor(op.output).shape.str() << " = "
+         << op_name(op.kind) << "(";
+      for (size_t k = 0; k < op.inputs.size(); ++k)
+        os << (k ? ", " : "") << g.tensor_name(op.inputs[k]);
+      os << ")";
+      if (op_category(op.kind) == Category::Accum)
+        os << " fmap "
+           << (op.attrs.fmap == kReplicate ? std::string("φ") : std::to_string(op.attrs.fmap));
+      if (op_category(op.kind) == Category::Reduce || op_category(op.kind) == Category::Norm ||
+          op_category(op.kind) == Category::Concat)
+        os << " dim " << op.attrs.dim;
+      if (op_category(op.kind) == Category::Reduce || op.kind == OpKind::AccumSumToDimx)
+        os << " to " << op.attrs.to;
+      if (op.kind == OpKind::MulScalar) os << " scalar " << op.attrs.scalar;
+      if (op.kind == OpKind::ThreadFused) {
+        os << " chain [";
+        for (size_t k = 0; k < op.chain.size(); ++k)
+          os << (k ? ", " : "") << op_name(op.chain[k].kind);
+        os << "]";
+      }
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+Status emit_block_kernel(const KernelPlan& plan, const BlockKernelInfo& info,
+                         const std::string& title, CodeWriter& w) {
+  BlockEmitter e(plan, info, w);
+  return e.emit(title);
+}
+
+BlockEmitter::BlockEmitter(const KernelPlan& plan, const BlockKernelInfo& info, CodeWriter& w)
+    : plan_(plan), g_(*plan.graph), info_(info), w_(w) {}
+
+std::string BlockEmitter::tname(int t) const {
+  return identifier("s" + std::to_string(t) + "_", g_.tensor(t).name);
+}
+
+std::string BlockEmitter::tile_ptr(int t) const {
+  return tname(t);
+}
+
+std::string BlockEmitter::dtype_of(int t) const {
+  return cuda_type(plan_.tensors[t].dtype);
+}
+
+Access BlockEmitter::access_stage(int t, const std::string& stage) const {
+  const TensorPlan& tp = plan_.tensors[t];
+  Access a;
+  a.dtype = tp.dtype;
+  a.base = tile_ptr(t);
+  if (tp.home == TensorHome::View) {
+    const TensorPlan& hp = plan_.tensors[tp.view_of];
+    a.strides = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
+    a.swizzle = hp.layout.swizzle;
+    return a;
+  }
+  a.strides = tile_strides(g_.tensor(t).shape, tp.layout.ld);
+  a.swizzle = tp.layout.swizzle;
+  if (tp.stages > 1 && stage != "0")
+    a.base = "(" + tile_ptr(t) + " + " + mul(stage, tp.layout.stage_elems) + ")";
+  return a;
+}
+
+Access BlockEmitter::access(int t) const {
+  return access_stage(t, in_loop_ && plan_.tensors[t].stages > 1 ? "stage" : "0");
+}
+
+void BlockEmitter::barrier() {
+  w_.line("__syncthreads();");
+}
+
+Status BlockEmitter::emit(const std::string& title) {
+  w_.line("// " + title);
+  std::istringstream desc(describe_block_graph(plan_) + format_plan(plan_));
+  for (std::string l; std::getline(desc, l);) w_.line("//   " + l);
+  std::string sig = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads()) +
+                    ") " + info_.name + "(";
+  for (int i = 0; i < g_.num_inputs(); ++i)
+    sig += (i ? ", " : "") + std::string("const ") + cuda_type(info_.input_dtypes[i]) +
+           "* __restrict__ gin" + std::to_string(i);
+  for (int i = 0; i < g_.num_outputs(); ++i)
+    sig += ", " + cuda_type(info_.output_dtypes[i]) + "* __restrict__ gout" + std::to_string(i);
+  w_.open(sig + ")");
+  w_.line("STRATA_RT_DYNAMIC_SMEM(smem);");
+  w_.line("const int tid = threadIdx.x;");
+  w_.line("const int bx = blockIdx.x, by = blockIdx.y, bz = blockIdx.z;");
+  w_.line("(void)bx;");
+  w_.line("(void)by;");
+  w_.line("(void)bz;");
+  declare_tiles();
+  emit_prologue();
+  emit_loop();
+  emit_post();
+  w_.close();
+  return Status::success();
+}
+
+void BlockEmitter::declare_tiles() {
+  const int n = static_cast<int>(g_.tensors().size());
+  w_.line("// shared-memory tiles (" + std::to_string(plan_.smem_bytes) + " bytes)");
+  for (int t = 0; t < n; ++t) {
+    const TensorPlan& tp = plan_.tensors[t];
+    if (tp.home != TensorHome::Shared && tp.home != TensorHome::Registers) continue;
+    std::string note =
+        g_.tensor(t).shape.str() + " " + std::string(dtype_name(tp.dtype)) + ", row stride " +
+        std::to_string(tp.layout.ld) + (tp.layout.swizzle ? ", swizzled" : "") +
+        (tp.stages > 1 ? ", " + std::to_string(tp.stages) + " stages of " +
+                             std::to_string(tp.layout.stage_elems)
+                       : "") +
+        (tp.home == TensorHome::Registers ? ", post-loop copy of a register accumulator" : "");
+    w_.line(dtype_of(t) + "* const " + tile_ptr(t) + " = reinterpret_cast<" + dtype_of(t) +
+            "*>(smem + " + std::to_string(tp.offset) + ");  // " + note);
+  }
+  for (int t = 0; t < n; ++t) {
+    const TensorPlan& tp = plan_.tensors[t];
+    if (tp.home != TensorHome::View) continue;
+    const TensorPlan& hp = plan_.tensors[tp.view_of];
+    std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
+    w_.line(dtype_of(t) + "* const " + tile_ptr(t) + " = " + tile_ptr(tp.view_of) + " + " +
+            std::to_string(tp.view_offset * st[tp.view_dim]) + ";  // " + g_.tensor(t).shape.str() +
+            " stored in place inside " + g_.tensor_name(tp.view_of));
+  }
+  if (plan_.scratch_bytes > 0)
+    w_.line("float* const scratch = reinterpret_cast<float*>(smem + " +
+            std::to_string(plan_.scratch_offset) + ");  // block-wide reduction scratch");
+  // Tensor-core matmul shapes and register accumulators.
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
+    const OpPlan& p = plan_.ops[i];
+    if (p.matmul != MatmulPath::TensorCore) continue;
+    const BlockOp& op = g_.op(i);
+    Access a = access(op.inputs[0]), b = access(op.inputs[1]);
+    const Shape& out = g_.tensor(op.output).shape;
+    const int r = out.rank();
+    int64_t bt = 1;
+    for (int d = 0; d + 2 < r; ++d) bt *= out[d];
+    const int64_t k = g_.tensor(op.inputs[0]).shape[r - 1];
+    w_.line("using mma" + std::to_string(i) + " = strata_rt::MmaSpec<" + std::to_string(bt) + ", " +
+            std::to_string(out[r - 2]) + ", " + std::to_string(out[r - 1]) + ", " +
+            std::to_string(k) + ", " + std::to_string(a.strides[r - 2]) + ", " +
+            std::to_string(r >= 3 ? a.strides[r - 3] : 0) + ", " + (a.swizzle ? "true" : "false") +
+            ", " + std::to_string(b.strides[r - 2]) + ", " +
+            std::to_string(r >= 3 ? b.strides[r - 3] : 0) + ", " + (b.swizzle ? "true" : "false") +
+            ">;  // op #" + std::to_string(i) +
+            ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)");
+    if (p.accumulate_into >= 0 &&
+        plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers) {
+      std::string acc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
+      w_.line("float " + acc + "[" + std::to_string(p.tiling.mt) + "][" +
+              std::to_string(p.tiling.nt) + "][4];  // fragments of " +
+              g_.tensor_name(g_.op(p.accumulate_into).output) + " (registers across the loop)");
+      w_.line("strata_rt::mma_zero(" + acc + ");");
+    }
+  }
+}
+
+void BlockEmitter::emit_zero_accumulators() {
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
+    const BlockOp& op = g_.op(i);
+    if (op_category(op.kind) != Category::Accum) continue;
+    if (op.kind == OpKind::AccumSum && op.attrs.fmap != kReplicate) continue;  // fully overwritten
+    const int t = op.output;
+    if (plan_.tensors[t].home != TensorHome::Shared) continue;
+    const Shape& s = g_.tensor(t).shape;
+    w_.open("");
+    w_.line("// zero accumulator " + g_.tensor_name(t));
+    w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
+            "; e += " + std::to_string(threads()) + ")");
+    w_.line(access(t).ref(unflatten("e", s)) + " = 0.0f;");
+    w_.close();
+    w_.close();
+  }
+}
+
+void BlockEmitter::emit_prologue() {
+  const int S = plan_.pipeline_stages;
+  std::vector<int> hoisted, piped;
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
+    if (g_.op(i).kind != OpKind::Input) continue;
+    (plan_.ops[i].phase == Phase::Prologue ? hoisted : piped).push_back(i);
+  }
+  w_.line("// ---- prologue");
+  emit_zero_accumulators();
+  if (!hoisted.empty()) {
+    w_.line("// loads of loop-invariant tiles (fmap φ): once, before the loop");
+    for (int i : hoisted) emit_load(i, "0", "0");
+    w_.line("strata_rt::cp_async_commit();");
+  }
+  if (S >= 2 && !piped.empty()) {
+    w_.line("// pipeline prologue: prefetch iterations 0.." + std::to_string(S - 2));
+    for (int s = 0; s + 1 < S; ++s) {
+      for (int i : piped) emit_load(i, std::to_string(s), std::to_string(s));
+      w_.line("strata_rt::cp_async_commit();");
+    }
+  }
+  if (!hoisted.empty() && plan_.num_levels(Phase::Prologue) > 1) {
+    w_.line("strata_rt::cp_async_wait<" + std::to_string(S >= 2 && !piped.empty() ? S - 1 : 0) +
+            ">();  // the invariant tiles have landed");
+    for (int l = 1; l < plan_.num_levels(Phase::Prologue); ++l) {
+      barrier();
+      emit_level(Phase::Prologue, l);
+    }
+  }
+}
+
+void BlockEmitter::emit_loop() {
+  const int S = plan_.pipeline_stages, F = g_.forloop();
+  std::vector<int> piped;
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i)
+    if (g_.op(i).kind == OpKind::Input && plan_.ops[i].phase == Phase::Loop) piped.push_back(i);
+  w_.line("// ---- for-loop: " + std::to_string(F) + " iteration(s), " + std::to_string(S) +
+          "-stage pipeline");
+  w_.line("#pragma unroll 1");
+  w_.open("for (int it = 0; it < " + std::to_string(F) + "; ++it)");
+  in_loop_ = true;
+  if (S >= 2 && !piped.empty()) {
+    w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 2) +
+            ">();  // iteration it has landed");
+    barrier();
+    w_.line("const int stage = it % " + std::to_string(S) + ";");
+    w_.open("if (it + " + std::to_string(S - 1) + " < " + std::to_string(F) + ")");
+    w_.line("const int next = it + " + std::to_string(S - 1) + ", next_stage = next % " +
+            std::to_string(S) + ";");
+    for (int i : piped) emit_load(i, "next_stage", "next");
+    w_.close();
+    w_.line("strata_rt::cp_async_commit();");
+  } else {
+    for (int i : piped) emit_load(i, "0", "it");
+    w_.line("strata_rt::cp_async_commit();");
+    w_.line("strata_rt::cp_async_wait<0>();");
+    barrier();
+  }
+  for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
+    if (l > 1) barrier();
+    emit_level(Phase::Loop, l);
+  }
+  if (S < 2 && F > 1 && !piped.empty()) {
+    w_.line("// the next iteration's loads overwrite this iteration's tiles");
+    barrier();
+  }
+  in_loop_ = false;
+  w_.close();
+  w_.line("strata_rt::cp_async_wait<0>();");
+}
+
+void BlockEmitter::emit_post() {
+  w_.line("// ---- after the loop");
+  barrier();
+  const bool fin = post_finalize_work(plan_);
+  if (fin) emit_finalize();
+  for (int l = 1; l < plan_.num_levels(Phase::Post); ++l) {
+    if (l > 1 || fin) barrier();
+    emit_level(Phase::Post, l);
+  }
+}
+
+void BlockEmitter::emit_level(Phase phase, int level) {
+  const auto& ops = plan_.levels[static_cast<int>(phase)][level];
+  for (int i : ops) emit_op(i);
+}
+
+void BlockEmitter::emit_finalize() {
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
+    const BlockOp& op = g_.op(i);
+    if (op_category(op.kind) != Category::Accum) continue;
+    const int t = op.output;
+    const Shape& s = g_.tensor(t).shape;
+    Access a = access(t);
+    if (plan_.tensors[t].home == TensorHome::Registers) {
+      const int m = g_.tensor(op.inputs[0]).producer;
+      const MmaTiling& tl = plan_.ops[m].tiling;
+      w_.open("");
+      w_.line("// " + g_.tensor_name(t) + ": register fragments -> shared memory");
+      w_.line("const int warp = tid >> 5;");
+      w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
+      w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
+              std::to_string(tl.warps_n) + ";");
+      std::vector<std::string> oidx = unflatten("b", [&] {
+        std::vector<int64_t> bd;
+        for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
+        return Shape::make(bd).value();
+      }());
+      oidx.push_back("r");
+      oidx.push_back("c");
+      w_.line("strata_rt::mma_epilogue<mma" + std::to_string(m) + ", " + std::to_string(tl.mt) +
+              ", " + std::to_string(tl.nt) + ">(racc" + std::to_string(t) + ", wm * " +
+              std::to_string(tl.mt) + ", wn * " + std::to_string(tl.nt) +
+              ", [&](int b, int r, int c, float v0, float v1) {");
+      w_.line("  (void)b;");
+      w_.line("  strata_rt::store2(&" + a.ref(oidx) + ", v0, v1);");
+      w_.line("});");
+      w_.close();
+      w_.close();
+      continue;
+    }
+    if (op.kind != OpKind::AccumMeanLd && op.kind != OpKind::AccumRmsLd) continue;
+    const Shape& in = g_.tensor(op.inputs[0]).shape;
+    const int64_t count = int64_t{g_.forloop()} * in[in.rank() - 1];
+    w_.open("");
+    w_.line("// finalize " + g_.tensor_name(t) + ": " + std::string(op_name(op.kind)) + " over " +
+            std::to_string(count) + " elements per row");
+    w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
+            "; e += " + std::to_string(threads()) + ")");
+    std::string ref = a.ref(unflatten("e", s));
+    if (op.kind == OpKind::AccumMeanLd)
+      w_.line(ref + " = " + ref + " / " + float_lit(static_cast<double>(count)) + ";");
+    else
+      w_.line(ref + " = sqrtf(" + ref + " / " + float_lit(static_cast<double>(count)) + ");");
+    w_.close();
+    w_.close();
+  }
+}
+
+void BlockEmitter::emit_load(int i, const std::string& stage, const std::string& iter) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output, ii = op.attrs.input_index;
+  const Shape& D = g_.input_shape(ii);
+  const Shape& tile = g_.tensor(t).shape;
+  const int r = tile.rank();
+  const std::vector<int64_t> gs = dense_strides(D);
+  std::vector<std::string> origin;
+  for (int d = 0; d < r; ++d) {
+    for (int a = 0; a < 3; ++a)
+      if (op.attrs.imap[a] == d) origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[d]));
+    if (op.attrs.fmap == d) origin.push_back(mul(iter, tile[d] * gs[d]));
+  }
+  Access dst = access_stage(t, stage);
+  const int esize = dtype_size(info_.input_dtypes[ii]);
+  const int64_t last = r == 0 ? 1 : tile[r - 1];
+  int bytes = esize;
+  for (int b : {16, 8, 4}) {
+    if (b < esize) break;
+    bool ok = (last * esize) % b == 0 && (r == 0 || (D[r - 1] * esize) % b == 0);
+    if (r >= 2) ok = ok && (dst.strides[r - 2] * esize) % b == 0;
+    const TensorPlan& tp = plan_.tensors[t];
+    if (tp.home == TensorHome::View) {
+      const TensorPlan& hp = plan_.tensors[tp.view_of];
+      std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
+      ok = ok && (tp.view_offset * st[tp.view_dim] * esize) % b == 0;
+    }
+    if (ok) {
+      bytes = b;
+      break;
+    }
+  }
+  const int64_t vec = bytes / esize;
+  Shape chunks = tile;
+  if (r > 0) chunks[r - 1] = last / vec;
+  const int64_t n = chunks.numel(), trips = (n + threads() - 1) / threads();
+  w_.open("");
+  w_.line("// load " + g_.tensor_name(t) + " " + tile.str() + " <- input " + std::to_string(ii) +
+          " " + D.str() + (iter == "0" ? "" : ", iteration " + iter) + ", " +
+          std::to_string(bytes) + "-byte copies");
+  w_.line("const " + cuda_type(info_.input_dtypes[ii]) + "* src = gin" + std::to_string(ii) +
+          " + " + sum(origin) + ";");
+  if (trips <= 16) {
+    w_.line("#pragma unroll");
+    w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+    w_.line("const int c = tid + k * " + std::to_string(threads()) + ";");
+    if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
+  } else {
+    w_.open("for (int c = tid; c < " + std::to_string(n) + "; c += " + std::to_string(threads()) +
+            ")");
+  }
+  std::vector<std::string> idx = unflatten("c", chunks);
+  if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
+  std::vector<std::string> goff;
+  for (int d = 0; d < r; ++d) goff.push_back(mul(idx[d], gs[d]));
+  std::string dst_ptr = "&" + dst.ref(idx), src_ptr = "src + " + paren(sum(goff));
+  if (bytes >= 4)
+    w_.line("strata_rt::cp_async<" + std::to_string(bytes) + ">(" + dst_ptr + ", " + src_ptr +
+            ");");
+  else
+    w_.line("strata_rt::copy_sync<" + std::to_string(bytes) + ">(" + dst_ptr + ", " + src_ptr +
+            ");");
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_save(int i) {
+  const BlockOp& op = g_.op(i);
+  int oi = 0;
+  while (g_.output_op(oi) != i) ++oi;
+  const int t = op.inputs[0];
+  const Shape& tile = g_.tensor(t).shape;
+  const Shape& full = g_.output_shape(oi);
+  const int r = tile.rank();
+  const std::vector<int64_t> gs = dense_strides(full);
+  std::vector<std::string> origin;
+  for (int a = 0; a < 3; ++a)
+    if (g_.grid()[a] > 1) {
+      const int d = op.attrs.omap[a];
+      origin.push_back(mul(axis_var(a), tile[d] * gs[d]));
+    }
+  const DType out_t = info_.output_dtypes[oi];
+  const int esize = dtype_size(out_t);
+  const int64_t last = r == 0 ? 1 : tile[r - 1];
+  int64_t vec = 16 / esize;
+  if (r == 0 || last % vec != 0 || full[r - 1] % vec != 0) vec = 1;
+  Shape chunks = tile;
+  if (r > 0) chunks[r - 1] = last / vec;
+  const int64_t n = chunks.numel(), trips = (n + threads() - 1) / threads();
+  w_.open("");
+  w_.line("// save " + g_.tensor_name(t) + " " + tile.str() + " -> output " + std::to_string(oi) +
+          " " + full.str() + (vec > 1 ? ", 16-byte stores" : ""));
+  w_.line(cuda_type(out_t) + "* dst = gout" + std::to_string(oi) + " + " + sum(origin) + ";");
+  if (trips <= 16) {
+    w_.line("#pragma unroll");
+    w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+    w_.line("const int c = tid + k * " + std::to_string(threads()) + ";");
+    if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
+  } else {
+    w_.open("for (int c = tid; c < " + std::to_string(n) + "; c += " + std::to_string(threads()) +
+            ")");
+  }
+  std::vector<std::string> idx = unflatten("c", chunks);
+  if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
+  std::vector<std::string> goff;
+  for (int d = 0; d < r; ++d) goff.push_back(mul(idx[d], gs[d]));
+  if (vec > 1) {
+    w_.line("float v[" + std::to_string(vec) + "];");
+    std::vector<std::string> jdx = idx;
+    jdx[r - 1] = paren(idx[r - 1]) + " + j";
+    w_.line("#pragma unroll");
+    w_.open("for (int j = 0; j < " + std::to_string(vec) + "; ++j)");
+    const std::string value = operand_value(t, tile, jdx);
+    w_.line("v[j] = " + value + ";");
+    w_.close();
+    w_.line("strata_rt::store_global_vec<" + cuda_type(out_t) + ", " + std::to_string(vec) +
+            ">(dst + " + paren(sum(goff)) + ", v);");
+  } else {
+    const std::string value = operand_value(t, tile, idx);
+    w_.line("dst[" + sum(goff) + "] = strata_rt::from_f32<" + cuda_type(out_t) + ">(" + value +
+            ");");
+  }
+  w_.close();
+  w_.close();
+}
+
+}  // namespace strata::codegen

@@ -1,0 +1,101 @@
+// Internal: emission of one customized kernel (a block graph) from its KernelPlan.
+//
+// The generated __global__ function follows the plan exactly: shared-memory tiles at the
+// planned offsets and layouts, prologue (accumulator zeroing, hoisted loads, pipeline
+// prefetch, loop-invariant levels), the for-loop (pipeline wait, one barrier per level), and
+// the post-loop levels ending with the output savers. Every element access goes through
+// Access, so layouts (padding, swizzle, views) are applied in one place.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "code_writer.h"
+#include "strata/kernel_plan.h"
+#include "strata/status.h"
+
+namespace strata::codegen {
+
+/// How to address the elements of one tile in shared memory.
+struct Access {
+  std::string base;  ///< pointer expression to element (0, …, 0)
+  DType dtype = DType::f32;
+  std::vector<int64_t> strides;  ///< per dim, in elements; the last is 1
+  bool swizzle = false;          ///< XOR swizzle of the last two dims (runtime swizzle_col)
+
+  /// Element offset of index expressions `idx` (one per dim).
+  std::string offset(const std::vector<std::string>& idx) const;
+  /// The element as an lvalue.
+  std::string ref(const std::vector<std::string>& idx) const;
+  /// The element widened to f32.
+  std::string load(const std::vector<std::string>& idx) const;
+};
+
+/// Names and signature of a generated customized kernel.
+struct BlockKernelInfo {
+  std::string name;                 ///< the extern "C" __global__ function
+  std::vector<DType> input_dtypes;  ///< as in the plan
+  std::vector<DType> output_dtypes;
+};
+
+/// Emits the kernel of `plan` into `w`. `title` is a one-line description for the comment.
+Status emit_block_kernel(const KernelPlan& plan, const BlockKernelInfo& info,
+                         const std::string& title, CodeWriter& w);
+
+/// A comment block listing the block graph (grid, block, forloop, maps, ops) and the plan.
+std::string describe_block_graph(const KernelPlan& plan);
+
+class BlockEmitter {
+ public:
+  BlockEmitter(const KernelPlan& plan, const BlockKernelInfo& info, CodeWriter& w);
+  Status emit(const std::string& title);
+
+ private:
+  // block_emitter.cc: kernel structure, loads, savers, accumulator finalization.
+  void declare_tiles();
+  void emit_prologue();
+  void emit_loop();
+  void emit_post();
+  void emit_level(Phase phase, int level);
+  void emit_load(int op, const std::string& stage, const std::string& iter);
+  void emit_save(int op);
+  void emit_finalize();
+  void emit_zero_accumulators();
+  void barrier();
+
+  // block_ops.cc: the compute ops.
+  void emit_op(int op);
+  void emit_elementwise(int op);
+  void emit_reduction(int op);
+  void emit_concat(int op);
+  void emit_accumulate(int op);
+  void emit_matmul(int op);
+  void emit_matmul_tensor_core(int op);
+  void emit_matmul_simt(int op);
+  /// Statements storing matmul results at (batch b, row r, col c): one value `v0`, or the
+  /// pair (c, c+1) = (v0, v1) when `pair`.
+  void emit_matmul_sink(int op, bool pair);
+  /// Evaluates elementwise op `op` given the values of its inputs; emits temporaries named
+  /// with `prefix` and returns the expression of the result.
+  std::string eval_elementwise(int op, const std::vector<std::string>& inputs,
+                               const std::string& prefix);
+  /// f32 value of tensor t at the indices of a result of shape `out` (NumPy broadcasting).
+  std::string operand_value(int t, const Shape& out, const std::vector<std::string>& out_idx);
+
+  // Addressing.
+  Access access(int tensor) const;
+  Access access_stage(int tensor, const std::string& stage) const;
+  std::string tile_ptr(int tensor) const;
+  std::string tname(int tensor) const;
+  std::string dtype_of(int tensor) const;
+  int threads() const { return plan_.threads; }
+
+  const KernelPlan& plan_;
+  const BlockGraph& g_;
+  const BlockKernelInfo& info_;
+  CodeWriter& w_;
+  bool in_loop_ = false;    ///< emitting inside the for-loop (pipelined tiles use `stage`)
+  int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
+};
+
+}  // namespace strata::codegen

@@ -1,0 +1,402 @@
+// The compute ops of a customized kernel: elementwise ops and thread graphs, reductions,
+// concat, accumulators and matmuls (tensor-core and SIMT), each as one block-wide step.
+#include <algorithm>
+
+#include "block_emitter.h"
+
+namespace strata::codegen {
+namespace {
+
+/// Opens a loop over `var` in [0, n) distributed over the block's threads; the caller closes it.
+void open_thread_loop(CodeWriter& w, const std::string& var, int64_t n, int threads) {
+  const int64_t trips = (n + threads - 1) / threads;
+  if (trips <= 8) {
+    w.line("#pragma unroll");
+    w.open("for (int " + var + "_k = 0; " + var + "_k < " + std::to_string(trips) + "; ++" + var +
+           "_k)");
+    w.line("const int " + var + " = tid + " + var + "_k * " + std::to_string(threads) + ";");
+    if (n % threads != 0) w.line("if (" + var + " >= " + std::to_string(n) + ") break;");
+  } else {
+    w.open("for (int " + var + " = tid; " + var + " < " + std::to_string(n) + "; " + var +
+           " += " + std::to_string(threads) + ")");
+  }
+}
+
+Shape batch_shape(const Shape& s) {
+  std::vector<int64_t> bd;
+  for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
+  return Shape::make(bd).value();
+}
+
+}  // namespace
+
+void BlockEmitter::emit_op(int i) {
+  const BlockOp& op = g_.op(i);
+  const OpPlan& p = plan_.ops[i];
+  switch (op_category(op.kind)) {
+    case Category::Matmul:
+      emit_matmul(i);
+      return;
+    case Category::Unary:
+    case Category::Binary:
+    case Category::Fused:
+      if (p.host < 0 && p.inline_into < 0) emit_elementwise(i);
+      return;
+    case Category::Reduce:
+    case Category::Norm:
+      emit_reduction(i);
+      return;
+    case Category::Concat:
+      emit_concat(i);
+      return;
+    case Category::Accum: {
+      const int src = g_.tensor(op.inputs[0]).producer;
+      if (plan_.ops[src].accumulate_into == i) return;  // done from the matmul's fragments
+      if (plan_.tensors[op.output].home == TensorHome::View) return;  // F = 1: the input itself
+      if (is_reduction(op))
+        emit_reduction(i);
+      else
+        emit_accumulate(i);
+      return;
+    }
+    case Category::Sink:
+      emit_save(i);
+      return;
+    default:
+      return;
+  }
+}
+
+std::string BlockEmitter::operand_value(int t, const Shape& out,
+                                        const std::vector<std::string>& out_idx) {
+  const Shape& ts = g_.tensor(t).shape;
+  std::vector<std::string> idx = broadcast_index(ts, out_idx);
+  if (plan_.tensors[t].home != TensorHome::Inline) return access(t).load(idx);
+  // Evaluate the inlined producer at this element.
+  const int p = g_.tensor(t).producer;
+  std::vector<std::string> ins;
+  for (int x : g_.op(p).inputs) ins.push_back(paren(operand_value(x, ts, idx)));
+  std::string prefix = "i" + std::to_string(t) + "_" + std::to_string(inline_counter_++) + "_";
+  return eval_elementwise(p, ins, prefix);
+}
+
+std::string BlockEmitter::eval_elementwise(int i, const std::vector<std::string>& inputs,
+                                           const std::string& prefix) {
+  const BlockOp& op = g_.op(i);
+  if (op.kind != OpKind::ThreadFused) return scalar_op_expr(op.kind, inputs, op.attrs.scalar);
+  std::vector<std::string> vals = inputs;
+  for (size_t k = 0; k < op.chain.size(); ++k) {
+    const ThreadStep& s = op.chain[k];
+    std::vector<std::string> args;
+    for (int a = 0; a < op_info(s.kind).arity; ++a) args.push_back(vals[s.args[a]]);
+    std::string name = prefix + std::to_string(k);
+    w_.line("const float " + name + " = " + scalar_op_expr(s.kind, args, s.scalar) + ";");
+    vals.push_back(name);
+  }
+  return vals.back();
+}
+
+void BlockEmitter::emit_elementwise(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output;
+  const Shape& out = g_.tensor(t).shape;
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
+          std::string(op_name(op.kind)) + " (elementwise, shared memory)");
+  open_thread_loop(w_, "e", out.numel(), threads());
+  std::vector<std::string> idx = unflatten("e", out);
+  std::vector<std::string> vals;
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    std::string name = "a" + std::to_string(k);
+    const std::string value = operand_value(op.inputs[k], out, idx);
+    w_.line("const float " + name + " = " + value + ";");
+    vals.push_back(name);
+  }
+  std::string res = eval_elementwise(i, vals, "v");
+  w_.line(access(t).ref(idx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + res + ");");
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_reduction(int i) {
+  const BlockOp& op = g_.op(i);
+  const int x = op.inputs[0], t = op.output;
+  const Shape& in = g_.tensor(x).shape;
+  const ReductionShape rs = reduction_shape(op, in);
+  const int64_t group = rs.group(), outs = rs.outputs();
+  const int team = reduction_team(group, outs, threads());
+  const bool squares = op.kind == OpKind::RmsNorm || op.kind == OpKind::AccumRmsLd;
+  const bool norm = op_category(op.kind) == Category::Norm;
+  const bool accumulate = op_category(op.kind) == Category::Accum;
+  // Output index space: the input shape with the reduced dim cut to `to` groups.
+  Shape oshape = in;
+  if (in.rank() > 0) oshape[rs.dim] = rs.to;
+  Access xa = access(x), ya = access(t);
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + ") over dim " +
+          std::to_string(rs.dim) + ": " + std::to_string(outs) + " output(s) of " +
+          std::to_string(group) + " element(s), " +
+          (team == 0 ? std::string("block-wide") : std::to_string(team) + " lane(s) each"));
+  const std::string lanes = team == 0 ? std::to_string(threads()) : std::to_string(team);
+  const std::string lane = team == 0 ? "tid" : "lane";
+  if (team == 0) {
+    w_.line("#pragma unroll 1");
+    w_.open("for (int o = 0; o < " + std::to_string(outs) + "; ++o)");
+    w_.line("const bool active = true;");
+  } else {
+    w_.line("const int lane = tid % " + lanes + ", team = tid / " + lanes + ";");
+    const int teams = threads() / team;
+    w_.line("#pragma unroll 1");
+    w_.open("for (int o0 = 0; o0 < " + std::to_string(outs) + "; o0 += " + std::to_string(teams) +
+            ")");
+    w_.line("const int o = o0 + team;");
+    w_.line("const bool active = o < " + std::to_string(outs) + ";");
+  }
+  std::vector<std::string> oidx = unflatten("o", oshape);
+  std::vector<std::string> xidx = oidx;
+  if (in.rank() > 0)
+    xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
+  w_.line("float acc = 0.0f;");
+  w_.open("if (active)");
+  w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
+  w_.line("const float v = " + xa.load(xidx) + ";");
+  w_.line(squares ? "acc += v * v;" : "acc += v;");
+  w_.close();
+  w_.close();
+  if (team == 0)
+    w_.line("acc = strata_rt::block_sum<" + std::to_string(threads()) + ">(acc, scratch);");
+  else if (team > 1)
+    w_.line("acc = strata_rt::team_sum<" + lanes + ">(acc);");
+  if (norm) {
+    w_.open("if (active)");
+    w_.line("const float inv = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
+            ");");
+    w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
+    w_.line(ya.ref(xidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(xidx) +
+            " * inv);");
+    w_.close();
+    w_.close();
+  } else {
+    // One lane per output writes it (accumulators: adds into the loop result).
+    std::vector<std::string> yidx = oidx;
+    if (accumulate && rs.to == 1 && in.rank() > 0) yidx[rs.dim] = "0";
+    std::string value =
+        op.kind == OpKind::Mean ? "acc / " + float_lit(static_cast<double>(group)) : "acc";
+    w_.open("if (active && " + lane + " == 0)");
+    if (accumulate)
+      w_.line(ya.ref(yidx) + " += " + value + ";");
+    else
+      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + value + ");");
+    w_.close();
+  }
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_concat(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output, dim = op.attrs.dim;
+  Access ya = access(t);
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+          " = concat(" + g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) +
+          ") along dim " + std::to_string(dim));
+  int64_t at = 0;
+  for (int k = 0; k < 2; ++k) {
+    const int x = op.inputs[k];
+    const Shape& xs = g_.tensor(x).shape;
+    const TensorPlan& xp = plan_.tensors[x];
+    if (xp.home == TensorHome::View && xp.view_of == t) {
+      w_.line("// " + g_.tensor_name(x) + " is stored in place: nothing to copy");
+    } else {
+      open_thread_loop(w_, "e" + std::to_string(k), xs.numel(), threads());
+      std::vector<std::string> idx = unflatten("e" + std::to_string(k), xs);
+      std::vector<std::string> yidx = idx;
+      if (at != 0) yidx[dim] = paren(idx[dim]) + " + " + std::to_string(at);
+      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + access(x).load(idx) +
+              ");");
+      w_.close();
+    }
+    at += xs[dim];
+  }
+  w_.close();
+}
+
+void BlockEmitter::emit_accumulate(int i) {
+  const BlockOp& op = g_.op(i);
+  const int x = op.inputs[0], t = op.output;
+  const Shape& xs = g_.tensor(x).shape;
+  Access ya = access(t);
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+          (op.attrs.fmap == kReplicate
+               ? " += " + g_.tensor_name(x)
+               : " [iteration it along dim " + std::to_string(op.attrs.fmap) +
+                     "] = " + g_.tensor_name(x)));
+  open_thread_loop(w_, "e", xs.numel(), threads());
+  std::vector<std::string> idx = unflatten("e", xs);
+  const std::string value = operand_value(x, xs, idx);
+  if (op.attrs.fmap == kReplicate) {
+    w_.line(ya.ref(idx) + " += " + value + ";");
+  } else {
+    std::vector<std::string> yidx = idx;
+    const int d = op.attrs.fmap;
+    yidx[d] = sum({idx[d], mul("it", xs[d])});
+    w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + value + ");");
+  }
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_matmul(int i) {
+  if (plan_.ops[i].matmul == MatmulPath::TensorCore)
+    emit_matmul_tensor_core(i);
+  else
+    emit_matmul_simt(i);
+}
+
+void BlockEmitter::emit_matmul_sink(int i, bool pair) {
+  const BlockOp& op = g_.op(i);
+  const OpPlan& p = plan_.ops[i];
+  const Shape& out = g_.tensor(op.output).shape;
+  // Output indices: batch dims from the flat batch b, then r, c.
+  std::vector<std::string> idx = unflatten("b", batch_shape(out));
+  idx.push_back("r");
+  idx.push_back("c");
+  std::vector<std::string> idx1 = idx;
+  idx1.back() = "c + 1";
+  const int nvals = pair ? 2 : 1;
+  const std::vector<std::string>* at[2] = {&idx, &idx1};
+  if (p.accumulate_into >= 0) {
+    Access acc = access(g_.op(p.accumulate_into).output);
+    if (pair) {
+      w_.line("float* p = &" + acc.ref(idx) + ";");
+      w_.line("p[0] += v0;");
+      w_.line("p[1] += v1;");
+    } else {
+      w_.line(acc.ref(idx) + " += v0;");
+    }
+    return;
+  }
+  int dest = op.output;
+  std::vector<std::string> vals;
+  if (p.epilogue >= 0) {
+    const BlockOp& e = g_.op(p.epilogue);
+    dest = e.output;
+    for (int v = 0; v < nvals; ++v) {
+      std::vector<std::string> ins;
+      for (int x : e.inputs)
+        ins.push_back(x == op.output ? "v" + std::to_string(v) : operand_value(x, out, *at[v]));
+      std::string res = eval_elementwise(p.epilogue, ins, "e" + std::to_string(v) + "_");
+      w_.line("const float w" + std::to_string(v) + " = " + res + ";");
+      vals.push_back("w" + std::to_string(v));
+    }
+  } else {
+    vals = pair ? std::vector<std::string>{"v0", "v1"} : std::vector<std::string>{"v0"};
+  }
+  Access d = access(dest);
+  if (pair)
+    w_.line("strata_rt::store2(&" + d.ref(idx) + ", " + vals[0] + ", " + vals[1] + ");");
+  else
+    w_.line(d.ref(idx) + " = strata_rt::from_f32<" + dtype_of(dest) + ">(" + vals[0] + ");");
+}
+
+void BlockEmitter::emit_matmul_tensor_core(int i) {
+  const BlockOp& op = g_.op(i);
+  const OpPlan& p = plan_.ops[i];
+  const MmaTiling& tl = p.tiling;
+  const std::string spec = "mma" + std::to_string(i);
+  const std::string T = cuda_type(plan_.mma_dtype);
+  Access a = access(op.inputs[0]), b = access(op.inputs[1]);
+  const bool regs = p.accumulate_into >= 0 &&
+                    plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers;
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " +
+          g_.tensor(op.output).shape.str() + " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " +
+          g_.tensor_name(op.inputs[1]) + "): tensor cores, " + std::to_string(tl.warps_m) + "x" +
+          std::to_string(tl.warps_n) + " warps of " + std::to_string(tl.mt) + "x" +
+          std::to_string(tl.nt) + " m16n8 tiles" +
+          (regs                     ? ", accumulated in registers"
+           : p.accumulate_into >= 0 ? ", added into the shared accumulator"
+           : p.epilogue >= 0        ? ", epilogue op #" + std::to_string(p.epilogue)
+                                    : ""));
+  w_.line("const int warp = tid >> 5;");
+  w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
+  w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
+          std::to_string(tl.warps_n) + ";");
+  const std::string A = a.base, B = b.base;
+  if (regs) {
+    w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + std::to_string(tl.mt) + ", " +
+            std::to_string(tl.nt) + ">(" + A + ", " + B + ", racc" +
+            std::to_string(g_.op(p.accumulate_into).output) + ", wm * " + std::to_string(tl.mt) +
+            ", wn * " + std::to_string(tl.nt) + ");");
+  } else {
+    const bool loop_m = tl.chunk_mt < tl.mt, loop_n = tl.chunk_nt < tl.nt;
+    if (loop_m) {
+      w_.line("#pragma unroll 1");
+      w_.open("for (int cm = 0; cm < " + std::to_string(tl.mt) +
+              "; cm += " + std::to_string(tl.chunk_mt) + ")");
+    } else {
+      w_.line("const int cm = 0;");
+    }
+    if (loop_n) {
+      w_.line("#pragma unroll 1");
+      w_.open("for (int cn = 0; cn < " + std::to_string(tl.nt) +
+              "; cn += " + std::to_string(tl.chunk_nt) + ")");
+    } else {
+      w_.line("const int cn = 0;");
+    }
+    const std::string cmt = std::to_string(tl.chunk_mt), cnt = std::to_string(tl.chunk_nt);
+    const std::string tm = "wm * " + std::to_string(tl.mt) + " + cm",
+                      tn = "wn * " + std::to_string(tl.nt) + " + cn";
+    w_.line("float acc[" + cmt + "][" + cnt + "][4];");
+    w_.line("strata_rt::mma_zero(acc);");
+    w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + cmt + ", " + cnt + ">(" + A + ", " +
+            B + ", acc, " + tm + ", " + tn + ");");
+    w_.line("strata_rt::mma_epilogue<" + spec + ", " + cmt + ", " + cnt + ">(acc, " + tm + ", " +
+            tn + ", [&](int b, int r, int c, float v0, float v1) {");
+    w_.open("");
+    w_.line("(void)b;");
+    emit_matmul_sink(i, true);
+    w_.close("");
+    w_.line("});");
+    if (loop_n) w_.close();
+    if (loop_m) w_.close();
+  }
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_matmul_simt(int i) {
+  const BlockOp& op = g_.op(i);
+  const Shape& out = g_.tensor(op.output).shape;
+  const int r = out.rank();
+  const int64_t k = g_.tensor(op.inputs[0]).shape[r - 1];
+  Access a = access(op.inputs[0]), b = access(op.inputs[1]);
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " + out.str() +
+          " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) +
+          "): SIMT, one output element per thread and step");
+  open_thread_loop(w_, "e", out.numel(), threads());
+  const Shape bs = batch_shape(out);
+  int64_t mn = out[r - 2] * out[r - 1];
+  w_.line("const int b = e / " + std::to_string(mn) + ", r = e / " + std::to_string(out[r - 1]) +
+          " % " + std::to_string(out[r - 2]) + ", c = e % " + std::to_string(out[r - 1]) + ";");
+  w_.line("(void)b;");
+  std::vector<std::string> bidx = unflatten("b", bs);
+  std::vector<std::string> ai = bidx, bi = bidx;
+  ai.push_back("r");
+  ai.push_back("kk");
+  bi.push_back("kk");
+  bi.push_back("c");
+  w_.line("float v0 = 0.0f;");
+  w_.line("#pragma unroll 4");
+  w_.line("for (int kk = 0; kk < " + std::to_string(k) + "; ++kk) v0 += " + a.load(ai) + " * " +
+          b.load(bi) + ";");
+  emit_matmul_sink(i, false);
+  w_.close();
+  w_.close();
+}
+
+}  // namespace strata::codegen

@@ -1,0 +1,150 @@
+#include "code_writer.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace strata::codegen {
+
+void CodeWriter::line(const std::string& text) {
+  if (!text.empty()) out_ << std::string(2 * indent_, ' ') << text;
+  out_ << "\n";
+}
+
+void CodeWriter::open(const std::string& text) {
+  line(text.empty() ? "{" : text + " {");
+  ++indent_;
+}
+
+void CodeWriter::close(const std::string& suffix) {
+  --indent_;
+  line("}" + suffix);
+}
+
+void CodeWriter::raw(const std::string& text) {
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l)) line(l);
+}
+
+std::string cuda_type(DType t) {
+  switch (t) {
+    case DType::f16:
+      return "__half";
+    case DType::bf16:
+      return "__nv_bfloat16";
+    case DType::f32:
+      return "float";
+  }
+  return "float";
+}
+
+std::string identifier(const std::string& prefix, const std::string& name) {
+  std::string id = prefix;
+  for (char c : name) {
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    id += ok ? c : '_';
+  }
+  return id;
+}
+
+std::string lit(int64_t v) {
+  return std::to_string(v);
+}
+
+std::string float_lit(double v) {
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string mul(const std::string& a, int64_t b) {
+  if (a == "0" || b == 0) return "0";
+  if (b == 1) return a;
+  if (a == "1") return lit(b);
+  return paren(a) + " * " + lit(b);
+}
+
+std::string sum(const std::vector<std::string>& terms) {
+  std::string s;
+  for (const std::string& t : terms) {
+    if (t == "0" || t.empty()) continue;
+    s += s.empty() ? t : " + " + t;
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string paren(const std::string& e) {
+  for (char c : e)
+    if (c == ' ' || c == '+' || c == '-' || c == '*' || c == '/' || c == '%' || c == '?' ||
+        c == '^' || c == '&' || c == '<' || c == '>')
+      return "(" + e + ")";
+  return e;
+}
+
+std::vector<std::string> unflatten(const std::string& flat, const Shape& shape) {
+  std::vector<std::string> idx(shape.rank(), "0");
+  int first = -1;  // outermost dim with extent > 1
+  for (int d = 0; d < shape.rank(); ++d)
+    if (shape[d] != 1) {
+      first = d;
+      break;
+    }
+  int64_t inner = 1;
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    if (shape[d] != 1) {
+      std::string q = inner == 1 ? paren(flat) : paren(flat) + " / " + lit(inner);
+      idx[d] = d == first ? q : q + " % " + lit(shape[d]);
+    }
+    inner *= shape[d];
+  }
+  return idx;
+}
+
+std::vector<std::string> broadcast_index(const Shape& operand,
+                                         const std::vector<std::string>& out_idx) {
+  const int r = static_cast<int>(out_idx.size());
+  std::vector<std::string> idx(operand.rank(), "0");
+  for (int d = 0; d < operand.rank(); ++d) {
+    int od = d + r - operand.rank();
+    idx[d] = (operand[d] == 1 || od < 0) ? "0" : out_idx[od];
+  }
+  return idx;
+}
+
+std::string scalar_op_expr(OpKind kind, const std::vector<std::string>& a, double scalar) {
+  switch (kind) {
+    case OpKind::Exp:
+      return "strata_rt::op_exp(" + a[0] + ")";
+    case OpKind::Square:
+      return "strata_rt::op_square(" + a[0] + ")";
+    case OpKind::Sqrt:
+      return "strata_rt::op_sqrt(" + a[0] + ")";
+    case OpKind::Silu:
+      return "strata_rt::op_silu(" + a[0] + ")";
+    case OpKind::Gelu:
+      return "strata_rt::op_gelu(" + a[0] + ")";
+    case OpKind::Relu:
+      return "strata_rt::op_relu(" + a[0] + ")";
+    case OpKind::MulScalar:
+      return "strata_rt::op_mul_scalar(" + a[0] + ", " + float_lit(scalar) + ")";
+    case OpKind::Add:
+      return "strata_rt::op_add(" + a[0] + ", " + a[1] + ")";
+    case OpKind::Sub:
+      return "strata_rt::op_sub(" + a[0] + ", " + a[1] + ")";
+    case OpKind::Mul:
+      return "strata_rt::op_mul(" + a[0] + ", " + a[1] + ")";
+    case OpKind::Div:
+      return "strata_rt::op_div(" + a[0] + ", " + a[1] + ")";
+    case OpKind::Pow:
+      return "strata_rt::op_pow(" + a[0] + ", " + a[1] + ")";
+    default:
+      return "/* not elementwise */ 0.0f";
+  }
+}
+
+}  // namespace strata::codegen

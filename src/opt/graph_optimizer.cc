@@ -1,0 +1,51 @@
+#include "strata/graph_optimizer.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "strata/layout.h"
+#include "strata/memory_plan.h"
+#include "strata/schedule.h"
+
+namespace strata {
+namespace {
+
+bool dump_passes() {
+  const char* v = std::getenv("STRATA_DUMP_PASSES");
+  return v != nullptr && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0;
+}
+
+}  // namespace
+
+Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
+                                        std::vector<DType> input_dtypes,
+                                        std::vector<DType> output_dtypes,
+                                        const PlanOptions& options) {
+  using Pass = Result<KernelPlan> (*)(KernelPlan);
+  struct Step {
+    const char* name;
+    Pass pass;
+  };
+  // clang-format off
+  static const Step kPasses[] = {
+      {"schedule_block_ops", schedule_block_ops},
+      {"fuse_matmul_epilogues", fuse_matmul_epilogues},
+      {"inline_elementwise_ops", inline_elementwise_ops},
+      {"schedule_block_ops", schedule_block_ops},
+      {"choose_layouts", choose_layouts},
+      {"plan_shared_memory", plan_shared_memory},
+  };
+  // clang-format on
+  STRATA_ASSIGN_OR_RETURN(KernelPlan plan,
+                          make_kernel_plan(std::move(graph), std::move(input_dtypes),
+                                           std::move(output_dtypes), options));
+  const bool dump = dump_passes();
+  for (const Step& step : kPasses) {
+    STRATA_ASSIGN_OR_RETURN(plan, step.pass(std::move(plan)));
+    if (dump) std::cerr << "=== after " << step.name << "\n" << format_plan(plan);
+  }
+  return plan;
+}
+
+}  // namespace strata

@@ -1,0 +1,160 @@
+#include "strata/kernel_plan.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace strata {
+namespace {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Prologue:
+      return "prologue";
+    case Phase::Loop:
+      return "loop";
+    case Phase::Post:
+      return "post";
+  }
+  return "?";
+}
+
+const char* home_name(TensorHome h) {
+  switch (h) {
+    case TensorHome::Shared:
+      return "shared";
+    case TensorHome::Registers:
+      return "registers";
+    case TensorHome::Fused:
+      return "fused";
+    case TensorHome::View:
+      return "view";
+    case TensorHome::Inline:
+      return "inline";
+  }
+  return "?";
+}
+
+}  // namespace
+
+int KernelPlan::position(Phase phase, int level) const {
+  int base = 0;
+  for (int p = 0; p < static_cast<int>(phase); ++p)
+    base += std::max<int>(1, static_cast<int>(levels[p].size()));
+  return base + level;
+}
+
+Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
+                                    std::vector<DType> input_dtypes,
+                                    std::vector<DType> output_dtypes, PlanOptions options) {
+  if (!graph) return make_error("kernel plan: no block graph");
+  if (static_cast<int>(input_dtypes.size()) != graph->num_inputs())
+    return make_error("kernel plan: " + std::to_string(input_dtypes.size()) +
+                      " input dtypes given for a block graph with " +
+                      std::to_string(graph->num_inputs()) + " inputs");
+  if (static_cast<int>(output_dtypes.size()) != graph->num_outputs())
+    return make_error("kernel plan: " + std::to_string(output_dtypes.size()) +
+                      " output dtypes given for a block graph with " +
+                      std::to_string(graph->num_outputs()) + " outputs");
+  KernelPlan plan;
+  plan.graph = std::move(graph);
+  plan.input_dtypes = std::move(input_dtypes);
+  plan.output_dtypes = std::move(output_dtypes);
+  plan.options = options;
+  plan.threads = options.threads > 0 ? options.threads : plan.graph->block_threads();
+  plan.ops.resize(plan.graph->ops().size());
+  plan.tensors.resize(plan.graph->tensors().size());
+  for (DType t : plan.input_dtypes)
+    if (t != DType::f32) {
+      plan.mma_dtype = t;
+      plan.has_mma_dtype = true;
+      break;
+    }
+  return plan;
+}
+
+std::vector<int> tensor_consumers(const BlockGraph& g, int t) {
+  std::vector<int> out;
+  for (size_t i = 0; i < g.ops().size(); ++i)
+    for (int in : g.op(static_cast<int>(i)).inputs)
+      if (in == t) {
+        out.push_back(static_cast<int>(i));
+        break;
+      }
+  return out;
+}
+
+bool is_reduction(const BlockOp& op) {
+  Category c = op_category(op.kind);
+  return c == Category::Reduce || c == Category::Norm ||
+         (c == Category::Accum && op.kind != OpKind::AccumSum);
+}
+
+ReductionShape reduction_shape(const BlockOp& op, const Shape& in) {
+  ReductionShape r;
+  int rank = std::max(1, in.rank());
+  Category c = op_category(op.kind);
+  r.dim = c == Category::Accum ? rank - 1 : op.attrs.dim;
+  r.to = (c == Category::Reduce || op.kind == OpKind::AccumSumToDimx) ? op.attrs.to : 1;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (d < r.dim) r.outer *= in[d];
+    if (d == r.dim) r.reduced = in[d];
+    if (d > r.dim) r.inner *= in[d];
+  }
+  return r;
+}
+
+int reduction_team(int64_t group, int64_t outputs, int threads) {
+  if (group >= 512 && outputs * 32 < threads) return 0;
+  int lanes = 1;
+  while (lanes < 32 && int64_t{lanes} * 16 <= group) lanes *= 2;
+  return lanes;
+}
+
+std::string format_plan(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  std::ostringstream os;
+  os << "kernel plan: grid (" << g.grid().x << ", " << g.grid().y << ", " << g.grid().z << "), "
+     << plan.threads << " threads, forloop " << g.forloop() << ", " << plan.pipeline_stages
+     << " pipeline stage(s), " << plan.smem_bytes
+     << " bytes of shared memory, barriers: " << plan.barriers_prologue << " prologue, "
+     << plan.barriers_per_iteration << " per iteration, " << plan.barriers_post << " post\n";
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const BlockOp& op = g.op(static_cast<int>(i));
+    const OpPlan& p = plan.ops[i];
+    os << "  op #" << i << " " << op_name(op.kind);
+    if (op.output >= 0) os << " -> " << g.tensor_name(op.output);
+    os << "  [" << phase_name(p.phase) << " level " << p.level << "]";
+    if (p.matmul == MatmulPath::TensorCore)
+      os << " tensor-core warps " << p.tiling.warps_m << "x" << p.tiling.warps_n << " tiles "
+         << p.tiling.mt << "x" << p.tiling.nt << " chunk " << p.tiling.chunk_mt << "x"
+         << p.tiling.chunk_nt;
+    if (p.matmul == MatmulPath::Simt) os << " simt";
+    if (p.epilogue >= 0) os << " epilogue op #" << p.epilogue;
+    if (p.host >= 0) os << " in epilogue of op #" << p.host;
+    if (p.accumulate_into >= 0) os << " accumulates into op #" << p.accumulate_into;
+    if (p.inline_into >= 0) os << " inlined into op #" << p.inline_into;
+    if (p.in_place) os << " in place";
+    os << "\n";
+  }
+  for (size_t t = 0; t < g.tensors().size(); ++t) {
+    const TensorPlan& tp = plan.tensors[t];
+    const BlockTensor& bt = g.tensor(static_cast<int>(t));
+    os << "  tensor " << g.tensor_name(static_cast<int>(t)) << " " << bt.shape.str() << " "
+       << home_name(tp.home) << " " << dtype_name(tp.dtype);
+    if (tp.home == TensorHome::View)
+      os << " in " << g.tensor_name(tp.view_of) << " at dim " << tp.view_dim << " +"
+         << tp.view_offset;
+    if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers) {
+      os << " ld " << tp.layout.ld << (tp.layout.swizzle ? " swizzled" : "");
+      if (tp.stages > 1) os << " x" << tp.stages << " stages";
+      if (tp.offset >= 0) os << " @" << tp.offset << "+" << tp.bytes;
+      os << " live [" << tp.live_begin << ", " << tp.live_end << "]";
+    }
+    os << "\n";
+  }
+  if (plan.scratch_bytes > 0)
+    os << "  scratch @" << plan.scratch_offset << "+" << plan.scratch_bytes << "\n";
+  return os.str();
+}
+
+}  // namespace strata

@@ -1,0 +1,150 @@
+// End-to-end tests of the CUDA emitter without a GPU: emitted sources run on the CPU emulator
+// of the CUDA execution model (runtime/strata_rt/emulate.h: fibers per thread, barriers, warp
+// collectives with the PTX fragment layouts, asynchronous cp.async, NaN-filled shared memory)
+// and must match the reference interpreter (run_reference). Each graph also runs
+// with the threads of every block in reverse order, so a missing barrier shows up either way.
+#include <gtest/gtest.h>
+
+#include "strata/graph_io.h"
+#include "strata/thread_fusion.h"
+#include "support/benchmark_graphs.h"
+#include "support/coverage_graphs.h"
+#include "support/emulation.h"
+
+namespace strata::testing {
+namespace {
+
+struct Case {
+  std::string name;
+  KernelGraph graph;
+  double amp = 0.5;
+  double rtol = 2e-2;  ///< per-element tolerance (relative, plus rtol × rms of the reference)
+  EmitOptions options{};
+};
+
+void check_graph(const Case& c, const KernelGraph* program = nullptr) {
+  EmulatedGraph emu(c.graph, c.options, c.name);
+  ASSERT_TRUE(emu.ok()) << c.name << ": " << emu.log();
+  std::vector<HostTensor> inputs = rounded_random_inputs(c.graph, 1234, c.amp);
+  auto reference = run_reference(c.graph, inputs);
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  std::vector<HostTensor> ref = *reference;
+  if (program) {
+    // The reference μGraph and the naive program agree (a check of the test itself).
+    auto program_ref = run_reference(*program, inputs);
+    ASSERT_TRUE(program_ref.ok()) << program_ref.error().message;
+    std::vector<HostTensor> pref = *program_ref;
+    ASSERT_EQ(pref.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i)
+      EXPECT_LT(compare(pref[i], ref[i], 1e-9).rel_l2, 1e-9) << c.name << " output " << i;
+  }
+  for (bool reverse : {false, true}) {
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(emu.run(inputs, out, reverse)) << c.name << ": " << emu.log();
+    ASSERT_EQ(out.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      Comparison cmp = compare(out[i], ref[i], c.rtol);
+      EXPECT_EQ(cmp.bad, 0) << c.name << " output " << i << (reverse ? " (reverse order)" : "")
+                            << ": " << cmp.bad << " of " << ref[i].data.size()
+                            << " elements off, rel L2 " << cmp.rel_l2 << ", max abs " << cmp.max_abs
+                            << ", ref rms " << cmp.ref_rms;
+      EXPECT_LT(cmp.rel_l2, c.rtol / 2) << c.name << " output " << i;
+    }
+  }
+}
+
+// The reference μGraphs of DESIGN §2.4 at the small shapes of examples/ (the builders must
+// agree with examples/reference/*_small.json), checked against their naive programs too.
+TEST(Emulation, RmsNormReference) {
+  KernelGraph prog = rmsnorm_program(4, 256, 512);
+  check_graph({"rmsnorm", rmsnorm_graph(4, 256, 512)}, &prog);
+}
+
+TEST(Emulation, GatedMlpReference) {
+  KernelGraph prog = gatedmlp_program(8, 256, 256);
+  check_graph({"gatedmlp", gatedmlp_graph(8, 256, 256)}, &prog);
+}
+
+TEST(Emulation, LoraReference) {
+  KernelGraph prog = lora_program(16, 64, 256, 16);
+  check_graph({"lora", lora_graph(16, 64, 256, 16)}, &prog);
+}
+
+TEST(Emulation, NTransReference) {
+  KernelGraph prog = ntrans_program(2, 256);
+  check_graph({"ntrans", ntrans_graph(2, 256)}, &prog);
+}
+
+TEST(Emulation, GqaReference) {
+  KernelGraph prog = attention_program(2, 32, 32, 512, false);
+  check_graph({"gqa", attention_graph(2, 32, 32, 512, 4, 32, 16, false, DType::f16, 2), 0.25},
+              &prog);
+}
+
+// With Q and K normalized, QK is about ±d whatever the inputs, so exp(QK) overflows f16: run
+// the QK-norm graph in bf16 (which also covers the bf16 tensor-core path). bf16 operands of
+// QK (8-bit mantissa) put ~0.1 of error into exponents of up to ±d, hence the tolerance.
+TEST(Emulation, QkNormReferenceBf16) {
+  KernelGraph prog = attention_program(2, 32, 32, 512, true, DType::bf16);
+  check_graph(
+      {"qknorm", attention_graph(2, 32, 32, 512, 4, 32, 16, true, DType::bf16, 2), 0.25, 6e-2},
+      &prog);
+}
+
+// The paper's per-block tiles (Q 256x64, KV tiles of 64) at a short sequence: register
+// accumulators of 256x64 need 256 threads.
+TEST(Emulation, GqaPaperTiles) {
+  check_graph({"gqa_tiles", attention_graph(2, 256, 64, 256, 2, 64, 64, false), 0.25});
+}
+
+TEST(Emulation, BuildersMatchExampleFiles) {
+  struct File {
+    const char* path;
+    KernelGraph graph;
+  } files[] = {
+      {"examples/reference/rmsnorm_small.json", rmsnorm_graph(4, 256, 512)},
+      {"examples/reference/gatedmlp_small.json", gatedmlp_graph(8, 256, 256)},
+      {"examples/reference/lora_small.json", lora_graph(16, 64, 256, 16)},
+      {"examples/reference/ntrans_small.json", ntrans_graph(2, 256)},
+      {"examples/reference/gqa_small.json",
+       attention_graph(2, 32, 32, 512, 4, 32, 16, false, DType::f16, 2)},
+      {"examples/reference/qknorm_small.json",
+       attention_graph(2, 32, 32, 512, 4, 32, 16, true, DType::f16, 2)},
+  };
+  for (const File& f : files) {
+    auto g = load_graph(f.path);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    EXPECT_TRUE(g->structurally_equal(f.graph)) << f.path;
+  }
+}
+
+// Coverage graphs: every op, accumulator kind, map and lowering path (support/coverage_graphs.h).
+TEST(EmulationCoverage, AccumulatorsAndMaps) {
+  check_graph({"accmaps", accumulators_and_maps()});
+}
+TEST(EmulationCoverage, SimtAndReductions) {
+  check_graph({"simt", simt_and_reductions()});
+}
+TEST(EmulationCoverage, BatchedTensorCores) {
+  check_graph({"batched", batched_tensor_cores(), 0.5, 4e-2});
+}
+TEST(EmulationCoverage, ViewsAndBlockReductions) {
+  check_graph({"views", views_and_block_reductions()});
+}
+TEST(EmulationCoverage, PredefinedOps) {
+  check_graph({"predefined", predefined_ops()});
+}
+
+// Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).
+TEST(EmulationCoverage, ThreadFusedGraphs) {
+  KernelGraph nt = fuse_thread_graphs(ntrans_graph(2, 256));
+  KernelGraph am = fuse_thread_graphs(accumulators_and_maps());
+  KernelGraph gm = fuse_thread_graphs(gatedmlp_graph(8, 256, 256));
+  EXPECT_GT(count_thread_graphs(nt) + count_thread_graphs(am) + count_thread_graphs(gm), 2);
+  check_graph({"fused_ntrans", nt});
+  check_graph({"fused_accmaps", am});
+  check_graph({"fused_gatedmlp", gm});
+}
+
+}  // namespace
+}  // namespace strata::testing

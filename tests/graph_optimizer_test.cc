@@ -1,0 +1,310 @@
+// Tests of the graph optimizer passes: scheduling by depth (levels, phases, barrier counts),
+// matmul fusions, layouts, pipeline depth and the shared-memory plan (reuse, no overlap of live
+// tiles, alignment, limits).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "strata/graph_optimizer.h"
+#include "strata/layout.h"
+#include "strata/memory_plan.h"
+#include "strata/schedule.h"
+#include "support/coverage_graphs.h"
+
+namespace strata::testing {
+namespace {
+
+/// The plan of the first customized op of g.
+KernelPlan plan_of(const KernelGraph& g, PlanOptions opts = {}) {
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized) continue;
+    std::vector<DType> in, out;
+    for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
+    for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
+    return must(optimize_block_graph(op.body, in, out, opts));
+  }
+  throw std::runtime_error("no customized op");
+}
+
+/// Every invariant of the shared-memory plan.
+void expect_valid_memory_plan(const KernelPlan& p) {
+  const BlockGraph& g = *p.graph;
+  const int n = static_cast<int>(g.tensors().size());
+  EXPECT_LE(p.smem_bytes, p.options.smem_limit);
+  EXPECT_EQ(p.smem_bytes % kSmemAlign, 0);
+  for (int a = 0; a < n; ++a) {
+    const TensorPlan& ta = p.tensors[a];
+    bool stored = ta.home == TensorHome::Shared || ta.home == TensorHome::Registers;
+    if (!stored) continue;
+    EXPECT_GE(ta.offset, 0) << g.tensor_name(a);
+    EXPECT_EQ(ta.offset % kSmemAlign, 0) << g.tensor_name(a);
+    EXPECT_LE(ta.offset + ta.bytes, p.smem_bytes) << g.tensor_name(a);
+    EXPECT_GE(ta.bytes, g.tensor(a).shape.numel() * dtype_size(ta.dtype) * ta.stages);
+    EXPECT_EQ((ta.layout.stage_elems * dtype_size(ta.dtype)) % kSmemAlign, 0);
+    for (int b = a + 1; b < n; ++b) {
+      const TensorPlan& tb = p.tensors[b];
+      if (tb.home != TensorHome::Shared && tb.home != TensorHome::Registers) continue;
+      bool live_together = ta.live_begin <= tb.live_end && tb.live_begin <= ta.live_end;
+      bool disjoint = ta.offset + ta.bytes <= tb.offset || tb.offset + tb.bytes <= ta.offset;
+      EXPECT_TRUE(!live_together || disjoint)
+          << g.tensor_name(a) << " and " << g.tensor_name(b) << " are live together but overlap";
+    }
+    if (p.scratch_bytes > 0) {
+      bool disjoint = ta.offset + ta.bytes <= p.scratch_offset ||
+                      p.scratch_offset + p.scratch_bytes <= ta.offset;
+      EXPECT_TRUE(disjoint) << g.tensor_name(a) << " overlaps the reduction scratch";
+    }
+  }
+}
+
+TEST(Schedule, RmsNormLevelsAndBarriers) {
+  KernelPlan p = plan_of(rmsnorm_graph(16, 4096, 6144));
+  const BlockGraph& g = *p.graph;
+  // Loads at level 0; the matmul (accumulating into registers) and accum_rms_ld at level 1.
+  EXPECT_EQ(p.op(0).phase, Phase::Loop);
+  EXPECT_EQ(p.op(0).level, 0);
+  EXPECT_EQ(p.op(2).level, 1);
+  EXPECT_EQ(p.op(2).accumulate_into, 3);
+  EXPECT_EQ(p.op(3).level, 1);
+  EXPECT_EQ(p.op(4).level, 1);
+  EXPECT_EQ(p.op(5).phase, Phase::Post);
+  EXPECT_EQ(p.op(5).inline_into, 6);  // the div is evaluated by the output saver
+  EXPECT_EQ(p.op(6).level, 1);
+  EXPECT_EQ(p.barriers_per_iteration, 1);
+  // After the loop: finalize (register dump, rms), then the saver.
+  EXPECT_EQ(p.barriers_post, 2);
+  EXPECT_EQ(p.tensors[g.op(3).output].home, TensorHome::Registers);
+  EXPECT_EQ(p.tensors[g.op(2).output].home, TensorHome::Fused);
+  EXPECT_EQ(p.op(2).matmul, MatmulPath::TensorCore);
+}
+
+TEST(Schedule, FusionRemovesLevels) {
+  KernelGraph gqa = attention_graph(2, 128, 64, 4096, 16, 64, 64, false);
+  KernelPlan fused = plan_of(gqa);
+  PlanOptions no_fusion;
+  no_fusion.fuse_epilogues = false;
+  KernelPlan plain = plan_of(gqa, no_fusion);
+  const BlockGraph& g = *fused.graph;
+  // S = Q·K with exp in its epilogue, then E·V and Σ E: two levels per iteration.
+  EXPECT_EQ(fused.op(3).epilogue, 4);
+  EXPECT_EQ(fused.op(4).host, 3);
+  EXPECT_EQ(fused.op(4).level, 1);
+  EXPECT_EQ(fused.op(5).level, 2);
+  EXPECT_EQ(fused.barriers_per_iteration, 2);
+  EXPECT_EQ(fused.tensors[g.op(3).output].home, TensorHome::Fused);
+  // Unfused: matmul, exp, matmul, accumulators — four levels.
+  EXPECT_EQ(plain.op(4).level, 2);
+  EXPECT_EQ(plain.op(6).level, 4);
+  EXPECT_EQ(plain.barriers_per_iteration, 4);
+  EXPECT_EQ(plain.tensors[g.op(3).output].home, TensorHome::Shared);
+}
+
+TEST(Schedule, HoistsLoopInvariantOps) {
+  KernelGraph qk = attention_graph(2, 32, 32, 512, 4, 32, 16, true);
+  KernelPlan p = plan_of(qk);
+  const BlockGraph& g = *p.graph;
+  const int qi = 0, qn = 3, kn = 4;
+  ASSERT_EQ(g.op(qn).kind, OpKind::RmsNorm);
+  EXPECT_EQ(p.op(qi).phase, Phase::Prologue);  // Q has fmap φ
+  EXPECT_EQ(p.op(qn).phase, Phase::Prologue);  // rms_norm(Q) computed once
+  EXPECT_EQ(p.op(qn).level, 1);
+  EXPECT_EQ(p.op(kn).phase, Phase::Loop);  // K changes every iteration
+  EXPECT_EQ(p.barriers_prologue, 1);
+  PlanOptions keep;
+  keep.hoist_invariants = false;
+  KernelPlan q = plan_of(qk, keep);
+  EXPECT_EQ(q.op(qn).phase, Phase::Loop);
+  EXPECT_EQ(q.op(qi).phase, Phase::Loop);
+  EXPECT_EQ(q.barriers_prologue, 0);
+}
+
+TEST(Schedule, DepthOfADiamond) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{16, 64}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({1, 1, 1}, 128, 2));
+  int xi = must(b.add_input(Shape{16, 64}, {P, P, P}, 1));  // [16, 32]
+  int a = must(b.add_op(OpKind::Exp, {xi}));                // level 1
+  int c = must(b.add_op(OpKind::Square, {xi}));             // level 1
+  int d = must(b.add_op(OpKind::Mul, {a, c}));              // level 2
+  int e = must(b.add_op(OpKind::Sum, {d}, dim_attr(1)));    // level 3
+  int f = must(b.add_op(OpKind::Div, {d, e}));              // level 4
+  int acc = must(b.add_op(OpKind::AccumSum, {f}));          // level 5
+  must(b.add_output(acc, {P, P, P}));
+  auto outs = must(g.add_customized({x}, std::move(b)));
+  must(g.mark_output(outs[0]));
+  PlanOptions no_inline;
+  no_inline.inline_elementwise = false;
+  KernelPlan p = plan_of(g, no_inline);
+  const int expect[] = {0, 1, 1, 2, 3, 4, 5};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(p.op(i).level, expect[i]) << "op #" << i;
+  EXPECT_EQ(p.barriers_per_iteration, 5);
+  EXPECT_EQ(p.levels[static_cast<int>(Phase::Loop)][1], (std::vector<int>{1, 2}));
+  expect_valid_memory_plan(p);
+}
+
+TEST(MemoryPlan, ReusesDeadTiles) {
+  // A chain of loop tiles: a and c (and b and d) are never live together and share memory.
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{64, 256}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({1, 1, 1}, 128, 4));
+  int xi = must(b.add_input(Shape{64, 256}, {P, P, P}, 1));  // [64, 64]
+  int a = must(b.add_op(OpKind::Exp, {xi}));
+  int c1 = must(b.add_op(OpKind::Square, {a}));
+  int c2 = must(b.add_op(OpKind::Relu, {c1}));
+  int c3 = must(b.add_op(OpKind::Silu, {c2}));
+  int acc = must(b.add_op(OpKind::AccumSum, {c3}));
+  must(b.add_output(acc, {P, P, P}));
+  auto outs = must(g.add_customized({x}, std::move(b)));
+  must(g.mark_output(outs[0]));
+  PlanOptions no_inline;  // (inlining would compute the whole chain in one pass)
+  no_inline.inline_elementwise = false;
+  KernelPlan p = plan_of(g, no_inline);
+  expect_valid_memory_plan(p);
+  int64_t sum = 0;
+  for (const TensorPlan& t : p.tensors) sum += t.bytes;
+  EXPECT_LT(p.smem_bytes, sum);
+  EXPECT_EQ(p.tensors[a].offset, p.tensors[c2].offset);  // same size, disjoint lifetimes
+  // Post-loop tiles reuse the loop's space.
+  KernelPlan r = plan_of(rmsnorm_graph(16, 4096, 6144));
+  const BlockGraph& rg = *r.graph;
+  int wi = 1, accm = rg.op(3).output;
+  EXPECT_LT(r.tensors[accm].offset, r.tensors[wi].offset + r.tensors[wi].bytes);
+  expect_valid_memory_plan(r);
+}
+
+TEST(MemoryPlan, ValidForEveryBenchmarkAndCoverageGraph) {
+  std::vector<KernelGraph> graphs = {rmsnorm_graph(2, 4096, 6144),
+                                     rmsnorm_graph(16, 4096, 6144),
+                                     gatedmlp_graph(8, 4096, 4096),
+                                     gatedmlp_graph(64, 4096, 4096),
+                                     lora_graph(16, 256, 4096, 16),
+                                     lora_graph(128, 256, 4096, 16),
+                                     ntrans_graph(1, 4096),
+                                     ntrans_graph(8, 4096),
+                                     attention_graph(16, 256, 64, 4096, 16, 64, 64, false),
+                                     attention_graph(16, 256, 64, 4096, 16, 64, 64, true),
+                                     accumulators_and_maps(),
+                                     simt_and_reductions(),
+                                     batched_tensor_cores(),
+                                     views_and_block_reductions()};
+  for (const KernelGraph& g : graphs)
+    for (const KernelOp& op : g.ops()) {
+      if (op.kind != OpKind::Customized) continue;
+      std::vector<DType> in, out;
+      for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
+      for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
+      auto p = optimize_block_graph(op.body, in, out);
+      ASSERT_TRUE(p.ok()) << p.error().message;
+      expect_valid_memory_plan(*p);
+    }
+}
+
+TEST(MemoryPlan, ShrinksThePipelineThenFails) {
+  KernelGraph g = gatedmlp_graph(64, 4096, 4096);
+  KernelPlan roomy = plan_of(g);
+  PlanOptions tight;
+  tight.smem_limit = 64 * 1024;
+  KernelPlan small = plan_of(g, tight);
+  EXPECT_LT(small.pipeline_stages, roomy.pipeline_stages);
+  EXPECT_GE(small.pipeline_stages, 2);
+  EXPECT_LE(small.smem_bytes, 64 * 1024);
+  tight.smem_limit = 8 * 1024;
+  const KernelOp& op = g.op(3);
+  auto r = optimize_block_graph(op.body, {DType::f16, DType::f16, DType::f16}, {DType::f16}, tight);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("bytes of shared memory"), std::string::npos)
+      << r.error().message;
+  EXPECT_NE(r.error().message.find("limit of 8192"), std::string::npos) << r.error().message;
+}
+
+TEST(Layout, SwizzlePaddingAndViews) {
+  KernelPlan p = plan_of(gatedmlp_graph(8, 4096, 4096));
+  // 64-wide f16 tensor-core operands: 128-byte rows, XOR swizzle.
+  EXPECT_TRUE(p.tensors[1].layout.swizzle);
+  EXPECT_EQ(p.tensors[1].layout.ld, 64);
+  // 32-wide f16 operands (64-byte rows): padded to an odd number of 16-byte chunks.
+  KernelPlan q = plan_of(attention_graph(2, 32, 32, 512, 4, 32, 16, false));
+  EXPECT_FALSE(q.tensors[2].layout.swizzle);
+  EXPECT_EQ(q.tensors[2].layout.ld, 40);
+  // LoRA: X and X·A stored in place inside [X | X·A], W and B inside [W ; B].
+  KernelPlan l = plan_of(lora_graph(16, 256, 4096, 16));
+  const BlockGraph& g = *l.graph;
+  const int left = g.op(5).output, right = g.op(6).output;
+  EXPECT_EQ(l.tensors[0].home, TensorHome::View);
+  EXPECT_EQ(l.tensors[0].view_of, left);
+  EXPECT_EQ(l.tensors[g.op(4).output].home, TensorHome::View);  // X·A
+  EXPECT_EQ(l.tensors[g.op(4).output].view_offset, 256);
+  EXPECT_EQ(l.tensors[1].view_of, right);
+  EXPECT_EQ(l.tensors[3].view_of, right);
+  EXPECT_EQ(l.tensors[3].view_offset, 256);
+  // Pipelined input tiles are never views.
+  for (const TensorPlan& t : plan_of(rmsnorm_graph(2, 4096, 6144)).tensors)
+    EXPECT_NE(t.home, TensorHome::View);
+  expect_valid_memory_plan(l);
+}
+
+TEST(Layout, PipelineDepthFollowsBytesInFlight) {
+  PlanOptions o;
+  o.bytes_in_flight = 32 * 1024;
+  // 8 KB of W and 256 B of X per iteration: 32 KB in flight needs 4 + 1 stages.
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 5);
+  o.bytes_in_flight = 128 * 1024;
+  o.max_stages = 8;
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 8);  // capped
+  o.forced_stages = 3;
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 3);
+  // F = 1: no pipeline.
+  EXPECT_EQ(plan_of(ntrans_graph(8, 4096)).pipeline_stages, 1);
+}
+
+TEST(Layout, ThreadCount) {
+  // Register accumulators of 256x64 need 256 threads to fit 64 floats per thread.
+  EXPECT_EQ(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false)).threads, 256);
+  // Tensor-core kernels whose accumulators fit keep the block graph's 128 threads.
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144)).threads, 128);
+  // Elementwise kernels get at most 8 elements of their largest tile per thread.
+  EXPECT_EQ(plan_of(ntrans_graph(1, 4096)).threads, 512);
+  EXPECT_EQ(plan_of(ntrans_graph(2, 256)).threads, 128);
+  PlanOptions o;
+  o.threads = 64;
+  EXPECT_EQ(plan_of(ntrans_graph(1, 4096), o).threads, 64);
+}
+
+TEST(Schedule, InlinesElementwiseChains) {
+  KernelPlan p = plan_of(ntrans_graph(1, 4096));
+  const BlockGraph& g = *p.graph;
+  // sub → mul → add is evaluated in one pass by the add; the F = 1 accumulator is its input.
+  EXPECT_EQ(p.op(4).inline_into, 5);
+  EXPECT_EQ(p.op(5).inline_into, 6);
+  EXPECT_EQ(p.tensors[g.op(4).output].home, TensorHome::Inline);
+  EXPECT_EQ(p.op(6).level, p.op(3).level + 1);
+  EXPECT_EQ(p.op(7).level, p.op(6).level + 1);
+  EXPECT_EQ(p.tensors[g.op(8).output].home, TensorHome::View);
+  EXPECT_EQ(p.tensors[g.op(8).output].view_of, g.op(7).output);
+  PlanOptions o;
+  o.inline_elementwise = false;
+  KernelPlan q = plan_of(ntrans_graph(1, 4096), o);
+  EXPECT_EQ(q.op(6).level, q.op(3).level + 3);
+  // gatedmlp: silu(acc1) is evaluated by the mul, the mul by the output saver.
+  KernelPlan m = plan_of(gatedmlp_graph(8, 4096, 4096));
+  EXPECT_EQ(m.op(7).inline_into, 8);
+  EXPECT_EQ(m.op(8).inline_into, 9);
+  EXPECT_EQ(m.op(9).level, 1);
+  expect_valid_memory_plan(p);
+  expect_valid_memory_plan(m);
+}
+
+TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {
+  setenv("STRATA_DUMP_PASSES", "1", 1);
+  ::testing::internal::CaptureStderr();
+  KernelPlan p = plan_of(rmsnorm_graph(2, 4096, 6144));
+  std::string err = ::testing::internal::GetCapturedStderr();
+  unsetenv("STRATA_DUMP_PASSES");
+  for (const char* pass :
+       {"schedule_block_ops", "fuse_matmul_epilogues", "choose_layouts", "plan_shared_memory"})
+    EXPECT_NE(err.find(std::string("=== after ") + pass), std::string::npos) << pass;
+  EXPECT_NE(err.find("kernel plan: grid (96, 1, 1)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::testing
