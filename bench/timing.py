@@ -1,0 +1,150 @@
+"""The timing method of DESIGN §9, shared by every system the harness measures.
+
+- Enough input/output sets that one pass over them moves more than 4× the L2 cache, so no
+  weight is timed while resident in L2.
+- One launch per set captured into a CUDA graph; after warm-up replays, each replay is
+  bracketed by CUDA events; the time of a replay divided by the number of sets is one sample.
+- Statistics over ≥ 100 replays; the median is reported.
+The C++ profiler (src/gpu/profiler.cc) implements the same method.
+"""
+
+import ctypes
+import statistics
+
+import torch
+
+MAX_SETS = 8192
+
+
+def l2_bytes():
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 50 * 2**20))
+
+
+def sets_for(bytes_per_set, l2_multiple=4.0, max_sets=MAX_SETS):
+    """Sets per pass: the smallest count whose traffic exceeds l2_multiple × L2."""
+    return max(1, min(max_sets, int(l2_multiple * l2_bytes()) // max(1, bytes_per_set) + 1))
+
+
+def relative_l2_error(got, want):
+    """‖got − want‖₂ / ‖want‖₂ in float64; inf if got holds a NaN or an infinity."""
+    got = got.double()
+    want = want.double()
+    if got.shape != want.shape or not torch.isfinite(got).all():
+        return float("inf")
+    norm = torch.linalg.vector_norm(want).item()
+    diff = torch.linalg.vector_norm(got - want).item()
+    return diff / norm if norm > 0 else diff
+
+
+def summarize(samples):
+    s = sorted(samples)
+    q = statistics.quantiles(s, n=10, method="inclusive")
+    return {"median_us": statistics.median(s), "mean_us": statistics.fmean(s), "min_us": s[0],
+            "p10_us": q[0], "p90_us": q[-1], "runs": len(s)}
+
+
+def time_launches(launch, sets, runs=100, warmup=5):
+    """Times launch(i) for i in range(sets) as one CUDA graph; returns per-launch statistics.
+
+    `launch(i)` must enqueue the work for set i on the current stream and be capturable
+    (it is run once eagerly per set first, which also triggers lazy compilation).
+    """
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(sets):
+            launch(i)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(sets):
+            launch(i)
+    torch.cuda.synchronize()
+    for _ in range(warmup):
+        graph.replay()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(runs + 1)]
+    events[0].record()
+    for r in range(runs):
+        graph.replay()
+        events[r + 1].record()
+    torch.cuda.synchronize()
+    samples = [1000.0 * events[r].elapsed_time(events[r + 1]) / sets for r in range(runs)]
+    del graph
+    stats = summarize(samples)
+    stats["sets"] = sets
+    return stats
+
+
+def measure_bandwidth(bytes_each=1 << 30, runs=20):
+    """DRAM bandwidth of a large device-to-device copy: (read + write bytes) / median time."""
+    src = torch.empty(bytes_each, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    src.fill_(1)
+    times = []
+    for _ in range(runs + 2):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src)
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) / 1000.0)
+    del src, dst
+    return 2 * bytes_each / statistics.median(times[2:])
+
+
+def measure_tensor_peak(n=8192, runs=20):
+    """fp16 tensor-core rate of a large square matmul: 2n³ / median time (FLOP/s)."""
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    times = []
+    for _ in range(runs + 3):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.mm(a, b)
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) / 1000.0)
+    del a, b
+    return 2.0 * n**3 / statistics.median(times[3:])
+
+
+def measure_launch_floor(runs=100):
+    """Per-launch time of a trivial kernel inside a CUDA graph: the floor's "one launch"."""
+    xs = [torch.zeros(1, device="cuda") for _ in range(64)]
+    return time_launches(lambda i: xs[i % 64].add_(1.0), 1024, runs=runs)["median_us"]
+
+
+class StrataLibrary:
+    """A compiled strata graph (a shared library from the binary cache) called through ctypes:
+    int strata_launch(const void* const* inputs, void* const* outputs, void* workspace,
+    cudaStream_t stream) and size_t strata_workspace_bytes(void)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lib = ctypes.CDLL(path, mode=getattr(ctypes, "RTLD_LOCAL", 0))
+        self.lib.strata_launch.restype = ctypes.c_int
+        self.lib.strata_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                           ctypes.c_void_p]
+        self.lib.strata_workspace_bytes.restype = ctypes.c_size_t
+        self.lib.strata_workspace_bytes.argtypes = []
+        size = int(self.lib.strata_workspace_bytes())
+        self.workspace = torch.empty(max(size, 256), dtype=torch.uint8, device="cuda")
+
+    def binder(self, inputs, outputs):
+        """A function that launches on (inputs, outputs) on the current stream; the pointer
+        arrays are built once so that capture records the same addresses."""
+        ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
+        outs = (ctypes.c_void_p * len(outputs))(*[t.data_ptr() for t in outputs])
+        keep = (inputs, outputs, ins, outs)
+
+        def launch():
+            _ = keep
+            rc = self.lib.strata_launch(ctypes.addressof(ins), ctypes.addressof(outs),
+                                        self.workspace.data_ptr(),
+                                        torch.cuda.current_stream().cuda_stream)
+            if rc != 0:
+                raise RuntimeError(f"{self.path}: strata_launch returned CUDA error {rc}")
+
+        return launch

@@ -1,0 +1,40 @@
+// Reading the graphs out of a result document: a μGraph JSON file or the RESULT.json written
+// by `strata optimize` (docs/gpu-runtime.md, "Result documents").
+//
+// The runtime, the profiler and `strata profile` accept either. A μGraph document (an object
+// with "inputs" and "ops") is one graph. In a result document the ranked list is used: the
+// first array found under "ranked", "candidates", "results" or "graphs" whose elements are
+// μGraphs or objects holding one (under any key); failing that, a μGraph under "best" or
+// "best_graph". The order of the document is kept (best first) and duplicate graphs are
+// dropped. A candidate's predicted time is read, when present, from the element's
+// "predicted_us" or "cost": {"predicted_us"} (also "predicted_time_us").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/graph_json.h"
+#include "strata/kernel_graph.h"
+#include "strata/status.h"
+
+namespace strata {
+
+/// One graph of a result document.
+struct ResultGraph {
+  KernelGraph graph;
+  std::string where;                   ///< origin and JSON path, e.g. "r.json: ranked[2].graph"
+  std::optional<double> predicted_us;  ///< the cost model's prediction, when the document has one
+};
+
+/// True when `doc` is a μGraph document (an object with "inputs" and "ops" arrays).
+bool is_mugraph_document(const Json& doc);
+
+/// The graphs of a μGraph or result document, best first. An Error names the JSON path of a
+/// graph that does not load, or says that the document holds no graph.
+Result<std::vector<ResultGraph>> graphs_in_document(const Json& doc, const std::string& origin);
+
+/// Reads `path` and returns graphs_in_document of it.
+Result<std::vector<ResultGraph>> load_result_graphs(const std::string& path);
+
+}  // namespace strata

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU check, in one invocation on a GPU machine (docs/gpu-runtime.md, "The GPU script"):
+#   1. build strata (Release) in build-gpu/, using .devdeps/ (scripts/fetch-device-deps.sh)
+#      when the machine lacks the Debian build dependencies;
+#   2. run the GPU tests (ctest -L gpu) and the C++ API example;
+#   3. check every benchmark's result: every candidate against the float64 reference
+#      (strata profile, through bench/strata_bench.py --phase profile);
+#   4. the benchmark: PyTorch eager / torch.compile / max-autotune vs strata, in one process.
+# Everything is written under OUT_DIR (default bench/results): the log, the benchmark report
+# <gpu>-<date>.md/.json, per-program profile reports, exported candidates.
+#
+# Usage: scripts/gpu-check.sh [OUT_DIR]
+# Knobs (environment): STRATA_SEARCH_DIR (precomputed `strata optimize` results
+#   <bench>_b<b>.json; default bench/search when it exists), STRATA_SEARCH_TIME (seconds per
+#   search run here otherwise, default 10), STRATA_BENCH_MODES (default
+#   eager,compile,max-autotune), STRATA_BENCH_TOP (candidates per program, default 5).
+# Exit: 0 all passed; 1 a test, a check or a benchmark step failed; 3 the build failed.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 3
+root=$PWD
+out=${1:-bench/results}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+exec > >(tee "$out/gpu-check.log") 2>&1
+start=$SECONDS
+step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
+failed=()
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || true
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+nvcc --version | tail -2
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+
+cmake_deps=()
+if [ -d .devdeps/usr ]; then
+  deps=$root/.devdeps/usr
+  lib=$deps/lib/x86_64-linux-gnu
+  echo "using build dependencies from $deps"
+  export CMAKE_PREFIX_PATH=$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  cmake_deps=(-DGTest_DIR="$lib/cmake/GTest" -Dnlohmann_json_DIR="$deps/share/cmake/nlohmann_json"
+              -DCLI11_DIR="$deps/share/cmake/CLI11" -DZ3_INCLUDE_DIR="$deps/include"
+              -DZ3_LIBRARY="$lib/libz3.so")
+fi
+build=$root/build-gpu
+export STRATA_CACHE_DIR=${STRATA_CACHE_DIR:-$build/cache}
+
+step "build (Release)"
+if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" >/dev/null ||
+   ! cmake --build "$build" -j"$(nproc)"; then
+  echo "gpu-check: the build failed"
+  exit 3
+fi
+"$build/strata" device || failed+=("strata device")
+
+step "GPU tests (ctest -L gpu)"
+(cd "$build" && ctest -L gpu --output-on-failure) || failed+=("GPU tests")
+
+step "C++ API example"
+"$build/cpp_api_example" examples/reference/rmsnorm_small.json || failed+=("C++ API example")
+
+bench_args=(--out "$out" --strata "$build/strata" --top "${STRATA_BENCH_TOP:-5}"
+            --search-time "${STRATA_SEARCH_TIME:-10}"
+            --modes "${STRATA_BENCH_MODES:-eager,compile,max-autotune}")
+search_dir=${STRATA_SEARCH_DIR:-}
+if [ -z "$search_dir" ] && [ -d bench/search ]; then search_dir=bench/search; fi
+if [ -n "$search_dir" ]; then bench_args+=(--search-dir "$search_dir"); fi
+
+step "correctness check of every benchmark's candidates (strata profile)"
+python3 bench/strata_bench.py "${bench_args[@]}" --phase profile || failed+=("strata profile")
+if grep -l '"status": "wrong_answer"' "$out"/profile/*_b[0-9].json 2>/dev/null; then
+  echo "gpu-check: candidates with wrong answers in the reports above"
+  failed+=("wrong answers")
+fi
+
+step "benchmark (PyTorch vs strata)"
+python3 bench/strata_bench.py "${bench_args[@]}" --phase bench || failed+=("benchmark")
+
+step "done in $((SECONDS - start)) s; outputs in $out"
+ls "$out"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu-check: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "gpu-check: all steps passed"

@@ -1,0 +1,339 @@
+#include "strata/gpu_jit.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/gpu_device.h"
+#include "strata/graph_io.h"
+#include "strata/hash.h"
+
+extern char** environ;
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Bumped whenever the layout of an entry or the meaning of the key changes.
+constexpr const char* kKeyPreamble = "strata-binary-cache v1\n";
+/// Compiler output kept in errors and metadata.
+constexpr size_t kMaxLogChars = 16000;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+std::string nvcc_path(const JitOptions& o) {
+  if (!o.nvcc.empty()) return o.nvcc;
+#ifdef STRATA_NVCC_PATH
+  return env_or("STRATA_NVCC", STRATA_NVCC_PATH);
+#else
+  return env_or("STRATA_NVCC", "nvcc");
+#endif
+}
+
+std::string clip_log(std::string log) {
+  if (log.size() > kMaxLogChars) log = log.substr(0, kMaxLogChars) + "\n[… output clipped]";
+  return log;
+}
+
+/// Runs argv[0] (looked up in PATH) with stdout and stderr appended to `log_path`; returns
+/// the exit status (128 + signal if killed).
+Result<int> run_process(const std::vector<std::string>& argv, const std::string& log_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    return make_error("cannot start `" + argv[0] + "`: " + std::strerror(rc) +
+                      " (set STRATA_NVCC or put nvcc on PATH)");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return make_error("waitpid failed for `" + argv[0] + "`");
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/// A fresh private directory under `parent`, removed by the destructor.
+class TempDir {
+ public:
+  static Result<TempDir> make(const fs::path& parent) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    std::string templ = (parent / "tmp-XXXXXX").string();
+    if (!mkdtemp(templ.data()))
+      return make_error(parent.string() + ": cannot create a temporary directory");
+    TempDir t;
+    t.path_ = templ;
+    return t;
+  }
+  TempDir() = default;
+  TempDir(TempDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// SHA-256 over every regular file below the include directories (path and content), so an
+/// edited runtime header changes the key.
+std::string include_dirs_digest(const std::vector<std::string>& dirs) {
+  Sha256 h;
+  for (const std::string& dir : dirs) {
+    h.update("dir " + dir + "\n");
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (it->is_regular_file(ec)) files.push_back(it->path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      auto text = read_text_file(f.string());
+      h.update("file " + fs::relative(f, dir, ec).string() + "\n");
+      h.update(text.ok() ? *text : std::string("<unreadable>"));
+    }
+  }
+  return h.finish_hex();
+}
+
+Result<std::string> resolve_arch(const JitOptions& o) {
+  if (!o.arch.empty()) return o.arch;
+  auto dev = query_device();
+  if (!dev.ok())
+    return make_error("no target architecture given and none can be detected: " +
+                      dev.error().message);
+  return dev->arch();
+}
+
+std::vector<std::string> include_dirs_of(const JitOptions& o) {
+  return o.include_dirs.empty() ? default_include_dirs() : o.include_dirs;
+}
+
+/// Why the cache entry (`so`, `meta`) cannot be used for `key`; empty if it can.
+std::string entry_problem(const fs::path& so, const fs::path& meta, const std::string& key,
+                          std::string* log) {
+  std::error_code ec;
+  if (!fs::exists(so, ec) && !fs::exists(meta, ec)) return "absent";
+  if (!fs::exists(meta, ec)) return "incomplete entry (metadata missing)";
+  if (!fs::exists(so, ec)) return "incomplete entry (library missing)";
+  auto text = read_text_file(meta.string());
+  if (!text.ok()) return "metadata unreadable";
+  auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return "metadata is not valid JSON";
+  if (doc.value("key", "") != key) return "metadata names another key";
+  auto bytes = fs::file_size(so, ec);
+  if (ec || !doc.contains("bytes") || doc["bytes"] != bytes) return "library size mismatch";
+  auto lib = read_text_file(so.string());
+  if (!lib.ok() || sha256_hex(*lib) != doc.value("sha256", "")) return "checksum mismatch";
+  if (log) *log = doc.value("log", "");
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> default_include_dirs() {
+  std::vector<std::string> dirs;
+  std::string env = env_or("STRATA_RUNTIME_DIR", "");
+  if (!env.empty()) return {env};
+  std::error_code ec;
+  for (const char* sub : {"runtime", "include"}) {
+    fs::path p = fs::path(STRATA_SOURCE_DIR) / sub;
+    if (fs::is_directory(p, ec)) dirs.push_back(p.string());
+  }
+  return dirs;
+}
+
+std::string binary_cache_dir(const JitOptions& options) {
+  std::string root = options.cache_dir;
+  if (root.empty()) root = env_or("STRATA_CACHE_DIR", "");
+  if (root.empty()) root = env_or("HOME", "/tmp") + "/.cache/strata";
+  return (fs::path(root) / "bin").string();
+}
+
+Result<std::string> toolkit_version(const JitOptions& options) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> known;
+  std::string nvcc = nvcc_path(options);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(nvcc); it != known.end()) return it->second;
+  }
+  STRATA_ASSIGN_OR_RETURN(TempDir tmp, TempDir::make(fs::temp_directory_path()));
+  std::string log = (tmp.path() / "version.txt").string();
+  STRATA_ASSIGN_OR_RETURN(int rc, run_process({nvcc, "--version"}, log));
+  auto text = read_text_file(log);
+  if (rc != 0 || !text.ok())
+    return make_error("`" + nvcc + " --version` failed (exit " + std::to_string(rc) + ")");
+  std::string version;
+  size_t pos = text->find("release");
+  if (pos != std::string::npos) {
+    size_t begin = text->rfind('\n', pos);
+    size_t end = text->find('\n', pos);
+    version = text->substr(begin == std::string::npos ? 0 : begin + 1,
+                           end == std::string::npos ? std::string::npos : end - begin - 1);
+  }
+  if (version.empty()) return make_error("`" + nvcc + " --version` names no release");
+  std::lock_guard<std::mutex> lock(mu);
+  known[nvcc] = version;
+  return version;
+}
+
+Result<std::vector<std::string>> nvcc_flags(const JitOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::string arch, resolve_arch(options));
+  std::vector<std::string> flags = {
+      nvcc_path(options), "-shared",       "-Xcompiler", "-fPIC", "-O3",
+      "-std=c++17",       "-arch=" + arch, "-Xptxas",    "-v"};
+  for (const std::string& dir : include_dirs_of(options)) flags.push_back("-I" + dir);
+  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  return flags;
+}
+
+Result<std::string> binary_cache_key(const std::string& source, const JitOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::string arch, resolve_arch(options));
+  STRATA_ASSIGN_OR_RETURN(std::string toolkit, toolkit_version(options));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> flags, nvcc_flags(options));
+  Sha256 h;
+  h.update(kKeyPreamble);
+  h.update("arch " + arch + "\n");
+  h.update("toolkit " + toolkit + "\n");
+  for (size_t i = 1; i < flags.size(); ++i) h.update("flag " + flags[i] + "\n");
+  h.update("includes " + include_dirs_digest(include_dirs_of(options)) + "\n");
+  h.update("source " + std::to_string(source.size()) + "\n");
+  h.update(source);
+  return h.finish_hex();
+}
+
+Result<CompiledBinary> compile_cuda(const std::string& source, const JitOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::string key, binary_cache_key(source, options));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> flags, nvcc_flags(options));
+  STRATA_ASSIGN_OR_RETURN(std::string arch, resolve_arch(options));
+  fs::path dir = binary_cache_dir(options);
+  fs::path so = dir / (key + ".so");
+  fs::path meta = dir / (key + ".json");
+
+  CompiledBinary out;
+  out.key = key;
+  out.path = so.string();
+  out.arch = arch;
+  out.miss_reason = options.use_cache ? entry_problem(so, meta, key, &out.log) : "cache disabled";
+  if (out.miss_reason.empty()) {
+    out.cache_hit = true;
+    return out;
+  }
+
+  STRATA_ASSIGN_OR_RETURN(TempDir tmp, TempDir::make(dir));
+  fs::path src = tmp.path() / "candidate.cu";
+  fs::path lib = tmp.path() / "candidate.so";
+  fs::path log_path = tmp.path() / "nvcc.log";
+  STRATA_RETURN_IF_ERROR(write_text_file(src.string(), source));
+  std::vector<std::string> argv = flags;
+  argv.insert(argv.end(), {"-o", lib.string(), src.string()});
+  auto start = std::chrono::steady_clock::now();
+  STRATA_ASSIGN_OR_RETURN(int rc, run_process(argv, log_path.string()));
+  out.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto log = read_text_file(log_path.string());
+  out.log = clip_log(log.ok() ? *log : "");
+  std::error_code ec;
+  if (rc != 0 || !fs::exists(lib, ec))
+    return make_error("nvcc failed (exit " + std::to_string(rc) + ", -arch=" + arch + "):\n" +
+                      out.log);
+
+  STRATA_ASSIGN_OR_RETURN(std::string bytes, read_text_file(lib.string()));
+  nlohmann::json doc = {{"format", "strata-binary-cache"},
+                        {"version", 1},
+                        {"key", key},
+                        {"bytes", bytes.size()},
+                        {"sha256", sha256_hex(bytes)},
+                        {"arch", arch},
+                        {"compile_seconds", out.compile_seconds},
+                        {"flags", std::vector<std::string>(flags.begin() + 1, flags.end())},
+                        {"log", out.log}};
+  // Library first, metadata last: an entry is complete only once its metadata exists.
+  fs::rename(lib, so, ec);
+  if (ec) return make_error(so.string() + ": cannot place the compiled library: " + ec.message());
+  fs::path meta_tmp = tmp.path() / "meta.json";
+  STRATA_RETURN_IF_ERROR(write_text_file(meta_tmp.string(), doc.dump(2) + "\n"));
+  fs::rename(meta_tmp, meta, ec);
+  if (ec) return make_error(meta.string() + ": cannot write cache metadata: " + ec.message());
+  return out;
+}
+
+std::vector<Result<CompiledBinary>> compile_cuda_many(const std::vector<std::string>& sources,
+                                                      const JitOptions& options) {
+  // Compile each distinct source once; duplicates share the outcome.
+  std::vector<int> first_of(sources.size());
+  std::map<std::string_view, int> seen;
+  std::vector<int> distinct;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto [it, fresh] = seen.emplace(sources[i], static_cast<int>(i));
+    first_of[i] = it->second;
+    if (fresh) distinct.push_back(static_cast<int>(i));
+  }
+  std::vector<Result<CompiledBinary>> outcome(sources.size(), make_error("not compiled"));
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::clamp(threads, 1, std::max<int>(1, static_cast<int>(distinct.size())));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k = next++; k < distinct.size(); k = next++) {
+      int i = distinct[k];
+      outcome[i] = compile_cuda(sources[i], options);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (first_of[i] != static_cast<int>(i)) outcome[i] = outcome[first_of[i]];
+  return outcome;
+}
+
+Result<SharedLibrary> SharedLibrary::open(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return make_error(path + ": cannot load shared library: " + (why ? why : "unknown error"));
+  }
+  SharedLibrary lib;
+  lib.handle_ = handle;
+  lib.path_ = path;
+  return lib;
+}
+
+void* SharedLibrary::find(const char* symbol) const {
+  return handle_ ? dlsym(handle_, symbol) : nullptr;
+}
+
+}  // namespace strata

@@ -1,0 +1,252 @@
+// GPU tests of the runtime: loading and running libraries, the correctness check, timing, the
+// candidate profiler, and emitted code for the reference μGraphs checked against the float64
+// interpreter. Labelled `gpu`: run by scripts/gpu-check.sh on a GPU machine. Without a GPU
+// every test fails (the first assertion says why); nothing is skipped.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include <cuda_runtime_api.h>
+
+#include "gpu_test_sources.h"
+#include "strata/candidate_profiler.h"
+#include "strata/dtype_codec.h"
+#include "strata/gpu_device.h"
+#include "strata/graph_io.h"
+#include "strata/graph_json.h"
+#include "strata/profiler.h"
+#include "strata/runtime_api.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+#define REQUIRE_GPU() \
+  ASSERT_GT(gpu_count(), 0) << "no CUDA device: GPU tests must run on a machine with a GPU"
+
+std::vector<std::vector<double>> random_values(const KernelGraph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<std::vector<double>> values;
+  for (const TensorSignature& s : input_signature(g)) {
+    std::vector<double> v(s.shape.numel());
+    for (double& x : v) x = u(rng);
+    values.push_back(round_to_dtype(s.dtype, v));
+  }
+  return values;
+}
+
+std::vector<double> sum_of(const std::vector<std::vector<double>>& in) {
+  std::vector<double> out(in[0].size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = in[0][i] + in[1][i];
+  return out;
+}
+
+CompiledGraph load_source(const std::string& source) {
+  auto cg = CompiledGraph::from_source(source);
+  EXPECT_TRUE(cg.ok()) << cg.error().message;
+  return std::move(cg).value();
+}
+
+TEST(GpuRuntime, DeviceIsVisible) {
+  REQUIRE_GPU();
+  auto dev = query_device();
+  ASSERT_TRUE(dev.ok()) << dev.error().message;
+  EXPECT_GT(dev->sm_count, 0);
+  EXPECT_GT(dev->l2_bytes, 1 << 20);
+  EXPECT_GE(dev->smem_per_block, 48 * 1024);
+  EXPECT_EQ(dev->arch().rfind("sm_", 0), 0u);
+  std::printf("device: %s (%s), %d SMs, L2 %lld bytes\n", dev->name.c_str(), dev->arch().c_str(),
+              dev->sm_count, static_cast<long long>(dev->l2_bytes));
+}
+
+TEST(GpuRuntime, RunsLibrariesOnDeviceBuffers) {
+  REQUIRE_GPU();
+  KernelGraph g = testing::add_graph();
+  auto in = random_values(g, 7);
+  std::vector<double> want = round_to_dtype(DType::f16, sum_of(in));
+  for (const std::string& src : {testing::add_source(), testing::workspace_source()}) {
+    auto loaded = CompiledGraph::from_source(src);
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+    // The workspace library exports no signature: give it the graph's.
+    auto cg = CompiledGraph::from_binary(loaded->binary(), &g);
+    ASSERT_TRUE(cg.ok()) << cg.error().message;
+    std::vector<void*> dev(3);
+    for (void*& p : dev) ASSERT_EQ(cudaMalloc(&p, testing::kElems * 2), cudaSuccess);
+    for (int i = 0; i < 2; ++i) {
+      auto bytes = encode_elements(DType::f16, in[i]);
+      ASSERT_EQ(cudaMemcpy(dev[i], bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+                cudaSuccess);
+    }
+    const void* ins[2] = {dev[0], dev[1]};
+    void* outs[1] = {dev[2]};
+    Status st = cg->run(ins, outs, nullptr);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<uint8_t> bytes(testing::kElems * 2);
+    ASSERT_EQ(cudaMemcpy(bytes.data(), dev[2], bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(decode_elements(DType::f16, bytes.data(), testing::kElems), want);
+    for (void* p : dev) cudaFree(p);
+  }
+  EXPECT_EQ(load_source(testing::workspace_source()).workspace_bytes(), 4096u);
+}
+
+TEST(GpuRuntime, CheckCatchesUnwrittenOutputsAndLaunchErrors) {
+  REQUIRE_GPU();
+  KernelGraph g = testing::add_graph();
+  auto in = random_values(g, 11);
+  std::vector<std::vector<double>> want = {sum_of(in)};
+
+  CompiledGraph good = load_source(testing::add_source());
+  auto ok = check_outputs(good, in, want, 1e-2);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_TRUE(ok->passed) << ok->detail;
+  EXPECT_LT(ok->max_rel_l2_error, 1e-3);
+
+  CompiledGraph half = load_source(testing::half_written_source());
+  auto bad = check_outputs(half, in, want, 1e-2);
+  ASSERT_TRUE(bad.ok()) << bad.error().message;
+  EXPECT_FALSE(bad->passed);
+  EXPECT_TRUE(std::isinf(bad->max_rel_l2_error));
+  EXPECT_NE(bad->detail.find("unwritten"), std::string::npos) << bad->detail;
+
+  CompiledGraph wrong_config = load_source(testing::bad_launch_source());
+  auto launch = check_outputs(wrong_config, in, want, 1e-2);
+  ASSERT_FALSE(launch.ok());
+  EXPECT_NE(launch.error().message.find("strata_launch failed"), std::string::npos);
+  EXPECT_NE(launch.error().message.find("cudaError"), std::string::npos)
+      << launch.error().message;
+  cudaGetLastError();
+
+  auto mismatched = check_outputs(good, {in[0]}, want, 1e-2);
+  ASSERT_FALSE(mismatched.ok());
+  EXPECT_NE(mismatched.error().message.find("expected 2 inputs"), std::string::npos);
+}
+
+TEST(GpuRuntime, TimingRotatesPastTheL2Cache) {
+  REQUIRE_GPU();
+  KernelGraph g = testing::add_graph();
+  CompiledGraph cg = load_source(testing::add_source());
+  TimingOptions o;
+  o.max_sets = 1 << 16;  // the test graph moves only a few KB per set
+  auto t = time_graph(cg, random_values(g, 3), o);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->runs, 100);
+  EXPECT_EQ(t->bytes_per_set, 3 * testing::kElems * 2);
+  EXPECT_GT(static_cast<double>(t->sets) * t->bytes_per_set, 4.0 * t->l2_bytes);
+  EXPECT_GT(t->median_us, 0.0);
+  EXPECT_LT(t->median_us, 1000.0);
+  EXPECT_LE(t->min_us, t->p10_us);
+  EXPECT_LE(t->p10_us, t->median_us);
+  EXPECT_LE(t->median_us, t->p90_us);
+  std::printf("add kernel: median %.2f us over %d sets × %d runs\n", t->median_us, t->sets,
+              t->runs);
+}
+
+TEST(GpuRuntime, ProfileCandidatesReportsEveryOutcome) {
+  REQUIRE_GPU();
+  KernelGraph g = testing::add_graph();
+  std::vector<std::string> sources = {
+      testing::add_source(),          testing::half_written_source(),
+      testing::syntax_error_source(), testing::big_smem_source(),
+      testing::bad_launch_source(),   testing::static_smem_overflow_source(),
+      testing::workspace_source()};
+  std::vector<KernelGraph> graphs(sources.size(), g);
+  ProfileOptions o;
+  o.reference = g;
+  o.timing.runs = 100;
+  auto out = profile_candidates(graphs, sources, o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  ASSERT_EQ(out->size(), sources.size());
+  std::vector<CandidateStatus> want = {CandidateStatus::Ok,
+                                       CandidateStatus::WrongAnswer,
+                                       CandidateStatus::CompileError,
+                                       CandidateStatus::SmemExceeded,
+                                       CandidateStatus::LaunchFailure,
+                                       CandidateStatus::SmemExceeded,
+                                       CandidateStatus::Ok};
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(candidate_status_name((*out)[i].status), candidate_status_name(want[i]))
+        << "candidate " << i << ": " << (*out)[i].error;
+  EXPECT_TRUE((*out)[0].timing.has_value());
+  EXPECT_TRUE((*out)[6].timing.has_value());
+  EXPECT_FALSE((*out)[1].timing.has_value());
+  EXPECT_LT((*out)[0].rel_l2_error, 1e-3);
+  EXPECT_NE((*out)[2].error.find("undeclared_name"), std::string::npos);
+
+  // Without a reference program each candidate is checked against its own graph; check-only
+  // skips timing.
+  ProfileOptions own;
+  own.check_only = true;
+  auto checked = profile_candidates({g}, {testing::add_source()}, own);
+  ASSERT_TRUE(checked.ok()) << checked.error().message;
+  EXPECT_EQ((*checked)[0].status, CandidateStatus::Ok) << (*checked)[0].error;
+  EXPECT_FALSE((*checked)[0].timing.has_value());
+}
+
+/// Emitted code of every small reference μGraph agrees with the float64 interpreter.
+TEST(GpuRuntime, EmittedReferenceGraphsMatchTheInterpreter) {
+  REQUIRE_GPU();
+  auto dev = query_device();
+  ASSERT_TRUE(dev.ok());
+  std::vector<KernelGraph> graphs;
+  std::vector<std::string> sources, names;
+  for (const char* bench : {"rmsnorm", "gatedmlp", "lora", "ntrans", "gqa", "qknorm"}) {
+    std::string path = std::string("examples/reference/") + bench + "_small.json";
+    auto g = load_graph(path);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    if (std::string(bench) == "qknorm") {
+      // rms_norm removes any input scale, so exp(Qn·Kn) overflows f16 on random inputs
+      // (|Qn·Kn| reaches ~d): run this one in bf16, whose range is that of f32.
+      Json doc = kernel_graph_to_json(*g);
+      for (Json& in : doc["inputs"]) in["dtype"] = "bf16";
+      auto bf = kernel_graph_from_json(doc, path);
+      ASSERT_TRUE(bf.ok()) << bf.error().message;
+      g = std::move(bf);
+    }
+    auto src = emit_graph_source(*g, dev->arch());
+    ASSERT_TRUE(src.ok()) << path << ": " << src.error().message;
+    graphs.push_back(*g);
+    sources.push_back(*src);
+    names.push_back(path);
+  }
+  // No reference program: each candidate is checked against its own graph (all compiled
+  // in parallel).
+  ProfileOptions o;
+  o.check_only = true;
+  auto out = profile_candidates(graphs, sources, o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  for (size_t i = 0; i < graphs.size(); ++i)
+    EXPECT_EQ((*out)[i].status, CandidateStatus::Ok)
+        << names[i] << ": " << candidate_status_name((*out)[i].status) << ": " << (*out)[i].error;
+}
+
+/// `strata profile` end to end on a reference graph: JSON report with an ok, timed candidate.
+TEST(GpuRuntime, ProfileCommandWritesAReport) {
+  REQUIRE_GPU();
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN is not set";
+  fs::path out = fs::temp_directory_path() / "strata-profile-test.json";
+  std::string cmd = std::string(bin) +
+                    " profile examples/reference/rmsnorm_small.json --runs 100 -q -o " +
+                    out.string();
+  int rc = std::system(cmd.c_str());
+  ASSERT_EQ(rc, 0) << cmd;
+  auto text = read_text_file(out.string());
+  ASSERT_TRUE(text.ok());
+  auto doc = parse_json_text(*text, out.string());
+  ASSERT_TRUE(doc.ok());
+  const Json& c = (*doc)["candidates"][0];
+  EXPECT_EQ(c["status"], "ok") << c.dump(2);
+  EXPECT_GT(c["timing"]["median_us"].get<double>(), 0.0);
+  EXPECT_GT(c["predicted_us"].get<double>(), 0.0);
+  fs::remove(out);
+}
+
+}  // namespace
+}  // namespace strata

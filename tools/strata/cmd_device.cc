@@ -1,0 +1,53 @@
+// `strata device`: the GPU this process sees (exit 1 when there is none).
+#include <cstdio>
+
+#include "command.h"
+
+#ifdef STRATA_HAVE_CUDA
+#include "strata/gpu_device.h"
+#include "strata/gpu_jit.h"
+#endif
+
+namespace strata::cli {
+namespace {
+
+std::function<int()> setup(CLI::App& app) {
+  return []() -> int {
+#ifdef STRATA_HAVE_CUDA
+    JitOptions jit;
+    auto toolkit = toolkit_version(jit);
+    std::printf("toolkit: %s\n", toolkit.ok() ? toolkit->c_str() : toolkit.error().message.c_str());
+    std::printf("binary cache: %s\n", binary_cache_dir(jit).c_str());
+    int n = gpu_count();
+    if (n == 0) {
+      std::printf("no CUDA device (no driver or no GPU)\n");
+      return kExitFalse;
+    }
+    for (int d = 0; d < n; ++d) {
+      auto info = query_device(d);
+      if (!info.ok()) {
+        std::fprintf(stderr, "strata: %s\n", info.error().message.c_str());
+        return kExitInternal;
+      }
+      std::printf(
+          "device %d: %s, compute %d.%d (%s), %d SMs, L2 %.1f MB, %lld KB shared memory per "
+          "block, %.1f GB, driver %d\n",
+          d, info->name.c_str(), info->cc_major, info->cc_minor, info->arch().c_str(),
+          info->sm_count, info->l2_bytes / 1048576.0,
+          static_cast<long long>(info->smem_per_block / 1024), info->global_mem_bytes / 1e9,
+          info->driver_version);
+    }
+    return kExitOk;
+#else
+    std::printf("this build has no CUDA support (no toolkit was found at build time)\n");
+    return kExitFalse;
+#endif
+  };
+}
+
+}  // namespace
+
+static CommandRegistrar reg{Command{
+    "device", "show the GPU, the CUDA toolkit and the binary cache (exit 1 if no GPU)", setup, 70}};
+
+}  // namespace strata::cli

@@ -1,0 +1,392 @@
+// `strata profile`: check candidates against the float64 reference on the GPU and time them
+// (docs/gpu-runtime.md). Writes a JSON report; used by bench/ and scripts/gpu-check.sh.
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "command.h"
+#include "strata/cost_model.h"
+#include "strata/graph_io.h"
+#include "strata/graph_json.h"
+
+#ifdef STRATA_HAVE_CUDA
+#include "strata/candidate_profiler.h"
+#include "strata/gpu_device.h"
+#include "strata/result_graphs.h"
+#include "strata/runtime_api.h"
+#endif
+
+namespace strata::cli {
+namespace {
+
+struct ProfileArgs {
+  std::string program;
+  std::vector<std::string> candidates;
+  int top = 5;
+  std::string arch;
+  std::string out;
+  std::string export_dir;
+  std::string inputs_dir;
+  std::string only;
+  int runs = 100;
+  int warmup = 5;
+  double tolerance = 1e-2;
+  double input_scale = 0.5;
+  uint64_t seed = 1;
+  int jobs = 0;
+  std::string target;
+  bool check_only = false;
+  bool compile_only = false;
+  bool quiet = false;
+};
+
+#ifdef STRATA_HAVE_CUDA
+
+namespace fs = std::filesystem;
+
+/// One candidate to profile: a graph, and its source when given as a .cu file.
+struct Entry {
+  KernelGraph graph;
+  std::string origin;
+  std::optional<double> predicted_us;
+  std::optional<std::string> source;
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Result<std::vector<Entry>> collect_entries(const ProfileArgs& a, const KernelGraph& program) {
+  std::vector<Entry> entries;
+  if (a.candidates.empty()) entries.push_back({program, a.program + " (the program)", {}, {}});
+  for (const std::string& path : a.candidates) {
+    if (ends_with(path, ".cu")) {
+      STRATA_ASSIGN_OR_RETURN(std::string source, read_text_file(path));
+      entries.push_back({program, path, {}, std::move(source)});
+      continue;
+    }
+    if (ends_with(path, ".strata")) {
+      STRATA_ASSIGN_OR_RETURN(KernelGraph g, load_graph(path));
+      entries.push_back({std::move(g), path, {}, {}});
+      continue;
+    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<ResultGraph> graphs, load_result_graphs(path));
+    int n = std::min<int>(a.top, static_cast<int>(graphs.size()));
+    for (int i = 0; i < n; ++i)
+      entries.push_back({std::move(graphs[i].graph), graphs[i].where, graphs[i].predicted_us, {}});
+  }
+  return entries;
+}
+
+/// Reads <dir>/<input name>.f64: raw little-endian float64 values, numel of them.
+Result<std::vector<std::vector<double>>> read_inputs(const std::string& dir,
+                                                     const KernelGraph& program) {
+  std::vector<std::vector<double>> values;
+  for (const TensorSignature& s : input_signature(program)) {
+    std::string path = (fs::path(dir) / (s.name + ".f64")).string();
+    STRATA_ASSIGN_OR_RETURN(std::string bytes, read_text_file(path));
+    if (static_cast<int64_t>(bytes.size()) != s.shape.numel() * 8)
+      return make_error(path + ": expected " + std::to_string(s.shape.numel()) +
+                        " float64 values for " + s.name + s.shape.str() + ", found " +
+                        std::to_string(bytes.size()) + " bytes");
+    std::vector<double> v(s.shape.numel());
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+Result<std::set<int>> parse_only(const std::string& text) {
+  std::set<int> only;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      only.insert(std::stoi(item));
+    } catch (const std::exception&) {
+      return make_error("--only: expected comma-separated candidate indices, got `" + text + "`");
+    }
+  }
+  return only;
+}
+
+/// The cost-model target for a device: named by --target, else guessed from the device name
+/// ("H200", "H100", "A100"), else h100.
+Result<Target> cost_target(const std::string& requested, const std::string& device_name) {
+  if (!requested.empty()) return Target::by_name(requested);
+  std::string lower;
+  for (char c : device_name) lower.push_back(static_cast<char>(std::tolower(c)));
+  for (const char* name : {"h200", "h100", "a100"})
+    if (lower.find(name) != std::string::npos) return Target::by_name(name);
+  return Target::by_name("h100");
+}
+
+Json timing_json(const Timing& t) {
+  return {{"median_us", t.median_us}, {"mean_us", t.mean_us},
+          {"min_us", t.min_us},       {"p10_us", t.p10_us},
+          {"p90_us", t.p90_us},       {"runs", t.runs},
+          {"sets", t.sets},           {"bytes_per_set", t.bytes_per_set},
+          {"l2_bytes", t.l2_bytes}};
+}
+
+/// --compile-only: compile every candidate through the binary cache and report.
+int compile_only(const ProfileArgs& a, const std::string& arch, const Target& target,
+                 const std::vector<std::string>& sources, const std::vector<int>& slot,
+                 std::vector<Json>& reports) {
+  JitOptions jit;
+  jit.arch = arch;
+  jit.threads = a.jobs;
+  std::vector<Result<CompiledBinary>> binaries = compile_cuda_many(sources, jit);
+  bool all_ok = true;
+  for (size_t k = 0; k < binaries.size(); ++k) {
+    Json& r = reports[slot[k]];
+    if (binaries[k].ok()) {
+      r["status"] = "compiled";
+      r["library"] = binaries[k]->path;
+      r["cache_hit"] = binaries[k]->cache_hit;
+      r["compile_seconds"] = binaries[k]->compile_seconds;
+      r["compiler_log"] = binaries[k]->log;
+    } else {
+      bool smem = binaries[k].error().message.find("too much shared data") != std::string::npos;
+      r["status"] = candidate_status_name(smem ? CandidateStatus::SmemExceeded
+                                               : CandidateStatus::CompileError);
+      r["error"] = binaries[k].error().message;
+    }
+  }
+  for (const Json& r : reports)
+    all_ok = all_ok && (r.value("status", "") == "compiled" || r.value("status", "") == "skipped");
+  Json doc = {{"format", "strata-profile"}, {"version", 1}, {"program", a.program},
+              {"target", target.name},      {"arch", arch}, {"compile_only", true},
+              {"candidates", reports}};
+  if (!a.out.empty()) {
+    Status st = write_text_file(a.out, doc.dump(2) + "\n");
+    if (!st.ok()) return fail_bad_input(st.error().message);
+  }
+  if (!a.quiet)
+    for (const Json& r : reports) {
+      std::printf("  #%-3d %-15s %s\n", r["index"].get<int>(), r.value("status", "?").c_str(),
+                  r["origin"].get<std::string>().c_str());
+      if (r.contains("error")) {
+        std::string e = r["error"].get<std::string>();
+        std::printf("       %s\n", e.substr(0, e.find('\n')).c_str());
+      }
+    }
+  return all_ok ? kExitOk : kExitFalse;
+}
+
+int run_profile(const ProfileArgs& a) {
+  auto program = load_graph(a.program);
+  if (!program.ok()) return fail_bad_input(program.error().message);
+  auto entries = collect_entries(a, *program);
+  if (!entries.ok()) return fail_bad_input(entries.error().message);
+  auto only = parse_only(a.only);
+  if (!only.ok()) return fail_bad_input(only.error().message);
+  std::vector<std::vector<double>> given_inputs;
+  if (!a.inputs_dir.empty() && !a.compile_only) {
+    auto inputs = read_inputs(a.inputs_dir, *program);
+    if (!inputs.ok()) return fail_bad_input(inputs.error().message);
+    given_inputs = std::move(inputs).value();
+  }
+  std::optional<DeviceInfo> dev;
+  if (gpu_count() > 0) {
+    auto info = query_device();
+    if (!info.ok()) {
+      std::cerr << "strata: " << info.error().message << "\n";
+      return kExitInternal;
+    }
+    dev = *info;
+  } else if (!a.compile_only) {
+    std::cerr << "strata: profile needs a GPU: no CUDA device is available (--compile-only "
+                 "with --arch works without one)\n";
+    return kExitInternal;
+  }
+  if (!dev && a.arch.empty()) return fail_bad_input("--compile-only without a GPU needs --arch");
+  std::string arch = a.arch.empty() ? dev->arch() : a.arch;
+  auto target = cost_target(a.target, dev ? dev->name : "");
+  if (!target.ok()) return fail_bad_input(target.error().message);
+
+  ProfileOptions options;
+  options.jit.arch = arch;
+  options.jit.threads = a.jobs;
+  options.timing.runs = a.runs;
+  options.timing.warmup_runs = a.warmup;
+  options.tolerance = a.tolerance;
+  options.seed = a.seed;
+  options.input_scale = a.input_scale;
+  options.check_only = a.check_only;
+  options.reference = *program;
+  options.inputs = std::move(given_inputs);
+
+  // Emit every selected candidate; emitter failures are reported like compile errors.
+  std::vector<Json> reports(entries->size());
+  std::vector<KernelGraph> graphs;
+  std::vector<std::string> sources;
+  std::vector<int> slot;  // profile index → entry index
+  if (!a.export_dir.empty()) fs::create_directories(a.export_dir);
+  for (size_t i = 0; i < entries->size(); ++i) {
+    Entry& e = (*entries)[i];
+    Json& r = reports[i];
+    r = {{"index", i}, {"origin", e.origin}};
+    r["predicted_us"] = estimate_cost(e.graph, *target).predicted_us;
+    r["result_predicted_us"] = e.predicted_us ? Json(*e.predicted_us) : Json(nullptr);
+    if (!only->empty() && !only->count(static_cast<int>(i))) {
+      r["status"] = "skipped";
+      continue;
+    }
+    Result<std::string> source =
+        e.source ? Result<std::string>(*e.source) : emit_graph_source(e.graph, arch);
+    if (!source.ok()) {
+      r["status"] = candidate_status_name(CandidateStatus::CompileError);
+      r["error"] = "CUDA emitter: " + source.error().message;
+      continue;
+    }
+    if (!a.export_dir.empty()) {
+      std::string stem = (fs::path(a.export_dir) / ("cand" + std::to_string(i))).string();
+      if (!write_text_file(stem + ".cu", *source).ok() ||
+          !save_graph_json(e.graph, stem + ".json").ok())
+        return fail_bad_input(a.export_dir + ": cannot write exported candidates");
+      r["cuda"] = stem + ".cu";
+      r["graph"] = stem + ".json";
+    }
+    graphs.push_back(e.graph);
+    sources.push_back(*source);
+    slot.push_back(static_cast<int>(i));
+  }
+
+  if (a.compile_only) return compile_only(a, arch, *target, sources, slot, reports);
+  auto profiled = profile_candidates(graphs, sources, options);
+  if (!profiled.ok()) {
+    std::cerr << "strata: " << profiled.error().message << "\n";
+    return kExitInternal;
+  }
+  int best = -1;
+  double best_us = 0;
+  bool all_ok = true;
+  for (const ProfiledCandidate& pc : *profiled) {
+    int i = slot[pc.index];
+    Json& r = reports[i];
+    r["status"] = candidate_status_name(pc.status);
+    if (!pc.error.empty()) r["error"] = pc.error;
+    r["rel_l2_error"] = pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error)
+                            ? Json(pc.rel_l2_error)
+                            : (pc.rel_l2_error < 0 ? Json(nullptr) : Json("inf"));
+    if (pc.binary) {
+      r["library"] = pc.binary->path;
+      r["cache_hit"] = pc.binary->cache_hit;
+      r["compile_seconds"] = pc.binary->compile_seconds;
+    }
+    r["workspace_bytes"] = pc.workspace_bytes;
+    if (pc.smem_bytes) r["smem_bytes"] = *pc.smem_bytes;
+    if (pc.timing) {
+      r["timing"] = timing_json(*pc.timing);
+      if (best < 0 || pc.timing->median_us < best_us) {
+        best = i;
+        best_us = pc.timing->median_us;
+      }
+    }
+    all_ok = all_ok && pc.status == CandidateStatus::Ok;
+  }
+  Json doc = {{"format", "strata-profile"},
+              {"version", 1},
+              {"program", a.program},
+              {"target", target->name},
+              {"device",
+               {{"name", dev->name},
+                {"arch", arch},
+                {"sm_count", dev->sm_count},
+                {"l2_bytes", dev->l2_bytes},
+                {"smem_per_block", dev->smem_per_block},
+                {"driver_version", dev->driver_version}}},
+              {"tolerance", a.tolerance},
+              {"inputs", a.inputs_dir.empty() ? "uniform(±" + std::to_string(a.input_scale) +
+                                                    ", seed " + std::to_string(a.seed) + ")"
+                                              : a.inputs_dir},
+              {"check_only", a.check_only},
+              {"best", best >= 0 ? Json(best) : Json(nullptr)},
+              {"candidates", reports}};
+  if (!a.out.empty()) {
+    Status st = write_text_file(a.out, doc.dump(2) + "\n");
+    if (!st.ok()) return fail_bad_input(st.error().message);
+  }
+  if (!a.quiet) {
+    std::printf("%s on %s (%s)\n", a.program.c_str(), dev->name.c_str(), arch.c_str());
+    for (const Json& r : reports) {
+      std::string status = r.value("status", "?");
+      std::printf("  #%-3d %-15s", r["index"].get<int>(), status.c_str());
+      if (r.contains("timing")) std::printf(" %9.2f us", r["timing"]["median_us"].get<double>());
+      if (r.contains("predicted_us") && r["predicted_us"].is_number())
+        std::printf("  (predicted %.2f us)", r["predicted_us"].get<double>());
+      if (r.contains("rel_l2_error") && r["rel_l2_error"].is_number())
+        std::printf("  err %.1e", r["rel_l2_error"].get<double>());
+      std::printf("  %s\n", r["origin"].get<std::string>().c_str());
+      if (r.contains("error")) {
+        std::string e = r["error"].get<std::string>();
+        std::printf("       %s\n", e.substr(0, e.find('\n')).c_str());
+      }
+    }
+  }
+  return all_ok ? kExitOk : kExitFalse;
+}
+
+#endif  // STRATA_HAVE_CUDA
+
+std::function<int()> setup(CLI::App& app) {
+  auto a = std::make_shared<ProfileArgs>();
+  app.add_option("program", a->program,
+                 "the program (.strata or μGraph JSON): its float64 reference is the expected "
+                 "output")
+      ->required();
+  app.add_option("candidates", a->candidates,
+                 "candidates: μGraph JSON, strata optimize results (top K of each), .strata "
+                 "programs or .cu sources; default: the program itself");
+  app.add_option("--top", a->top, "candidates taken from each result document")
+      ->capture_default_str();
+  app.add_option("--arch", a->arch, "nvcc -arch (default: the GPU's)");
+  app.add_option("-o,--output", a->out, "write the JSON report here");
+  app.add_option("--export-dir", a->export_dir, "write each candidate's .cu and μGraph JSON here");
+  app.add_option("--inputs", a->inputs_dir,
+                 "directory with <input name>.f64 files (raw little-endian float64) to use as "
+                 "inputs");
+  app.add_option("--input-scale", a->input_scale, "random inputs are uniform in ±scale")
+      ->capture_default_str();
+  app.add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
+  app.add_option("--tolerance", a->tolerance, "relative L2 error allowed")->capture_default_str();
+  app.add_option("--runs", a->runs, "timed CUDA-graph replays")->capture_default_str();
+  app.add_option("--warmup", a->warmup, "untimed replays first")->capture_default_str();
+  app.add_option("--only", a->only, "profile only these candidate indices (e.g. 0,3)");
+  app.add_option("--jobs", a->jobs, "parallel compilations (0: all cores)");
+  app.add_option("--target", a->target,
+                 "cost-model target for the predicted times (h100|h200|a100; default: from the "
+                 "device name)");
+  app.add_flag("--check-only", a->check_only, "check correctness, do not time");
+  app.add_flag("--compile-only", a->compile_only,
+               "emit and compile every candidate into the binary cache; no GPU needed with "
+               "--arch");
+  app.add_flag("-q,--quiet", a->quiet, "no summary on stdout");
+  return [a]() -> int {
+#ifdef STRATA_HAVE_CUDA
+    if (a->runs < 1) return fail_bad_input("--runs must be at least 1");
+    return run_profile(*a);
+#else
+    std::cerr << "strata: this build has no CUDA support (no toolkit was found at build time)\n";
+    return kExitInternal;
+#endif
+  };
+}
+
+}  // namespace
+
+static CommandRegistrar reg{Command{
+    "profile",
+    "check candidates against the float64 reference on the GPU and time them (exit 1 if any "
+    "candidate fails)",
+    setup, 60}};
+
+}  // namespace strata::cli
