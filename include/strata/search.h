@@ -41,7 +41,7 @@ struct SearchConfig {
   int max_block_outputs = 2;     ///< (key) outputs of one customized kernel
   bool abstract_pruning = true;  ///< (key) prune by abstract subexpressions (DESIGN §4)
   std::string target = "h100";   ///< (key) GPU of the cost model: h100 | h200 | a100
-  int top_k = 8;                 ///< (key) candidates verified and returned, besides the program
+  int top_k = 4;                 ///< (key) candidates verified and returned, besides the program
   bool resume = false;           ///< continue from the checkpoint of an earlier, stopped run
   bool quiet = false;            ///< no progress line on stderr
   bool use_cache = true;         ///< answer from / store into the result cache

@@ -4,6 +4,7 @@
 
 #include "command.h"
 #include "strata/graph_io.h"
+#include "strata/graph_print.h"
 #include "strata/search.h"
 #include "strata/search_report.h"
 
@@ -21,6 +22,7 @@ extern "C" void on_sigint(int) {
 struct Options {
   std::string program;
   std::string output;
+  bool show_best = true;
   SearchConfig config;
 };
 
@@ -41,6 +43,8 @@ int run(const Options& o) {
     }
   }
   std::cout << search_summary(*result);
+  if (o.show_best && !result->ranked.empty() && !result->ranked[0].is_program)
+    std::cout << "\nthe winning μGraph:\n" << format_graph(result->ranked[0].graph);
   for (const std::string& note : result->notes)
     if (note.rfind("checkpoint written", 0) == 0) std::cout << note << "\n";
   if (!o.output.empty()) std::cout << "result written to " << o.output << "\n";
@@ -73,6 +77,8 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--top", c.top_k, "candidates to verify and report")->default_val(c.top_k);
   app.add_flag("--resume", c.resume, "continue from the checkpoint of a stopped run");
   app.add_flag("--quiet", c.quiet, "no progress line");
+  app.add_flag_callback(
+      "--no-show", [o] { o->show_best = false; }, "do not print the winning μGraph");
   app.add_flag_callback(
       "--no-cache", [o] { o->config.use_cache = false; },
       "neither read nor write the result cache");
