@@ -1,0 +1,168 @@
+// The superoptimizer search (DESIGN §6, Mirage §4.1 and Algorithm 1; docs/search.md).
+//
+// superoptimize() enumerates μGraphs equivalent to a program: kernel graphs of predefined
+// ops and customized ops whose block graphs are built op by op, pruned by shape validity,
+// shared-memory capacity, canonical order, dimension-class consistency and abstract
+// subexpressions. Complete graphs are screened by one finite-field trial, ranked by the cost
+// model, and the best top_k are verified with an error bound ≤ 2^-60. The input program
+// itself is always a candidate, so the answer is never predicted slower than it.
+//
+// A search is a job with explicit limits (time, states, kernel ops, block ops) and a typed
+// stop reason. It runs on all cores and returns the same ranked set whatever the thread
+// count; it can be interrupted and resumed from a checkpoint; its results are cached on disk
+// keyed by the program, the result-affecting configuration and the strata version.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/cost_model.h"
+#include "strata/kernel_graph.h"
+#include "strata/status.h"
+#include "strata/verifier.h"
+
+namespace strata {
+
+/// Configuration of one search job. Fields can be set directly or through the chainable
+/// setters. The fields marked (key) change the result and are part of the cache key.
+struct SearchConfig {
+  int threads = 0;               ///< worker threads; 0 = all hardware threads
+  double time_limit_s = 0;       ///< bound on the enumeration in seconds; 0 = none
+  int64_t max_states = 0;        ///< bound on explored states; 0 = none
+  int max_kernel_ops = 5;        ///< (key) kernel ops per graph, predefined and customized
+  int max_block_ops = 11;        ///< (key) ops per block graph, output savers not counted
+  int max_customized_ops = 2;    ///< (key) customized kernels per graph
+  int max_block_inputs = 4;      ///< (key) inputs of one customized kernel
+  int max_block_outputs = 2;     ///< (key) outputs of one customized kernel
+  bool abstract_pruning = true;  ///< (key) prune by abstract subexpressions (DESIGN §4)
+  std::string target = "h100";   ///< (key) GPU of the cost model: h100 | h200 | a100
+  int top_k = 4;                 ///< (key) candidates verified and returned, besides the program
+  bool resume = false;           ///< continue from the checkpoint of an earlier, stopped run
+  bool quiet = false;            ///< no progress line on stderr
+  bool use_cache = true;         ///< answer from / store into the result cache
+  std::string cache_dir;         ///< "" = $STRATA_CACHE_DIR, else ~/.cache/strata
+  std::string checkpoint_path;   ///< "" = <cache dir>/<cache key>.ckpt.json
+  /// When non-null and set (e.g. by a SIGINT handler), the search stops, writes a
+  /// checkpoint and returns with StopReason::Interrupted.
+  const std::atomic<bool>* interrupt = nullptr;
+  /// When set, called with every complete candidate the enumeration finds (thread graphs
+  /// fused), before ranking — from the worker threads, concurrently. Not called for results
+  /// answered from the cache.
+  std::function<void(const KernelGraph&)> observer;
+
+  SearchConfig& with_threads(int n) {
+    threads = n;
+    return *this;
+  }
+  SearchConfig& with_time_limit(double s) {
+    time_limit_s = s;
+    return *this;
+  }
+  SearchConfig& with_max_states(int64_t n) {
+    max_states = n;
+    return *this;
+  }
+  SearchConfig& with_max_kernel_ops(int n) {
+    max_kernel_ops = n;
+    return *this;
+  }
+  SearchConfig& with_max_block_ops(int n) {
+    max_block_ops = n;
+    return *this;
+  }
+  SearchConfig& with_abstract_pruning(bool on) {
+    abstract_pruning = on;
+    return *this;
+  }
+  SearchConfig& with_target(std::string t) {
+    target = std::move(t);
+    return *this;
+  }
+  SearchConfig& with_top_k(int k) {
+    top_k = k;
+    return *this;
+  }
+  SearchConfig& with_resume(bool on) {
+    resume = on;
+    return *this;
+  }
+  SearchConfig& with_quiet(bool on) {
+    quiet = on;
+    return *this;
+  }
+  SearchConfig& with_cache(bool on) {
+    use_cache = on;
+    return *this;
+  }
+  SearchConfig& with_cache_dir(std::string d) {
+    cache_dir = std::move(d);
+    return *this;
+  }
+  SearchConfig& with_checkpoint_path(std::string p) {
+    checkpoint_path = std::move(p);
+    return *this;
+  }
+  SearchConfig& with_interrupt(const std::atomic<bool>* flag) {
+    interrupt = flag;
+    return *this;
+  }
+  SearchConfig& with_observer(std::function<void(const KernelGraph&)> f) {
+    observer = std::move(f);
+    return *this;
+  }
+};
+
+/// Why the enumeration ended.
+enum class StopReason { Exhausted, TimeLimit, StateLimit, Interrupted, CacheHit };
+/// "exhausted", "time_limit", "state_limit", "interrupted", "cache_hit".
+std::string_view stop_reason_name(StopReason r);
+
+struct SearchStats {
+  int64_t states = 0;  ///< graph prefixes explored (each op, block-graph opening or closing)
+  std::map<std::string, int64_t> prunes_by_rule;  ///< rejected extensions, by rule
+  int64_t candidates_found = 0;     ///< complete graphs (with extents) that reached ranking
+  int64_t candidates_screened = 0;  ///< of which screened by one field trial
+  int64_t candidates_verified = 0;  ///< full verifications run
+  int64_t tasks_total = 0;          ///< subtrees the enumeration was split into
+  int64_t tasks_done = 0;           ///< of which finished (over all resumed runs)
+  double elapsed_s = 0;             ///< wall time of this run
+  double setup_s = 0;               ///< of which: program analysis, checker construction
+  double screen_s = 0;              ///< of which: screening (summed over threads)
+  double verify_s = 0;              ///< of which: full verification of the top graphs
+  StopReason stop = StopReason::Exhausted;
+};
+
+/// One verified graph of the answer.
+struct Candidate {
+  KernelGraph graph;          ///< thread graphs fused (fuse_thread_graphs)
+  GraphCost cost;             ///< cost model prediction on the configured target
+  VerifyResult verification;  ///< for the program itself: equivalent, 0 trials, -inf bound
+  bool is_program = false;    ///< the input program itself
+};
+
+struct SearchResult {
+  std::vector<Candidate> ranked;  ///< best first; the input program is always included
+  SearchStats stats;
+  bool from_cache = false;
+  std::string cache_key;           ///< hex key of the configuration and program
+  std::vector<std::string> notes;  ///< warnings for the user (e.g. a corrupt cache entry)
+  /// Index of the input program in `ranked`.
+  int program_index() const;
+};
+
+/// Runs the search. Errors: programs the search cannot handle (customized ops in the input,
+/// no outputs, an output that is an input, unsupported ops, no block-graph configuration that
+/// fits the shapes), an unknown target, limits out of range. A corrupt cache entry or a
+/// missing or unusable checkpoint is not an error: it is reported on stderr and in `notes`,
+/// and the search runs from scratch.
+Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& config);
+
+/// A one-paragraph human summary: winner, predicted time vs the program's, bound, statistics.
+std::string search_summary(const SearchResult& result);
+
+}  // namespace strata

@@ -1,0 +1,454 @@
+// The block level of the enumeration: extending an open block graph by compute ops and
+// accumulators, closing it with output savers, and recording complete graphs.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "search/enumerator_impl.h"
+
+namespace strata::search {
+namespace {
+
+/// Classes whose per-block partial sums survive op `kind` (see BTensor::partial): a result
+/// stays a per-block part of a sum over class c if it is linear in operands that are such
+/// parts and the other operands do not depend on how c is split across blocks.
+ClassMask partial_after(OpKind kind, const std::array<const BTensor*, 2>& in, ClassMask reduced) {
+  ClassMask pa = in[0]->partial;
+  switch (op_category(kind)) {
+    case Category::Unary:
+      return kind == OpKind::MulScalar ? pa : 0;
+    case Category::Binary: {
+      ClassMask pb = in[1]->partial, da = in[0]->dep, db = in[1]->dep;
+      switch (kind) {
+        case OpKind::Add:
+        case OpKind::Sub:
+          return pa & pb;
+        case OpKind::Mul:
+          return (pa & ~db) | (pb & ~da);
+        case OpKind::Div:
+          return pa & ~db;
+        default:
+          return 0;
+      }
+    }
+    case Category::Matmul: {
+      ClassMask pb = in[1]->partial, da = in[0]->dep, db = in[1]->dep;
+      return (pa & ~db) | (pb & ~da) | reduced;
+    }
+    case Category::Reduce:
+      return pa | reduced;
+    case Category::Concat:
+      return pa & in[1]->partial;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+void Enumerator::Impl::block_level(OpenBlock& ob) {
+  if (stopped()) return;
+  try_close(ob);
+  if (stopped()) return;
+  const int remaining = space.max_block_ops - ob.ops;
+  if (remaining <= 0) return prune(Prune::OpLimit);
+  const int F = ob.b.forloop();
+  const int n = static_cast<int>(ob.bt.size());
+  const int ni = ob.b.num_inputs();
+  // Unread input tiles, and with a for-loop unread loop-body tiles, each need a reader; a
+  // compute op reads at most two. Without a for-loop closing adds at least one accumulator.
+  int unread = 0;
+  for (int t = 0; t < n; ++t) {
+    if (ob.bt[t].uses > 0) continue;
+    if (t < ni || (F > 1 && ob.b.tensor(t).stage == Stage::Loop)) ++unread;
+  }
+  if ((unread + 1) / 2 + (F == 1 ? 1 : 0) > remaining) return prune(Prune::DeadEnd);
+  auto shape_of = [&](int t) -> const Shape& { return ob.b.tensor(t).shape; };
+  auto same_stage = [&](int a, int b) { return ob.b.tensor(a).stage == ob.b.tensor(b).stage; };
+  const int lo = ob.keys.empty() ? 0 : ob.keys.back().max_input();
+  for (OpKind kind : space.block_kinds) {
+    for_each_compute(kind, n, lo, shape_of, same_stage,
+                     [&](Ins ins, const OpAttrs& attrs) { try_block_op(ob, kind, ins, attrs); });
+    if (stopped()) return;
+  }
+  if (F > 1) block_accumulators(ob);
+}
+
+void Enumerator::Impl::block_accumulators(OpenBlock& ob) {
+  const DimClass loop = ob.loop_class;
+  const bool partial_loop = classes.info(loop).kind == ClassKind::Partial;
+  const int n = static_cast<int>(ob.bt.size());
+  const int lo = ob.keys.empty() ? 0 : ob.keys.back().max_input();
+  for (int t = lo; t < n; ++t) {
+    if (ob.b.tensor(t).stage != Stage::Loop) continue;
+    // An accumulator of a tile that is the same in every iteration would add it F times
+    // (or re-reduce it F times): never part of a useful graph.
+    if (!ob.bt[t].varying) {
+      prune(Prune::InvariantAccum);
+      continue;
+    }
+    const int r = ob.b.tensor(t).shape.rank();
+    const int d = partial_loop ? -1 : dim_of_class(ob.bt[t].cls, r, loop);
+    OpAttrs attrs;
+    if (d < 0) {
+      // The loop class was reduced inside the body: sum the per-iteration results.
+      try_block_op(ob, OpKind::AccumSum, Ins{{t, 0}, 1}, attrs);
+      continue;
+    }
+    // The tile still has the loop class (its last dim): reduce it completely with a fused
+    // accumulator. Summing tiles of different loop slices element by element would mix
+    // unrelated elements, and concatenating them (fmap = d) only rebuilds the whole dim for a
+    // reduction after the loop, which the same graph without the loop does with fewer ops.
+    if (d != r - 1) continue;
+    for (OpKind kind : space.accum_kinds) {
+      if (kind == OpKind::AccumSum) continue;
+      if (kind == OpKind::AccumSumToDimx) {
+        for (int64_t to : space.reduce_tos) {
+          if (to == 1) continue;
+          attrs.to = to;
+          try_block_op(ob, kind, Ins{{t, 0}, 1}, attrs);
+        }
+        attrs.to = 1;
+        continue;
+      }
+      try_block_op(ob, kind, Ins{{t, 0}, 1}, attrs);
+    }
+    if (stopped()) return;
+  }
+}
+
+void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs attrs) {
+  if (stopped()) return;
+  // The rank is built only when the largest input ties with the previous op's (the
+  // generator never offers a smaller one).
+  RankKey key;
+  const int mx = ins.n > 1 ? std::max(ins[0], ins[1]) : ins[0];
+  if (!ob.keys.empty() && mx <= ob.keys.back().max_input()) {
+    key = rank_key(ins, kind, attrs);
+    if (!(ob.keys.back() < key)) return prune(Prune::CanonicalOrder);
+  }
+  std::array<const BTensor*, 2> in{&ob.bt[ins[0]], &ob.bt[ins[ins.n - 1]]};
+  BTensor nt;
+  for (int i = 0; i < ins.n; ++i) {
+    nt.varying |= in[i]->varying;
+    nt.dep |= in[i]->dep;
+  }
+  if (op_category(kind) == Category::Accum) {
+    const Shape& s = ob.b.tensor(ins[0]).shape;
+    const int last = s.rank() - 1;
+    nt.cls = in[0]->cls;
+    nt.prov = in[0]->prov;
+    nt.partial = in[0]->partial;
+    ClassMask lmask = classes.plain_mask(ob.loop_class);
+    if (kind != OpKind::AccumSum &&
+        !reducible(in[0]->cls[last], kind == OpKind::AccumRmsLd, in[0]->prov[last]))
+      return prune(Prune::ReduceClass);
+    switch (kind) {
+      case OpKind::AccumSumLd:
+      case OpKind::AccumMeanLd:
+        nt.cls[last] = kNoClass;
+        nt.prov[last] = 0;
+        nt.partial |= lmask;
+        break;
+      case OpKind::AccumRmsLd:
+        nt.cls[last] = kNoClass;
+        nt.prov[last] = 0;
+        nt.partial = 0;
+        break;
+      case OpKind::AccumSumToDimx:
+        nt.cls[last] = classes.grouped(in[0]->cls[last], attrs.to);
+        nt.partial |= lmask;
+        break;
+      default:
+        break;
+    }
+  } else {
+    if ((kind == OpKind::Sub || kind == OpKind::Div) && ob.exprs[ins[0]] == ob.exprs[ins[1]])
+      return prune(Prune::Trivial);
+    std::array<Shape, 2> shapes;
+    std::array<DimClassVec, 2> cls;
+    std::array<DimProvVec, 2> prov;
+    for (int i = 0; i < ins.n; ++i) {
+      shapes[i] = ob.b.tensor(ins[i]).shape;
+      cls[i] = ob.bt[ins[i]].cls;
+      prov[i] = ob.bt[ins[i]].prov;
+    }
+    auto out = quick_shape(kind, std::span(shapes.data(), ins.n), attrs);
+    if (!out) return prune(Prune::Shape);
+    if (kind == OpKind::Concat && !space.program_concat) {
+      // Concat-then-matmul, [X | Y]·[W ; B]: two operands that are not concats themselves,
+      // joined along a dim that a matmul contracts (the last two), of reduced classes.
+      const int r = shapes[0].rank(), d = attrs.dim;
+      bool ok = (d == r - 1 || d == r - 2) && ob.bt[ins[0]].cls[d] != ob.bt[ins[1]].cls[d];
+      for (int t : ins) {
+        const BlockOp& producer = ob.b.op(ob.b.tensor(t).producer);
+        DimClass c = ob.bt[t].cls[d];
+        ok = ok && producer.kind != OpKind::Concat && c != kNoClass &&
+             (classes.plain_mask(c) & space.reduced_classes) == classes.plain_mask(c);
+      }
+      if (!ok) return prune(Prune::ConcatForm);
+    }
+    ClassFlow f = flow_classes(classes, kind, attrs, std::span(shapes.data(), ins.n),
+                               std::span(cls.data(), ins.n), std::span(prov.data(), ins.n), *out);
+    if (!f.mismatch.empty()) return prune(Prune::ClassMismatch);
+    if (!reducible(f.reduced, f.norm, f.reduced_prov)) return prune(Prune::ReduceClass);
+    nt.cls = f.out;
+    nt.prov = f.prov;
+    ClassMask reduced = f.norm ? 0 : classes.plain_mask(f.reduced);
+    nt.partial = f.norm ? 0 : partial_after(kind, in, reduced);
+  }
+  auto r = ob.b.add_op(kind, ins.vec(), attrs);
+  if (!r.ok()) return prune(Prune::Shape);
+  if (block_smem_bytes(ob.b, ob.dtypes) > space.smem_limit) {
+    ob.b.pop_op();
+    return prune(Prune::SharedMemory);
+  }
+  int op_id = static_cast<int>(ob.b.ops().size()) - 1;
+  ExprId e = block_op_expr(*space.pool, ob.b, op_id, ob.exprs, ob.kin_exprs);
+  if (space.oracle && !space.oracle->is_subexpr(e)) {
+    ob.b.pop_op();
+    return prune(Prune::AbstractExpr);
+  }
+  // The same expression twice in one block graph is a recomputation (with F = 1 an
+  // accumulator keeps its input's expression, sum(1, x) = x, and is exempt).
+  if (space.oracle && op_category(kind) != Category::Accum &&
+      std::find(ob.exprs.begin(), ob.exprs.end(), e) != ob.exprs.end()) {
+    ob.b.pop_op();
+    return prune(Prune::Duplicate);
+  }
+  if (!sign_consistent(kind, {ob.exprs[ins[0]], ins.n > 1 ? ob.exprs[ins[1]] : kNoExpr}, e)) {
+    ob.b.pop_op();
+    return prune(Prune::Sign);
+  }
+  if (key.len == 0) key = rank_key(ins, kind, attrs);
+  if (enter()) {
+    if (trace_enabled()) {
+      std::string line(2 * depth, ' ');
+      line += std::string(op_name(kind)) + "(";
+      for (int t : ins) line += std::to_string(t) + " ";
+      line += "d" + std::to_string(attrs.dim) + " f" + std::to_string(attrs.fmap) +
+              ") = " + ob.b.tensor(ob.b.ops().back().output).shape.str() + "  " +
+              space.pool->str(e);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    ob.bt.push_back(nt);
+    ob.exprs.push_back(e);
+    for (int t : ins) ++ob.bt[t].uses;
+    ob.recipe.ops.push_back({kind, ins.vec(), attrs});
+    ob.keys.push_back(key);
+    ++ob.ops;
+    block_level(ob);
+    --ob.ops;
+    ob.keys.pop_back();
+    ob.recipe.ops.pop_back();
+    for (int t : ins) --ob.bt[t].uses;
+    ob.exprs.pop_back();
+    ob.bt.pop_back();
+    leave();
+  }
+  ob.b.pop_op();
+}
+
+void Enumerator::Impl::try_close(OpenBlock& ob) {
+  const int ni = ob.b.num_inputs();
+  const int n = static_cast<int>(ob.bt.size());
+  if (n == ni) return;  // nothing computed yet
+  const int F = ob.b.forloop();
+  for (int t = 0; t < ni; ++t)
+    if (ob.bt[t].uses == 0) return prune(Prune::UnusedInput);
+  std::vector<int> sinks;
+  for (int t = ni; t < n; ++t) {
+    if (ob.bt[t].uses > 0) continue;
+    if (F > 1 && ob.b.tensor(t).stage == Stage::Loop) return prune(Prune::DeadTensor);
+    sinks.push_back(t);
+  }
+  // A concat the program does not have only serves concat-then-matmul.
+  if (!space.program_concat) {
+    for (size_t i = 0; i < ob.recipe.ops.size(); ++i) {
+      if (ob.recipe.ops[i].kind != OpKind::Concat) continue;
+      int t = ni + static_cast<int>(i);
+      if (ob.bt[t].uses == 0) return prune(Prune::DeadTensor);
+      for (const BlockStep& s : ob.recipe.ops)
+        if (s.kind != OpKind::Matmul &&
+            std::find(s.inputs.begin(), s.inputs.end(), t) != s.inputs.end())
+          return prune(Prune::DeadTensor);
+    }
+  }
+  if (static_cast<int>(sinks.size()) > space.max_block_outputs) return prune(Prune::TooManyOutputs);
+  // A kernel with a single compute op is what the predefined op does, unless it adds up
+  // per-block partial results or produces them (checked below, per output).
+  int compute = 0;
+  for (const BlockStep& s : ob.recipe.ops)
+    if (op_category(s.kind) != Category::Accum) ++compute;
+  bool single = compute < 2 && ob.recipe.loop_origin < 0;
+  if (F == 1 && ob.ops + static_cast<int>(sinks.size()) > space.max_block_ops)
+    return prune(Prune::OpLimit);
+
+  // Output maps: a grid axis writes along the saved tile's dim of its class; if the tile has
+  // summed that class away, the blocks' partial sums are placed side by side along a dim of
+  // choice, for a later kernel to add up.
+  const Dim3 grid = ob.b.grid();
+  std::vector<std::vector<GridMap>> options;
+  for (int t : sinks) {
+    const BTensor& bt = ob.bt[t];
+    const int r = ob.b.tensor(t).shape.rank();
+    GridMap base = kAllReplicated;
+    std::vector<bool> used(r, false);
+    std::vector<int> partial_axes;
+    for (int a = 0; a < 3; ++a) {
+      if (grid[a] == 1) continue;
+      DimClass c = ob.recipe.grid_class[a];
+      int d = dim_of_class(bt.cls, r, c);
+      ClassMask m = classes.plain_mask(c);
+      if (d >= 0) {
+        base[a] = d;
+        used[d] = true;
+      } else if (!(bt.dep & m)) {
+        return prune(Prune::ReplicatedOutput);
+      } else if ((bt.partial & m) != m) {
+        return prune(Prune::PartialOutput);
+      } else {
+        partial_axes.push_back(a);
+      }
+    }
+    if (partial_axes.empty() && !program_tensor_expr(ob.exprs[t]))
+      return prune(Prune::KernelTensor);
+    if (!partial_axes.empty()) single = false;
+    if (space.oracle && std::find(kexprs.begin(), kexprs.end(), ob.exprs[t]) != kexprs.end())
+      return prune(Prune::Duplicate);
+    std::vector<GridMap> opts;
+    auto assign = [&](auto&& self, size_t i, GridMap m) -> void {
+      if (i == partial_axes.size()) {
+        opts.push_back(m);
+        return;
+      }
+      for (int d = 0; d < r; ++d) {
+        if (used[d]) continue;
+        used[d] = true;
+        m[partial_axes[i]] = d;
+        self(self, i + 1, m);
+        used[d] = false;
+      }
+    };
+    assign(assign, 0, base);
+    if (opts.empty()) return prune(Prune::PartialOutput);
+    options.push_back(std::move(opts));
+  }
+  if (single) return prune(Prune::SingleOpKernel);
+  std::vector<size_t> pick(sinks.size(), 0);
+  while (true) {
+    std::vector<GridMap> omaps;
+    for (size_t i = 0; i < sinks.size(); ++i) omaps.push_back(options[i][pick[i]]);
+    close_with(ob, sinks, omaps);
+    if (stopped()) return;
+    size_t i = 0;
+    while (i < pick.size() && ++pick[i] == options[i].size()) pick[i++] = 0;
+    if (i == pick.size()) break;
+  }
+}
+
+void Enumerator::Impl::close_with(OpenBlock& ob, const std::vector<int>& sinks,
+                                  const std::vector<GridMap>& omaps) {
+  const Dim3 grid = ob.b.grid();
+  BlockGraph b = ob.b;
+  CustomRecipe recipe = ob.recipe;
+  std::vector<int> saved = sinks;
+  if (b.forloop() == 1) {
+    // Without a for-loop, accumulators are identities that only move tiles to the post-loop
+    // stage; they are added here, right before saving, instead of being enumerated.
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      auto acc = b.add_op(OpKind::AccumSum, {sinks[i]});
+      if (!acc.ok()) return prune(Prune::Shape);
+      saved[i] = *acc;
+      recipe.ops.push_back({OpKind::AccumSum, {sinks[i]}, OpAttrs{}});
+    }
+    if (block_smem_bytes(b, ob.dtypes) > space.smem_limit) return prune(Prune::SharedMemory);
+  }
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    if (!b.add_output(saved[i], omaps[i]).ok()) return prune(Prune::Shape);
+    recipe.savers.push_back({saved[i], omaps[i]});
+  }
+  RankKey key = ob.prefix;
+  key.body = recipe.key();
+  if (!key_above_last(key)) return prune(Prune::CanonicalOrder);
+  const int op_id = static_cast<int>(g.ops().size());
+  auto outs = g.add_customized(recipe.inputs, std::move(b));
+  if (!outs.ok()) return prune(Prune::Shape);
+  if (enter()) {
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      KTensor k;
+      k.cls = ob.bt[sinks[i]].cls;
+      k.prov = ob.bt[sinks[i]].prov;
+      k.is_output = output_like(ob.exprs[sinks[i]], g.tensor((*outs)[i]).shape);
+      const Shape& tile = ob.b.tensor(sinks[i]).shape;
+      for (int a = 0; a < 3; ++a) {
+        int d = omaps[i][a];
+        if (grid[a] == 1 || d < 0) continue;
+        DimClass c = recipe.grid_class[a];
+        if (k.cls[d] != c) k.cls[d] = classes.partial(c, k.cls[d], tile[d], grid[a], op_id, a);
+      }
+      kt.push_back(k);
+      kexprs.push_back(ob.exprs[sinks[i]]);
+    }
+    for (int t : recipe.inputs) ++kt[t].uses;
+    steps.push_back({OpKind::Customized, recipe.inputs, OpAttrs{},
+                     std::make_shared<const CustomRecipe>(std::move(recipe))});
+    kernel_keys.push_back(std::move(key));
+    ++num_customized;
+    kernel_level();
+    --num_customized;
+    kernel_keys.pop_back();
+    for (int t : steps.back().inputs) --kt[t].uses;
+    steps.pop_back();
+    kt.resize(kt.size() - sinks.size());
+    kexprs.resize(kexprs.size() - sinks.size());
+    leave();
+  }
+  g.pop_op();
+}
+
+bool Enumerator::Impl::try_complete() {
+  const KernelGraph& p = *space.program;
+  const std::vector<int>& outs = p.outputs();
+  const int n = static_cast<int>(kt.size());
+  std::vector<int> match(outs.size(), -1);
+  std::vector<char> taken(n, 0);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Shape& want = p.tensor(outs[i]).shape;
+    // Prefer tensors nobody reads; an output may also feed a later op.
+    for (int pass = 0; pass < 2 && match[i] < 0; ++pass)
+      for (int t = num_program_inputs; t < n; ++t) {
+        if (taken[t] || (pass == 0) != (kt[t].uses == 0)) continue;
+        if (g.tensor(t).shape != want) continue;
+        if (space.oracle && !space.oracle->is_equivalent(kexprs[t], static_cast<int>(i))) continue;
+        match[i] = t;
+        taken[t] = 1;
+        break;
+      }
+    if (match[i] < 0) return false;
+  }
+  for (int t = num_program_inputs; t < n; ++t)
+    if (kt[t].uses == 0 && !taken[t]) return false;
+  if (collecting) {
+    // A complete graph above the split depth is a task of its own.
+    tasks->push_back(TaskPath(chosen.begin(), chosen.begin() + depth));
+    return true;
+  }
+  ++stats->recipes;
+  GraphRecipe recipe{steps, match};
+  expand_recipe(recipe, p, classes, space.policy, space.smem_limit, [&](KernelGraph&& graph) {
+    // The structure was checked with representative extents; check each instance again.
+    if (space.oracle) {
+      std::vector<ExprId> exprs = kernel_graph_exprs(*space.pool, graph);
+      for (size_t i = 0; i < graph.outputs().size(); ++i)
+        if (!space.oracle->is_equivalent(exprs[graph.outputs()[i]], static_cast<int>(i)))
+          return prune(Prune::NotEquivalent);
+    }
+    ++stats->candidates;
+    stop.live_found.fetch_add(1, std::memory_order_relaxed);
+    if (sink) sink->offer(std::move(graph));
+  });
+  return true;
+}
+
+}  // namespace strata::search

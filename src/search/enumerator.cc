@@ -1,0 +1,589 @@
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "search/enumerator_impl.h"
+#include "strata/shape_infer.h"
+
+namespace strata::search {
+
+RankKey rank_key(std::span<const int> inputs, OpKind kind, const OpAttrs& a) {
+  RankKey k;
+  std::array<int, 8> sorted{};
+  const int n = static_cast<int>(std::min<size_t>(inputs.size(), 4));
+  std::copy(inputs.begin(), inputs.begin() + n, sorted.begin());
+  std::sort(sorted.begin(), sorted.begin() + n, std::greater<int>());
+  auto push = [&](int64_t v) { k.nums[k.len++] = v; };
+  for (int i = 0; i < n; ++i) push(sorted[i]);
+  push(-1);
+  push(static_cast<int64_t>(kind));
+  for (int i = 0; i < n; ++i) push(inputs[i]);
+  push(a.dim);
+  push(a.to);
+  push(a.fmap);
+  push(std::bit_cast<int64_t>(a.scalar));
+  return k;
+}
+
+std::optional<Shape> quick_shape(OpKind kind, std::span<const Shape> in, const OpAttrs& attrs) {
+  const Shape& a = in[0];
+  switch (op_category(kind)) {
+    case Category::Unary:
+      return a;
+    case Category::Matmul: {
+      const Shape& b = in[1];
+      int r = a.rank();
+      if (r < 2 || b.rank() != r || a[r - 1] != b[r - 2]) return std::nullopt;
+      for (int i = 0; i < r - 2; ++i)
+        if (a[i] != b[i]) return std::nullopt;
+      Shape out = a;
+      out[r - 1] = b[r - 1];
+      return out;
+    }
+    case Category::Binary:
+      return broadcast_shapes(a, in[1]);
+    case Category::Reduce: {
+      if (attrs.dim < 0 || attrs.dim >= a.rank() || attrs.to < 1 || a[attrs.dim] % attrs.to)
+        return std::nullopt;
+      Shape out = a;
+      out[attrs.dim] = attrs.to;
+      return out;
+    }
+    case Category::Norm:
+      if (attrs.dim < 0 || attrs.dim >= a.rank()) return std::nullopt;
+      return a;
+    case Category::Concat: {
+      const Shape& b = in[1];
+      if (a.rank() != b.rank() || attrs.dim < 0 || attrs.dim >= a.rank()) return std::nullopt;
+      for (int d = 0; d < a.rank(); ++d)
+        if (d != attrs.dim && a[d] != b[d]) return std::nullopt;
+      Shape out = a;
+      out[attrs.dim] = a[attrs.dim] + b[attrs.dim];
+      return out;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string_view prune_rule_name(Prune p) {
+  static constexpr std::string_view names[] = {"shape",
+                                               "class_mismatch",
+                                               "reduce_class",
+                                               "kernel_tensor",
+                                               "program_op",
+                                               "concat_form",
+                                               "nested_inputs",
+                                               "second_source",
+                                               "sign",
+                                               "trivial",
+                                               "duplicate",
+                                               "unread",
+                                               "single_op_kernel",
+                                               "shared_memory",
+                                               "canonical_order",
+                                               "abstract_expr",
+                                               "invariant_accum",
+                                               "block_op_limit",
+                                               "unused_input",
+                                               "dead_tensor",
+                                               "too_many_outputs",
+                                               "replicated_output",
+                                               "partial_output",
+                                               "no_extents",
+                                               "dead_end",
+                                               "not_equivalent",
+                                               "incomplete"};
+  return names[static_cast<int>(p)];
+}
+
+void TaskStats::add(const TaskStats& o) {
+  states += o.states;
+  for (size_t i = 0; i < prunes.size(); ++i) prunes[i] += o.prunes[i];
+  recipes += o.recipes;
+  candidates += o.candidates;
+}
+
+Result<SearchSpace> SearchSpace::from_program(const KernelGraph& program) {
+  SearchSpace s;
+  s.program = &program;
+  STRATA_ASSIGN_OR_RETURN(s.classes, ClassTable::analyze(program));
+  std::vector<bool> has(op_table().size(), false);
+  int matmuls = 0;
+  for (const KernelOp& op : program.ops()) {
+    has[static_cast<int>(op.kind)] = true;
+    if (op.kind == OpKind::Matmul) ++matmuls;
+    if (op_category(op.kind) == Category::Reduce && op.attrs.to > 1)
+      s.reduce_tos.push_back(op.attrs.to);
+    if (op.kind == OpKind::MulScalar) s.scalars.push_back(op.attrs.scalar);
+  }
+  // Besides the program's own ops: sum (to combine partial results), and div when the
+  // program normalizes (rms_norm(x) = x / rms(x): the division can move past a matmul).
+  has[static_cast<int>(OpKind::Sum)] = true;
+  if (has[static_cast<int>(OpKind::RmsNorm)]) has[static_cast<int>(OpKind::Div)] = true;
+  for (const OpInfo& info : op_table()) {
+    if (!has[static_cast<int>(info.kind)] || info.kind == OpKind::Input) continue;
+    s.kernel_kinds.push_back(info.kind);
+    s.block_kinds.push_back(info.kind);
+  }
+  // Concat in block graphs serves concat-then-matmul ([X | Y]·[W ; B] = X·W + Y·B), so it is
+  // offered when the program has two matmuls to merge (or concatenates by itself).
+  s.program_concat = has[static_cast<int>(OpKind::Concat)];
+  s.block_concat = s.program_concat || matmuls >= 2;
+  if (s.block_concat && !has[static_cast<int>(OpKind::Concat)]) {
+    s.block_kinds.push_back(OpKind::Concat);
+    std::sort(s.block_kinds.begin(), s.block_kinds.end());
+  }
+  s.accum_kinds = {OpKind::AccumSum, OpKind::AccumSumLd};
+  if (has[static_cast<int>(OpKind::Mean)]) s.accum_kinds.push_back(OpKind::AccumMeanLd);
+  if (has[static_cast<int>(OpKind::RmsNorm)]) s.accum_kinds.push_back(OpKind::AccumRmsLd);
+  std::sort(s.reduce_tos.begin(), s.reduce_tos.end());
+  s.reduce_tos.erase(std::unique(s.reduce_tos.begin(), s.reduce_tos.end()), s.reduce_tos.end());
+  if (!s.reduce_tos.empty()) s.accum_kinds.push_back(OpKind::AccumSumToDimx);
+  s.reduce_tos.insert(s.reduce_tos.begin(), 1);
+  std::sort(s.scalars.begin(), s.scalars.end());
+  s.scalars.erase(std::unique(s.scalars.begin(), s.scalars.end()), s.scalars.end());
+  s.reduced_classes = s.classes.reduced_mask();
+  s.loop_classes = s.reduced_classes;
+  return s;
+}
+
+Result<std::unique_ptr<SearchSetup>> SearchSetup::make(const KernelGraph& program,
+                                                       const SearchConfig& config,
+                                                       const Target& target) {
+  auto setup = std::make_unique<SearchSetup>();
+  STRATA_ASSIGN_OR_RETURN(setup->space, SearchSpace::from_program(program));
+  std::vector<ExprId> exprs = kernel_graph_exprs(setup->pool, program);
+  std::vector<ExprId> targets;
+  for (int t : program.outputs()) targets.push_back(exprs[t]);
+  if (config.abstract_pruning) {
+    setup->oracle = std::make_unique<SubexprOracle>(setup->pool, targets);
+    setup->tensor_oracle = std::make_unique<SubexprOracle>(setup->pool, exprs);
+  }
+  SearchSpace& space = setup->space;
+  space.pool = &setup->pool;
+  space.oracle = setup->oracle.get();
+  space.tensor_oracle = setup->tensor_oracle.get();
+  space.input_exprs = exprs;
+  space.max_kernel_ops = config.max_kernel_ops;
+  space.max_block_ops = config.max_block_ops;
+  space.max_customized_ops = config.max_customized_ops;
+  space.max_block_inputs = config.max_block_inputs;
+  space.max_block_outputs = config.max_block_outputs;
+  space.smem_limit = static_cast<int64_t>(kSmemPruneSlack * target.smem_per_block_bytes);
+  space.policy.max_blocks = 4 * static_cast<int64_t>(target.sm_count);
+  return setup;
+}
+
+// ---- the tree walk -------------------------------------------------------------------------
+
+void Enumerator::Impl::flush_states() {
+  if (unflushed_prunes > 0) {
+    stop.live_prunes.fetch_add(unflushed_prunes, std::memory_order_relaxed);
+    unflushed_prunes = 0;
+  }
+  if (unflushed == 0) return;
+  int64_t total = stop.live_states.fetch_add(unflushed, std::memory_order_relaxed) + unflushed;
+  unflushed = 0;
+  if (stop.max_states > 0 && total >= stop.max_states) stop.stop.store(true);
+}
+
+bool Enumerator::Impl::enter() {
+  int idx = counters[depth]++;
+  int child = depth + 1;
+  if (collecting) {
+    ++stats->states;
+    if (child == split_depth) {
+      TaskPath p(chosen.begin(), chosen.begin() + depth);
+      p.push_back(idx);
+      tasks->push_back(std::move(p));
+      return false;
+    }
+  } else if (child <= static_cast<int>(path.size())) {
+    if (idx != path[depth]) return false;
+  } else {
+    ++stats->states;
+  }
+  if (++unflushed >= 64) flush_states();
+  if (static_cast<int>(chosen.size()) <= depth) chosen.resize(depth + 1);
+  chosen[depth] = idx;
+  ++depth;
+  if (static_cast<int>(counters.size()) <= depth) counters.resize(depth + 1);
+  counters[depth] = 0;
+  return true;
+}
+
+void Enumerator::Impl::reset() {
+  g = KernelGraph();
+  kt.clear();
+  kexprs.clear();
+  steps.clear();
+  kernel_keys.clear();
+  num_customized = 0;
+  depth = 0;
+  counters.assign(1, 0);
+  chosen.clear();
+  const KernelGraph& p = *space.program;
+  for (int t : p.inputs()) {
+    const KernelTensor& x = p.tensor(t);
+    (void)g.add_input(x.name, x.shape, x.dtype);
+    KTensor k;
+    k.cls = space.classes.tensor_classes(t);
+    k.prov = space.classes.tensor_provenance(t);
+    kt.push_back(k);
+    kexprs.push_back(space.input_exprs[t]);
+  }
+  num_program_inputs = static_cast<int>(kt.size());
+}
+
+// ---- kernel level --------------------------------------------------------------------------
+
+void Enumerator::Impl::kernel_level() {
+  if (stopped()) return;
+  if (try_complete()) return;
+  if (static_cast<int>(steps.size()) >= space.max_kernel_ops) return prune(Prune::Incomplete);
+  predefined_ops();
+  customized_ops();
+}
+
+void Enumerator::Impl::predefined_ops() {
+  const int n = static_cast<int>(kt.size());
+  const int lo = kernel_keys.empty() ? 0 : kernel_keys.back().max_input();
+  for (OpKind kind : space.kernel_kinds) {
+    for_each_compute(
+        kind, n, lo, [&](int t) -> const Shape& { return g.tensor(t).shape; },
+        [](int, int) { return true; },
+        [&](Ins ins, const OpAttrs& attrs) { try_predefined(kind, ins, attrs); });
+    if (stopped()) return;
+  }
+}
+
+void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
+  if (stopped()) return;
+  RankKey key = rank_key(ins, kind, attrs);
+  if (!key_above_last(key)) return prune(Prune::CanonicalOrder);
+  if (second_source(ins)) return prune(Prune::SecondSource);
+  if (!reads_unread(ins)) return prune(Prune::Unread);
+  if ((kind == OpKind::Sub || kind == OpKind::Div) && kexprs[ins[0]] == kexprs[ins[1]])
+    return prune(Prune::Trivial);
+  std::array<Shape, 2> shapes;
+  std::array<DimClassVec, 2> cls;
+  std::array<DimProvVec, 2> prov;
+  for (int i = 0; i < ins.n; ++i) {
+    shapes[i] = g.tensor(ins[i]).shape;
+    cls[i] = kt[ins[i]].cls;
+    prov[i] = kt[ins[i]].prov;
+  }
+  auto out = quick_shape(kind, std::span(shapes.data(), ins.n), attrs);
+  if (!out) return prune(Prune::Shape);
+  ClassFlow f = flow_classes(classes, kind, attrs, std::span(shapes.data(), ins.n),
+                             std::span(cls.data(), ins.n), std::span(prov.data(), ins.n), *out);
+  if (!f.mismatch.empty()) return prune(Prune::ClassMismatch);
+  if (!reducible(f.reduced, f.norm, f.reduced_prov)) return prune(Prune::ReduceClass);
+  if (!program_op(kind, ins, attrs, f.reduced)) return prune(Prune::ProgramOp);
+  if (!g.add_op(kind, ins.vec(), attrs).ok()) return prune(Prune::Shape);
+  int op_id = static_cast<int>(g.ops().size()) - 1;
+  ExprId e = kernel_op_exprs(*space.pool, g, op_id, kexprs)[0];
+  if (space.oracle && !space.oracle->is_subexpr(e)) {
+    g.pop_op();
+    return prune(Prune::AbstractExpr);
+  }
+  if (space.oracle && std::find(kexprs.begin(), kexprs.end(), e) != kexprs.end()) {
+    g.pop_op();
+    return prune(Prune::Duplicate);
+  }
+  if (!program_tensor_expr(e)) {
+    g.pop_op();
+    return prune(Prune::KernelTensor);
+  }
+  if (!sign_consistent(kind, {kexprs[ins[0]], ins.n > 1 ? kexprs[ins[1]] : kNoExpr}, e)) {
+    g.pop_op();
+    return prune(Prune::Sign);
+  }
+  if (enter()) {
+    if (trace_enabled())
+      std::fprintf(stderr, "%*s%s(%d%s) = %s  %s\n", 2 * depth, "",
+                   std::string(op_name(kind)).c_str(), ins[0],
+                   ins.n > 1 ? (" " + std::to_string(ins[1])).c_str() : "", out->str().c_str(),
+                   space.pool->str(e).c_str());
+    KTensor k;
+    k.cls = f.out;
+    k.prov = f.prov;
+    k.is_output = output_like(e, *out);
+    kt.push_back(k);
+    kexprs.push_back(e);
+    for (int t : ins) ++kt[t].uses;
+    steps.push_back({kind, ins.vec(), attrs, nullptr});
+    kernel_keys.push_back(key);
+    kernel_level();
+    kernel_keys.pop_back();
+    steps.pop_back();
+    for (int t : ins) --kt[t].uses;
+    kexprs.pop_back();
+    kt.pop_back();
+    leave();
+  }
+  g.pop_op();
+}
+
+bool Enumerator::Impl::program_op(OpKind kind, const Ins& ins, const OpAttrs& attrs,
+                                  DimClass reduced) const {
+  if (!space.tensor_oracle) return true;
+  // Adding up per-block partial results of a split reduction.
+  if (op_category(kind) == Category::Reduce && reduced != kNoClass &&
+      classes.info(reduced).kind == ClassKind::Partial)
+    return true;
+  const KernelGraph& p = *space.program;
+  for (const KernelOp& op : p.ops()) {
+    if (op.kind != kind || static_cast<int>(op.inputs.size()) != ins.n || !(op.attrs == attrs))
+      continue;
+    bool same = true;
+    for (int j = 0; j < ins.n && same; ++j)
+      same = space.tensor_oracle->is_equivalent(kexprs[ins[j]], op.inputs[j]);
+    if (same) return true;
+  }
+  return false;
+}
+
+// ---- customized ops: patterns ----------------------------------------------------------------
+
+void Enumerator::Impl::customized_ops() {
+  if (num_customized >= space.max_customized_ops) return;
+  const int n = static_cast<int>(kt.size());
+  const int lo = kernel_keys.empty() ? 0 : kernel_keys.back().max_input();
+  for (uint32_t mask = 1; mask < (1u << n); ++mask) {
+    if (std::popcount(mask) > space.max_block_inputs) continue;
+    if (static_cast<int>(std::bit_width(mask)) - 1 < lo) continue;
+    std::vector<int> ins;
+    for (int t = 0; t < n; ++t)
+      if (mask & (1u << t)) ins.push_back(t);
+    // The body is not known yet: compare the rank without it now, with it when closing.
+    RankKey prefix = rank_key(ins, OpKind::Customized, OpAttrs{});
+    if (nested(ins)) {
+      prune(Prune::NestedInputs);
+      continue;
+    }
+    if (second_source(ins)) {
+      prune(Prune::SecondSource);
+      continue;
+    }
+    if (!reads_unread(ins)) {
+      prune(Prune::Unread);
+      continue;
+    }
+    if (!kernel_keys.empty() && prefix.compare_nums(kernel_keys.back()) < 0) {
+      prune(Prune::CanonicalOrder);
+      continue;
+    }
+    patterns(ins, prefix);
+    if (stopped()) return;
+  }
+}
+
+bool Enumerator::Impl::sign_consistent(OpKind kind, std::array<ExprId, 2> in, ExprId e) const {
+  if (!space.tensor_oracle || (kind != OpKind::Sub && kind != OpKind::Add)) return true;
+  const KernelGraph& p = *space.program;
+  for (const KernelOp& op : p.ops()) {
+    if (op.kind != OpKind::Sub) continue;
+    if (kind == OpKind::Sub && space.tensor_oracle->is_equivalent(in[0], op.inputs[0]) &&
+        space.tensor_oracle->is_equivalent(in[1], op.inputs[1]))
+      return true;
+    if (kind == OpKind::Add && space.tensor_oracle->is_equivalent(e, op.outputs[0])) return false;
+  }
+  return kind == OpKind::Add;
+}
+
+bool Enumerator::Impl::subterm(ExprId a, ExprId b) {
+  if (a == b) return true;
+  uint64_t key = (uint64_t{a} << 32) | b;
+  auto it = subterm_memo.find(key);
+  if (it != subterm_memo.end()) return it->second;
+  bool found = false;
+  for (ExprId c : space.pool->children(b))
+    if (c != kNoExpr && subterm(a, c)) {
+      found = true;
+      break;
+    }
+  subterm_memo.emplace(key, found);
+  return found;
+}
+
+bool Enumerator::Impl::nested(const std::vector<int>& ins) {
+  if (!space.oracle) return false;
+  for (int a : ins)
+    for (int b : ins)
+      if (a != b && subterm(kexprs[a], kexprs[b])) return true;
+  return false;
+}
+
+void Enumerator::Impl::patterns(const std::vector<int>& ins, const RankKey& prefix) {
+  std::vector<DimClass> gridable, loopable;
+  for (int t : ins) {
+    int r = g.tensor(t).shape.rank();
+    for (int d = 0; d < r; ++d) {
+      DimClass c = kt[t].cls[d];
+      if (c == kNoClass) continue;
+      const DimClassInfo& info = classes.info(c);
+      if (info.kind == ClassKind::Plain) {
+        if (!grid_extent_candidates(info, space.policy).empty()) gridable.push_back(c);
+        if (space.loop_classes & class_bit(c)) loopable.push_back(c);
+      } else if (info.kind == ClassKind::Partial) {
+        loopable.push_back(c);
+      }
+    }
+  }
+  auto uniq = [](std::vector<DimClass>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  uniq(gridable);
+  uniq(loopable);
+  loopable.insert(loopable.begin(), kNoClass);
+  // Grid axes take classes in increasing id order (x < y < z): permuting the axes of a grid
+  // only renames its blocks.
+  const int ng = static_cast<int>(gridable.size());
+  std::vector<std::array<DimClass, 3>> grids{{kNoClass, kNoClass, kNoClass}};
+  for (int i = 0; i < ng; ++i) {
+    grids.push_back({gridable[i], kNoClass, kNoClass});
+    for (int j = i + 1; j < ng; ++j) {
+      grids.push_back({gridable[i], gridable[j], kNoClass});
+      for (int k = j + 1; k < ng; ++k) grids.push_back({gridable[i], gridable[j], gridable[k]});
+    }
+  }
+  for (const auto& grid : grids)
+    for (DimClass loop : loopable) {
+      open_block(ins, prefix, grid, loop);
+      if (stopped()) return;
+    }
+}
+
+int64_t Enumerator::Impl::tile_volume(const std::vector<int>& ins,
+                                      const std::array<DimClass, 3>& grid, DimClass loop,
+                                      const Extents& e) const {
+  int64_t v = 0;
+  for (int t : ins) {
+    const Shape& s = g.tensor(t).shape;
+    int64_t n = s.numel();
+    for (int a = 0; a < 3; ++a)
+      if (dim_of_class(kt[t].cls, s.rank(), grid[a]) >= 0) n /= e.grid[a];
+    if (dim_of_class(kt[t].cls, s.rank(), loop) >= 0) n /= e.forloop;
+    v += n;
+  }
+  return v;
+}
+
+void Enumerator::Impl::open_block(const std::vector<int>& ins, const RankKey& prefix,
+                                  const std::array<DimClass, 3>& grid, DimClass loop) {
+  const DimClassInfo* linfo = loop == kNoClass ? nullptr : &classes.info(loop);
+  const bool partial_loop = linfo && linfo->kind == ClassKind::Partial;
+  std::vector<Extents> choices = extent_choices(
+      classes, space.policy, grid, partial_loop ? kNoClass : loop, partial_loop ? linfo->parts : 0);
+  if (choices.empty()) return prune(Prune::NoExtents);
+  // Representative extents: the smallest tiles, so that the shared-memory check during the
+  // enumeration does not reject a structure that fits with some extents. expand_recipe
+  // later builds every extent choice.
+  const Extents* rep = &choices[0];
+  int64_t best = tile_volume(ins, grid, loop, *rep);
+  for (const Extents& e : choices) {
+    int64_t v = tile_volume(ins, grid, loop, e);
+    if (v < best) {
+      best = v;
+      rep = &e;
+    }
+  }
+  Dim3 gdim{static_cast<int>(rep->grid[0]), static_cast<int>(rep->grid[1]),
+            static_cast<int>(rep->grid[2])};
+  auto made = BlockGraph::make(gdim, 128, static_cast<int>(rep->forloop));
+  if (!made.ok()) return prune(Prune::Shape);
+  OpenBlock ob{std::move(made).value(), {}, prefix, {}, {}, {}, {}, {}, loop, 0};
+  ob.recipe.inputs = ins;
+  ob.recipe.grid_class = grid;
+  if (partial_loop) {
+    ob.recipe.loop_origin = linfo->origin;
+    ob.recipe.loop_axis = linfo->axis;
+  } else {
+    ob.recipe.loop_class = loop;
+  }
+  for (int t : ins) {
+    const Shape& s = g.tensor(t).shape;
+    GridMap imap = kAllReplicated;
+    BTensor bt;
+    bt.cls = kt[t].cls;
+    bt.prov = kt[t].prov;
+    for (int a = 0; a < 3; ++a) {
+      imap[a] = dim_of_class(kt[t].cls, s.rank(), grid[a]);
+      if (imap[a] >= 0) bt.dep |= classes.plain_mask(grid[a]);
+    }
+    int fmap = dim_of_class(kt[t].cls, s.rank(), loop);
+    if (fmap >= 0) {
+      bt.varying = true;
+      // Iterating over per-block parts one part at a time leaves the part's own tile dim.
+      if (partial_loop) bt.cls[fmap] = linfo->b;
+    }
+    if (!ob.b.add_input(s, imap, fmap).ok()) return prune(Prune::Shape);
+    ob.recipe.imaps.push_back(imap);
+    ob.recipe.fmaps.push_back(fmap);
+    ob.bt.push_back(bt);
+    ob.exprs.push_back(kexprs[t]);
+    ob.kin_exprs.push_back(kexprs[t]);
+    ob.dtypes.push_back(g.tensor(t).dtype);
+    ++ob.ops;
+  }
+  if (ob.ops >= space.max_block_ops) return prune(Prune::OpLimit);
+  if (block_smem_bytes(ob.b, ob.dtypes) > space.smem_limit) return prune(Prune::SharedMemory);
+  ++opened;
+  if (enter()) {
+    if (trace_enabled()) {
+      std::string line(2 * depth, ' ');
+      line += "open [";
+      for (int t : ins) line += std::to_string(t) + " ";
+      line += "] grid " + std::to_string(gdim.x) + "," + std::to_string(gdim.y) + "," +
+              std::to_string(gdim.z) + " F " + std::to_string(rep->forloop);
+      for (int a = 0; a < 3; ++a) line += " " + classes.name(grid[a]);
+      line += " loop " + classes.name(loop);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    block_level(ob);
+    leave();
+  }
+}
+
+// ---- public interface ------------------------------------------------------------------------
+
+Enumerator::Enumerator(const SearchSpace& space, StopControl& stop, CandidateSink* sink)
+    : impl_(std::make_unique<Impl>(space, stop, sink)) {}
+
+Enumerator::~Enumerator() = default;
+
+std::vector<TaskPath> Enumerator::collect_tasks(int split_depth, TaskStats& stats) {
+  std::vector<TaskPath> tasks;
+  Impl& m = *impl_;
+  m.stats = &stats;
+  m.collecting = true;
+  m.split_depth = split_depth;
+  m.tasks = &tasks;
+  m.path.clear();
+  m.reset();
+  m.kernel_level();
+  m.flush_states();
+  m.tasks = nullptr;
+  return tasks;
+}
+
+bool Enumerator::run_task(const TaskPath& path, TaskStats& stats) {
+  Impl& m = *impl_;
+  m.stats = &stats;
+  m.collecting = false;
+  m.path = path;
+  m.reset();
+  m.kernel_level();
+  m.flush_states();
+  return !m.stopped();
+}
+
+int64_t Enumerator::blocks_opened() const {
+  return impl_->opened;
+}
+
+}  // namespace strata::search

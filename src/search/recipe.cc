@@ -1,0 +1,183 @@
+#include "search/recipe.h"
+
+#include <map>
+
+namespace strata::search {
+namespace {
+
+std::string grid_map_text(const GridMap& m) {
+  std::string s;
+  for (int a = 0; a < 3; ++a) s += (a ? "," : "") + std::to_string(m[a]);
+  return s;
+}
+
+/// Depth-first rebuild of recipe steps [i, end) on top of `g`.
+class Expander {
+ public:
+  Expander(const GraphRecipe& r, const KernelGraph& program, const ClassTable& classes,
+           const SplitPolicy& policy, int64_t smem_limit,
+           const std::function<void(KernelGraph&&)>& emit)
+      : r_(r),
+        program_(program),
+        classes_(classes),
+        policy_(policy),
+        smem_limit_(smem_limit),
+        emit_(emit) {}
+
+  int64_t run() {
+    KernelGraph g;
+    for (int t : program_.inputs()) {
+      const KernelTensor& kt = program_.tensor(t);
+      if (!g.add_input(kt.name, kt.shape, kt.dtype).ok()) return 0;
+    }
+    base_ops_ = static_cast<int>(g.ops().size());
+    chosen_.assign(r_.steps.size(), Extents{});
+    step(0, g);
+    return emitted_;
+  }
+
+ private:
+  void step(size_t i, KernelGraph& g) {
+    if (i == r_.steps.size()) {
+      finish(g);
+      return;
+    }
+    const KernelStep& s = r_.steps[i];
+    if (!s.custom) {
+      if (!g.add_op(s.kind, s.inputs, s.attrs).ok()) return;
+      step(i + 1, g);
+      g.pop_op();
+      return;
+    }
+    const CustomRecipe& c = *s.custom;
+    int64_t forced = 0;
+    if (c.loop_origin >= 0) {
+      size_t origin_step = static_cast<size_t>(c.loop_origin - base_ops_);
+      if (origin_step >= i) return;
+      forced = chosen_[origin_step].grid[c.loop_axis];
+    }
+    std::vector<Shape> shapes;
+    for (int t : c.inputs) shapes.push_back(g.tensor(t).shape);
+    for (const Extents& e : extent_choices(classes_, policy_, c.grid_class, c.loop_class, forced)) {
+      auto b = build_block_graph(c, e, shapes);
+      if (!b.ok()) continue;
+      std::vector<DType> dtypes;
+      for (int t : c.inputs) dtypes.push_back(g.tensor(t).dtype);
+      if (block_smem_bytes(*b, dtypes) > smem_limit_) continue;
+      if (!g.add_customized(c.inputs, std::move(b).value()).ok()) continue;
+      chosen_[i] = e;
+      step(i + 1, g);
+      g.pop_op();
+    }
+  }
+
+  void finish(const KernelGraph& g) {
+    KernelGraph out = g;
+    for (size_t i = 0; i < r_.outputs.size(); ++i) {
+      std::string name = program_.tensor_name(program_.outputs()[i]);
+      if (!out.mark_output(r_.outputs[i], name).ok()) {
+        // The name is taken by another tensor of the graph: keep the tensor's own name.
+        if (!out.mark_output(r_.outputs[i]).ok()) return;
+      }
+    }
+    ++emitted_;
+    emit_(std::move(out));
+  }
+
+  const GraphRecipe& r_;
+  const KernelGraph& program_;
+  const ClassTable& classes_;
+  const SplitPolicy& policy_;
+  int64_t smem_limit_;
+  const std::function<void(KernelGraph&&)>& emit_;
+  int base_ops_ = 0;
+  std::vector<Extents> chosen_;
+  int64_t emitted_ = 0;
+};
+
+}  // namespace
+
+std::string CustomRecipe::key() const {
+  std::string s = "in";
+  for (int t : inputs) s += " " + std::to_string(t);
+  s += "|grid";
+  for (DimClass c : grid_class) s += " " + std::to_string(c);
+  s += "|loop " + std::to_string(loop_class) + " " + std::to_string(loop_origin) + " " +
+       std::to_string(loop_axis) + "|maps";
+  for (size_t i = 0; i < imaps.size(); ++i)
+    s += " " + grid_map_text(imaps[i]) + "/" + std::to_string(fmaps[i]);
+  s += "|ops";
+  for (const BlockStep& o : ops) {
+    s += " " + std::string(op_name(o.kind)) + "(";
+    for (int t : o.inputs) s += std::to_string(t) + ",";
+    s += std::to_string(o.attrs.dim) + "," + std::to_string(o.attrs.to) + "," +
+         std::to_string(o.attrs.fmap) + "," + std::to_string(o.attrs.scalar) + ")";
+  }
+  s += "|save";
+  for (const SaverStep& sv : savers)
+    s += " " + std::to_string(sv.tensor) + ":" + grid_map_text(sv.omap);
+  return s;
+}
+
+std::vector<Extents> extent_choices(const ClassTable& classes, const SplitPolicy& policy,
+                                    const std::array<DimClass, 3>& grid_class, DimClass loop_class,
+                                    int64_t forced_loop) {
+  std::array<std::vector<int64_t>, 3> axis_cands;
+  for (int a = 0; a < 3; ++a) {
+    if (grid_class[a] == kNoClass) {
+      axis_cands[a] = {1};
+    } else {
+      axis_cands[a] = grid_extent_candidates(classes.info(grid_class[a]), policy);
+      if (axis_cands[a].empty()) return {};
+    }
+  }
+  std::vector<Extents> out;
+  for (int64_t gx : axis_cands[0])
+    for (int64_t gy : axis_cands[1])
+      for (int64_t gz : axis_cands[2]) {
+        if (gx * gy * gz > policy.max_blocks) continue;
+        Extents e;
+        e.grid = {gx, gy, gz};
+        if (forced_loop > 0) {
+          e.forloop = forced_loop;
+          out.push_back(e);
+          continue;
+        }
+        if (loop_class == kNoClass) {
+          out.push_back(e);
+          continue;
+        }
+        int64_t block_extent = classes.info(loop_class).extent;
+        for (int a = 0; a < 3; ++a)
+          if (grid_class[a] == loop_class) block_extent /= e.grid[a];
+        for (int64_t f : loop_extent_candidates(block_extent, policy)) {
+          e.forloop = f;
+          out.push_back(e);
+        }
+      }
+  return out;
+}
+
+Result<BlockGraph> build_block_graph(const CustomRecipe& r, const Extents& e,
+                                     const std::vector<Shape>& input_shapes) {
+  Dim3 grid{static_cast<int>(e.grid[0]), static_cast<int>(e.grid[1]), static_cast<int>(e.grid[2])};
+  STRATA_ASSIGN_OR_RETURN(BlockGraph b, BlockGraph::make(grid, 128, static_cast<int>(e.forloop)));
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    STRATA_RETURN_IF_ERROR(b.add_input(input_shapes[i], r.imaps[i], r.fmaps[i]));
+  }
+  for (const BlockStep& s : r.ops) {
+    STRATA_RETURN_IF_ERROR(b.add_op(s.kind, s.inputs, s.attrs));
+  }
+  for (const SaverStep& s : r.savers) {
+    STRATA_RETURN_IF_ERROR(b.add_output(s.tensor, s.omap));
+  }
+  return b;
+}
+
+int64_t expand_recipe(const GraphRecipe& recipe, const KernelGraph& program,
+                      const ClassTable& classes, const SplitPolicy& policy, int64_t smem_limit,
+                      const std::function<void(KernelGraph&&)>& emit) {
+  return Expander(recipe, program, classes, policy, smem_limit, emit).run();
+}
+
+}  // namespace strata::search

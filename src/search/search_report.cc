@@ -1,0 +1,192 @@
+#include "strata/search_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace strata {
+namespace {
+
+constexpr const char* kFormat = "strata-search-result";
+constexpr int kVersion = 1;
+
+Json number_or_null(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+
+Json kernel_cost_json(const KernelCost& k) {
+  Json j;
+  j["op_id"] = k.op_id;
+  j["label"] = k.label;
+  j["load_bytes"] = k.load_bytes;
+  j["store_bytes"] = k.store_bytes;
+  j["tensor_flops"] = k.tensor_flops;
+  j["simt_flops"] = k.simt_flops;
+  j["blocks"] = k.blocks;
+  j["alpha"] = k.alpha;
+  j["t_mem_us"] = k.t_mem_s * 1e6;
+  j["t_comp_us"] = k.t_comp_s * 1e6;
+  j["predicted_us"] = k.predicted_s * 1e6;
+  j["smem_bytes"] = k.smem_bytes;
+  return j;
+}
+
+Json verification_json(const VerifyResult& v) {
+  Json j;
+  j["equivalent"] = v.equivalent;
+  j["trials"] = v.trials;
+  j["log2_bound"] = number_or_null(v.log2_bound);
+  j["detail"] = v.detail;
+  return j;
+}
+
+Json stats_json(const SearchStats& s) {
+  Json j;
+  j["states"] = s.states;
+  Json p = Json::object();
+  int64_t total = 0;
+  for (const auto& [rule, n] : s.prunes_by_rule) {
+    p[rule] = n;
+    total += n;
+  }
+  j["pruned"] = total;
+  j["prunes_by_rule"] = p;
+  j["candidates_found"] = s.candidates_found;
+  j["candidates_screened"] = s.candidates_screened;
+  j["candidates_verified"] = s.candidates_verified;
+  j["tasks_total"] = s.tasks_total;
+  j["tasks_done"] = s.tasks_done;
+  j["elapsed_s"] = s.elapsed_s;
+  j["setup_s"] = s.setup_s;
+  j["screen_s"] = s.screen_s;
+  j["verify_s"] = s.verify_s;
+  j["stop"] = std::string(stop_reason_name(s.stop));
+  return j;
+}
+
+template <class T>
+T get_or(const Json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+void sort_candidates(std::vector<Candidate>& ranked) {
+  std::vector<std::pair<std::string, size_t>> keys;
+  for (size_t i = 0; i < ranked.size(); ++i)
+    keys.emplace_back(kernel_graph_to_json(ranked[i].graph).dump(), i);
+  std::vector<size_t> order(ranked.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    double ta = ranked[a].cost.predicted_us, tb = ranked[b].cost.predicted_us;
+    if (ta != tb) return ta < tb;
+    return keys[a].first < keys[b].first;
+  });
+  std::vector<Candidate> out;
+  for (size_t i : order) out.push_back(std::move(ranked[i]));
+  ranked = std::move(out);
+}
+
+Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
+  Json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["strata_version"] = STRATA_VERSION;
+  Json c;
+  c["target"] = config.target;
+  c["max_kernel_ops"] = config.max_kernel_ops;
+  c["max_block_ops"] = config.max_block_ops;
+  c["max_customized_ops"] = config.max_customized_ops;
+  c["max_block_inputs"] = config.max_block_inputs;
+  c["max_block_outputs"] = config.max_block_outputs;
+  c["abstract_pruning"] = config.abstract_pruning;
+  c["top_k"] = config.top_k;
+  j["config"] = c;
+  int prog = r.program_index();
+  double program_us = prog >= 0 ? r.ranked[prog].cost.predicted_us : 0;
+  j["best"] = r.ranked.empty() ? Json(nullptr) : Json(0);
+  j["program_index"] = prog;
+  Json ranked = Json::array();
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const Candidate& cand = r.ranked[i];
+    Json e;
+    e["rank"] = i;
+    e["is_program"] = cand.is_program;
+    e["predicted_us"] = cand.cost.predicted_us;
+    e["speedup_vs_program"] =
+        cand.cost.predicted_us > 0 ? program_us / cand.cost.predicted_us : 0.0;
+    e["kernels"] = cand.graph.ops().size() - cand.graph.inputs().size();
+    e["customized_kernels"] = cand.graph.num_customized();
+    Json costs = Json::array();
+    for (const KernelCost& k : cand.cost.kernels) costs.push_back(kernel_cost_json(k));
+    e["cost"] = costs;
+    e["verification"] = verification_json(cand.verification);
+    e["graph"] = kernel_graph_to_json(cand.graph);
+    ranked.push_back(e);
+  }
+  j["ranked"] = ranked;
+  j["stats"] = stats_json(r.stats);
+  j["cache_key"] = r.cache_key;
+  j["from_cache"] = r.from_cache;
+  j["notes"] = r.notes;
+  return j;
+}
+
+Result<SearchResult> search_result_from_json(const Json& doc, const Target& target) {
+  if (!doc.is_object() || get_or<std::string>(doc, "format", "") != kFormat)
+    return make_error("not a " + std::string(kFormat) + " document");
+  auto ranked = doc.find("ranked");
+  if (ranked == doc.end() || !ranked->is_array())
+    return make_error(std::string(kFormat) + ": missing \"ranked\"");
+  SearchResult r;
+  for (size_t i = 0; i < ranked->size(); ++i) {
+    const Json& e = (*ranked)[i];
+    std::string where = "ranked[" + std::to_string(i) + "]";
+    auto g = e.find("graph");
+    if (!e.is_object() || g == e.end()) return make_error(where + ": missing \"graph\"");
+    STRATA_ASSIGN_OR_RETURN(KernelGraph graph, kernel_graph_from_json(*g, where + ".graph"));
+    Candidate c{std::move(graph), {}, {}, get_or<bool>(e, "is_program", false)};
+    c.cost = estimate_cost(c.graph, target);
+    auto v = e.find("verification");
+    if (v != e.end() && v->is_object()) {
+      c.verification.equivalent = get_or<bool>(*v, "equivalent", false);
+      c.verification.trials = get_or<int>(*v, "trials", 0);
+      c.verification.log2_bound = get_or<double>(*v, "log2_bound", -INFINITY);
+      c.verification.detail = get_or<std::string>(*v, "detail", "");
+    }
+    r.ranked.push_back(std::move(c));
+  }
+  sort_candidates(r.ranked);
+  auto s = doc.find("stats");
+  if (s != doc.end() && s->is_object()) {
+    r.stats.states = get_or<int64_t>(*s, "states", 0);
+    auto p = s->find("prunes_by_rule");
+    if (p != s->end() && p->is_object())
+      for (auto it = p->begin(); it != p->end(); ++it)
+        if (it.value().is_number_integer()) r.stats.prunes_by_rule[it.key()] = it.value();
+    r.stats.candidates_found = get_or<int64_t>(*s, "candidates_found", 0);
+    r.stats.candidates_screened = get_or<int64_t>(*s, "candidates_screened", 0);
+    r.stats.candidates_verified = get_or<int64_t>(*s, "candidates_verified", 0);
+    r.stats.tasks_total = get_or<int64_t>(*s, "tasks_total", 0);
+    r.stats.tasks_done = get_or<int64_t>(*s, "tasks_done", 0);
+    r.stats.elapsed_s = get_or<double>(*s, "elapsed_s", 0.0);
+    r.stats.setup_s = get_or<double>(*s, "setup_s", 0.0);
+    r.stats.screen_s = get_or<double>(*s, "screen_s", 0.0);
+    r.stats.verify_s = get_or<double>(*s, "verify_s", 0.0);
+  }
+  r.cache_key = get_or<std::string>(doc, "cache_key", "");
+  auto notes = doc.find("notes");
+  if (notes != doc.end() && notes->is_array())
+    for (const Json& n : *notes)
+      if (n.is_string()) r.notes.push_back(n.get<std::string>());
+  if (r.program_index() < 0) return make_error(std::string(kFormat) + ": no program entry");
+  return r;
+}
+
+}  // namespace strata

@@ -1,0 +1,217 @@
+// Tests of the dimension classes that drive the search's grid, for-loop and map candidates:
+// the union–find over programs, provenance of reductions, propagation through ops (with the
+// rejections), derived classes, and the split candidates.
+#include <gtest/gtest.h>
+
+#include "strata/dim_classes.h"
+#include "strata/program_parser.h"
+
+namespace strata {
+namespace {
+
+KernelGraph parse(const std::string& text) {
+  auto g = parse_program(text, "test.strata");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message);
+  return g.ok() ? std::move(g).value() : KernelGraph{};
+}
+
+ClassTable analyze(const KernelGraph& g) {
+  auto t = ClassTable::analyze(g);
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  return std::move(t).value();
+}
+
+DimClass cls(const ClassTable& t, const KernelGraph& g, const std::string& name, int dim) {
+  return t.tensor_classes(g.find_tensor(name))[dim];
+}
+
+const char* kRmsNorm = R"(
+input X: f16[8, 256]
+input W: f16[256, 512]
+Y = rms_norm(X)
+O = matmul(Y, W)
+output O
+)";
+
+const char* kGqa = R"(
+input Q: f16[2, 32, 32]
+input K: f16[2, 32, 512]
+input V: f16[2, 512, 32]
+S = matmul(Q, K)
+E = exp(S)
+Z = sum(E, dim=2)
+P = div(E, Z)
+O = matmul(P, V)
+output O
+)";
+
+TEST(DimClasses, RmsNormMatmulLinksRowsInnerAndColumns) {
+  KernelGraph g = parse(kRmsNorm);
+  ClassTable t = analyze(g);
+  EXPECT_EQ(t.num_plain(), 3);
+  DimClass m = cls(t, g, "X", 0), k = cls(t, g, "X", 1), n = cls(t, g, "W", 1);
+  EXPECT_EQ(cls(t, g, "Y", 0), m);
+  EXPECT_EQ(cls(t, g, "O", 0), m);
+  EXPECT_EQ(cls(t, g, "W", 0), k);
+  EXPECT_EQ(cls(t, g, "Y", 1), k);
+  EXPECT_EQ(cls(t, g, "O", 1), n);
+  EXPECT_NE(m, k);
+  EXPECT_NE(k, n);
+  EXPECT_TRUE(t.info(k).sum_reduced);
+  EXPECT_TRUE(t.info(k).norm_reduced);
+  EXPECT_FALSE(t.info(m).sum_reduced || t.info(m).norm_reduced);
+  EXPECT_FALSE(t.info(n).sum_reduced || t.info(n).norm_reduced);
+  EXPECT_EQ(t.info(k).extent, 256);
+  EXPECT_EQ(t.info(m).label, "X.0");
+  EXPECT_EQ(t.reduced_mask(), class_bit(k));
+}
+
+TEST(DimClasses, ReductionsRecordTheirKindAndProvenance) {
+  KernelGraph g = parse(kRmsNorm);
+  ClassTable t = analyze(g);
+  DimClass k = cls(t, g, "X", 1);
+  const ProvMask x = 1, w = 2;                             // program inputs by position
+  EXPECT_TRUE(t.has_reduction(k, /*norm=*/true, x));       // rms_norm(X) over k
+  EXPECT_TRUE(t.has_reduction(k, /*norm=*/false, x | w));  // Y·W over k: X (via Y) and W
+  EXPECT_FALSE(t.has_reduction(k, /*norm=*/false, x));     // Σ_k X alone: not in the program
+  EXPECT_FALSE(t.has_reduction(k, /*norm=*/false, w));     // Σ_k W alone
+  EXPECT_EQ(t.reductions().size(), 2u);
+  // Provenance propagates through elementwise ops and matmuls.
+  EXPECT_EQ(t.tensor_provenance(g.find_tensor("Y"))[1], x);
+  EXPECT_EQ(t.tensor_provenance(g.find_tensor("O"))[1], w);
+}
+
+TEST(DimClasses, AttentionClasses) {
+  KernelGraph g = parse(kGqa);
+  ClassTable t = analyze(g);
+  DimClass batch = cls(t, g, "Q", 0), rows = cls(t, g, "Q", 1), head = cls(t, g, "Q", 2),
+           seq = cls(t, g, "K", 2), vhead = cls(t, g, "V", 2);
+  for (const char* name : {"K", "V", "S", "E", "Z", "P", "O"}) EXPECT_EQ(cls(t, g, name, 0), batch);
+  EXPECT_EQ(cls(t, g, "K", 1), head);
+  EXPECT_EQ(cls(t, g, "V", 1), seq);  // P·V contracts the KV sequence
+  EXPECT_EQ(cls(t, g, "P", 2), seq);
+  EXPECT_EQ(cls(t, g, "Z", 2), kNoClass);  // reduced to extent 1
+  EXPECT_EQ(cls(t, g, "O", 2), vhead);
+  EXPECT_EQ(cls(t, g, "O", 1), rows);
+  EXPECT_NE(head, vhead);  // both 32, but nothing links them
+  EXPECT_TRUE(t.info(seq).sum_reduced);
+  EXPECT_TRUE(t.info(head).sum_reduced);
+  EXPECT_FALSE(t.info(rows).sum_reduced);
+}
+
+TEST(DimClasses, ConcatAndGroupedSumsGiveDerivedClasses) {
+  KernelGraph g = parse(R"(
+input A: f16[4, 64]
+input B: f16[4, 16]
+C = concat(A, B, dim=1)
+D = sum(A, dim=1, to=8)
+output C
+output D
+)");
+  ClassTable t = analyze(g);
+  DimClass c = cls(t, g, "C", 1);
+  EXPECT_EQ(t.info(c).kind, ClassKind::Concat);
+  EXPECT_EQ(t.info(c).extent, 80);
+  EXPECT_FALSE(t.info(c).splittable());
+  EXPECT_EQ(t.plain_mask(c), class_bit(cls(t, g, "A", 1)) | class_bit(cls(t, g, "B", 1)));
+  EXPECT_EQ(cls(t, g, "C", 0), cls(t, g, "A", 0));
+  DimClass d = cls(t, g, "D", 1);
+  EXPECT_EQ(t.info(d).kind, ClassKind::Grouped);
+  EXPECT_EQ(t.info(d).extent, 8);
+  // interning: the same derivation gives the same class
+  EXPECT_EQ(t.concat(cls(t, g, "A", 1), cls(t, g, "B", 1)), c);
+  DimClass p = t.partial(cls(t, g, "A", 1), kNoClass, 1, 4, 0, 1);
+  EXPECT_EQ(t.partial(cls(t, g, "A", 1), kNoClass, 1, 4, 0, 1), p);
+  EXPECT_EQ(t.info(p).extent, 4);
+  EXPECT_EQ(t.name(p), "part(A.1/4)");
+}
+
+TEST(DimClasses, FlowRejectsMismatchedClasses) {
+  KernelGraph g = parse(kRmsNorm);
+  ClassTable t = analyze(g);
+  DimClass m = cls(t, g, "X", 0), k = cls(t, g, "X", 1), n = cls(t, g, "W", 1);
+  const ProvMask x = 1, w = 2;
+  // X[8,256] · W[256,512]: contracts k with k.
+  ClassFlow ok = flow_classes(t, OpKind::Matmul, {}, std::vector<Shape>{{8, 256}, {256, 512}},
+                              std::vector<DimClassVec>{{m, k}, {k, n}},
+                              std::vector<DimProvVec>{{x, x}, {w, w}}, Shape{8, 512});
+  EXPECT_TRUE(ok.mismatch.empty());
+  EXPECT_EQ(ok.out[0], m);
+  EXPECT_EQ(ok.out[1], n);
+  EXPECT_EQ(ok.reduced, k);
+  EXPECT_EQ(ok.reduced_prov, x | w);
+  EXPECT_FALSE(ok.norm);
+  // A tile [8,256] of (m, n) would contract n with k: rejected although the shapes fit.
+  ClassFlow bad = flow_classes(t, OpKind::Matmul, {}, std::vector<Shape>{{8, 256}, {256, 512}},
+                               std::vector<DimClassVec>{{m, n}, {k, n}}, {}, Shape{8, 512});
+  EXPECT_FALSE(bad.mismatch.empty());
+  // Elementwise: a dim with a class may not be broadcast ([1, 256] of (m, k) against [8, 256]).
+  ClassFlow bcast = flow_classes(t, OpKind::Add, {}, std::vector<Shape>{{1, 256}, {8, 256}},
+                                 std::vector<DimClassVec>{{m, k}, {m, k}}, {}, Shape{8, 256});
+  EXPECT_FALSE(bcast.mismatch.empty());
+  // … but a dim of extent 1 without a class may.
+  ClassFlow scale =
+      flow_classes(t, OpKind::Div, {}, std::vector<Shape>{{8, 256}, {8, 1}},
+                   std::vector<DimClassVec>{{m, k}, {m, kNoClass}}, {}, Shape{8, 256});
+  EXPECT_TRUE(scale.mismatch.empty());
+  EXPECT_EQ(scale.out[1], k);
+  // Norms reduce their dim and report it as a normalization.
+  OpAttrs dim1;
+  dim1.dim = 1;
+  ClassFlow norm = flow_classes(t, OpKind::RmsNorm, dim1, std::vector<Shape>{{8, 256}},
+                                std::vector<DimClassVec>{{m, k}}, std::vector<DimProvVec>{{x, x}},
+                                Shape{8, 256});
+  EXPECT_TRUE(norm.norm);
+  EXPECT_EQ(norm.reduced, k);
+  EXPECT_EQ(norm.reduced_prov, x);
+  // Sums to 1 drop the class of their dim.
+  ClassFlow sum = flow_classes(t, OpKind::Sum, dim1, std::vector<Shape>{{8, 256}},
+                               std::vector<DimClassVec>{{m, k}}, {}, Shape{8, 1});
+  EXPECT_EQ(sum.out[1], kNoClass);
+  EXPECT_EQ(sum.reduced, k);
+}
+
+TEST(DimClasses, SplitCandidatesComeFromExtents) {
+  SplitPolicy policy;
+  DimClassInfo cols;  // a class that is not reduced: tiles 16..128, no unit tiles above 64
+  cols.extent = 6144;
+  EXPECT_EQ(grid_extent_candidates(cols, policy), (std::vector<int64_t>{48, 96, 192, 384}));
+  DimClassInfo batch;
+  batch.extent = 16;  // small: one block per index
+  EXPECT_EQ(grid_extent_candidates(batch, policy), (std::vector<int64_t>{16}));
+  DimClassInfo kv;  // a summed class: split-K tiles 128..1024
+  kv.extent = 4096;
+  kv.sum_reduced = true;
+  EXPECT_EQ(grid_extent_candidates(kv, policy), (std::vector<int64_t>{4, 8, 16, 32}));
+  DimClassInfo normed;  // normalized only: parts of a norm do not combine
+  normed.extent = 4096;
+  normed.norm_reduced = true;
+  EXPECT_TRUE(grid_extent_candidates(normed, policy).empty());
+  DimClassInfo prime;
+  prime.extent = 97;
+  EXPECT_TRUE(grid_extent_candidates(prime, policy).empty());
+  policy.max_blocks = 100;
+  EXPECT_EQ(grid_extent_candidates(cols, policy), (std::vector<int64_t>{48, 96}));
+  EXPECT_EQ(loop_extent_candidates(4096, policy), (std::vector<int64_t>{32, 64, 128, 256}));
+  EXPECT_EQ(loop_extent_candidates(64, policy), (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(loop_extent_candidates(16, policy).empty());
+}
+
+TEST(DimClasses, CustomizedProgramsAreRejected) {
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{4, 64}, DType::f16);
+  auto body = *BlockGraph::make({1, 1, 1}, 128, 1);
+  int tx = *body.add_input(Shape{4, 64}, kAllReplicated, kReplicate);
+  int e = *body.add_op(OpKind::Exp, {tx});
+  int a = *body.add_op(OpKind::AccumSum, {e});
+  ASSERT_TRUE(body.add_output(a, kAllReplicated).ok());
+  auto outs = g.add_customized({x}, std::move(body));
+  ASSERT_TRUE(outs.ok());
+  ASSERT_TRUE(g.mark_output((*outs)[0]).ok());
+  auto t = ClassTable::analyze(g);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("customized"), std::string::npos) << t.error().message;
+}
+
+}  // namespace
+}  // namespace strata

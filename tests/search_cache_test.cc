@@ -1,0 +1,267 @@
+// Tests of the search's result cache and checked JSON envelopes, the result JSON format, and
+// `strata optimize` end to end (run through $STRATA_BIN, set by CTest).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "strata/graph_io.h"
+#include "strata/graph_json.h"
+#include "strata/search.h"
+#include "strata/search_cache.h"
+#include "strata/search_report.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::path(testing::TempDir()) /
+                 ("strata_search_cache_" + std::to_string(getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void spit(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+}
+
+KernelGraph rmsnorm_program() {
+  auto g = load_graph("examples/programs/rmsnorm_small.strata");
+  EXPECT_TRUE(g.ok());
+  return std::move(g).value();
+}
+
+SearchConfig cached_config(const fs::path& dir) {
+  return SearchConfig{}.with_threads(2).with_quiet(true).with_cache(true).with_cache_dir(
+      dir.string());
+}
+
+std::vector<std::string> ranked_json(const SearchResult& r) {
+  std::vector<std::string> out;
+  for (const Candidate& c : r.ranked) out.push_back(kernel_graph_to_json(c.graph).dump());
+  return out;
+}
+
+TEST(SearchCache, ContentHashAndKeys) {
+  EXPECT_EQ(content_hash("abc"), content_hash("abc"));
+  EXPECT_NE(content_hash("abc"), content_hash("abd"));
+  EXPECT_EQ(content_hash("").size(), 32u);
+  KernelGraph p = rmsnorm_program();
+  SearchConfig c;
+  std::string key = search_cache_key(p, c);
+  EXPECT_EQ(key, search_cache_key(p, c));
+  // Result-affecting fields change the key; limits and threads do not.
+  EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_max_block_ops(9)));
+  EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_target("a100")));
+  EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_abstract_pruning(false)));
+  EXPECT_EQ(key, search_cache_key(p, SearchConfig(c).with_threads(7).with_time_limit(3)));
+  auto other = load_graph("examples/programs/rmsnorm_b1.strata");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(key, search_cache_key(*other, c));
+}
+
+TEST(SearchCache, CheckedEnvelopeDetectsDamage) {
+  fs::path dir = fresh_dir("envelope");
+  fs::path p = dir / "sub" / "doc.json";
+  Json payload = {{"answer", 42}, {"list", {1, 2, 3}}};
+  ASSERT_TRUE(write_checked_json(p.string(), "test-doc", "k1", payload).ok());
+  auto back = read_checked_json(p.string(), "test-doc", "k1");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, payload);
+  auto fails_with = [&](const std::string& format, const std::string& key,
+                        const std::string& part) {
+    auto r = read_checked_json(p.string(), format, key);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find(part), std::string::npos) << r.error().message;
+  };
+  fails_with("test-doc", "k2", "key mismatch");
+  fails_with("other-doc", "k1", "not a other-doc document");
+  std::string text = slurp(p);
+  spit(p, std::string(text).replace(text.find("42"), 2, "43"));
+  fails_with("test-doc", "k1", "checksum mismatch");
+  spit(p, text.substr(0, text.size() / 2));
+  fails_with("test-doc", "k1", "invalid JSON");
+  spit(p, "");
+  fails_with("test-doc", "k1", "empty");
+  fails_with("test-doc", "k1", "");
+  auto missing = read_checked_json((dir / "none.json").string(), "test-doc", "k1");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message.rfind("missing: ", 0), 0u);
+}
+
+TEST(SearchCache, RepeatedRunAnswersFromTheCache) {
+  fs::path dir = fresh_dir("hit");
+  KernelGraph p = rmsnorm_program();
+  auto first = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_FALSE(first->from_cache);
+  EXPECT_EQ(first->stats.stop, StopReason::Exhausted);
+  EXPECT_TRUE(fs::exists(dir / (first->cache_key + ".json")));
+  auto t0 = std::chrono::steady_clock::now();
+  auto second = superoptimize(p, cached_config(dir));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(second->stats.stop, StopReason::CacheHit);
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(ranked_json(*second), ranked_json(*first));
+  EXPECT_EQ(second->stats.states, first->stats.states);
+  for (size_t i = 0; i < first->ranked.size(); ++i) {
+    EXPECT_EQ(second->ranked[i].is_program, first->ranked[i].is_program);
+    EXPECT_EQ(second->ranked[i].verification.equivalent, first->ranked[i].verification.equivalent);
+    EXPECT_DOUBLE_EQ(second->ranked[i].cost.predicted_us, first->ranked[i].cost.predicted_us);
+  }
+  // A different configuration is a different entry.
+  auto other = superoptimize(p, cached_config(dir).with_max_block_ops(9));
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->from_cache);
+}
+
+TEST(SearchCache, CorruptEntryIsReportedIgnoredAndRewritten) {
+  fs::path dir = fresh_dir("corrupt");
+  KernelGraph p = rmsnorm_program();
+  auto first = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(first.ok());
+  fs::path entry = dir / (first->cache_key + ".json");
+  std::string good = slurp(entry);
+  for (const std::string& damaged :
+       {good.substr(0, good.size() / 3),                                        // truncated
+        std::string(good).replace(good.find("\"states\":"), 9, "\"stateZ\":"),  // edited
+        std::string("{not json")}) {
+    spit(entry, damaged);
+    auto r = superoptimize(p, cached_config(dir));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_FALSE(r->from_cache);
+    EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+    ASSERT_FALSE(r->notes.empty());
+    EXPECT_NE(r->notes[0].find("corrupt cache entry"), std::string::npos) << r->notes[0];
+    EXPECT_EQ(ranked_json(*r), ranked_json(*first));
+    // rewritten: the next run is a hit again
+    auto again = superoptimize(p, cached_config(dir));
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(again->from_cache);
+  }
+}
+
+TEST(SearchReport, ResultJsonRoundTrips) {
+  fs::path dir = fresh_dir("report");
+  KernelGraph p = rmsnorm_program();
+  SearchConfig config = cached_config(dir).with_cache(false);
+  auto r = superoptimize(p, config);
+  ASSERT_TRUE(r.ok());
+  Json j = search_result_to_json(*r, config);
+  EXPECT_EQ(j["format"], "strata-search-result");
+  EXPECT_EQ(j["best"], 0);
+  EXPECT_EQ(j["ranked"].size(), r->ranked.size());
+  EXPECT_EQ(j["stats"]["stop"], "exhausted");
+  EXPECT_TRUE(j["stats"]["prunes_by_rule"].contains("abstract_expr"));
+  const Json& best = j["ranked"][0];
+  for (const char* key : {"predicted_us", "speedup_vs_program", "cost", "verification", "graph"})
+    EXPECT_TRUE(best.contains(key)) << key;
+  EXPECT_LE(best["verification"]["log2_bound"].get<double>(), -60.0);
+  EXPECT_TRUE(j["ranked"][r->program_index()]["verification"]["log2_bound"].is_null());
+  auto target = Target::by_name("h100");
+  ASSERT_TRUE(target.ok());
+  auto back = search_result_from_json(Json::parse(j.dump()), *target);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(ranked_json(*back), ranked_json(*r));
+  EXPECT_EQ(back->stats.states, r->stats.states);
+  EXPECT_EQ(back->stats.prunes_by_rule, r->stats.prunes_by_rule);
+  EXPECT_FALSE(search_result_from_json(Json::parse("{\"format\": \"x\"}"), *target).ok());
+}
+
+// ---- strata optimize -------------------------------------------------------------------
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun strata(const fs::path& dir, const std::string& args) {
+  const char* bin = std::getenv("STRATA_BIN");
+  EXPECT_NE(bin, nullptr) << "STRATA_BIN is not set; run this test through ctest";
+  if (!bin) return {};
+  fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  std::string cmd = "STRATA_CACHE_DIR='" + (dir / "cache").string() + "' '" + bin + "' " + args +
+                    " >'" + out.string() + "' 2>'" + err.string() + "'";
+  int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+TEST(OptimizeCli, WritesTheResultAndSummary) {
+  fs::path dir = fresh_dir("cli");
+  fs::path result = dir / "result.json";
+  CliRun r = strata(dir, "optimize examples/programs/lora_small.strata -o '" + result.string() +
+                             "' --threads 2 --top 3");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("best: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stop: exhausted"), std::string::npos) << r.out;
+  // not a TTY: progress lines are plain (no carriage returns)
+  EXPECT_EQ(r.err.find('\r'), std::string::npos);
+  auto doc = parse_json_text(slurp(result), result.string());
+  ASSERT_TRUE(doc.ok()) << doc.error().message;
+  EXPECT_LE((*doc)["ranked"].size(), 4u);  // top 3 + the program
+  EXPECT_TRUE(kernel_graph_from_json((*doc)["ranked"][0]["graph"], "best").ok());
+  // Second run: from the cache, and says so.
+  CliRun again = strata(dir, "optimize examples/programs/lora_small.strata --top 3 --quiet");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("answered from the cache"), std::string::npos) << again.out;
+  EXPECT_TRUE(again.err.empty()) << again.err;
+}
+
+TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
+  fs::path dir = fresh_dir("cli_sigint");
+  // SIGINT after one second: the search stops, reports and leaves a checkpoint.
+  CliRun stopped = strata(dir, "optimize examples/programs/gqa_small.strata --threads 2 --top 2");
+  (void)stopped;
+  fs::remove_all(dir / "cache");
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr);
+  std::string cmd = "STRATA_CACHE_DIR='" + (dir / "cache").string() +
+                    "' timeout --preserve-status -s INT 1 '" + bin +
+                    "' optimize examples/programs/gqa_small.strata --threads 2 --top 2 >'" +
+                    (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
+  int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(dir / "err.txt");
+  std::string out = slurp(dir / "out.txt");
+  EXPECT_NE(out.find("stop: interrupted"), std::string::npos) << out;
+  EXPECT_NE(out.find("checkpoint written"), std::string::npos) << out;
+  CliRun resumed = strata(dir,
+                          "optimize examples/programs/gqa_small.strata --threads 2 --top 2 "
+                          "--resume --quiet");
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("stop: exhausted"), std::string::npos) << resumed.out;
+  // the uninterrupted run of the first line and the resumed one agree on the winner
+  EXPECT_EQ(resumed.out.substr(0, resumed.out.find('\n')),
+            stopped.out.substr(0, stopped.out.find('\n')));
+}
+
+TEST(OptimizeCli, BadInputExitsTwo) {
+  fs::path dir = fresh_dir("cli_bad");
+  CliRun missing = strata(dir, "optimize '" + (dir / "nope.strata").string() + "'");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("cannot open"), std::string::npos) << missing.err;
+  CliRun target = strata(dir, "optimize examples/programs/lora_small.strata --target tpu");
+  EXPECT_EQ(target.code, 2);
+  EXPECT_NE(target.err.find("tpu"), std::string::npos) << target.err;
+  spit(dir / "noout.strata", "input X: f16[4, 4]\nY = exp(X)\n");
+  CliRun noout = strata(dir, "optimize '" + (dir / "noout.strata").string() + "'");
+  EXPECT_EQ(noout.code, 2);
+  EXPECT_FALSE(noout.err.empty());
+}
+
+}  // namespace
+}  // namespace strata
