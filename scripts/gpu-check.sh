@@ -2,7 +2,8 @@
 # The GPU check, in one invocation on a GPU machine (docs/gpu-runtime.md, "The GPU script"):
 #   1. build strata (Release) in build-gpu/, using .devdeps/ (scripts/fetch-device-deps.sh)
 #      when the machine lacks the Debian build dependencies;
-#   2. run the GPU tests (ctest -L gpu) and the C++ API example;
+#   2. run the GPU tests (ctest -L gpu) and the C++ API example, and `strata optimize` on the
+#      rmsnorm b8 program (search, then every ranked candidate checked and timed on the GPU);
 #   3. check every benchmark's result: every candidate against the float64 reference
 #      (strata profile, through bench/strata_bench.py --phase profile);
 #   4. the benchmark: PyTorch eager / torch.compile / max-autotune vs strata, in one process.
@@ -61,6 +62,12 @@ step "GPU tests (ctest -L gpu)"
 
 step "C++ API example"
 "$build/cpp_api_example" examples/reference/rmsnorm_small.json || failed+=("C++ API example")
+
+step "strata optimize with GPU profiling (rmsnorm b8: search, then check and time the ranking)"
+"$build/strata" optimize examples/programs/rmsnorm_b8.strata --no-cache --quiet \
+  -o "$out/optimize-rmsnorm_b8.json" || failed+=("strata optimize on the GPU")
+grep -q '"gpu_profile"' "$out/optimize-rmsnorm_b8.json" 2>/dev/null ||
+  failed+=("strata optimize did not profile on the GPU")
 
 bench_args=(--out "$out" --strata "$build/strata" --top "${STRATA_BENCH_TOP:-5}"
             --search-time "${STRATA_SEARCH_TIME:-10}"
