@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Fit the cost model's constants (src/cost/cost_model.cc, docs/cost-model.md) to measured times.
+
+Input: the output folder of a benchmark run (scripts/gpu-check.sh OUT), which holds
+`profile/<bench>_b<b>.json` (strata profile reports: every candidate's status and median time)
+and `candidates/<bench>_b<b>/cand<i>.json` (the candidates' μGraphs). For every correct, timed
+candidate this script asks `strata cost --json` for the model's per-kernel features (DRAM bytes,
+tensor and SIMT FLOPs, blocks) and fits
+
+    t = Σ_kernels [ (bytes / BW + tensor_flops / TP + simt_flops / SP) · α_c + L ],
+    α_c = 1 + c · N_SM / N_blocks
+
+(the model's α is c = 1) by least squares on the relative error (each point weighted by
+1 / measured), with every rate and L non-negative, for c on a grid. It prints the fit, the error
+of the current and the fitted constants (median and worst |log(pred / measured)|, Pearson of
+logs, Spearman), and writes the points and both fits as JSON with --json.
+
+Usage: python3 bench/calibrate.py OUT_DIR [--strata build/strata] [--target h200]
+                                  [--json calibration.json]
+Pure Python (no numpy), so it runs on a machine without the benchmark's dependencies.
+"""
+import argparse
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import pearson, spearman  # noqa: E402
+
+SM_COUNT = {"h100": 132, "h200": 132, "a100": 108}
+NAMES = ["1/BW (s/byte)", "1/TP (s/tensor FLOP)", "1/SP (s/SIMT FLOP)", "L (s/kernel)"]
+
+
+def load_points(out, strata, target):
+    """(config, index, measured_s, kernels) for every correct timed candidate."""
+    points = []
+    for report in sorted((out / "profile").glob("*_b[0-9]*.json")):
+        key = report.stem
+        doc = json.loads(report.read_text())
+        for c in doc.get("candidates", []):
+            timing = c.get("timing")
+            if c.get("status") != "ok" or not timing:
+                continue
+            graph = out / "candidates" / key / f"cand{c['index']}.json"
+            if not graph.exists():
+                print(f"calibrate: {graph} missing, point skipped", file=sys.stderr)
+                continue
+            r = subprocess.run([str(strata), "cost", "--json", "--target", target, str(graph)],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"calibrate: strata cost {graph}: {r.stderr.strip()}", file=sys.stderr)
+                continue
+            cost = json.loads(r.stdout)
+            points.append({"config": key, "index": c["index"],
+                           "measured_s": timing["median_us"] * 1e-6,
+                           "predicted_s": cost["predicted_us"] * 1e-6,
+                           "kernels": [{k: kern[k] for k in ("load_bytes", "store_bytes",
+                                                            "tensor_flops", "simt_flops", "blocks")}
+                                       for kern in cost["kernels"]]})
+    return points
+
+
+def features(point, c, n_sm):
+    """Coefficients of (1/BW, 1/TP, 1/SP, L) in the predicted time of one graph."""
+    f = [0.0, 0.0, 0.0, 0.0]
+    for k in point["kernels"]:
+        alpha = 1.0 + c * n_sm / max(1, k["blocks"])
+        f[0] += (k["load_bytes"] + k["store_bytes"]) * alpha
+        f[1] += k["tensor_flops"] * alpha
+        f[2] += k["simt_flops"] * alpha
+        f[3] += 1.0
+    return f
+
+
+def solve(a, b):
+    """Solves the square system a·x = b by Gaussian elimination with pivoting (None if singular)."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[piv][col]) < 1e-300:
+            return None
+        m[col], m[piv] = m[piv], m[col]
+        for r in range(n):
+            if r != col:
+                f = m[r][col] / m[col][col]
+                for k in range(col, n + 1):
+                    m[r][k] -= f * m[col][k]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def nnls(rows, ys):
+    """min Σ (row·x − y)² over x ≥ 0, by trying every set of free variables (4 unknowns)."""
+    nvar = len(rows[0])
+    # Scale the columns so the normal equations are well conditioned.
+    scale = [max(abs(r[j]) for r in rows) or 1.0 for j in range(nvar)]
+    srows = [[r[j] / scale[j] for j in range(nvar)] for r in rows]
+    best, best_err = [0.0] * nvar, sum(y * y for y in ys)
+    for size in range(1, nvar + 1):
+        for free in itertools.combinations(range(nvar), size):
+            ata = [[sum(r[i] * r[j] for r in srows) for j in free] for i in free]
+            atb = [sum(r[i] * y for r, y in zip(srows, ys)) for i in free]
+            sol = solve(ata, atb)
+            if sol is None or any(v < 0 for v in sol):
+                continue
+            x = [0.0] * nvar
+            for i, v in zip(free, sol):
+                x[i] = v
+            err = sum((sum(r[j] * x[j] for j in range(nvar)) - y) ** 2 for r, y in zip(srows, ys))
+            if err < best_err:
+                best, best_err = x, err
+    return [best[j] / scale[j] for j in range(nvar)], best_err
+
+
+def fit(points, n_sm):
+    """The best (c, x, error) over a grid of α coefficients c."""
+    best = None
+    for c in [i / 20 for i in range(0, 41)]:
+        rows, ys = [], []
+        for p in points:
+            w = 1.0 / p["measured_s"]
+            rows.append([v * w for v in features(p, c, n_sm)])
+            ys.append(1.0)
+        x, err = nnls(rows, ys)
+        if best is None or err < best[2]:
+            best = (c, x, err)
+    return best
+
+
+def quality(pred, meas):
+    logs = [abs(math.log(p / m)) for p, m in zip(pred, meas) if p > 0 and m > 0]
+    logs.sort()
+    return {"median_abs_log_ratio": logs[len(logs) // 2] if logs else None,
+            "max_abs_log_ratio": logs[-1] if logs else None,
+            "pearson_log": pearson([math.log(p) for p in pred], [math.log(m) for m in meas]),
+            "spearman": spearman(pred, meas)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", help="output folder of a benchmark run")
+    ap.add_argument("--strata", default=str(ROOT / "build" / "strata"))
+    ap.add_argument("--target", default="h200")
+    ap.add_argument("--json", default="", help="write points and fits here")
+    a = ap.parse_args()
+    n_sm = SM_COUNT[a.target]
+    points = load_points(Path(a.out), a.strata, a.target)
+    if len(points) < 5:
+        sys.exit(f"calibrate: only {len(points)} timed candidates under {a.out}; need at least 5")
+    meas = [p["measured_s"] for p in points]
+    current = quality([p["predicted_s"] for p in points], meas)
+    c, x, _ = fit(points, n_sm)
+    fitted = [sum(f * v for f, v in zip(features(p, c, n_sm), x)) for p in points]
+    new = quality(fitted, meas)
+    print(f"{len(points)} timed candidates from {len({p['config'] for p in points})} programs")
+    print(f"fitted α = 1 + {c:.2f} · N_SM / N_blocks")
+    for name, v in zip(NAMES, x):
+        inv = f"  (= {1 / v:.4g} per s)" if v > 0 and name.startswith("1/") else ""
+        print(f"  {name:24s} {v:.4g}{inv}")
+    for label, q in (("current constants", current), ("fitted constants", new)):
+        print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, worst "
+              f"{q['max_abs_log_ratio']:.3f}, Pearson(log) {q['pearson_log']:.3f}, "
+              f"Spearman {q['spearman']:.3f}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({
+            "target": a.target, "points": points, "alpha_c": c,
+            "fit": dict(zip(["inv_bandwidth", "inv_tensor_peak", "inv_simt_peak", "launch_s"], x)),
+            "current": current, "fitted": new}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
