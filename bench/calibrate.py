@@ -7,7 +7,7 @@ and `candidates/<bench>_b<b>/cand<i>.json` (the candidates' μGraphs). For every
 candidate this script asks `strata cost --json` for the model's per-kernel features (DRAM bytes,
 tensor and SIMT FLOPs, blocks) and fits
 
-    t = Σ_kernels [ (bytes / BW + tensor_flops / TP + simt_flops / SP) · α_c + L ],
+    t = Σ_kernels [ (bytes / BW + tensor_flops / TP + simt_flops / SP) · α_c + F · t_iter + L ],
     α_c = 1 + c · N_SM / N_blocks
 
 (the model's α is c = 1) by least squares on the relative error (each point weighted by
@@ -32,7 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import pearson, spearman  # noqa: E402
 
 SM_COUNT = {"h100": 132, "h200": 132, "a100": 108}
-NAMES = ["1/BW (s/byte)", "1/TP (s/tensor FLOP)", "1/SP (s/SIMT FLOP)", "L (s/kernel)"]
+NAMES = ["1/BW (s/byte)", "1/TP (s/tensor FLOP)", "1/SP (s/SIMT FLOP)", "L (s/kernel)",
+         "t_iter (s/iteration)"]
+KEYS = ["inv_bandwidth", "inv_tensor_peak", "inv_simt_peak", "launch_s", "iteration_latency_s"]
 
 
 def load_points(out, strata, target):
@@ -59,20 +61,22 @@ def load_points(out, strata, target):
                            "measured_s": timing["median_us"] * 1e-6,
                            "predicted_s": cost["predicted_us"] * 1e-6,
                            "kernels": [{k: kern[k] for k in ("load_bytes", "store_bytes",
-                                                            "tensor_flops", "simt_flops", "blocks")}
+                                                            "tensor_flops", "simt_flops", "blocks",
+                                                            "forloop")}
                                        for kern in cost["kernels"]]})
     return points
 
 
 def features(point, c, n_sm):
-    """Coefficients of (1/BW, 1/TP, 1/SP, L) in the predicted time of one graph."""
-    f = [0.0, 0.0, 0.0, 0.0]
+    """Coefficients of (1/BW, 1/TP, 1/SP, L, t_iter) in the predicted time of one graph."""
+    f = [0.0, 0.0, 0.0, 0.0, 0.0]
     for k in point["kernels"]:
         alpha = 1.0 + c * n_sm / max(1, k["blocks"])
         f[0] += (k["load_bytes"] + k["store_bytes"]) * alpha
         f[1] += k["tensor_flops"] * alpha
         f[2] += k["simt_flops"] * alpha
         f[3] += 1.0
+        f[4] += k["forloop"]
     return f
 
 
@@ -94,7 +98,7 @@ def solve(a, b):
 
 
 def nnls(rows, ys):
-    """min Σ (row·x − y)² over x ≥ 0, by trying every set of free variables (4 unknowns)."""
+    """min Σ (row·x − y)² over x ≥ 0, by trying every set of free variables (few unknowns)."""
     nvar = len(rows[0])
     # Scale the columns so the normal equations are well conditioned.
     scale = [max(abs(r[j]) for r in rows) or 1.0 for j in range(nvar)]
@@ -116,16 +120,25 @@ def nnls(rows, ys):
     return [best[j] / scale[j] for j in range(nvar)], best_err
 
 
-def fit(points, n_sm):
-    """The best (c, x, error) over a grid of α coefficients c."""
+def fit(points, n_sm, tensor_peak):
+    """The best (c, x, error) over a grid of α coefficients c. With tensor_peak > 0 the tensor
+    rate is held at it (the benchmarks are memory-bound: their tensor FLOPs barely constrain
+    it) and only the other constants are fitted."""
     best = None
     for c in [i / 20 for i in range(0, 41)]:
         rows, ys = [], []
         for p in points:
             w = 1.0 / p["measured_s"]
-            rows.append([v * w for v in features(p, c, n_sm)])
-            ys.append(1.0)
+            f = features(p, c, n_sm)
+            if tensor_peak > 0:
+                rows.append([f[0] * w, f[2] * w, f[3] * w, f[4] * w])
+                ys.append(1.0 - f[1] / tensor_peak * w)
+            else:
+                rows.append([v * w for v in f])
+                ys.append(1.0)
         x, err = nnls(rows, ys)
+        if tensor_peak > 0:
+            x = [x[0], 1.0 / tensor_peak, x[1], x[2], x[3]]
         if best is None or err < best[2]:
             best = (c, x, err)
     return best
@@ -147,6 +160,8 @@ def main():
     ap.add_argument("--strata", default=str(ROOT / "build" / "strata"))
     ap.add_argument("--target", default="h200")
     ap.add_argument("--json", default="", help="write points and fits here")
+    ap.add_argument("--tensor-peak", type=float, default=0.0,
+                    help="hold the tensor rate at this FLOP/s (e.g. the run's measured peak)")
     a = ap.parse_args()
     n_sm = SM_COUNT[a.target]
     points = load_points(Path(a.out), a.strata, a.target)
@@ -154,7 +169,7 @@ def main():
         sys.exit(f"calibrate: only {len(points)} timed candidates under {a.out}; need at least 5")
     meas = [p["measured_s"] for p in points]
     current = quality([p["predicted_s"] for p in points], meas)
-    c, x, _ = fit(points, n_sm)
+    c, x, _ = fit(points, n_sm, a.tensor_peak)
     fitted = [sum(f * v for f, v in zip(features(p, c, n_sm), x)) for p in points]
     new = quality(fitted, meas)
     print(f"{len(points)} timed candidates from {len({p['config'] for p in points})} programs")
@@ -166,10 +181,13 @@ def main():
         print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, worst "
               f"{q['max_abs_log_ratio']:.3f}, Pearson(log) {q['pearson_log']:.3f}, "
               f"Spearman {q['spearman']:.3f}")
+    ratio = sorted(((f / p["measured_s"], p["config"], p["index"]) for f, p in zip(fitted, points)))
+    print("largest misses (fitted / measured):",
+          ", ".join(f"{k} #{i} {r:.2f}" for r, k, i in ratio[:3] + ratio[-3:]))
     if a.json:
         Path(a.json).write_text(json.dumps({
             "target": a.target, "points": points, "alpha_c": c,
-            "fit": dict(zip(["inv_bandwidth", "inv_tensor_peak", "inv_simt_peak", "launch_s"], x)),
+            "fit": dict(zip(KEYS, x)),
             "current": current, "fitted": new}, indent=1) + "\n")
 
 

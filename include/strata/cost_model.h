@@ -2,10 +2,12 @@
 // of every constant in docs/cost-model.md.
 //
 // Every kernel of a kernel graph is predicted independently and the predictions are summed:
-//   t = (t_mem + t_comp) · α + launch,   α = (N_blocks + N_SM) / N_blocks,
+//   t = (t_mem + t_comp) · α + F · t_iter + launch,   α = 1 + c_α · N_SM / N_blocks,
 // where t_mem is the DRAM traffic of the kernel's loads and stores divided by the sustained
 // bandwidth, and t_comp its FLOPs divided by the peak rate (tensor-core rate for matmul FLOPs,
-// SIMT rate for the rest). For a customized kernel, traffic and FLOPs are tile sizes times the
+// SIMT rate for the rest), F the for-loop's trip count and t_iter the latency of one iteration
+// (a tile load that cannot be hidden plus the barriers; it bounds kernels that loop over tiny
+// tiles). MCFuser's α has c_α = 1; ours is fitted to measurements. For a customized kernel, traffic and FLOPs are tile sizes times the
 // trip counts of the loops around them (grid blocks, for-loop iterations); a tile that does not
 // change across the for-loop (fmap φ) is loaded once per block. A predefined kernel op is one
 // library-like kernel reading each input once and writing its output once.
@@ -30,6 +32,8 @@ struct Target {
   double tensor_peak_flops;      ///< fp16/bf16 tensor-core rate (dense), FLOP/s
   double simt_peak_flops;        ///< fp32 CUDA-core rate (elementwise, reductions), FLOP/s
   double launch_overhead_s;      ///< per kernel launch within a CUDA graph, seconds
+  double alpha_sm_factor;        ///< c_α in α = 1 + c_α · N_SM / N_blocks
+  double iteration_latency_s;    ///< t_iter: per for-loop iteration of a customized kernel
 
   /// The built-in target of that name; the error lists the valid names.
   static Result<Target> by_name(std::string_view name);
@@ -47,10 +51,11 @@ struct KernelCost {
   double tensor_flops;  ///< matmul FLOPs (tensor cores)
   double simt_flops;    ///< all other FLOPs (CUDA cores)
   int64_t blocks;       ///< thread blocks of the launch (N_blocks in α)
-  double alpha;         ///< (N_blocks + N_SM) / N_blocks
+  int64_t forloop;      ///< for-loop trip count F (1 for predefined ops)
+  double alpha;         ///< 1 + c_α · N_SM / N_blocks
   double t_mem_s;       ///< (load_bytes + store_bytes) / bandwidth
   double t_comp_s;      ///< tensor_flops / tensor peak + simt_flops / SIMT peak
-  double predicted_s;   ///< (t_mem_s + t_comp_s) · alpha + launch overhead
+  double predicted_s;   ///< (t_mem_s + t_comp_s) · alpha + F · t_iter + launch overhead
   int64_t smem_bytes;   ///< block_smem_bytes of a customized kernel; 0 for predefined ops
 };
 

@@ -21,10 +21,10 @@ constexpr int64_t kElementsPerBlock = 1024;  // every other (memory-bound) op
 // The table of built-in targets; docs/cost-model.md gives the source of every figure.
 const std::vector<Target>& target_table() {
   static const std::vector<Target> table = {
-      // name   SMs  smem/block  DRAM B/s  tensor FLOP/s  SIMT FLOP/s  launch s
-      {"h100", 132, 232448, 3.0e12, 800e12, 60e12, 2e-6},
-      {"h200", 132, 232448, 4.3e12, 790e12, 60e12, 2e-6},
-      {"a100", 108, 166912, 1.6e12, 312e12, 19.5e12, 2e-6},
+      // name   SMs  smem/block  DRAM B/s  tensor FLOP/s  SIMT FLOP/s  launch s  c_α  t_iter s
+      {"h100", 132, 232448, 3.0e12, 800e12, 60e12, 2e-6, 1.0, 0.0},
+      {"h200", 132, 232448, 4.3e12, 790e12, 60e12, 2e-6, 1.0, 0.0},
+      {"a100", 108, 166912, 1.6e12, 312e12, 19.5e12, 2e-6, 1.0, 0.0},
   };
   return table;
 }
@@ -184,15 +184,18 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
     if (op.kind == OpKind::Input) continue;
     KernelCost k{};
     k.op_id = i;
+    k.forloop = op.kind == OpKind::Customized ? op.body->forloop() : 1;
     k.label = label_of(g, op);
     if (op.kind == OpKind::Customized)
       customized_cost(g, op, k);
     else
       predefined_cost(g, op, k);
-    k.alpha = static_cast<double>(k.blocks + t.sm_count) / static_cast<double>(k.blocks);
+    k.alpha = 1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) /
+                        static_cast<double>(k.blocks);
     k.t_mem_s = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps;
     k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
-    k.predicted_s = (k.t_mem_s + k.t_comp_s) * k.alpha + t.launch_overhead_s;
+    k.predicted_s = (k.t_mem_s + k.t_comp_s) * k.alpha +
+                    static_cast<double>(k.forloop) * t.iteration_latency_s + t.launch_overhead_s;
     gc.predicted_us += k.predicted_s * 1e6;
     gc.kernels.push_back(std::move(k));
   }

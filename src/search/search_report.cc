@@ -23,6 +23,7 @@ Json kernel_cost_json(const KernelCost& k) {
   j["tensor_flops"] = k.tensor_flops;
   j["simt_flops"] = k.simt_flops;
   j["blocks"] = k.blocks;
+  j["forloop"] = k.forloop;
   j["alpha"] = k.alpha;
   j["t_mem_us"] = k.t_mem_s * 1e6;
   j["t_comp_us"] = k.t_comp_s * 1e6;

@@ -57,6 +57,7 @@ Json cost_json(const GraphCost& c, const Target& t) {
     o["tensor_flops"] = k.tensor_flops;
     o["simt_flops"] = k.simt_flops;
     o["blocks"] = k.blocks;
+    o["forloop"] = k.forloop;
     o["alpha"] = k.alpha;
     o["t_mem_us"] = k.t_mem_s * 1e6;
     o["t_comp_us"] = k.t_comp_s * 1e6;
