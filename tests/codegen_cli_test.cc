@@ -36,8 +36,10 @@ TEST(EmitCli, WritesTheSourceOfAReferenceGraph) {
   EXPECT_NE(src.find("strata_workspace_bytes"), std::string::npos);
   EXPECT_NE(src.find("// strata-meta: {\"graph\":\"gatedmlp_b1\",\"arch\":\"sm_90a\""),
             std::string::npos);
-  EXPECT_NE(src.find("__global__ void __launch_bounds__(128) strata_gatedmlp_b1_k3_customized"),
-            std::string::npos);
+  // Threads per block and loop groups are the optimizer's choice (PlanOptions); the kernel
+  // is named after the graph and the kernel op.
+  EXPECT_NE(src.find("__global__ void __launch_bounds__("), std::string::npos);
+  EXPECT_NE(src.find(") strata_gatedmlp_b1_k3_customized("), std::string::npos);
   EXPECT_NE(src.find("strata_rt::warp_mma<"), std::string::npos);  // tensor cores
   EXPECT_NE(out.find("bytes of shared memory"), std::string::npos) << out;
   // A .strata program becomes predefined-op kernels.

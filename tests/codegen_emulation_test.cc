@@ -5,6 +5,8 @@
 // with the threads of every block in reverse order, so a missing barrier shows up either way.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "strata/graph_io.h"
 #include "strata/thread_fusion.h"
 #include "support/benchmark_graphs.h"
@@ -20,11 +22,14 @@ struct Case {
   double amp = 0.5;
   double rtol = 2e-2;  ///< per-element tolerance (relative, plus rtol × rms of the reference)
   EmitOptions options{};
+  std::vector<std::string> expect{};  ///< text the emitted source must contain (the path taken)
 };
 
 void check_graph(const Case& c, const KernelGraph* program = nullptr) {
   EmulatedGraph emu(c.graph, c.options, c.name);
   ASSERT_TRUE(emu.ok()) << c.name << ": " << emu.log();
+  for (const std::string& text : c.expect)
+    EXPECT_NE(emu.source().find(text), std::string::npos) << c.name << ": no `" << text << "`";
   std::vector<HostTensor> inputs = rounded_random_inputs(c.graph, 1234, c.amp);
   auto reference = run_reference(c.graph, inputs);
   ASSERT_TRUE(reference.ok()) << reference.error().message;
@@ -133,6 +138,142 @@ TEST(EmulationCoverage, ViewsAndBlockReductions) {
 }
 TEST(EmulationCoverage, PredefinedOps) {
   check_graph({"predefined", predefined_ops()});
+}
+
+EmitOptions with(std::function<void(PlanOptions&)> set) {
+  EmitOptions o;
+  set(o.plan);
+  return o;
+}
+
+// Loop groups (split-F): several iterations and pipeline stages per group, one-warp groups
+// (__syncwarp), multi-warp groups (named barriers), a loop that the groups do not divide evenly,
+// and the block-wide pipeline with register accumulators (groups off).
+TEST(EmulationLoopGroups, OneWarpGroupsWithStages) {
+  check_graph({"lg_rms",
+               rmsnorm_graph(4, 512, 256),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.forced_stages = 2;
+               }),
+               {"2 groups of 32 threads", "group_sync<32>", "2-stage pipeline per group",
+                "kept in registers"}});
+}
+TEST(EmulationLoopGroups, NamedBarriersAndUnevenLoop) {
+  // F = 8 over 3 groups of 2 warps: 3, 3 and 2 iterations.
+  check_graph({"lg_mlp",
+               gatedmlp_graph(16, 512, 128),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 3;
+                 p.threads = 192;
+                 p.forced_stages = 2;
+               }),
+               {"3 groups of 64 threads", "group_sync<64>(1 + grp)", "sum of the 3 loop groups"}});
+}
+TEST(EmulationLoopGroups, BlockPipelineWithRegisterAccumulators) {
+  check_graph({"lg_off",
+               rmsnorm_graph(4, 512, 256),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"per-chunk partial sums", "team_sum<8>"}});
+}
+TEST(EmulationLoopGroups, EveryAccumulatorKind) {
+  check_graph({"lg_accmaps",
+               accumulators_and_maps(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", "kept in registers", "loop groups' partials, then accum_rms_ld"}});
+  check_graph({"lg_accmaps_shared",
+               accumulators_and_maps(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.register_accums = false;
+               }),
+               {"every loop group's copy"}});
+  check_graph({"lg_views",
+               views_and_block_reductions(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of"}});
+}
+
+// Matmul chains (FlashAttention style) with and without loop groups, A fragments in registers,
+// and the rms_norm of K folded into the product as column scales.
+TEST(EmulationChain, GqaBlockPipeline) {
+  check_graph({"ch_gqa",
+               attention_graph(2, 64, 64, 1024, 2, 64, 32, false),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "warp_mma_rega", "mma_row_sums", "warp_mma_chained"}});
+}
+TEST(EmulationChain, GqaGroupsWithStages) {
+  // F = 8 iterations of 64 keys over 2 groups, two stages each.
+  check_graph({"ch_gqa_g",
+               attention_graph(2, 64, 64, 1024, 2, 64, 32, false),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.forced_stages = 2;
+               }),
+               {"FlashAttention style", "2 groups of 128 threads", "mma_row_reduce"}});
+}
+TEST(EmulationChain, QkNormFoldedBf16) {
+  KernelGraph g = attention_graph(2, 64, 64, 1024, 2, 64, 32, true, DType::bf16);
+  check_graph({"ch_qk",
+               g,
+               0.25,
+               6e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "folded into a matmul", "v0 *= "}});
+  check_graph({"ch_qk_g",
+               g,
+               0.25,
+               6e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"FlashAttention style", "folded into a matmul", "2 groups of"}});
+  check_graph({"ch_qk_off", g, 0.25, 6e-2, with([](PlanOptions& p) {
+                 p.chain_matmuls = false;
+                 p.fold_norms = false;
+                 p.register_accums = false;
+                 p.loop_groups = 1;
+               })});
+}
+TEST(EmulationChain, FoldedNormsOnEitherOperand) {
+  check_graph({"fold",
+               folded_norms(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"folded into a matmul", "mma_transform"}});
+  check_graph({"fold_g",
+               folded_norms(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"folded into a matmul", "2 groups of"}});
+}
+
+// Rowwise kernels: one long row over the block (nTrans at its real width), rows inside a warp,
+// rows across warps, row-shaped operands and outputs.
+TEST(EmulationRowwise, NTransPaperWidth) {
+  check_graph({"rw_ntrans", ntrans_graph(2, 4096), 0.5, 2e-2, {}, {"rowwise: each thread"}});
+}
+TEST(EmulationRowwise, RowsInAndAcrossWarps) {
+  check_graph(
+      {"rw_rows", rowwise_rows(), 0.5, 2e-2, {}, {"team_sum<32>(p[k])", "double-buffered"}});
+  check_graph(
+      {"rw_rows_off", rowwise_rows(), 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })});
 }
 
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).

@@ -1,8 +1,9 @@
-// `strata emit GRAPH -o OUT.cu [--arch sm_90a]`: writes the CUDA source of a μGraph.
+// `strata emit GRAPH -o OUT.cu [--arch sm_90a] [knobs]`: writes the CUDA source of a μGraph.
 #include <iostream>
 
 #include "command.h"
 #include "strata/cuda_emitter.h"
+#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 
 namespace strata::cli {
@@ -29,9 +30,10 @@ bool valid_arch(const std::string& arch) {
 
 std::function<int()> setup(CLI::App& app) {
   struct Args {
-    std::string graph, out, arch = "sm_90a", name;
-    int stages = 0;
-    bool no_tensor_cores = false, f32_intermediates = false;
+    std::string graph, out, arch = "sm_90a", name, knobs;
+    int stages = 0, groups = 0, threads = 0;
+    bool no_tensor_cores = false, f32_intermediates = false, no_chain = false, no_fold = false,
+         no_register_accums = false, no_rowwise = false, plan = false;
   };
   auto args = std::make_shared<Args>();
   app.add_option("graph", args->graph, "μGraph JSON (or program) to compile")->required();
@@ -43,6 +45,19 @@ std::function<int()> setup(CLI::App& app) {
   app.add_flag("--no-tensor-cores", args->no_tensor_cores, "use the SIMT matmul path everywhere");
   app.add_flag("--f32-intermediates", args->f32_intermediates,
                "store tensors passed between kernels in f32");
+  app.add_option("--groups", args->groups,
+                 "loop groups: split each for-loop over this many warp groups (0: auto, 1: off)");
+  app.add_option("--threads", args->threads, "threads per block (0: auto)");
+  app.add_flag("--no-chain", args->no_chain,
+               "keep chained matmul results in shared memory (no FlashAttention-style chain)");
+  app.add_flag("--no-fold", args->no_fold, "never fold rms_norm into a matmul as a scale");
+  app.add_flag("--no-register-accums", args->no_register_accums,
+               "keep non-matmul accumulators in shared memory");
+  app.add_flag("--no-rowwise", args->no_rowwise, "no register-only rowwise kernels");
+  app.add_option("--knobs", args->knobs,
+                 "more emitter knobs, e.g. \"groups=8,stages=2,inflight=96k\" (applied last; "
+                 "see include/strata/emit_knobs.h)");
+  app.add_flag("--plan", args->plan, "print each customized kernel's plan to stderr");
   return [args] {
     if (!valid_arch(args->arch))
       return fail_bad_input("--arch " + args->arch + ": expected sm_80 or newer (e.g. sm_90a)");
@@ -54,6 +69,14 @@ std::function<int()> setup(CLI::App& app) {
     opts.plan.forced_stages = args->stages;
     opts.plan.tensor_cores = !args->no_tensor_cores;
     opts.f32_intermediates = args->f32_intermediates;
+    opts.plan.loop_groups = args->groups;
+    opts.plan.threads = args->threads;
+    opts.plan.chain_matmuls = !args->no_chain;
+    opts.plan.fold_norms = !args->no_fold;
+    opts.plan.register_accums = !args->no_register_accums;
+    opts.plan.rowwise = !args->no_rowwise;
+    if (Status st = apply_emit_knobs(args->knobs, opts); !st.ok())
+      return fail_bad_input(st.error().message);
     auto src = emit_cuda_source(*g, opts);
     if (!src.ok()) return fail_bad_input(args->graph + ": " + src.error().message);
     if (args->out.empty()) {
@@ -61,10 +84,15 @@ std::function<int()> setup(CLI::App& app) {
     } else {
       auto st = write_text_file(args->out, src->code);
       if (!st.ok()) return fail_bad_input(st.error().message);
-      for (const EmittedKernel& k : src->kernels)
+      for (const EmittedKernel& k : src->kernels) {
         std::cerr << "strata emit: " << k.name << ": grid (" << k.grid.x << ", " << k.grid.y << ", "
-                  << k.grid.z << "), " << k.threads << " threads, " << k.smem_bytes
-                  << " bytes of shared memory\n";
+                  << k.grid.z << "), " << k.threads << " threads";
+        if (k.loop_groups > 1) std::cerr << " in " << k.loop_groups << " loop groups";
+        std::cerr << ", " << k.smem_bytes << " bytes of shared memory";
+        if (k.pipeline_stages > 1) std::cerr << ", " << k.pipeline_stages << " stages";
+        std::cerr << "\n";
+        if (args->plan && !k.plan.empty()) std::cerr << k.plan;
+      }
     }
     return kExitOk;
   };
