@@ -53,6 +53,26 @@ TEST(EmitCli, WritesTheSourceOfAReferenceGraph) {
   EXPECT_NE(src.find("SIMT"), std::string::npos);
 }
 
+TEST(EmitCli, KnobsChangeTheSourceAndAreListed) {
+  TempDir dir("emit_cli_knobs");
+  std::string out;
+  const std::string graph = " emit examples/reference/rmsnorm_b8.json -o ";
+  ASSERT_EQ(run_command(tool() + graph + dir.file("a.cu"), out), 0) << out;
+  ASSERT_EQ(run_command(tool() + graph + dir.file("b.cu") + " --groups 1 --stages 3", out), 0)
+      << out;
+  EXPECT_NE(out.find("3 stages"), std::string::npos) << out;
+  ASSERT_EQ(run_command(tool() + graph + dir.file("c.cu") + " --knobs groups=1,stages=3", out), 0)
+      << out;
+  EXPECT_NE(read_all(dir.file("a.cu")), read_all(dir.file("b.cu")));
+  EXPECT_EQ(read_all(dir.file("b.cu")), read_all(dir.file("c.cu")));  // flags = knobs
+  EXPECT_EQ(run_command(tool() + graph + dir.file("d.cu") + " --knobs bogus=1", out), 2);
+  EXPECT_NE(out.find("unknown knob `bogus`"), std::string::npos) << out;
+  ASSERT_EQ(run_command(tool() + " emit --list-knobs", out), 0) << out;
+  for (const char* knob : {"groups ", "stages ", "threads ", "inflight ", "tc ", "chain ", "fold ",
+                           "regacc ", "rowwise ", "f32mid "})
+    EXPECT_NE(out.find(knob), std::string::npos) << knob << "\n" << out;
+}
+
 TEST(EmitCli, BadInputExitsWithTwo) {
   TempDir dir("emit_cli_bad");
   std::string out;

@@ -7,6 +7,7 @@
 
 #include <functional>
 
+#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/thread_fusion.h"
 #include "support/benchmark_graphs.h"
@@ -274,6 +275,97 @@ TEST(EmulationRowwise, RowsInAndAcrossWarps) {
       {"rw_rows", rowwise_rows(), 0.5, 2e-2, {}, {"team_sum<32>(p[k])", "double-buffered"}});
   check_graph(
       {"rw_rows_off", rowwise_rows(), 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })});
+}
+
+// Every emitter knob (include/strata/emit_knobs.h) changes the emitted code of a graph where it
+// applies, and that code still computes the reference. A knob is compared with `base` (the
+// defaults plus the settings that make it apply) and set to `value` on top of it.
+struct KnobCase {
+  std::string knob, base, value;
+  std::function<KernelGraph()> graph;
+};
+
+std::vector<KnobCase> knob_cases() {
+  auto rms = [] { return rmsnorm_graph(4, 1024, 256); };
+  auto attn = [] { return attention_graph(2, 64, 64, 1024, 2, 64, 32, false); };
+  auto qk = [] { return attention_graph(2, 64, 64, 1024, 2, 64, 32, true, DType::bf16); };
+  return {
+      {"groups", "", "groups=1", rms},
+      {"stages", "groups=1", "groups=1,stages=1", rms},
+      {"threads", "", "threads=256", rms},
+      {"maxstages", "groups=1", "groups=1,maxstages=1", rms},
+      {"inflight", "groups=1", "groups=1,inflight=4k", rms},
+      {"regfloats", "", "regfloats=16", rms},
+      {"sms", "", "sms=1", rms},
+      {"smem", "", "smem=64k", [] { return gatedmlp_graph(8, 256, 256); }},
+      {"tc", "", "tc=0", rms},
+      {"chain", "", "chain=0", attn},
+      {"fold", "", "fold=0", qk},
+      {"regacc", "", "regacc=0", accumulators_and_maps},
+      {"rowwise", "", "rowwise=0", [] { return ntrans_graph(2, 1024); }},
+      {"inline", "", "inline=0", rms},
+      {"epilogue", "", "epilogue=0", rms},
+      {"hoist", "", "hoist=0", [] { return ntrans_graph(2, 1024); }},
+      {"views", "", "views=0", [] { return lora_graph(16, 64, 256, 16); }},
+      {"f32mid", "", "f32mid=1", attn},
+  };
+}
+
+EmitOptions knob_options(const std::string& spec) {
+  EmitOptions o;
+  Status st = apply_emit_knobs(spec, o);
+  EXPECT_TRUE(st.ok()) << spec << ": " << (st.ok() ? "" : st.error().message);
+  return o;
+}
+
+TEST(EmulationKnobs, EveryKnobHasACase) {
+  std::vector<std::string> covered;
+  for (const KnobCase& k : knob_cases()) covered.push_back(k.knob);
+  EXPECT_EQ(covered, emit_knob_names());
+}
+
+TEST(EmulationKnobs, EachKnobChangesTheCodeAndStaysCorrect) {
+  for (const KnobCase& k : knob_cases()) {
+    SCOPED_TRACE(k.knob + ": " + k.value);
+    const KernelGraph g = k.graph();
+    auto base = emit_cuda_source(g, knob_options(k.base));
+    auto variant = emit_cuda_source(g, knob_options(k.value));
+    ASSERT_TRUE(base.ok()) << base.error().message;
+    ASSERT_TRUE(variant.ok()) << variant.error().message;
+    EXPECT_TRUE(base->code != variant->code) << "knob " << k.knob << " did not change the code";
+    const bool bf16 = k.knob == "fold";
+    check_graph(
+        {"knob_" + k.knob, g, bf16 ? 0.25 : 0.5, bf16 ? 6e-2 : 2e-2, knob_options(k.value)});
+  }
+}
+
+TEST(EmitKnobs, ParsesAndFormats) {
+  EmitOptions o;
+  ASSERT_TRUE(apply_emit_knobs(" groups=4, inflight=96k ,tc=0,f32mid=1", o).ok());
+  EXPECT_EQ(o.plan.loop_groups, 4);
+  EXPECT_EQ(o.plan.bytes_in_flight, 96 * 1024);
+  EXPECT_FALSE(o.plan.tensor_cores);
+  EXPECT_TRUE(o.f32_intermediates);
+  EXPECT_EQ(format_emit_knobs(o), "groups=4,inflight=98304,tc=0,f32mid=1");
+  EXPECT_EQ(format_emit_knobs(EmitOptions{}), "default");
+  EmitOptions again;
+  ASSERT_TRUE(apply_emit_knobs(format_emit_knobs(o), again).ok());
+  EXPECT_EQ(format_emit_knobs(again), format_emit_knobs(o));
+  EXPECT_TRUE(apply_emit_knobs("default", again).ok());
+  for (const char* bad : {"bogus=1", "groups", "groups=-1", "groups=x", "tc=2", "stages=1k5"}) {
+    EmitOptions x;
+    Status st = apply_emit_knobs(bad, x);
+    EXPECT_FALSE(st.ok()) << bad;
+  }
+  const std::string help = emit_knobs_help();
+  for (const std::string& name : emit_knob_names())
+    EXPECT_NE(help.find(name + " "), std::string::npos) << name;
+  const size_t line = help.find("inflight ");
+  ASSERT_NE(line, std::string::npos) << help;
+  EXPECT_NE(help.substr(line, help.find('\n', line) - line)
+                .find("(default " + std::to_string(PlanOptions{}.bytes_in_flight) + ")"),
+            std::string::npos)
+      << help;
 }
 
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).

@@ -27,6 +27,13 @@ namespace strata {
 /// unknown knob or the malformed value.
 Status apply_emit_knobs(const std::string& spec, EmitOptions& options);
 
+/// One line per knob: its name, what it controls and its default value.
+std::string emit_knobs_help();
+
+/// The knobs of `options` that differ from the defaults, as a spec apply_emit_knobs accepts
+/// ("default" when none differs).
+std::string format_emit_knobs(const EmitOptions& options);
+
 /// The knob names apply_emit_knobs understands, in documentation order.
 std::vector<std::string> emit_knob_names();
 

@@ -9,31 +9,53 @@ namespace {
 
 struct Knob {
   const char* name;
+  const char* doc;
   std::function<void(EmitOptions&, int64_t)> set;
+  std::function<int64_t(const EmitOptions&)> get;
   bool boolean = false;
 };
 
+/// An integer field of PlanOptions.
+template <class T>
+Knob plan_int(const char* name, T PlanOptions::*field, const char* doc) {
+  return {name, doc, [field](EmitOptions& o, int64_t v) { o.plan.*field = static_cast<T>(v); },
+          [field](const EmitOptions& o) { return static_cast<int64_t>(o.plan.*field); }, false};
+}
+
+/// A boolean field of PlanOptions (0 or 1).
+Knob plan_bool(const char* name, bool PlanOptions::*field, const char* doc) {
+  return {name, doc, [field](EmitOptions& o, int64_t v) { o.plan.*field = v != 0; },
+          [field](const EmitOptions& o) { return static_cast<int64_t>(o.plan.*field); }, true};
+}
+
 const std::vector<Knob>& knobs() {
   static const std::vector<Knob> k = {
-      {"groups", [](EmitOptions& o, int64_t v) { o.plan.loop_groups = static_cast<int>(v); }},
-      {"stages", [](EmitOptions& o, int64_t v) { o.plan.forced_stages = static_cast<int>(v); }},
-      {"threads", [](EmitOptions& o, int64_t v) { o.plan.threads = static_cast<int>(v); }},
-      {"maxstages", [](EmitOptions& o, int64_t v) { o.plan.max_stages = static_cast<int>(v); }},
-      {"inflight", [](EmitOptions& o, int64_t v) { o.plan.bytes_in_flight = v; }},
-      {"regfloats",
-       [](EmitOptions& o, int64_t v) { o.plan.register_accum_floats = static_cast<int>(v); }},
-      {"sms", [](EmitOptions& o, int64_t v) { o.plan.sm_count = static_cast<int>(v); }},
-      {"smem", [](EmitOptions& o, int64_t v) { o.plan.smem_limit = v; }},
-      {"tc", [](EmitOptions& o, int64_t v) { o.plan.tensor_cores = v != 0; }, true},
-      {"chain", [](EmitOptions& o, int64_t v) { o.plan.chain_matmuls = v != 0; }, true},
-      {"fold", [](EmitOptions& o, int64_t v) { o.plan.fold_norms = v != 0; }, true},
-      {"regacc", [](EmitOptions& o, int64_t v) { o.plan.register_accums = v != 0; }, true},
-      {"rowwise", [](EmitOptions& o, int64_t v) { o.plan.rowwise = v != 0; }, true},
-      {"inline", [](EmitOptions& o, int64_t v) { o.plan.inline_elementwise = v != 0; }, true},
-      {"epilogue", [](EmitOptions& o, int64_t v) { o.plan.fuse_epilogues = v != 0; }, true},
-      {"hoist", [](EmitOptions& o, int64_t v) { o.plan.hoist_invariants = v != 0; }, true},
-      {"views", [](EmitOptions& o, int64_t v) { o.plan.concat_views = v != 0; }, true},
-      {"f32mid", [](EmitOptions& o, int64_t v) { o.f32_intermediates = v != 0; }, true},
+      plan_int("groups", &PlanOptions::loop_groups,
+               "loop groups per block (split-F; 0 auto, 1 off)"),
+      plan_int("stages", &PlanOptions::forced_stages, "pipeline stages (0 auto)"),
+      plan_int("threads", &PlanOptions::threads, "threads per block (0 auto)"),
+      plan_int("maxstages", &PlanOptions::max_stages, "cap of the automatic pipeline depth"),
+      plan_int("inflight", &PlanOptions::bytes_in_flight,
+               "bytes in flight per SM that size the pipeline"),
+      plan_int("regfloats", &PlanOptions::register_accum_floats,
+               "per-thread f32 budget of register accumulators"),
+      plan_int("sms", &PlanOptions::sm_count, "SMs of the target"),
+      plan_int("smem", &PlanOptions::smem_limit, "shared memory per block (bytes)"),
+      plan_bool("tc", &PlanOptions::tensor_cores, "tensor-core (mma.sync) matmuls"),
+      plan_bool("chain", &PlanOptions::chain_matmuls,
+                "chained matmuls in registers (FlashAttention style)"),
+      plan_bool("fold", &PlanOptions::fold_norms, "rms_norm folded into a matmul as a scale"),
+      plan_bool("regacc", &PlanOptions::register_accums, "non-matmul accumulators in registers"),
+      plan_bool("rowwise", &PlanOptions::rowwise, "register-only rowwise kernels (F = 1)"),
+      plan_bool("inline", &PlanOptions::inline_elementwise,
+                "single-use elementwise ops evaluated where read"),
+      plan_bool("epilogue", &PlanOptions::fuse_epilogues,
+                "matmul epilogues evaluated in registers"),
+      plan_bool("hoist", &PlanOptions::hoist_invariants, "loop-invariant ops run before the loop"),
+      plan_bool("views", &PlanOptions::concat_views, "concat operands stored in place"),
+      {"f32mid", "kernel-level intermediates in f32",
+       [](EmitOptions& o, int64_t v) { o.f32_intermediates = v != 0; },
+       [](const EmitOptions& o) { return static_cast<int64_t>(o.f32_intermediates); }, true},
   };
   return k;
 }
@@ -46,6 +68,27 @@ std::string trim(const std::string& s) {
 }
 
 }  // namespace
+
+std::string emit_knobs_help() {
+  const EmitOptions defaults;
+  std::ostringstream os;
+  for (const Knob& k : knobs()) {
+    std::string name = k.name;
+    name.resize(10, ' ');
+    os << name << k.doc << " (default " << k.get(defaults) << ")\n";
+  }
+  return os.str();
+}
+
+std::string format_emit_knobs(const EmitOptions& options) {
+  const EmitOptions defaults;
+  std::string text;
+  for (const Knob& k : knobs())
+    if (k.get(options) != k.get(defaults))
+      text +=
+          (text.empty() ? "" : ",") + std::string(k.name) + "=" + std::to_string(k.get(options));
+  return text.empty() ? "default" : text;
+}
 
 std::vector<std::string> emit_knob_names() {
   std::vector<std::string> names;

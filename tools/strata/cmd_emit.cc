@@ -1,7 +1,9 @@
-// `strata emit GRAPH -o OUT.cu [--arch sm_90a] [knobs]`: writes the CUDA source of a μGraph.
+// `strata emit GRAPH -o OUT.cu [--arch sm_90a] [emitter flags]`: writes the CUDA source of a
+// μGraph; `strata emit --list-knobs` lists the emitter knobs (emit_flags.h).
 #include <iostream>
 
 #include "command.h"
+#include "emit_flags.h"
 #include "strata/cuda_emitter.h"
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
@@ -30,35 +32,26 @@ bool valid_arch(const std::string& arch) {
 
 std::function<int()> setup(CLI::App& app) {
   struct Args {
-    std::string graph, out, arch = "sm_90a", name, knobs;
-    int stages = 0, groups = 0, threads = 0;
-    bool no_tensor_cores = false, f32_intermediates = false, no_chain = false, no_fold = false,
-         no_register_accums = false, no_rowwise = false, plan = false;
+    std::string graph, out, arch = "sm_90a", name;
+    EmitFlags flags;
+    bool plan = false, list_knobs = false;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("graph", args->graph, "μGraph JSON (or program) to compile")->required();
+  app.add_option("graph", args->graph, "μGraph JSON (or program) to compile");
   app.add_option("-o,--output", args->out, "output .cu file (default: stdout)");
   app.add_option("--arch", args->arch, "target architecture named in the source (sm_80, sm_90a)")
       ->capture_default_str();
   app.add_option("--name", args->name, "graph name for kernel names (default: file stem)");
-  app.add_option("--stages", args->stages, "force this pipeline depth for every loop (0: auto)");
-  app.add_flag("--no-tensor-cores", args->no_tensor_cores, "use the SIMT matmul path everywhere");
-  app.add_flag("--f32-intermediates", args->f32_intermediates,
-               "store tensors passed between kernels in f32");
-  app.add_option("--groups", args->groups,
-                 "loop groups: split each for-loop over this many warp groups (0: auto, 1: off)");
-  app.add_option("--threads", args->threads, "threads per block (0: auto)");
-  app.add_flag("--no-chain", args->no_chain,
-               "keep chained matmul results in shared memory (no FlashAttention-style chain)");
-  app.add_flag("--no-fold", args->no_fold, "never fold rms_norm into a matmul as a scale");
-  app.add_flag("--no-register-accums", args->no_register_accums,
-               "keep non-matmul accumulators in shared memory");
-  app.add_flag("--no-rowwise", args->no_rowwise, "no register-only rowwise kernels");
-  app.add_option("--knobs", args->knobs,
-                 "more emitter knobs, e.g. \"groups=8,stages=2,inflight=96k\" (applied last; "
-                 "see include/strata/emit_knobs.h)");
+  add_emit_flags(app, args->flags);
   app.add_flag("--plan", args->plan, "print each customized kernel's plan to stderr");
+  app.add_flag("--list-knobs", args->list_knobs,
+               "print the emitter knobs with their defaults and exit");
   return [args] {
+    if (args->list_knobs) {
+      std::cout << emit_knobs_help();
+      return kExitOk;
+    }
+    if (args->graph.empty()) return fail_bad_input("emit: a μGraph JSON or program is required");
     if (!valid_arch(args->arch))
       return fail_bad_input("--arch " + args->arch + ": expected sm_80 or newer (e.g. sm_90a)");
     auto g = load_graph(args->graph);
@@ -66,16 +59,7 @@ std::function<int()> setup(CLI::App& app) {
     EmitOptions opts;
     opts.arch = args->arch;
     opts.name = args->name.empty() ? stem(args->graph) : args->name;
-    opts.plan.forced_stages = args->stages;
-    opts.plan.tensor_cores = !args->no_tensor_cores;
-    opts.f32_intermediates = args->f32_intermediates;
-    opts.plan.loop_groups = args->groups;
-    opts.plan.threads = args->threads;
-    opts.plan.chain_matmuls = !args->no_chain;
-    opts.plan.fold_norms = !args->no_fold;
-    opts.plan.register_accums = !args->no_register_accums;
-    opts.plan.rowwise = !args->no_rowwise;
-    if (Status st = apply_emit_knobs(args->knobs, opts); !st.ok())
+    if (Status st = apply_emit_flags(args->flags, opts); !st.ok())
       return fail_bad_input(st.error().message);
     auto src = emit_cuda_source(*g, opts);
     if (!src.ok()) return fail_bad_input(args->graph + ": " + src.error().message);
