@@ -5,6 +5,9 @@
 // with the threads of every block in reverse order, so a missing barrier shows up either way.
 #include <gtest/gtest.h>
 
+#include <functional>
+
+#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/thread_fusion.h"
 #include "support/benchmark_graphs.h"
@@ -20,11 +23,14 @@ struct Case {
   double amp = 0.5;
   double rtol = 2e-2;  ///< per-element tolerance (relative, plus rtol × rms of the reference)
   EmitOptions options{};
+  std::vector<std::string> expect{};  ///< text the emitted source must contain (the path taken)
 };
 
 void check_graph(const Case& c, const KernelGraph* program = nullptr) {
   EmulatedGraph emu(c.graph, c.options, c.name);
   ASSERT_TRUE(emu.ok()) << c.name << ": " << emu.log();
+  for (const std::string& text : c.expect)
+    EXPECT_NE(emu.source().find(text), std::string::npos) << c.name << ": no `" << text << "`";
   std::vector<HostTensor> inputs = rounded_random_inputs(c.graph, 1234, c.amp);
   auto reference = run_reference(c.graph, inputs);
   ASSERT_TRUE(reference.ok()) << reference.error().message;
@@ -133,6 +139,233 @@ TEST(EmulationCoverage, ViewsAndBlockReductions) {
 }
 TEST(EmulationCoverage, PredefinedOps) {
   check_graph({"predefined", predefined_ops()});
+}
+
+EmitOptions with(std::function<void(PlanOptions&)> set) {
+  EmitOptions o;
+  set(o.plan);
+  return o;
+}
+
+// Loop groups (split-F): several iterations and pipeline stages per group, one-warp groups
+// (__syncwarp), multi-warp groups (named barriers), a loop that the groups do not divide evenly,
+// and the block-wide pipeline with register accumulators (groups off).
+TEST(EmulationLoopGroups, OneWarpGroupsWithStages) {
+  check_graph({"lg_rms",
+               rmsnorm_graph(4, 512, 256),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.forced_stages = 2;
+               }),
+               {"2 groups of 32 threads", "group_sync<32>", "2-stage pipeline per group",
+                "kept in registers"}});
+}
+TEST(EmulationLoopGroups, NamedBarriersAndUnevenLoop) {
+  // F = 8 over 3 groups of 2 warps: 3, 3 and 2 iterations.
+  check_graph({"lg_mlp",
+               gatedmlp_graph(16, 512, 128),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 3;
+                 p.threads = 192;
+                 p.forced_stages = 2;
+               }),
+               {"3 groups of 64 threads", "group_sync<64>(1 + grp)", "sum of the 3 loop groups"}});
+}
+TEST(EmulationLoopGroups, BlockPipelineWithRegisterAccumulators) {
+  check_graph({"lg_off",
+               rmsnorm_graph(4, 512, 256),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"per-chunk partial sums", "team_sum<8>"}});
+}
+TEST(EmulationLoopGroups, EveryAccumulatorKind) {
+  check_graph({"lg_accmaps",
+               accumulators_and_maps(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", "kept in registers", "loop groups' partials, then accum_rms_ld"}});
+  check_graph({"lg_accmaps_shared",
+               accumulators_and_maps(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.register_accums = false;
+               }),
+               {"every loop group's copy"}});
+  check_graph({"lg_views",
+               views_and_block_reductions(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of"}});
+}
+
+// Matmul chains (FlashAttention style) with and without loop groups, A fragments in registers,
+// and the rms_norm of K folded into the product as column scales.
+TEST(EmulationChain, GqaBlockPipeline) {
+  check_graph({"ch_gqa",
+               attention_graph(2, 64, 64, 1024, 2, 64, 32, false),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "warp_mma_rega", "mma_row_sums", "warp_mma_chained"}});
+}
+TEST(EmulationChain, GqaGroupsWithStages) {
+  // F = 8 iterations of 64 keys over 2 groups, two stages each.
+  check_graph({"ch_gqa_g",
+               attention_graph(2, 64, 64, 1024, 2, 64, 32, false),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.forced_stages = 2;
+               }),
+               {"FlashAttention style", "2 groups of 128 threads", "mma_row_reduce"}});
+}
+TEST(EmulationChain, QkNormFoldedBf16) {
+  KernelGraph g = attention_graph(2, 64, 64, 1024, 2, 64, 32, true, DType::bf16);
+  check_graph({"ch_qk",
+               g,
+               0.25,
+               6e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "folded into a matmul", "v0 *= "}});
+  check_graph({"ch_qk_g",
+               g,
+               0.25,
+               6e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"FlashAttention style", "folded into a matmul", "2 groups of"}});
+  check_graph({"ch_qk_off", g, 0.25, 6e-2, with([](PlanOptions& p) {
+                 p.chain_matmuls = false;
+                 p.fold_norms = false;
+                 p.register_accums = false;
+                 p.loop_groups = 1;
+               })});
+}
+TEST(EmulationChain, FoldedNormsOnEitherOperand) {
+  check_graph({"fold",
+               folded_norms(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"folded into a matmul", "mma_transform"}});
+  check_graph({"fold_g",
+               folded_norms(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"folded into a matmul", "2 groups of"}});
+}
+
+// Rowwise kernels: one long row over the block (nTrans at its real width), rows inside a warp,
+// rows across warps, row-shaped operands and outputs.
+TEST(EmulationRowwise, NTransPaperWidth) {
+  check_graph({"rw_ntrans", ntrans_graph(2, 4096), 0.5, 2e-2, {}, {"rowwise: each thread"}});
+}
+TEST(EmulationRowwise, RowsInAndAcrossWarps) {
+  check_graph(
+      {"rw_rows", rowwise_rows(), 0.5, 2e-2, {}, {"team_sum<32>(p[k])", "double-buffered"}});
+  check_graph(
+      {"rw_rows_off", rowwise_rows(), 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })});
+}
+
+// Every emitter knob (include/strata/emit_knobs.h) changes the emitted code of a graph where it
+// applies, and that code still computes the reference. A knob is compared with `base` (the
+// defaults plus the settings that make it apply) and set to `value` on top of it.
+struct KnobCase {
+  std::string knob, base, value;
+  std::function<KernelGraph()> graph;
+};
+
+std::vector<KnobCase> knob_cases() {
+  auto rms = [] { return rmsnorm_graph(4, 1024, 256); };
+  auto attn = [] { return attention_graph(2, 64, 64, 1024, 2, 64, 32, false); };
+  auto qk = [] { return attention_graph(2, 64, 64, 1024, 2, 64, 32, true, DType::bf16); };
+  return {
+      {"groups", "", "groups=1", rms},
+      {"stages", "groups=1", "groups=1,stages=1", rms},
+      {"threads", "", "threads=256", rms},
+      {"maxstages", "groups=1", "groups=1,maxstages=1", rms},
+      {"inflight", "groups=1", "groups=1,inflight=4k", rms},
+      {"regfloats", "", "regfloats=16", rms},
+      {"sms", "", "sms=1", rms},
+      {"smem", "", "smem=64k", [] { return gatedmlp_graph(8, 256, 256); }},
+      {"tc", "", "tc=0", rms},
+      {"chain", "", "chain=0", attn},
+      {"fold", "", "fold=0", qk},
+      {"regacc", "", "regacc=0", accumulators_and_maps},
+      {"rowwise", "", "rowwise=0", [] { return ntrans_graph(2, 1024); }},
+      {"inline", "", "inline=0", rms},
+      {"epilogue", "", "epilogue=0", rms},
+      {"hoist", "", "hoist=0", [] { return ntrans_graph(2, 1024); }},
+      {"views", "", "views=0", [] { return lora_graph(16, 64, 256, 16); }},
+      {"f32mid", "", "f32mid=1", attn},
+  };
+}
+
+EmitOptions knob_options(const std::string& spec) {
+  EmitOptions o;
+  Status st = apply_emit_knobs(spec, o);
+  EXPECT_TRUE(st.ok()) << spec << ": " << (st.ok() ? "" : st.error().message);
+  return o;
+}
+
+TEST(EmulationKnobs, EveryKnobHasACase) {
+  std::vector<std::string> covered;
+  for (const KnobCase& k : knob_cases()) covered.push_back(k.knob);
+  EXPECT_EQ(covered, emit_knob_names());
+}
+
+TEST(EmulationKnobs, EachKnobChangesTheCodeAndStaysCorrect) {
+  for (const KnobCase& k : knob_cases()) {
+    SCOPED_TRACE(k.knob + ": " + k.value);
+    const KernelGraph g = k.graph();
+    auto base = emit_cuda_source(g, knob_options(k.base));
+    auto variant = emit_cuda_source(g, knob_options(k.value));
+    ASSERT_TRUE(base.ok()) << base.error().message;
+    ASSERT_TRUE(variant.ok()) << variant.error().message;
+    EXPECT_TRUE(base->code != variant->code) << "knob " << k.knob << " did not change the code";
+    const bool bf16 = k.knob == "fold";
+    check_graph(
+        {"knob_" + k.knob, g, bf16 ? 0.25 : 0.5, bf16 ? 6e-2 : 2e-2, knob_options(k.value)});
+  }
+}
+
+TEST(EmitKnobs, ParsesAndFormats) {
+  EmitOptions o;
+  ASSERT_TRUE(apply_emit_knobs(" groups=4, inflight=96k ,tc=0,f32mid=1", o).ok());
+  EXPECT_EQ(o.plan.loop_groups, 4);
+  EXPECT_EQ(o.plan.bytes_in_flight, 96 * 1024);
+  EXPECT_FALSE(o.plan.tensor_cores);
+  EXPECT_TRUE(o.f32_intermediates);
+  EXPECT_EQ(format_emit_knobs(o), "groups=4,inflight=98304,tc=0,f32mid=1");
+  EXPECT_EQ(format_emit_knobs(EmitOptions{}), "default");
+  EmitOptions again;
+  ASSERT_TRUE(apply_emit_knobs(format_emit_knobs(o), again).ok());
+  EXPECT_EQ(format_emit_knobs(again), format_emit_knobs(o));
+  EXPECT_TRUE(apply_emit_knobs("default", again).ok());
+  for (const char* bad : {"bogus=1", "groups", "groups=-1", "groups=x", "tc=2", "stages=1k5"}) {
+    EmitOptions x;
+    Status st = apply_emit_knobs(bad, x);
+    EXPECT_FALSE(st.ok()) << bad;
+  }
+  const std::string help = emit_knobs_help();
+  for (const std::string& name : emit_knob_names())
+    EXPECT_NE(help.find(name + " "), std::string::npos) << name;
+  const size_t line = help.find("inflight ");
+  ASSERT_NE(line, std::string::npos) << help;
+  EXPECT_NE(help.substr(line, help.find('\n', line) - line)
+                .find("(default " + std::to_string(PlanOptions{}.bytes_in_flight) + ")"),
+            std::string::npos)
+      << help;
 }
 
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).

@@ -343,6 +343,44 @@ TEST(Profiler, CandidateErrorsWithoutAGpu) {
   }
 }
 
+/// `strata profile --variants`: every graph candidate once per emitter knob spec, a .cu source
+/// once; a malformed spec is bad input.
+TEST(ProfileCommand, VariantsExpandGraphCandidates) {
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN is not set";
+  ScratchDir dir;
+  fs::path program = dir.path() / "add.json", good = dir.path() / "good.cu",
+           report = dir.path() / "report.json";
+  ASSERT_TRUE(save_graph_json(testing::add_graph(), program.string()).ok());
+  ASSERT_TRUE(write_text_file(good.string(), testing::add_source()).ok());
+  std::string cmd = std::string(bin) + " profile " + program.string() + " " + program.string() +
+                    " " + good.string() +
+                    " --variants 'default;inline=0;f32mid=1' --groups 1 --compile-only "
+                    "--arch sm_80 -q -o " +
+                    report.string();
+  int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc)) << cmd;
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << cmd;
+  auto text = read_text_file(report.string());
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  auto doc = parse_json_text(*text, report.string());
+  ASSERT_TRUE(doc.ok());
+  const Json& c = (*doc)["candidates"];
+  ASSERT_EQ(c.size(), 4u) << c.dump(2);
+  // The --groups flag is part of every variant's name (the knobs that differ from defaults).
+  EXPECT_EQ(c[0]["variant"], "groups=1");
+  EXPECT_EQ(c[1]["variant"], "groups=1,inline=0");
+  EXPECT_EQ(c[2]["variant"], "groups=1,f32mid=1");
+  EXPECT_EQ(c[3]["variant"], "source");
+  for (const Json& r : c) EXPECT_EQ(r["status"], "compiled") << r.dump(2);
+
+  std::string bad = std::string(bin) + " profile " + program.string() +
+                    " --variants 'default;groups=x' --compile-only --arch sm_80 2>/dev/null";
+  rc = std::system(bad.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+}
+
 /// `strata profile --compile-only` needs no GPU: it emits (or takes) sources and compiles them.
 TEST(ProfileCommand, CompileOnlyReportsEachCandidate) {
   const char* bin = std::getenv("STRATA_BIN");

@@ -8,6 +8,7 @@
 #include "strata/graph_optimizer.h"
 #include "strata/layout.h"
 #include "strata/memory_plan.h"
+#include "strata/rowwise.h"
 #include "strata/schedule.h"
 #include "support/coverage_graphs.h"
 
@@ -57,8 +58,16 @@ void expect_valid_memory_plan(const KernelPlan& p) {
   }
 }
 
+PlanOptions block_pipeline() {
+  PlanOptions o;
+  o.loop_groups = 1;
+  return o;
+}
+
 TEST(Schedule, RmsNormLevelsAndBarriers) {
-  KernelPlan p = plan_of(rmsnorm_graph(16, 4096, 6144));
+  PlanOptions plain = block_pipeline();
+  plain.register_accums = false;
+  KernelPlan p = plan_of(rmsnorm_graph(16, 4096, 6144), plain);
   const BlockGraph& g = *p.graph;
   // Loads at level 0; the matmul (accumulating into registers) and accum_rms_ld at level 1.
   EXPECT_EQ(p.op(0).phase, Phase::Loop);
@@ -76,12 +85,27 @@ TEST(Schedule, RmsNormLevelsAndBarriers) {
   EXPECT_EQ(p.tensors[g.op(3).output].home, TensorHome::Registers);
   EXPECT_EQ(p.tensors[g.op(2).output].home, TensorHome::Fused);
   EXPECT_EQ(p.op(2).matmul, MatmulPath::TensorCore);
+  // accum_rms_ld in registers per thread: its partials are flushed, then the RMS taken.
+  KernelPlan r = plan_of(rmsnorm_graph(16, 4096, 6144), block_pipeline());
+  EXPECT_TRUE(r.op(4).register_accum);
+  EXPECT_EQ(r.tensors[g.op(4).output].home, TensorHome::Shared);
+  EXPECT_EQ(r.barriers_post, 3);
+  // Loop groups (the default here): a group barrier per level, one before refilling a stage,
+  // and one more after the loop to sum the groups' partials.
+  KernelPlan q = plan_of(rmsnorm_graph(16, 4096, 6144));
+  EXPECT_GT(q.groups, 1);
+  EXPECT_EQ(q.barriers_per_iteration, 2);
+  EXPECT_EQ(q.barriers_post, 3);
+  EXPECT_TRUE(q.tensors[g.op(3).output].group_private);
+  EXPECT_TRUE(q.tensors[1].group_private);
 }
 
 TEST(Schedule, FusionRemovesLevels) {
   KernelGraph gqa = attention_graph(2, 128, 64, 4096, 16, 64, 64, false);
-  KernelPlan fused = plan_of(gqa);
-  PlanOptions no_fusion;
+  PlanOptions unchained = block_pipeline();
+  unchained.chain_matmuls = false;
+  KernelPlan fused = plan_of(gqa, unchained);
+  PlanOptions no_fusion = unchained;
   no_fusion.fuse_epilogues = false;
   KernelPlan plain = plan_of(gqa, no_fusion);
   const BlockGraph& g = *fused.graph;
@@ -97,6 +121,41 @@ TEST(Schedule, FusionRemovesLevels) {
   EXPECT_EQ(plain.op(6).level, 4);
   EXPECT_EQ(plain.barriers_per_iteration, 4);
   EXPECT_EQ(plain.tensors[g.op(3).output].home, TensorHome::Shared);
+  // Chained (FlashAttention style): E·V and Σ E come from the registers of Q·K: one level.
+  KernelPlan chained = plan_of(gqa, block_pipeline());
+  EXPECT_EQ(chained.op(3).chain_into, 5);
+  EXPECT_EQ(chained.op(5).chain_from, 3);
+  EXPECT_EQ(chained.op(7).rowsum_of, 3);
+  EXPECT_EQ(chained.op(5).level, 1);
+  EXPECT_EQ(chained.op(7).level, 1);
+  EXPECT_EQ(chained.barriers_per_iteration, 1);
+  EXPECT_EQ(chained.tensors[g.op(4).output].home, TensorHome::Fused);  // E never stored
+  EXPECT_EQ(chained.tensors[g.op(7).output].home, TensorHome::Registers);
+  // Warps own whole rows of both products.
+  EXPECT_EQ(chained.op(3).tiling.warps_n, 1);
+  EXPECT_EQ(chained.op(5).tiling.warps_n, 1);
+  EXPECT_EQ(chained.op(3).tiling.nt, 8);
+}
+
+TEST(Schedule, FoldsNormsIntoMatmuls) {
+  KernelGraph qk = attention_graph(2, 64, 64, 1024, 2, 64, 32, true);
+  KernelPlan p = plan_of(qk, block_pipeline());
+  const BlockGraph& g = *p.graph;
+  const int qn = 3, kn = 4, s = 5;
+  // rms_norm(K) over the head dim (the contraction dim of Q·K) scales the product's columns;
+  // rms_norm(Q) runs once before the loop and stays a tile.
+  EXPECT_EQ(p.op(kn).fold_into, s);
+  EXPECT_EQ(p.op(s).scale_b, kn);
+  EXPECT_EQ(p.op(qn).fold_into, -1);
+  EXPECT_EQ(p.tensors[g.op(kn).output].home, TensorHome::Scale);
+  EXPECT_EQ(p.tensors[g.op(kn).output].bytes, 64 * 4);  // one inverse RMS per column
+  EXPECT_TRUE(p.tensors[1].layout.swizzle);             // K is now read by ldmatrix
+  PlanOptions off = block_pipeline();
+  off.fold_norms = false;
+  KernelPlan q = plan_of(qk, off);
+  EXPECT_EQ(q.op(kn).fold_into, -1);
+  EXPECT_EQ(q.tensors[g.op(kn).output].home, TensorHome::Shared);
+  expect_valid_memory_plan(p);
 }
 
 TEST(Schedule, HoistsLoopInvariantOps) {
@@ -132,7 +191,7 @@ TEST(Schedule, DepthOfADiamond) {
   must(b.add_output(acc, {P, P, P}));
   auto outs = must(g.add_customized({x}, std::move(b)));
   must(g.mark_output(outs[0]));
-  PlanOptions no_inline;
+  PlanOptions no_inline = block_pipeline();
   no_inline.inline_elementwise = false;
   KernelPlan p = plan_of(g, no_inline);
   const int expect[] = {0, 1, 1, 2, 3, 4, 5};
@@ -201,8 +260,8 @@ TEST(MemoryPlan, ValidForEveryBenchmarkAndCoverageGraph) {
 
 TEST(MemoryPlan, ShrinksThePipelineThenFails) {
   KernelGraph g = gatedmlp_graph(64, 4096, 4096);
-  KernelPlan roomy = plan_of(g);
-  PlanOptions tight;
+  KernelPlan roomy = plan_of(g, block_pipeline());
+  PlanOptions tight = block_pipeline();
   tight.smem_limit = 64 * 1024;
   KernelPlan small = plan_of(g, tight);
   EXPECT_LT(small.pipeline_stages, roomy.pipeline_stages);
@@ -244,9 +303,10 @@ TEST(Layout, SwizzlePaddingAndViews) {
 }
 
 TEST(Layout, PipelineDepthFollowsBytesInFlight) {
-  PlanOptions o;
+  PlanOptions o = block_pipeline();
   o.bytes_in_flight = 32 * 1024;
-  // 8 KB of W and 256 B of X per iteration: 32 KB in flight needs 4 + 1 stages.
+  // 8 KB of W and 256 B of X per iteration, one block per SM: 32 KB in flight needs 4 + 1
+  // stages.
   EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 5);
   o.bytes_in_flight = 128 * 1024;
   o.max_stages = 8;
@@ -255,23 +315,100 @@ TEST(Layout, PipelineDepthFollowsBytesInFlight) {
   EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 3);
   // F = 1: no pipeline.
   EXPECT_EQ(plan_of(ntrans_graph(8, 4096)).pipeline_stages, 1);
+  // The target is per SM: 384 blocks share an SM three at a time, so each keeps a third.
+  o.bytes_in_flight = 96 * 1024;
+  o.max_stages = 12;
+  o.forced_stages = 0;
+  PlanOptions alone = o;
+  alone.bytes_in_flight = 32 * 1024;
+  alone.sm_count = 384;
+  const int shared3 = plan_of(rmsnorm_graph(2, 4096, 6144, 16), o).pipeline_stages;
+  EXPECT_EQ(shared3, plan_of(rmsnorm_graph(2, 4096, 6144, 16), alone).pipeline_stages);
+  o.sm_count = 384;
+  EXPECT_GT(plan_of(rmsnorm_graph(2, 4096, 6144, 16), o).pipeline_stages, shared3);
+  // Loop groups: every group keeps its stages in flight while it waits.
+  PlanOptions g;
+  g.loop_groups = 4;
+  g.bytes_in_flight = 128 * 1024;
+  KernelPlan q = plan_of(rmsnorm_graph(2, 4096, 6144), g);
+  EXPECT_EQ(q.groups, 4);
+  EXPECT_EQ(q.pipeline_stages, 4);  // 4 groups × 4 stages × 8.25 KB ≈ 128 KB
+  expect_valid_memory_plan(q);
+}
+
+TEST(Layout, LoopGroups) {
+  // rmsnorm b8 (96 blocks, one per SM): one-warp groups, as many as fit two stages of 10 KB.
+  KernelPlan r = plan_of(rmsnorm_graph(16, 4096, 6144));
+  EXPECT_EQ(r.group_threads, 32);
+  EXPECT_GE(r.groups, 8);
+  EXPECT_EQ(r.threads, r.groups * 32);
+  EXPECT_GE(r.pipeline_stages, 2);
+  expect_valid_memory_plan(r);
+  // gatedmlp b8: two 64x64 register accumulators need four warps per group.
+  KernelPlan m = plan_of(gatedmlp_graph(64, 4096, 4096));
+  EXPECT_EQ(m.group_threads, 128);
+  EXPECT_GE(m.groups, 2);
+  expect_valid_memory_plan(m);
+  // A grid of many blocks per SM keeps one group (the blocks share the SM instead).
+  EXPECT_EQ(plan_of(attention_graph(16, 256, 64, 4096, 16, 64, 64, false)).groups, 1);
+  // Forced counts, and no groups without a loop.
+  PlanOptions o;
+  o.loop_groups = 3;
+  EXPECT_EQ(plan_of(rmsnorm_graph(16, 4096, 6144), o).groups, 3);
+  o.loop_groups = 1;
+  EXPECT_EQ(plan_of(rmsnorm_graph(16, 4096, 6144), o).groups, 1);
+  EXPECT_EQ(plan_of(lora_graph(16, 256, 4096, 16)).groups, 1);
+  // Loop groups never exceed the loop.
+  o.loop_groups = 16;
+  EXPECT_LE(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), o).groups, 4);
+}
+
+TEST(Layout, Rowwise) {
+  KernelPlan p = plan_of(ntrans_graph(1, 4096));
+  EXPECT_TRUE(p.rowwise);
+  EXPECT_EQ(p.threads, 512);  // 512 chunks of 8 halves: one per thread
+  EXPECT_EQ(p.scratch_bytes, 2 * 16 * 4);
+  EXPECT_EQ(p.barriers_post, 2);  // one per block-wide row reduction
+  for (const TensorPlan& t : p.tensors) EXPECT_EQ(t.home, TensorHome::Owned);
+  auto layout = rowwise_layout(p);
+  ASSERT_TRUE(layout.ok()) << layout.error().message;
+  EXPECT_EQ(layout->vec, 8);
+  EXPECT_TRUE(layout->block_rows);
+  // Rows of 32 chunks stay in one warp: no scratch, no barrier.
+  KernelPlan q = plan_of(rowwise_rows());
+  EXPECT_TRUE(q.rowwise);
+  EXPECT_EQ(q.scratch_bytes, 0);
+  // Matmuls and loops are not rowwise.
+  EXPECT_FALSE(plan_of(rmsnorm_graph(2, 4096, 6144)).rowwise);
+  PlanOptions off;
+  off.rowwise = false;
+  EXPECT_FALSE(plan_of(ntrans_graph(1, 4096), off).rowwise);
 }
 
 TEST(Layout, ThreadCount) {
+  PlanOptions o = block_pipeline();
+  o.chain_matmuls = false;
   // Register accumulators of 256x64 need 256 threads to fit 64 floats per thread.
-  EXPECT_EQ(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false)).threads, 256);
+  EXPECT_EQ(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), o).threads, 256);
+  // Chained, every warp owns one 16-row tile of both products: 16 warps.
+  EXPECT_EQ(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), block_pipeline()).threads,
+            512);
   // Tensor-core kernels whose accumulators fit keep the block graph's 128 threads.
-  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144)).threads, 128);
+  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).threads, 128);
   // Elementwise kernels get at most 8 elements of their largest tile per thread.
-  EXPECT_EQ(plan_of(ntrans_graph(1, 4096)).threads, 512);
-  EXPECT_EQ(plan_of(ntrans_graph(2, 256)).threads, 128);
-  PlanOptions o;
+  o.rowwise = false;
+  EXPECT_EQ(plan_of(ntrans_graph(1, 4096), o).threads, 512);
+  EXPECT_EQ(plan_of(ntrans_graph(2, 256), o).threads, 128);
   o.threads = 64;
   EXPECT_EQ(plan_of(ntrans_graph(1, 4096), o).threads, 64);
+  // Without a loop, tensor-core kernels spread large products over up to 8 warps.
+  EXPECT_EQ(plan_of(lora_graph(128, 256, 4096, 16)).threads, 256);
 }
 
 TEST(Schedule, InlinesElementwiseChains) {
-  KernelPlan p = plan_of(ntrans_graph(1, 4096));
+  PlanOptions not_rowwise;
+  not_rowwise.rowwise = false;
+  KernelPlan p = plan_of(ntrans_graph(1, 4096), not_rowwise);
   const BlockGraph& g = *p.graph;
   // sub → mul → add is evaluated in one pass by the add; the F = 1 accumulator is its input.
   EXPECT_EQ(p.op(4).inline_into, 5);
@@ -281,7 +418,7 @@ TEST(Schedule, InlinesElementwiseChains) {
   EXPECT_EQ(p.op(7).level, p.op(6).level + 1);
   EXPECT_EQ(p.tensors[g.op(8).output].home, TensorHome::View);
   EXPECT_EQ(p.tensors[g.op(8).output].view_of, g.op(7).output);
-  PlanOptions o;
+  PlanOptions o = not_rowwise;
   o.inline_elementwise = false;
   KernelPlan q = plan_of(ntrans_graph(1, 4096), o);
   EXPECT_EQ(q.op(6).level, q.op(3).level + 3);

@@ -48,6 +48,8 @@ struct EmittedKernel {
   int threads = 0;
   int64_t smem_bytes = 0;   ///< dynamic shared memory
   int pipeline_stages = 0;  ///< customized kernels
+  int loop_groups = 1;      ///< customized kernels (see PlanOptions::loop_groups)
+  std::string plan;         ///< customized kernels: format_plan of the kernel's plan
 };
 
 struct EmittedSource {

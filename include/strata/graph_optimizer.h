@@ -10,10 +10,11 @@
 
 namespace strata {
 
-/// Runs, in order: schedule_block_ops, fuse_matmul_epilogues, inline_elementwise_ops,
-/// schedule_block_ops (again, with the fusions), choose_layouts, plan_shared_memory — each as `plan
-/// = pass(plan)`. With the environment variable STRATA_DUMP_PASSES=1 the plan is printed to stderr
-/// after every pass. Fails when the block graph cannot fit PlanOptions::smem_limit.
+/// Runs, in order: schedule_block_ops, fold_norms_into_matmuls, fuse_matmul_epilogues,
+/// chain_matmuls, inline_elementwise_ops, schedule_block_ops (again, with the fusions),
+/// choose_layouts, plan_shared_memory — each as `plan = pass(plan)`. With the environment variable
+/// STRATA_DUMP_PASSES=1 the plan is printed to stderr after every pass. Fails when the block graph
+/// cannot fit PlanOptions::smem_limit.
 Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
                                         std::vector<DType> input_dtypes,
                                         std::vector<DType> output_dtypes,

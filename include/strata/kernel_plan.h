@@ -29,20 +29,35 @@ namespace strata {
 /// Alignment of every shared-memory tile and stage (bytes).
 inline constexpr int64_t kSmemAlign = 128;
 
-/// Knobs of the graph optimizer. Defaults target an H100 (227 KB of shared memory per block).
+/// Knobs of the graph optimizer. Defaults target an H100/H200 (132 SMs, 227 KB of shared
+/// memory per block). None of them changes what a kernel computes, only how.
 struct PlanOptions {
-  int64_t smem_limit = 227 * 1024;      ///< dynamic shared memory per block (bytes)
-  int max_stages = 12;                  ///< pipeline depth cap for per-iteration input tiles
-  int64_t bytes_in_flight = 64 * 1024;  ///< per-block prefetch target that sizes the pipeline
-  int register_accum_floats = 64;       ///< per-thread f32 budget for fragment accumulators
-  int mma_chunk_floats = 32;            ///< per-thread f32 budget of one matmul output chunk
-  int forced_stages = 0;                ///< > 0: use exactly this many stages (clamped to F)
-  bool tensor_cores = true;             ///< allow mma.sync matmuls
-  bool fuse_epilogues = true;           ///< evaluate a matmul's elementwise consumer in registers
-  bool hoist_invariants = true;         ///< run loop-invariant ops once before the loop
-  bool concat_views = true;             ///< store concat operands in place inside the result
-  bool inline_elementwise = true;       ///< evaluate single-use elementwise ops where read
-  int threads = 0;                      ///< threads per block; 0 = choose (see choose_layouts)
+  int64_t smem_limit = 227 * 1024;       ///< dynamic shared memory per block (bytes)
+  int64_t sm_smem = 228 * 1024;          ///< shared memory per SM (sizes co-resident blocks)
+  int sm_count = 132;                    ///< SMs of the target (blocks per SM for the budgets)
+  int max_stages = 12;                   ///< pipeline depth cap for per-iteration input tiles
+  int64_t bytes_in_flight = 128 * 1024;  ///< per-SM prefetch target that sizes the pipeline
+  int register_accum_floats = 64;        ///< per-thread f32 budget for register accumulators
+  int mma_chunk_floats = 32;             ///< per-thread f32 budget of one matmul output chunk
+  int forced_stages = 0;                 ///< > 0: use exactly this many stages (clamped to F)
+  bool tensor_cores = true;              ///< allow mma.sync matmuls
+  bool fuse_epilogues = true;            ///< evaluate a matmul's elementwise consumer in registers
+  bool hoist_invariants = true;          ///< run loop-invariant ops once before the loop
+  bool concat_views = true;              ///< store concat operands in place inside the result
+  bool inline_elementwise = true;        ///< evaluate single-use elementwise ops where read
+  int threads = 0;  ///< threads per block; 0 = choose (see choose_layouts). Set together with
+                    ///< loop_groups = G > 1, each group gets threads / G; set alone, no groups.
+  /// Loop groups (split-F): the block's warps form G groups; group g runs iterations g, g+G, …
+  /// with its own pipeline, tiles and partial accumulators, synchronizing only its own warps;
+  /// partials are summed after the loop. 0 = choose, 1 = off, n = n groups where legal.
+  int loop_groups = 0;
+  bool chain_matmuls = true;    ///< keep S = A·B (and its epilogue) in registers as the A
+                                ///< operand of a following matmul (FlashAttention style)
+  bool fold_norms = true;       ///< apply rms_norm over a matmul's contraction dim as a row /
+                                ///< column scale of the product instead of a normalized tile
+  bool register_accums = true;  ///< accumulate non-matmul accumulators in registers per thread
+  bool rowwise = true;          ///< run F = 1 kernels of elementwise ops and last-dim reductions
+                                ///< with every tensor in registers (no shared-memory tiles)
 };
 
 /// When an op runs.
@@ -62,6 +77,9 @@ enum class TensorHome : uint8_t {
   View,       ///< stored in place inside another tensor (a concat operand inside the concat,
               ///< or a one-iteration accumulator inside its input tile)
   Inline,     ///< never materialized: an elementwise result recomputed by its only consumer
+  Scale,      ///< an rms_norm folded into a matmul: only its f32 inverse-RMS vector is stored
+              ///< (one value per index of the non-normalized dims, dense)
+  Owned,      ///< rowwise kernels: held in registers by the threads owning its elements
 };
 
 /// How a matmul is computed.
@@ -93,21 +111,33 @@ struct OpPlan {
   bool in_place = false;     ///< writes nothing: its result is already stored (a concat of
                              ///< views, a one-iteration accumulator aliasing its input)
   MatmulPath matmul = MatmulPath::None;
-  MmaTiling tiling;  ///< TensorCore matmuls
+  MmaTiling tiling;     ///< TensorCore matmuls
+  int chain_into = -1;  ///< matmul: the matmul that takes its (epilogue) result from registers
+                        ///< as its A operand (FlashAttention style)
+  int chain_from = -1;  ///< matmul: the matmul whose registers give its A operand
+  int rowsum_of = -1;   ///< accumulator reducing the last dim: fed from the row sums of this
+                        ///< chained matmul's (epilogue) fragments
+  int fold_into = -1;   ///< rms_norm: the matmul that applies it as a row / column scale
+  int scale_a = -1;     ///< matmul: rms_norm folded into operand A (scales output rows)
+  int scale_b = -1;     ///< matmul: rms_norm folded into operand B (scales output columns)
+  bool a_in_registers = false;  ///< chained matmul: loop-invariant A fragments kept in registers
+  bool register_accum = false;  ///< non-matmul accumulator kept in registers per thread
 };
 
 struct TensorPlan {
   TensorHome home = TensorHome::Shared;
   DType dtype = DType::f32;  ///< storage element type
   TileLayout layout;
-  int stages = 1;           ///< copies of a pipelined input tile
-  int view_of = -1;         ///< View: the tensor whose storage holds this one
-  int view_dim = 0;         ///< View: dimension of the host along which this tile is offset
-  int64_t view_offset = 0;  ///< View: index offset along view_dim
-  int64_t offset = -1;      ///< byte offset in dynamic shared memory (Shared, Registers)
-  int64_t bytes = 0;        ///< bytes reserved, all stages
-  int live_begin = 0;       ///< first timeline position the storage is in use (inclusive)
-  int live_end = 0;         ///< last timeline position (inclusive)
+  int stages = 1;              ///< copies of a pipelined input tile
+  int view_of = -1;            ///< View: the tensor whose storage holds this one
+  int view_dim = 0;            ///< View: dimension of the host along which this tile is offset
+  int64_t view_offset = 0;     ///< View: index offset along view_dim
+  int64_t offset = -1;         ///< byte offset in dynamic shared memory (Shared, Registers)
+  int64_t bytes = 0;           ///< bytes reserved, all stages
+  int live_begin = 0;          ///< first timeline position the storage is in use (inclusive)
+  int live_end = 0;            ///< last timeline position (inclusive)
+  bool group_private = false;  ///< one copy per loop group (bytes covers all copies)
+  int64_t group_elems = 0;     ///< elements from one group's copy to the next
 };
 
 /// The plan of one customized kernel; see the file comment.
@@ -118,7 +148,10 @@ struct KernelPlan {
   DType mma_dtype = DType::f16;      ///< 16-bit type of tensor-core operands
   bool has_mma_dtype = false;        ///< false when no input is 16-bit (no tensor cores)
   PlanOptions options;
-  int threads = 0;  ///< threads per block of the generated kernel
+  int threads = 0;        ///< threads per block of the generated kernel
+  int groups = 1;         ///< loop groups (see PlanOptions::loop_groups)
+  int group_threads = 0;  ///< threads per loop group (threads / groups)
+  bool rowwise = false;   ///< rowwise kernel (see PlanOptions::rowwise)
 
   std::vector<OpPlan> ops;                  ///< indexed like graph->ops()
   std::vector<TensorPlan> tensors;          ///< indexed like graph->tensors()

@@ -38,14 +38,22 @@ Result<KernelPlan> fuse_matmul_epilogues(KernelPlan plan);
 /// Disabled by PlanOptions::inline_elementwise = false.
 Result<KernelPlan> inline_elementwise_ops(KernelPlan plan);
 
-/// True when post level 0 has work: accumulators to finalize (mean, rms) or to copy from
-/// registers to shared memory. It then gets its own barrier before and after.
+/// True when post level 0 has work: accumulators to finalize (mean, rms), to copy from
+/// registers to shared memory, or partials of loop groups. It then gets its own barrier before
+/// and after.
 bool post_finalize_work(const KernelPlan& plan);
+
+/// True when post level 0 runs in two steps separated by a barrier: every thread first writes
+/// its register partials (fragments, per-thread sums, each loop group's copy), then the
+/// partials of loop groups are summed and means / RMS values taken.
+bool finalize_in_two_steps(const KernelPlan& plan);
 
 /// Sets the barrier counts of a scheduled plan: one __syncthreads before every prologue level
 /// ≥ 1; per iteration one before every loop level ≥ 1 (the first is the top-of-iteration
-/// barrier after the pipeline wait; at least one); after the loop one before post level 0 when
-/// it has work and one before every post level ≥ 1.
+/// barrier after the pipeline wait; at least one; with loop groups these are group barriers,
+/// plus one before a stage is refilled); after the loop one before post level 0 when it has
+/// work, one more when it runs in two steps (finalize_in_two_steps), and one before every post
+/// level ≥ 1. Rowwise kernels count one barrier per block-wide row reduction.
 void count_barriers(KernelPlan& plan);
 
 }  // namespace strata

@@ -38,7 +38,7 @@ namespace emu {
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-enum class Collective { Shuffle, LdMatrix, Mma };
+enum class Collective { Shuffle, LdMatrix, Mma, SyncWarp };
 
 struct Copy {
   void* dst;
@@ -73,6 +73,9 @@ struct Block {
   std::vector<Warp> warps;
   int barrier_arrived = 0;
   unsigned barrier_gen = 0;
+  int named_arrived[16] = {};  // named barriers 1..15 (bar.sync id, count)
+  int named_count[16] = {};
+  unsigned named_gen[16] = {};
   int current = -1;
   long progress = 0;
   ucontext_t scheduler;
@@ -121,6 +124,26 @@ inline void syncthreads() {
   while (b->barrier_gen == gen) yield();
 }
 
+/// bar.sync id, count: waits until `count` threads have arrived at named barrier `id`.
+inline void named_barrier(int id, int count) {
+  Block* b = current_block();
+  if (id < 1 || id > 15) fail("named barrier id outside 1..15");
+  if (count % 32 != 0 || count > b->nthreads) fail("named barrier count");
+  b->progress++;
+  if (b->named_arrived[id] == 0) {
+    b->named_count[id] = count;
+  } else if (b->named_count[id] != count) {
+    fail("threads arrived at one named barrier with different counts");
+  }
+  unsigned gen = b->named_gen[id];
+  if (++b->named_arrived[id] == count) {
+    b->named_arrived[id] = 0;
+    b->named_gen[id]++;
+    return;
+  }
+  while (b->named_gen[id] == gen) yield();
+}
+
 inline int linear_tid() {
   Block* b = current_block();
   return b->current;
@@ -167,6 +190,12 @@ inline float shfl_xor(float v, int mask) {
   float r;
   std::memcpy(&r, &bits, 4);
   return r;
+}
+
+/// __syncwarp(): all 32 lanes of the warp meet (a collective without data).
+inline void syncwarp() {
+  u64 in = 0, out = 0;
+  collective(Collective::SyncWarp, 0, &in, 1, &out, 1, [](u64(*)[8], u64(*)[8]) {});
 }
 
 inline unsigned short load16(const void* p, int e) {

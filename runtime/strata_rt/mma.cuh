@@ -17,6 +17,7 @@
 
 #include "strata_rt/copy.cuh"
 #include "strata_rt/core.cuh"
+#include "strata_rt/reduce.cuh"
 
 namespace strata_rt {
 
@@ -153,6 +154,162 @@ STRATA_DEVICE void warp_mma(const T* A, const T* B, float (&acc)[MT][NT][4], int
 #pragma unroll 4
     for (int s = 0; s < kSteps; ++s) step(s * 16);
   }
+}
+
+/// The 32-bit register holding (lo, hi) narrowed to the 16-bit type T (lo in the low half).
+template <class T>
+STRATA_DEVICE u32 pack2(float lo, float hi) {
+  u32 r;
+  if constexpr (is_same<T, __nv_bfloat16>::value) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+#if defined(STRATA_RT_EMULATE)
+    std::memcpy(&r, &h, 4);
+#else
+    r = *reinterpret_cast<u32*>(&h);
+#endif
+  } else {
+    __half2 h = __floats2half2_rn(lo, hi);
+#if defined(STRATA_RT_EMULATE)
+    std::memcpy(&r, &h, 4);
+#else
+    r = *reinterpret_cast<u32*>(&h);
+#endif
+  }
+  return r;
+}
+
+/// A fragments of the warp's MT row tiles (tm0 …) over all of K: af[i][s] is the A operand of
+/// k-step s (columns 16s … 16s+15). For a loop-invariant A read once before the loop.
+template <class S, class T, int MT>
+STRATA_DEVICE void warp_load_a(const T* A, u32 (&af)[MT][S::K / 16][4], int tm0) {
+  const int lane = threadIdx.x & 31;
+  const int batch = tm0 / S::MTILES, mi0 = tm0 % S::MTILES;
+  const T* a = A + batch * S::SA;
+  const int half8 = (lane >> 4) * 8;
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    int r = (mi0 + i) * 16 + (lane & 15);
+    r = r < S::M ? r : S::M - 1;
+#pragma unroll
+    for (int s = 0; s < S::K / 16; ++s)
+      ldmatrix_x4(af[i][s], a + r * S::LDA + swizzle_col<S::SWA>(r, s * 16 + half8));
+  }
+}
+
+/// B fragments of k-step k0 (rows k0 … k0+15) for column tiles tn0 … tn0+NT-1.
+template <class S, class T, int NT>
+STRATA_DEVICE void warp_load_b(const T* b, u32 (&bf)[NT][2], int k0, int tn0) {
+  const int lane = threadIdx.x & 31;
+  const int k = k0 + (lane & 15), half8 = (lane >> 4) * 8;
+#pragma unroll
+  for (int j = 0; j + 1 < NT; j += 2) {
+    const int n = (tn0 + j) * 8 + half8;
+    u32 r[4];
+    ldmatrix_x4_trans(r, b + k * S::LDB + swizzle_col<S::SWB>(k, n));
+    bf[j][0] = r[0];
+    bf[j][1] = r[1];
+    bf[j + 1][0] = r[2];
+    bf[j + 1][1] = r[3];
+  }
+  if constexpr (NT % 2 == 1) {
+    const int n = (tn0 + NT - 1) * 8;
+    ldmatrix_x2_trans(bf[NT - 1], b + k * S::LDB + swizzle_col<S::SWB>(k, n));
+  }
+}
+
+/// acc += A · B with the warp's A fragments in registers (from warp_load_a).
+template <class S, class T, int MT, int NT>
+STRATA_DEVICE void warp_mma_rega(const u32 (&af)[MT][S::K / 16][4], const T* B,
+                                 float (&acc)[MT][NT][4], int tm0, int tn0) {
+  const int batch = tm0 / S::MTILES;
+  const T* b = B + batch * S::SB;
+#pragma unroll
+  for (int s = 0; s < S::K / 16; ++s) {
+    u32 bf[NT][2];
+    warp_load_b<S, T, NT>(b, bf, s * 16, tn0);
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) mma_16816<T>(acc[i][j], af[i][s], bf[j]);
+  }
+}
+
+/// acc += A · B where A is the f32 C-fragment result of a previous matmul of this warp over
+/// the same row tiles and all K / 8 column tiles (kept in registers, FlashAttention style):
+/// the C fragments of column tiles 2s and 2s+1, narrowed to T, are exactly the A fragment of
+/// k-step s of m16n8k16.
+template <class S, class T, int MT, int NT>
+STRATA_DEVICE void warp_mma_chained(const float (&c)[MT][S::K / 8][4], const T* B,
+                                    float (&acc)[MT][NT][4], int tm0, int tn0) {
+  const int batch = tm0 / S::MTILES;
+  const T* b = B + batch * S::SB;
+#pragma unroll
+  for (int s = 0; s < S::K / 16; ++s) {
+    u32 bf[NT][2];
+    warp_load_b<S, T, NT>(b, bf, s * 16, tn0);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      const u32 a[4] = {pack2<T>(c[i][2 * s][0], c[i][2 * s][1]),
+                        pack2<T>(c[i][2 * s][2], c[i][2 * s][3]),
+                        pack2<T>(c[i][2 * s + 1][0], c[i][2 * s + 1][1]),
+                        pack2<T>(c[i][2 * s + 1][2], c[i][2 * s + 1][3])};
+#pragma unroll
+      for (int j = 0; j < NT; ++j) mma_16816<T>(acc[i][j], a, bf[j]);
+    }
+  }
+}
+
+/// Calls f(batch, row, col, v0, v1) with references to every pair of adjacent elements this
+/// lane holds, padding rows included (their row index is clamped to M-1, so operand reads stay
+/// in range; their values are never stored).
+template <class S, int MT, int NT, class F>
+STRATA_DEVICE void mma_transform(float (&acc)[MT][NT][4], int tm0, int tn0, F&& f) {
+  const int lane = threadIdx.x & 31;
+  const int batch = tm0 / S::MTILES, mi0 = tm0 % S::MTILES;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = (mi0 + i) * 16 + (lane >> 2) + 8 * h;
+        const int c = (tn0 + j) * 8 + (lane & 3) * 2;
+        f(batch, r < S::M ? r : S::M - 1, c, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+      }
+}
+
+/// rs[i][h] += this lane's part of the sum over columns of row (lane / 4 + 8h) of row tile i
+/// (of the squares when SQUARES). The four lanes of a quad hold the parts of one row: reduce
+/// them with mma_row_reduce.
+template <bool SQUARES, int MT, int NT>
+STRATA_DEVICE void mma_row_sums(const float (&acc)[MT][NT][4], float (&rs)[MT][2]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float a = acc[i][j][2 * h], b = acc[i][j][2 * h + 1];
+        rs[i][h] += SQUARES ? a * a + b * b : a + b;
+      }
+}
+
+/// Calls f(batch, row, sum) once per row of the warp's row tiles (rows < M): the quad-reduced
+/// row sums of mma_row_sums, handed to lane 4g of each quad g. All 32 lanes must call it.
+template <class S, int MT, class F>
+STRATA_DEVICE void mma_row_reduce(float (&rs)[MT][2], int tm0, F&& f) {
+  const int lane = threadIdx.x & 31;
+  const int batch = tm0 / S::MTILES, mi0 = tm0 % S::MTILES;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float v = rs[i][h];
+      v += shfl_xor(v, 1);
+      v += shfl_xor(v, 2);
+      const int r = (mi0 + i) * 16 + (lane >> 2) + 8 * h;
+      if ((lane & 3) == 0 && r < S::M) f(batch, r, v);
+    }
 }
 
 /// Calls f(batch, row, col, v0, v1) for each pair of adjacent output elements (row, col) and

@@ -6,6 +6,8 @@
 //   copy.cuh    cp.async tile copies, commit/wait groups, vector global stores
 //   mma.cuh     ldmatrix + mma.sync m16n8k16 block matmul with f32 fragment accumulators
 //   reduce.cuh  team (warp-shuffle) and block-wide sums
+//   sync.cuh    barriers of loop groups (named barriers, __syncwarp), shared atomics
+//   vec.cuh     vector loads of 2–8 elements widened to f32
 //   host.cuh    host-side launch helpers (not for NVRTC)
 //   emulate.h   a CPU emulator of the CUDA execution model, for tests only
 #pragma once
@@ -15,3 +17,5 @@
 #include "strata_rt/math.cuh"
 #include "strata_rt/mma.cuh"
 #include "strata_rt/reduce.cuh"
+#include "strata_rt/sync.cuh"
+#include "strata_rt/vec.cuh"

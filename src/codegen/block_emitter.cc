@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "strata/loop_groups.h"
+#include "strata/register_fusion.h"
 #include "strata/schedule.h"
 
 namespace strata::codegen {
@@ -108,14 +110,23 @@ Status emit_block_kernel(const KernelPlan& plan, const BlockKernelInfo& info,
 }
 
 BlockEmitter::BlockEmitter(const KernelPlan& plan, const BlockKernelInfo& info, CodeWriter& w)
-    : plan_(plan), g_(*plan.graph), info_(info), w_(w) {}
+    : plan_(plan), g_(*plan.graph), info_(info), w_(w), threads_(plan.threads) {}
+
+void BlockEmitter::set_group_scope(bool on) {
+  group_scope_ = on && grouped();
+  tid_ = group_scope_ ? "gtid" : "tid";
+  threads_ = group_scope_ ? plan_.group_threads : plan_.threads;
+}
 
 std::string BlockEmitter::tname(int t) const {
   return identifier("s" + std::to_string(t) + "_", g_.tensor(t).name);
 }
 
 std::string BlockEmitter::tile_ptr(int t) const {
-  return tname(t);
+  const TensorPlan& tp = plan_.tensors[t];
+  const bool priv =
+      tp.home == TensorHome::View ? plan_.tensors[tp.view_of].group_private : tp.group_private;
+  return group_scope_ && priv ? tname(t) + "g" : tname(t);
 }
 
 std::string BlockEmitter::dtype_of(int t) const {
@@ -131,6 +142,13 @@ Access BlockEmitter::access_stage(int t, const std::string& stage) const {
     const TensorPlan& hp = plan_.tensors[tp.view_of];
     a.strides = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
     a.swizzle = hp.layout.swizzle;
+    return a;
+  }
+  if (tp.home == TensorHome::Scale) {
+    // The inverse-RMS vector of a folded norm: dense over the non-normalized indices.
+    Shape vs = g_.tensor(t).shape;
+    vs[g_.op(g_.tensor(t).producer).attrs.dim] = 1;
+    a.strides = dense_strides(vs);
     return a;
   }
   a.strides = tile_strides(g_.tensor(t).shape, tp.layout.ld);
@@ -152,8 +170,12 @@ Status BlockEmitter::emit(const std::string& title) {
   w_.line("// " + title);
   std::istringstream desc(describe_block_graph(plan_) + format_plan(plan_));
   for (std::string l; std::getline(desc, l);) w_.line("//   " + l);
-  std::string sig = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads()) +
-                    ") " + info_.name + "(";
+  // A grid that fills at most one block per SM lets the compiler use every register a block of
+  // this size can have (minimum one block per SM).
+  const std::string bounds =
+      std::to_string(plan_.threads) + (blocks_per_sm(plan_) == 1 ? ", 1" : "");
+  std::string sig =
+      "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + info_.name + "(";
   for (int i = 0; i < g_.num_inputs(); ++i)
     sig += (i ? ", " : "") + std::string("const ") + cuda_type(info_.input_dtypes[i]) +
            "* __restrict__ gin" + std::to_string(i);
@@ -166,9 +188,27 @@ Status BlockEmitter::emit(const std::string& title) {
   w_.line("(void)bx;");
   w_.line("(void)by;");
   w_.line("(void)bz;");
+  if (plan_.rowwise) {
+    Status st = emit_rowwise();
+    w_.close();
+    return st;
+  }
+  if (grouped()) {
+    const int G = plan_.groups, GT = plan_.group_threads, F = g_.forloop();
+    w_.line("// loop groups: " + std::to_string(G) + " groups of " + std::to_string(GT) +
+            " threads; group grp runs iterations grp, grp + " + std::to_string(G) + ", ...");
+    w_.line("const int grp = tid / " + std::to_string(GT) + ", gtid = tid % " + std::to_string(GT) +
+            ";");
+    w_.line("const int n_it = (" + std::to_string(F + G - 1) + " - grp) / " + std::to_string(G) +
+            ";  // iterations of this group");
+  }
   declare_tiles();
+  declare_registers();
   emit_prologue();
-  emit_loop();
+  if (grouped())
+    emit_group_loop();
+  else
+    emit_loop();
   emit_post();
   w_.close();
   return Status::success();
@@ -177,17 +217,23 @@ Status BlockEmitter::emit(const std::string& title) {
 void BlockEmitter::declare_tiles() {
   const int n = static_cast<int>(g_.tensors().size());
   w_.line("// shared-memory tiles (" + std::to_string(plan_.smem_bytes) + " bytes)");
+  auto stored = [](const TensorPlan& tp) {
+    return tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
+           tp.home == TensorHome::Scale;
+  };
   for (int t = 0; t < n; ++t) {
     const TensorPlan& tp = plan_.tensors[t];
-    if (tp.home != TensorHome::Shared && tp.home != TensorHome::Registers) continue;
+    if (!stored(tp)) continue;
     std::string note =
         g_.tensor(t).shape.str() + " " + std::string(dtype_name(tp.dtype)) + ", row stride " +
         std::to_string(tp.layout.ld) + (tp.layout.swizzle ? ", swizzled" : "") +
         (tp.stages > 1 ? ", " + std::to_string(tp.stages) + " stages of " +
                              std::to_string(tp.layout.stage_elems)
                        : "") +
-        (tp.home == TensorHome::Registers ? ", post-loop copy of a register accumulator" : "");
-    w_.line(dtype_of(t) + "* const " + tile_ptr(t) + " = reinterpret_cast<" + dtype_of(t) +
+        (tp.home == TensorHome::Registers ? ", post-loop copy of a register accumulator" : "") +
+        (tp.home == TensorHome::Scale ? ", inverse-RMS vector of a folded rms_norm" : "") +
+        (tp.group_private ? ", one copy per loop group" : "");
+    w_.line(dtype_of(t) + "* const " + tname(t) + " = reinterpret_cast<" + dtype_of(t) +
             "*>(smem + " + std::to_string(tp.offset) + ");  // " + note);
   }
   for (int t = 0; t < n; ++t) {
@@ -195,29 +241,51 @@ void BlockEmitter::declare_tiles() {
     if (tp.home != TensorHome::View) continue;
     const TensorPlan& hp = plan_.tensors[tp.view_of];
     std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
-    w_.line(dtype_of(t) + "* const " + tile_ptr(t) + " = " + tile_ptr(tp.view_of) + " + " +
+    w_.line(dtype_of(t) + "* const " + tname(t) + " = " + tname(tp.view_of) + " + " +
             std::to_string(tp.view_offset * st[tp.view_dim]) + ";  // " + g_.tensor(t).shape.str() +
             " stored in place inside " + g_.tensor_name(tp.view_of));
+  }
+  if (grouped()) {
+    w_.line("// this loop group's copies");
+    for (int t = 0; t < n; ++t) {
+      const TensorPlan& tp = plan_.tensors[t];
+      if (stored(tp) && tp.group_private)
+        w_.line(dtype_of(t) + "* const " + tname(t) + "g = " + tname(t) + " + grp * " +
+                std::to_string(tp.group_elems) + ";");
+    }
+    for (int t = 0; t < n; ++t) {
+      const TensorPlan& tp = plan_.tensors[t];
+      if (tp.home != TensorHome::View || !plan_.tensors[tp.view_of].group_private) continue;
+      w_.line(dtype_of(t) + "* const " + tname(t) + "g = " + tname(tp.view_of) + "g + (" +
+              tname(t) + " - " + tname(tp.view_of) + ");");
+    }
   }
   if (plan_.scratch_bytes > 0)
     w_.line("float* const scratch = reinterpret_cast<float*>(smem + " +
             std::to_string(plan_.scratch_offset) + ");  // block-wide reduction scratch");
+}
+
+void BlockEmitter::declare_registers() {
   // Tensor-core matmul shapes and register accumulators.
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const OpPlan& p = plan_.ops[i];
     if (p.matmul != MatmulPath::TensorCore) continue;
     const BlockOp& op = g_.op(i);
-    Access a = access(op.inputs[0]), b = access(op.inputs[1]);
+    // A chained matmul's A comes from registers: describe it as a dense K-wide tile.
+    const int ta = p.chain_from >= 0 ? -1 : matmul_operand(plan_, i, 0);
+    Access a = ta >= 0 ? access(ta) : Access{}, b = access(matmul_operand(plan_, i, 1));
     const Shape& out = g_.tensor(op.output).shape;
     const int r = out.rank();
     int64_t bt = 1;
     for (int d = 0; d + 2 < r; ++d) bt *= out[d];
     const int64_t k = g_.tensor(op.inputs[0]).shape[r - 1];
+    if (ta < 0) a.strides = {k * out[r - 2], k, 1};
+    const int ra = static_cast<int>(a.strides.size());
     w_.line("using mma" + std::to_string(i) + " = strata_rt::MmaSpec<" + std::to_string(bt) + ", " +
             std::to_string(out[r - 2]) + ", " + std::to_string(out[r - 1]) + ", " +
-            std::to_string(k) + ", " + std::to_string(a.strides[r - 2]) + ", " +
-            std::to_string(r >= 3 ? a.strides[r - 3] : 0) + ", " + (a.swizzle ? "true" : "false") +
-            ", " + std::to_string(b.strides[r - 2]) + ", " +
+            std::to_string(k) + ", " + std::to_string(a.strides[ra - 2]) + ", " +
+            std::to_string(ra >= 3 ? a.strides[ra - 3] : 0) + ", " +
+            (a.swizzle ? "true" : "false") + ", " + std::to_string(b.strides[r - 2]) + ", " +
             std::to_string(r >= 3 ? b.strides[r - 3] : 0) + ", " + (b.swizzle ? "true" : "false") +
             ">;  // op #" + std::to_string(i) +
             ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)");
@@ -230,6 +298,27 @@ void BlockEmitter::declare_tiles() {
       w_.line("strata_rt::mma_zero(" + acc + ");");
     }
   }
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
+    const OpPlan& p = plan_.ops[i];
+    const BlockOp& op = g_.op(i);
+    if (p.rowsum_of >= 0) {
+      const int mt = plan_.ops[p.rowsum_of].tiling.mt;
+      w_.line("float racc" + std::to_string(op.output) + "[" + std::to_string(mt) +
+              "][2] = {};  // this lane's row sums of " + g_.tensor_name(op.output) +
+              " (registers across the loop)");
+    }
+    if (p.register_accum) {
+      const std::string trips = std::to_string(accum_trips(i));
+      if (op.kind == OpKind::AccumSum)
+        w_.line("float racc" + std::to_string(op.output) + "[" + trips + "][" +
+                std::to_string(accum_vec(i)) + "] = {};  // thread-owned chunks of " +
+                g_.tensor_name(op.output) + " (registers across the loop)");
+      else
+        w_.line("float racc" + std::to_string(op.output) + "[" + trips +
+                "] = {};  // per-chunk partial sums of " + g_.tensor_name(op.output) +
+                " (registers across the loop)");
+    }
+  }
 }
 
 void BlockEmitter::emit_zero_accumulators() {
@@ -238,14 +327,49 @@ void BlockEmitter::emit_zero_accumulators() {
     if (op_category(op.kind) != Category::Accum) continue;
     if (op.kind == OpKind::AccumSum && op.attrs.fmap != kReplicate) continue;  // fully overwritten
     const int t = op.output;
-    if (plan_.tensors[t].home != TensorHome::Shared) continue;
+    const TensorPlan& tp = plan_.tensors[t];
+    if (tp.home != TensorHome::Shared) continue;
     const Shape& s = g_.tensor(t).shape;
+    Access a = access(t);
     w_.open("");
-    w_.line("// zero accumulator " + g_.tensor_name(t));
+    w_.line("// zero accumulator " + g_.tensor_name(t) +
+            (tp.group_private ? " (every loop group's copy)" : ""));
+    if (tp.group_private) {
+      w_.line("#pragma unroll 1");
+      w_.open("for (int zg = 0; zg < " + std::to_string(plan_.groups) + "; ++zg)");
+      a.base = "(" + a.base + " + zg * " + std::to_string(tp.group_elems) + ")";
+    }
     w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
-            "; e += " + std::to_string(threads()) + ")");
-    w_.line(access(t).ref(unflatten("e", s)) + " = 0.0f;");
+            "; e += " + std::to_string(plan_.threads) + ")");
+    w_.line(a.ref(unflatten("e", s)) + " = 0.0f;");
     w_.close();
+    if (tp.group_private) w_.close();
+    w_.close();
+  }
+}
+
+void BlockEmitter::loop_barrier() {
+  if (group_scope_)
+    w_.line("strata_rt::group_sync<" + std::to_string(plan_.group_threads) + ">(1 + grp);");
+  else
+    barrier();
+}
+
+void BlockEmitter::emit_load_a_fragments() {
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
+    const OpPlan& p = plan_.ops[i];
+    if (!p.a_in_registers || p.matmul != MatmulPath::TensorCore) continue;
+    const MmaTiling& tl = p.tiling;
+    const int a = matmul_operand(plan_, i, 0);
+    const int64_t k = g_.tensor(g_.op(i).inputs[0]).shape.dims().back();
+    const std::string name = "afrag" + std::to_string(i);
+    w_.line("strata_rt::u32 " + name + "[" + std::to_string(tl.mt) + "][" + std::to_string(k / 16) +
+            "][4];  // A fragments of op #" + std::to_string(i) + " (loop-invariant " +
+            g_.tensor_name(a) + ")");
+    w_.open("if ((" + tid_ + " >> 5) < " + std::to_string(tl.warps_m) + ")");
+    w_.line("strata_rt::warp_load_a<mma" + std::to_string(i) + ", " + cuda_type(plan_.mma_dtype) +
+            ", " + std::to_string(tl.mt) + ">(" + access(a).base + ", " + name + ", (" + tid_ +
+            " >> 5) * " + std::to_string(tl.mt) + ");");
     w_.close();
   }
 }
@@ -257,12 +381,46 @@ void BlockEmitter::emit_prologue() {
     if (g_.op(i).kind != OpKind::Input) continue;
     (plan_.ops[i].phase == Phase::Prologue ? hoisted : piped).push_back(i);
   }
+  bool a_frags = false;
+  for (const OpPlan& p : plan_.ops) a_frags = a_frags || p.a_in_registers;
   w_.line("// ---- prologue");
   emit_zero_accumulators();
   if (!hoisted.empty()) {
     w_.line("// loads of loop-invariant tiles (fmap φ): once, before the loop");
     for (int i : hoisted) emit_load(i, "0", "0");
     w_.line("strata_rt::cp_async_commit();");
+  }
+  const int levels = plan_.num_levels(Phase::Prologue);
+  if (grouped()) {
+    // Each group prefetches its first S iterations; then the whole block waits for the
+    // loop-invariant tiles, runs the prologue levels and meets once before the groups part.
+    set_group_scope(true);
+    w_.line("// pipeline prologue of this loop group: its iterations 0.." + std::to_string(S - 1));
+    for (int s = 0; s < S; ++s) {
+      if (!piped.empty()) {
+        w_.open("if (" + std::to_string(s) + " < n_it)");
+        for (int i : piped)
+          emit_load(i, std::to_string(s), "(grp + " + std::to_string(s * plan_.groups) + ")");
+        w_.close();
+      }
+      w_.line("strata_rt::cp_async_commit();");
+    }
+    set_group_scope(false);
+    if (!hoisted.empty())
+      w_.line("strata_rt::cp_async_wait<" + std::to_string(S) +
+              ">();  // the invariant tiles have landed");
+    for (int l = 1; l < levels; ++l) {
+      barrier();
+      emit_level(Phase::Prologue, l);
+    }
+    w_.line("// zeroed accumulators and invariant tiles are visible to every group");
+    barrier();
+    if (a_frags) {
+      set_group_scope(true);
+      emit_load_a_fragments();
+      set_group_scope(false);
+    }
+    return;
   }
   if (S >= 2 && !piped.empty()) {
     w_.line("// pipeline prologue: prefetch iterations 0.." + std::to_string(S - 2));
@@ -271,13 +429,19 @@ void BlockEmitter::emit_prologue() {
       w_.line("strata_rt::cp_async_commit();");
     }
   }
-  if (!hoisted.empty() && plan_.num_levels(Phase::Prologue) > 1) {
-    w_.line("strata_rt::cp_async_wait<" + std::to_string(S >= 2 && !piped.empty() ? S - 1 : 0) +
+  const int pending = S >= 2 && !piped.empty() ? S - 1 : 0;
+  if (!hoisted.empty() && (levels > 1 || a_frags))
+    w_.line("strata_rt::cp_async_wait<" + std::to_string(pending) +
             ">();  // the invariant tiles have landed");
-    for (int l = 1; l < plan_.num_levels(Phase::Prologue); ++l) {
+  if (!hoisted.empty() && levels > 1) {
+    for (int l = 1; l < levels; ++l) {
       barrier();
       emit_level(Phase::Prologue, l);
     }
+  }
+  if (a_frags) {
+    barrier();
+    emit_load_a_fragments();
   }
 }
 
@@ -321,6 +485,43 @@ void BlockEmitter::emit_loop() {
   w_.line("strata_rt::cp_async_wait<0>();");
 }
 
+void BlockEmitter::emit_group_loop() {
+  const int S = plan_.pipeline_stages, F = g_.forloop(), G = plan_.groups;
+  std::vector<int> piped;
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i)
+    if (g_.op(i).kind == OpKind::Input && plan_.ops[i].phase == Phase::Loop) piped.push_back(i);
+  w_.line("// ---- for-loop: " + std::to_string(F) + " iteration(s) over " + std::to_string(G) +
+          " loop groups, " + std::to_string(S) + "-stage pipeline per group");
+  set_group_scope(true);
+  in_loop_ = true;
+  w_.line("#pragma unroll 1");
+  w_.open("for (int gj = 0; gj < n_it; ++gj)");
+  w_.line("const int it = grp + gj * " + std::to_string(G) + ";");
+  w_.line("(void)it;");
+  w_.line("const int stage = gj % " + std::to_string(S) + ";");
+  w_.line("(void)stage;");
+  w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 1) +
+          ">();  // this group's iteration gj has landed");
+  loop_barrier();
+  for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
+    if (l > 1) loop_barrier();
+    emit_level(Phase::Loop, l);
+  }
+  w_.line("// every thread of the group is done with this stage: refill it");
+  loop_barrier();
+  if (!piped.empty()) {
+    w_.open("if (gj + " + std::to_string(S) + " < n_it)");
+    w_.line("const int next = it + " + std::to_string(S * G) + ";");
+    for (int i : piped) emit_load(i, "stage", "next");
+    w_.close();
+  }
+  w_.line("strata_rt::cp_async_commit();");
+  w_.close();
+  in_loop_ = false;
+  set_group_scope(false);
+  w_.line("strata_rt::cp_async_wait<0>();");
+}
+
 void BlockEmitter::emit_post() {
   w_.line("// ---- after the loop");
   barrier();
@@ -335,58 +536,6 @@ void BlockEmitter::emit_post() {
 void BlockEmitter::emit_level(Phase phase, int level) {
   const auto& ops = plan_.levels[static_cast<int>(phase)][level];
   for (int i : ops) emit_op(i);
-}
-
-void BlockEmitter::emit_finalize() {
-  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
-    const BlockOp& op = g_.op(i);
-    if (op_category(op.kind) != Category::Accum) continue;
-    const int t = op.output;
-    const Shape& s = g_.tensor(t).shape;
-    Access a = access(t);
-    if (plan_.tensors[t].home == TensorHome::Registers) {
-      const int m = g_.tensor(op.inputs[0]).producer;
-      const MmaTiling& tl = plan_.ops[m].tiling;
-      w_.open("");
-      w_.line("// " + g_.tensor_name(t) + ": register fragments -> shared memory");
-      w_.line("const int warp = tid >> 5;");
-      w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
-      w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
-              std::to_string(tl.warps_n) + ";");
-      std::vector<std::string> oidx = unflatten("b", [&] {
-        std::vector<int64_t> bd;
-        for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
-        return Shape::make(bd).value();
-      }());
-      oidx.push_back("r");
-      oidx.push_back("c");
-      w_.line("strata_rt::mma_epilogue<mma" + std::to_string(m) + ", " + std::to_string(tl.mt) +
-              ", " + std::to_string(tl.nt) + ">(racc" + std::to_string(t) + ", wm * " +
-              std::to_string(tl.mt) + ", wn * " + std::to_string(tl.nt) +
-              ", [&](int b, int r, int c, float v0, float v1) {");
-      w_.line("  (void)b;");
-      w_.line("  strata_rt::store2(&" + a.ref(oidx) + ", v0, v1);");
-      w_.line("});");
-      w_.close();
-      w_.close();
-      continue;
-    }
-    if (op.kind != OpKind::AccumMeanLd && op.kind != OpKind::AccumRmsLd) continue;
-    const Shape& in = g_.tensor(op.inputs[0]).shape;
-    const int64_t count = int64_t{g_.forloop()} * in[in.rank() - 1];
-    w_.open("");
-    w_.line("// finalize " + g_.tensor_name(t) + ": " + std::string(op_name(op.kind)) + " over " +
-            std::to_string(count) + " elements per row");
-    w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
-            "; e += " + std::to_string(threads()) + ")");
-    std::string ref = a.ref(unflatten("e", s));
-    if (op.kind == OpKind::AccumMeanLd)
-      w_.line(ref + " = " + ref + " / " + float_lit(static_cast<double>(count)) + ";");
-    else
-      w_.line(ref + " = sqrtf(" + ref + " / " + float_lit(static_cast<double>(count)) + ");");
-    w_.close();
-    w_.close();
-  }
 }
 
 void BlockEmitter::emit_load(int i, const std::string& stage, const std::string& iter) {
@@ -434,11 +583,11 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   if (trips <= 16) {
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-    w_.line("const int c = tid + k * " + std::to_string(threads()) + ";");
+    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
     if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
   } else {
-    w_.open("for (int c = tid; c < " + std::to_string(n) + "; c += " + std::to_string(threads()) +
-            ")");
+    w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
+            "; c += " + std::to_string(threads()) + ")");
   }
   std::vector<std::string> idx = unflatten("c", chunks);
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
@@ -485,11 +634,11 @@ void BlockEmitter::emit_save(int i) {
   if (trips <= 16) {
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-    w_.line("const int c = tid + k * " + std::to_string(threads()) + ";");
+    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
     if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
   } else {
-    w_.open("for (int c = tid; c < " + std::to_string(n) + "; c += " + std::to_string(threads()) +
-            ")");
+    w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
+            "; c += " + std::to_string(threads()) + ")");
   }
   std::vector<std::string> idx = unflatten("c", chunks);
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);

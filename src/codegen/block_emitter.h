@@ -51,17 +51,45 @@ class BlockEmitter {
   Status emit(const std::string& title);
 
  private:
-  // block_emitter.cc: kernel structure, loads, savers, accumulator finalization.
+  // block_emitter.cc: kernel structure, loads, savers.
   void declare_tiles();
+  void declare_registers();
   void emit_prologue();
   void emit_loop();
+  void emit_group_loop();
   void emit_post();
   void emit_level(Phase phase, int level);
   void emit_load(int op, const std::string& stage, const std::string& iter);
   void emit_save(int op);
-  void emit_finalize();
   void emit_zero_accumulators();
+  void emit_load_a_fragments();
   void barrier();
+  /// The loop's barrier: __syncthreads, or the group's barrier with loop groups.
+  void loop_barrier();
+
+  // block_finalize.cc: after the loop, accumulators from registers, loop groups' partials,
+  // means and RMS values.
+  void emit_finalize();
+  void emit_dump_fragments(int acc);
+  void emit_dump_rowsums(int acc);
+  void emit_dump_register_accum(int acc);
+  void emit_sum_partials(int acc, bool finalize);
+  void emit_finalize_shared(int acc);
+
+  // block_chain.cc: register accumulators of non-matmul accumulators, matmul chains.
+  void emit_register_accum(int op);
+  void emit_matmul_chain(int op);
+  /// Statements scaling the matmul result pair (v0, v1) at (b, r, c) by the inverse-RMS
+  /// vectors of norms folded into matmul `op`.
+  void emit_matmul_scales(int op, bool pair);
+  /// Chunk width and chunks per thread of a register accumulator.
+  int64_t accum_vec(int op) const;
+  int64_t accum_trips(int op) const;
+  /// Whether chunks of `vec` elements of tensor t can be read with vector loads.
+  bool vector_readable(int t, int64_t vec) const;
+
+  // block_rowwise.cc: rowwise kernels.
+  Status emit_rowwise();
 
   // block_ops.cc: the compute ops.
   void emit_op(int op);
@@ -88,13 +116,21 @@ class BlockEmitter {
   std::string tile_ptr(int tensor) const;
   std::string tname(int tensor) const;
   std::string dtype_of(int tensor) const;
-  int threads() const { return plan_.threads; }
+  /// Threads cooperating on the code being emitted (the block, or one loop group).
+  int threads() const { return threads_; }
+  bool grouped() const { return plan_.groups > 1; }
+  /// Enters (true) or leaves the code of one loop group: thread index `gtid`, group threads,
+  /// group copies of tiles.
+  void set_group_scope(bool on);
 
   const KernelPlan& plan_;
   const BlockGraph& g_;
   const BlockKernelInfo& info_;
   CodeWriter& w_;
-  bool in_loop_ = false;    ///< emitting inside the for-loop (pipelined tiles use `stage`)
+  bool in_loop_ = false;      ///< emitting inside the for-loop (pipelined tiles use `stage`)
+  bool group_scope_ = false;  ///< emitting code of one loop group (group copies, `gtid`)
+  std::string tid_ = "tid";   ///< the thread index variable of the code being emitted
+  int threads_ = 0;
   int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
 };
 

@@ -3,21 +3,24 @@
 #include <algorithm>
 
 #include "block_emitter.h"
+#include "strata/register_fusion.h"
 
 namespace strata::codegen {
 namespace {
 
 /// Opens a loop over `var` in [0, n) distributed over the block's threads; the caller closes it.
-void open_thread_loop(CodeWriter& w, const std::string& var, int64_t n, int threads) {
+void open_thread_loop(CodeWriter& w, const std::string& var, int64_t n, int threads,
+                      const std::string& tid) {
   const int64_t trips = (n + threads - 1) / threads;
   if (trips <= 8) {
     w.line("#pragma unroll");
     w.open("for (int " + var + "_k = 0; " + var + "_k < " + std::to_string(trips) + "; ++" + var +
            "_k)");
-    w.line("const int " + var + " = tid + " + var + "_k * " + std::to_string(threads) + ";");
+    w.line("const int " + var + " = " + tid + " + " + var + "_k * " + std::to_string(threads) +
+           ";");
     if (n % threads != 0) w.line("if (" + var + " >= " + std::to_string(n) + ") break;");
   } else {
-    w.open("for (int " + var + " = tid; " + var + " < " + std::to_string(n) + "; " + var +
+    w.open("for (int " + var + " = " + tid + "; " + var + " < " + std::to_string(n) + "; " + var +
            " += " + std::to_string(threads) + ")");
   }
 }
@@ -35,7 +38,11 @@ void BlockEmitter::emit_op(int i) {
   const OpPlan& p = plan_.ops[i];
   switch (op_category(op.kind)) {
     case Category::Matmul:
-      emit_matmul(i);
+      if (p.chain_from >= 0) return;  // computed by the first matmul of its chain
+      if (p.chain_into >= 0)
+        emit_matmul_chain(i);
+      else
+        emit_matmul(i);
       return;
     case Category::Unary:
     case Category::Binary:
@@ -52,8 +59,11 @@ void BlockEmitter::emit_op(int i) {
     case Category::Accum: {
       const int src = g_.tensor(op.inputs[0]).producer;
       if (plan_.ops[src].accumulate_into == i) return;  // done from the matmul's fragments
+      if (p.rowsum_of >= 0) return;                     // done from the chain's row sums
       if (plan_.tensors[op.output].home == TensorHome::View) return;  // F = 1: the input itself
-      if (is_reduction(op))
+      if (p.register_accum)
+        emit_register_accum(i);
+      else if (is_reduction(op))
         emit_reduction(i);
       else
         emit_accumulate(i);
@@ -103,7 +113,7 @@ void BlockEmitter::emit_elementwise(int i) {
   w_.open("");
   w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
           std::string(op_name(op.kind)) + " (elementwise, shared memory)");
-  open_thread_loop(w_, "e", out.numel(), threads());
+  open_thread_loop(w_, "e", out.numel(), threads(), tid_);
   std::vector<std::string> idx = unflatten("e", out);
   std::vector<std::string> vals;
   for (size_t k = 0; k < op.inputs.size(); ++k) {
@@ -124,7 +134,9 @@ void BlockEmitter::emit_reduction(int i) {
   const Shape& in = g_.tensor(x).shape;
   const ReductionShape rs = reduction_shape(op, in);
   const int64_t group = rs.group(), outs = rs.outputs();
-  const int team = reduction_team(group, outs, threads());
+  int team = reduction_team(group, outs, threads());
+  if (team == 0 && group_scope_) team = 32;  // a loop group never reduces block-wide
+  const bool folded = plan_.ops[i].fold_into >= 0;
   const bool squares = op.kind == OpKind::RmsNorm || op.kind == OpKind::AccumRmsLd;
   const bool norm = op_category(op.kind) == Category::Norm;
   const bool accumulate = op_category(op.kind) == Category::Accum;
@@ -135,17 +147,17 @@ void BlockEmitter::emit_reduction(int i) {
   w_.open("");
   w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
           " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + ") over dim " +
-          std::to_string(rs.dim) + ": " + std::to_string(outs) + " output(s) of " +
-          std::to_string(group) + " element(s), " +
+          std::to_string(rs.dim) + (folded ? " (inverse RMS only: folded into a matmul)" : "") +
+          ": " + std::to_string(outs) + " output(s) of " + std::to_string(group) + " element(s), " +
           (team == 0 ? std::string("block-wide") : std::to_string(team) + " lane(s) each"));
   const std::string lanes = team == 0 ? std::to_string(threads()) : std::to_string(team);
-  const std::string lane = team == 0 ? "tid" : "lane";
+  const std::string lane = team == 0 ? tid_ : "lane";
   if (team == 0) {
     w_.line("#pragma unroll 1");
     w_.open("for (int o = 0; o < " + std::to_string(outs) + "; ++o)");
     w_.line("const bool active = true;");
   } else {
-    w_.line("const int lane = tid % " + lanes + ", team = tid / " + lanes + ";");
+    w_.line("const int lane = " + tid_ + " % " + lanes + ", team = " + tid_ + " / " + lanes + ";");
     const int teams = threads() / team;
     w_.line("#pragma unroll 1");
     w_.open("for (int o0 = 0; o0 < " + std::to_string(outs) + "; o0 += " + std::to_string(teams) +
@@ -168,7 +180,13 @@ void BlockEmitter::emit_reduction(int i) {
     w_.line("acc = strata_rt::block_sum<" + std::to_string(threads()) + ">(acc, scratch);");
   else if (team > 1)
     w_.line("acc = strata_rt::team_sum<" + lanes + ">(acc);");
-  if (norm) {
+  if (folded) {
+    // Folded into a matmul: only the inverse RMS is stored (the matmul scales its result).
+    w_.open("if (active && " + lane + " == 0)");
+    w_.line(ya.ref(oidx) + " = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
+            ");");
+    w_.close();
+  } else if (norm) {
     w_.open("if (active)");
     w_.line("const float inv = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
             ");");
@@ -210,7 +228,7 @@ void BlockEmitter::emit_concat(int i) {
     if (xp.home == TensorHome::View && xp.view_of == t) {
       w_.line("// " + g_.tensor_name(x) + " is stored in place: nothing to copy");
     } else {
-      open_thread_loop(w_, "e" + std::to_string(k), xs.numel(), threads());
+      open_thread_loop(w_, "e" + std::to_string(k), xs.numel(), threads(), tid_);
       std::vector<std::string> idx = unflatten("e" + std::to_string(k), xs);
       std::vector<std::string> yidx = idx;
       if (at != 0) yidx[dim] = paren(idx[dim]) + " + " + std::to_string(at);
@@ -234,7 +252,7 @@ void BlockEmitter::emit_accumulate(int i) {
                ? " += " + g_.tensor_name(x)
                : " [iteration it along dim " + std::to_string(op.attrs.fmap) +
                      "] = " + g_.tensor_name(x)));
-  open_thread_loop(w_, "e", xs.numel(), threads());
+  open_thread_loop(w_, "e", xs.numel(), threads(), tid_);
   std::vector<std::string> idx = unflatten("e", xs);
   const std::string value = operand_value(x, xs, idx);
   if (op.attrs.fmap == kReplicate) {
@@ -268,6 +286,7 @@ void BlockEmitter::emit_matmul_sink(int i, bool pair) {
   idx1.back() = "c + 1";
   const int nvals = pair ? 2 : 1;
   const std::vector<std::string>* at[2] = {&idx, &idx1};
+  emit_matmul_scales(i, pair);
   if (p.accumulate_into >= 0) {
     Access acc = access(g_.op(p.accumulate_into).output);
     if (pair) {
@@ -308,7 +327,7 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   const MmaTiling& tl = p.tiling;
   const std::string spec = "mma" + std::to_string(i);
   const std::string T = cuda_type(plan_.mma_dtype);
-  Access a = access(op.inputs[0]), b = access(op.inputs[1]);
+  Access a = access(matmul_operand(plan_, i, 0)), b = access(matmul_operand(plan_, i, 1));
   const bool regs = p.accumulate_into >= 0 &&
                     plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers;
   w_.open("");
@@ -321,16 +340,40 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
            : p.accumulate_into >= 0 ? ", added into the shared accumulator"
            : p.epilogue >= 0        ? ", epilogue op #" + std::to_string(p.epilogue)
                                     : ""));
-  w_.line("const int warp = tid >> 5;");
+  w_.line("const int warp = " + tid_ + " >> 5;");
   w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
   w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
           std::to_string(tl.warps_n) + ";");
   const std::string A = a.base, B = b.base;
-  if (regs) {
+  if (regs && p.scale_a < 0 && p.scale_b < 0) {
     w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + std::to_string(tl.mt) + ", " +
             std::to_string(tl.nt) + ">(" + A + ", " + B + ", racc" +
             std::to_string(g_.op(p.accumulate_into).output) + ", wm * " + std::to_string(tl.mt) +
             ", wn * " + std::to_string(tl.nt) + ");");
+  } else if (regs) {
+    // A folded norm scales this iteration's product before it is added.
+    const std::string mt = std::to_string(tl.mt), nt = std::to_string(tl.nt);
+    const std::string tm = "wm * " + mt, tn = "wn * " + nt;
+    const std::string racc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
+    w_.line("float acc[" + mt + "][" + nt + "][4];");
+    w_.line("strata_rt::mma_zero(acc);");
+    w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + mt + ", " + nt + ">(" + A + ", " + B +
+            ", acc, " + tm + ", " + tn + ");");
+    w_.line("strata_rt::mma_transform<" + spec + ", " + mt + ", " + nt + ">(acc, " + tm + ", " +
+            tn + ", [&](int b, int r, int c, float& v0, float& v1) {");
+    w_.open("");
+    w_.line("(void)b;");
+    emit_matmul_scales(i, true);
+    w_.close("");
+    w_.line("});");
+    w_.line("#pragma unroll");
+    w_.open("for (int x = 0; x < " + mt + "; ++x)");
+    w_.line("#pragma unroll");
+    w_.open("for (int y = 0; y < " + nt + "; ++y)");
+    w_.line("#pragma unroll");
+    w_.line("for (int z = 0; z < 4; ++z) " + racc + "[x][y][z] += acc[x][y][z];");
+    w_.close();
+    w_.close();
   } else {
     const bool loop_m = tl.chunk_mt < tl.mt, loop_n = tl.chunk_nt < tl.nt;
     if (loop_m) {
@@ -373,12 +416,12 @@ void BlockEmitter::emit_matmul_simt(int i) {
   const Shape& out = g_.tensor(op.output).shape;
   const int r = out.rank();
   const int64_t k = g_.tensor(op.inputs[0]).shape[r - 1];
-  Access a = access(op.inputs[0]), b = access(op.inputs[1]);
+  Access a = access(matmul_operand(plan_, i, 0)), b = access(matmul_operand(plan_, i, 1));
   w_.open("");
   w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " + out.str() +
           " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) +
           "): SIMT, one output element per thread and step");
-  open_thread_loop(w_, "e", out.numel(), threads());
+  open_thread_loop(w_, "e", out.numel(), threads(), tid_);
   const Shape bs = batch_shape(out);
   int64_t mn = out[r - 2] * out[r - 1];
   w_.line("const int b = e / " + std::to_string(mn) + ", r = e / " + std::to_string(out[r - 1]) +

@@ -160,7 +160,7 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
         L.threads = plan->threads;
         L.smem = plan->smem_bytes;
         result.kernels.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
-                                  plan->pipeline_stages});
+                                  plan->pipeline_stages, plan->groups, format_plan(*plan)});
       }
     }
     if (!body) {
@@ -170,7 +170,8 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
       L.grid = {static_cast<int>(pl.blocks), 1, 1};
       L.threads = pl.threads;
       L.smem = 0;
-      result.kernels.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0, 0});
+      result.kernels.push_back(
+          {L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0, 0, 1, std::string()});
     }
     L.comment = "kernel op #" + std::to_string(i) + ": " + std::string(op_name(op.kind));
     launches.push_back(std::move(L));

@@ -6,6 +6,7 @@
 
 #include "strata/layout.h"
 #include "strata/memory_plan.h"
+#include "strata/register_fusion.h"
 #include "strata/schedule.h"
 
 namespace strata {
@@ -30,7 +31,9 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
   // clang-format off
   static const Step kPasses[] = {
       {"schedule_block_ops", schedule_block_ops},
+      {"fold_norms_into_matmuls", fold_norms_into_matmuls},
       {"fuse_matmul_epilogues", fuse_matmul_epilogues},
+      {"chain_matmuls", chain_matmuls},
       {"inline_elementwise_ops", inline_elementwise_ops},
       {"schedule_block_ops", schedule_block_ops},
       {"choose_layouts", choose_layouts},

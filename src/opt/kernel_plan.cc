@@ -30,6 +30,10 @@ const char* home_name(TensorHome h) {
       return "view";
     case TensorHome::Inline:
       return "inline";
+    case TensorHome::Scale:
+      return "scale";
+    case TensorHome::Owned:
+      return "owned";
   }
   return "?";
 }
@@ -114,10 +118,13 @@ std::string format_plan(const KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   std::ostringstream os;
   os << "kernel plan: grid (" << g.grid().x << ", " << g.grid().y << ", " << g.grid().z << "), "
-     << plan.threads << " threads, forloop " << g.forloop() << ", " << plan.pipeline_stages
-     << " pipeline stage(s), " << plan.smem_bytes
-     << " bytes of shared memory, barriers: " << plan.barriers_prologue << " prologue, "
-     << plan.barriers_per_iteration << " per iteration, " << plan.barriers_post << " post\n";
+     << plan.threads << " threads";
+  if (plan.groups > 1) os << " in " << plan.groups << " loop groups of " << plan.group_threads;
+  if (plan.rowwise) os << " (rowwise)";
+  os << ", forloop " << g.forloop() << ", " << plan.pipeline_stages << " pipeline stage(s), "
+     << plan.smem_bytes << " bytes of shared memory, barriers: " << plan.barriers_prologue
+     << " prologue, " << plan.barriers_per_iteration << " per iteration, " << plan.barriers_post
+     << " post\n";
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const BlockOp& op = g.op(static_cast<int>(i));
     const OpPlan& p = plan.ops[i];
@@ -134,6 +141,14 @@ std::string format_plan(const KernelPlan& plan) {
     if (p.accumulate_into >= 0) os << " accumulates into op #" << p.accumulate_into;
     if (p.inline_into >= 0) os << " inlined into op #" << p.inline_into;
     if (p.in_place) os << " in place";
+    if (p.chain_into >= 0) os << " chained into op #" << p.chain_into;
+    if (p.chain_from >= 0) os << " A from op #" << p.chain_from << " in registers";
+    if (p.a_in_registers) os << " A fragments in registers";
+    if (p.rowsum_of >= 0) os << " from row sums of op #" << p.rowsum_of;
+    if (p.fold_into >= 0) os << " folded into op #" << p.fold_into;
+    if (p.scale_a >= 0) os << " rows scaled by op #" << p.scale_a;
+    if (p.scale_b >= 0) os << " columns scaled by op #" << p.scale_b;
+    if (p.register_accum) os << " in registers per thread";
     os << "\n";
   }
   for (size_t t = 0; t < g.tensors().size(); ++t) {
@@ -144,9 +159,11 @@ std::string format_plan(const KernelPlan& plan) {
     if (tp.home == TensorHome::View)
       os << " in " << g.tensor_name(tp.view_of) << " at dim " << tp.view_dim << " +"
          << tp.view_offset;
-    if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers) {
+    if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
+        tp.home == TensorHome::Scale) {
       os << " ld " << tp.layout.ld << (tp.layout.swizzle ? " swizzled" : "");
       if (tp.stages > 1) os << " x" << tp.stages << " stages";
+      if (tp.group_private) os << " per group";
       if (tp.offset >= 0) os << " @" << tp.offset << "+" << tp.bytes;
       os << " live [" << tp.live_begin << ", " << tp.live_end << "]";
     }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "strata/loop_groups.h"
+#include "strata/register_fusion.h"
+#include "strata/rowwise.h"
 #include "strata/schedule.h"
 
 namespace strata {
@@ -96,13 +99,15 @@ bool tensor_core_eligible(const KernelPlan& plan, int id) {
 
 namespace {
 
-/// Whether every fragment-fed accumulator gets a register tiling with `warps` warps.
+/// Whether every fragment-fed accumulator (outside matmul chains) gets a register tiling with
+/// `warps` warps.
 bool register_accumulators_fit(const KernelPlan& plan, int warps) {
   const BlockGraph& g = *plan.graph;
   int budget = plan.options.register_accum_floats;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const OpPlan& p = plan.ops[i];
-    if (p.accumulate_into < 0 || !tensor_core_eligible(plan, i)) continue;
+    if (p.accumulate_into < 0 || p.chain_from >= 0 || !tensor_core_eligible(plan, i)) continue;
+    if (budget <= 0) return false;
     const Shape& out = g.tensor(g.op(i).output).shape;
     MmaTiling t;
     if (!choose_tiling(batch_count(out), out[out.rank() - 2], out[out.rank() - 1], warps,
@@ -113,35 +118,120 @@ bool register_accumulators_fit(const KernelPlan& plan, int warps) {
   return true;
 }
 
-/// Threads per block: PlanOptions::threads when set; else the block graph's, raised (up to 512)
-/// until every fragment-fed accumulator fits in registers for kernels with tensor-core
-/// matmuls, or until no tile has more than 8 elements per thread for the others.
-int choose_threads(const KernelPlan& plan) {
+/// Row tiles of a matmul output and tiles per batch.
+void row_tiles(const Shape& out, int64_t& rt, int64_t& mtiles) {
+  mtiles = (out[out.rank() - 2] + 15) / 16;
+  rt = batch_count(out) * mtiles;
+}
+
+/// The warp layout of a matmul chain m1 → m2: `warps` warps (W) each own mt whole row tiles of
+/// both products. With fixed_warps > 0 at most that many warps; else at most 16. Returns
+/// false when no layout keeps the chain's registers within 2 × register_accum_floats.
+bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, int& mt) {
   const BlockGraph& g = *plan.graph;
-  if (plan.options.threads > 0) return plan.options.threads;
-  int threads = g.block_threads();
-  bool tensor_cores = false;
-  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
-    tensor_cores = tensor_cores || tensor_core_eligible(plan, i);
-  if (tensor_cores) {
+  const int m2 = plan.ops[m1].chain_into;
+  const Shape& s1 = g.tensor(g.op(m1).output).shape;
+  const Shape& s2 = g.tensor(g.op(m2).output).shape;
+  int64_t rt = 0, mtiles = 0;
+  row_tiles(s1, rt, mtiles);
+  const int64_t nt = s1[s1.rank() - 1] / 8 + s2[s2.rank() - 1] / 8;
+  const int max_warps = fixed_warps > 0 ? fixed_warps : 16;
+  for (int64_t m : divisors(mtiles)) {
+    if (rt / m > max_warps) continue;
+    if (m * nt * 4 > 2 * plan.options.register_accum_floats) return false;
+    warps = static_cast<int>(rt / m);
+    mt = static_cast<int>(m);
+    return true;
+  }
+  return false;
+}
+
+void unchain(KernelPlan& plan, int m1) {
+  const int m2 = plan.ops[m1].chain_into;
+  if (m2 < 0) return;
+  plan.ops[m1].chain_into = -1;
+  plan.ops[m2].chain_from = -1;
+  for (OpPlan& p : plan.ops)
+    if (p.rowsum_of == m1) p.rowsum_of = -1;
+}
+
+bool any_tensor_cores(const KernelPlan& plan) {
+  for (int i = 0; i < static_cast<int>(plan.graph->ops().size()); ++i)
+    if (tensor_core_eligible(plan, i)) return true;
+  return false;
+}
+
+/// Threads of one loop group (or of the block without groups): PlanOptions::threads when set;
+/// matmul chains need one warp per `mt` row tiles; other tensor-core kernels are raised until
+/// every fragment accumulator fits in registers (and, without a loop, until no warp owns fewer
+/// than 8 output fragments of the largest matmul); the others until no loop tile has more than 8
+/// (block) or 32 (group) elements per thread. Groups start from one warp, blocks from the block
+/// graph's size.
+int choose_group_threads(KernelPlan& plan, bool grouped) {
+  const BlockGraph& g = *plan.graph;
+  const int nops = static_cast<int>(g.ops().size());
+  if (plan.options.threads > 0) {
+    const int G = plan.options.loop_groups;
+    if (grouped && G > 1 && plan.options.threads % (32 * G) == 0) return plan.options.threads / G;
+    return plan.options.threads;
+  }
+  int threads = grouped ? 32 : g.block_threads();
+  for (int i = 0; i < nops; ++i) {
+    if (plan.ops[i].chain_into < 0) continue;
+    int warps = 0, mt = 0;
+    if (chain_layout(plan, i, 0, warps, mt))
+      threads = std::max(threads, 32 * warps);
+    else
+      unchain(plan, i);
+  }
+  if (any_tensor_cores(plan)) {
     for (int t = threads; t <= 512; t *= 2)
-      if (register_accumulators_fit(plan, t / 32)) return t;
+      if (register_accumulators_fit(plan, t / 32)) {
+        threads = t;
+        break;
+      }
+    if (g.forloop() == 1) {
+      int64_t tiles = 0;
+      for (int i = 0; i < nops; ++i) {
+        if (!tensor_core_eligible(plan, i)) continue;
+        const Shape& out = g.tensor(g.op(i).output).shape;
+        int64_t rt = 0, mtiles = 0;
+        row_tiles(out, rt, mtiles);
+        tiles = std::max(tiles, rt * (out[out.rank() - 1] / 8));
+      }
+      while (threads < 256 && tiles >= int64_t{8} * 2 * (threads / 32)) threads *= 2;
+    }
     return threads;
   }
   int64_t largest = 0;
-  for (const BlockTensor& t : g.tensors()) largest = std::max(largest, t.shape.numel());
-  while (threads < 512 && largest > int64_t{threads} * 8) threads *= 2;
+  for (int t = 0; t < static_cast<int>(g.tensors().size()); ++t) {
+    const Phase ph = plan.ops[g.tensor(t).producer].phase;
+    if (grouped && ph != Phase::Loop) continue;
+    largest = std::max(largest, g.tensor(t).shape.numel());
+  }
+  const int cap = grouped ? 256 : 512;
+  const int64_t per_thread = grouped ? 32 : 8;
+  while (threads < cap && largest > int64_t{threads} * per_thread) threads *= 2;
   return threads;
 }
 
-}  // namespace
+/// Width of the thread-owned chunks of a register accumulator reading tile x: the largest of
+/// 8, 4, 2, 1 dividing the last extent (and the reduced groups for reducing accumulators).
+int64_t accum_chunk(const BlockGraph& g, const BlockOp& op) {
+  const Shape& xs = g.tensor(op.inputs[0]).shape;
+  const int64_t last = last_extent(xs);
+  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  for (int64_t v : {8, 4, 2})
+    if (last % v == 0 && group % v == 0) return v;
+  return 1;
+}
 
-Result<KernelPlan> choose_layouts(KernelPlan plan) {
+/// Every storage decision of choose_layouts for `warps` warps per group: matmul paths and
+/// tilings, homes, storage types, views, layouts, register accumulators.
+void assign_storage(KernelPlan& plan, int warps) {
   const BlockGraph& g = *plan.graph;
   const int nops = static_cast<int>(g.ops().size());
   const int ntensors = static_cast<int>(g.tensors().size());
-  plan.threads = choose_threads(plan);
-  const int warps = plan.threads / 32;
   std::vector<bool> ldmatrix_read(ntensors, false), fragment_written(ntensors, false);
 
   // Storage types: input tiles keep the device type; computed tiles are f32 unless a tensor
@@ -149,10 +239,41 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
   for (int t = 0; t < ntensors; ++t) {
     plan.tensors[t] = TensorPlan{};
     plan.tensors[t].dtype = is_input_tile(g, t) ? input_tile_dtype(plan, t) : DType::f32;
-    if (plan.ops[g.tensor(t).producer].inline_into >= 0) plan.tensors[t].home = TensorHome::Inline;
+    const OpPlan& pp = plan.ops[g.tensor(t).producer];
+    if (pp.inline_into >= 0) plan.tensors[t].home = TensorHome::Inline;
+    if (pp.fold_into >= 0) plan.tensors[t].home = TensorHome::Scale;
   }
-  // Matmul paths, fused results, fragment writers.
+  for (OpPlan& p : plan.ops) p.register_accum = false;
+  // Matmul chains first: their warp layout is fixed by the rows.
   int reg_budget = plan.options.register_accum_floats;
+  for (int i = 0; i < nops; ++i) {
+    OpPlan& p = plan.ops[i];
+    if (p.chain_into < 0) continue;
+    int w = 0, mt = 0;
+    if (!chain_layout(plan, i, warps, w, mt)) {
+      unchain(plan, i);
+      continue;
+    }
+    const int m2 = p.chain_into;
+    const Shape& s1 = g.tensor(g.op(i).output).shape;
+    const Shape& s2 = g.tensor(g.op(m2).output).shape;
+    const int nt1 = static_cast<int>(s1[s1.rank() - 1] / 8);
+    const int nt2 = static_cast<int>(s2[s2.rank() - 1] / 8);
+    p.tiling = {w, 1, mt, nt1, mt, nt1};
+    plan.ops[m2].tiling = {w, 1, mt, nt2, mt, nt2};
+    // A loop-invariant A operand stays in registers as fragments when they are few and the
+    // chain's estimated registers (accumulators, A and B fragments, rows sums, scales,
+    // addressing) stay within 128.
+    const int a = matmul_operand(plan, i, 0);
+    const Shape& as = g.tensor(a).shape;
+    const int64_t a_regs = mt * (last_extent(as) / 16) * 4;
+    int rowsums = 0;
+    for (const OpPlan& q : plan.ops) rowsums += q.rowsum_of == i ? 1 : 0;
+    const int64_t estimate = 4 * mt * (nt1 + nt2) + a_regs + 2 * mt * rowsums + 2 * nt2 + 24 +
+                             (p.scale_a >= 0 || p.scale_b >= 0 ? 12 : 0);
+    p.a_in_registers =
+        plan.ops[g.tensor(a).producer].phase == Phase::Prologue && a_regs <= 32 && estimate <= 128;
+  }
   for (int i = 0; i < nops; ++i) {
     const BlockOp& op = g.op(i);
     OpPlan& p = plan.ops[i];
@@ -163,14 +284,22 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
     const Shape& out = g.tensor(op.output).shape;
     const int64_t bt = batch_count(out), m = out[out.rank() - 2], n = out[out.rank() - 1];
     p.matmul = tensor_core_eligible(plan, i) ? MatmulPath::TensorCore : MatmulPath::Simt;
-    if (p.epilogue >= 0 || p.accumulate_into >= 0) plan.tensors[op.output].home = TensorHome::Fused;
+    if (p.epilogue >= 0 || p.accumulate_into >= 0 || p.chain_into >= 0)
+      plan.tensors[op.output].home = TensorHome::Fused;
+    if (p.epilogue >= 0 && p.chain_into >= 0)
+      plan.tensors[g.op(p.epilogue).output].home = TensorHome::Fused;
     if (p.matmul != MatmulPath::TensorCore) continue;
-    for (int t : op.inputs) {
+    for (int k = 0; k < 2; ++k) {
+      const int t = matmul_operand(plan, i, k);
+      if (k == 0 && p.chain_from >= 0) continue;  // A comes from registers
       ldmatrix_read[t] = true;
       if (!is_input_tile(g, t)) plan.tensors[t].dtype = plan.mma_dtype;
     }
+    if (p.chain_into >= 0) continue;
     bool in_registers = false;
-    if (p.accumulate_into >= 0 && reg_budget > 0) {
+    if (p.chain_from >= 0) {
+      in_registers = true;  // the chain's layout was checked against its own budget
+    } else if (p.accumulate_into >= 0 && reg_budget > 0) {
       in_registers =
           choose_tiling(bt, m, n, warps, plan.options.mma_chunk_floats, reg_budget, p.tiling);
       if (in_registers) reg_budget -= p.tiling.mt * p.tiling.nt * 4;
@@ -184,6 +313,33 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
                                       : op.output;
     fragment_written[dest] = true;
     if (in_registers) plan.tensors[dest].home = TensorHome::Registers;
+  }
+  // Accumulators fed from the row sums of a chain's fragments live in registers too.
+  for (int i = 0; i < nops; ++i)
+    if (plan.ops[i].rowsum_of >= 0) plan.tensors[g.op(i).output].home = TensorHome::Registers;
+  // Other loop accumulators: per thread in registers, over thread-owned chunks of their input.
+  if (plan.options.register_accums) {
+    const int threads = warps * 32;
+    for (int i = 0; i < nops; ++i) {
+      const BlockOp& op = g.op(i);
+      OpPlan& p = plan.ops[i];
+      if (op_category(op.kind) != Category::Accum || op.attrs.fmap != kReplicate) continue;
+      if (p.rowsum_of >= 0 || g.forloop() == 1) continue;
+      const int src = g.tensor(op.inputs[0]).producer;
+      if (plan.ops[src].accumulate_into == i) continue;
+      TensorPlan& ap = plan.tensors[op.output];
+      if (ap.home != TensorHome::Shared) continue;
+      const Shape& xs = g.tensor(op.inputs[0]).shape;
+      const int64_t v = accum_chunk(g, op), chunks = xs.numel() / v;
+      const int64_t trips = (chunks + threads - 1) / threads;
+      const int64_t floats = op.kind == OpKind::AccumSum ? trips * v : trips;
+      if (floats > reg_budget || trips > 32) continue;
+      reg_budget -= static_cast<int>(floats);
+      p.register_accum = true;
+      // Elementwise sums are dumped to their tile after the loop; reducing ones are added
+      // into their (zeroed) shared accumulator.
+      if (op.kind == OpKind::AccumSum) ap.home = TensorHome::Registers;
+    }
   }
   std::vector<bool> is_host(ntensors, false);
   // A one-iteration accumulator is its input: store it in place.
@@ -242,6 +398,17 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
   // Layouts.
   for (int t = 0; t < ntensors; ++t) {
     TensorPlan& tp = plan.tensors[t];
+    if (tp.home == TensorHome::Scale) {
+      // The inverse-RMS vector: dense f32 over the non-normalized indices.
+      const BlockOp& norm = g.op(g.tensor(t).producer);
+      Shape vs = g.tensor(t).shape;
+      vs[norm.attrs.dim] = 1;
+      tp.dtype = DType::f32;
+      tp.layout.ld = last_extent(vs);
+      const int64_t per_align = kSmemAlign / 4;
+      tp.layout.stage_elems = (vs.numel() + per_align - 1) / per_align * per_align;
+      continue;
+    }
     if (tp.home == TensorHome::Fused || tp.home == TensorHome::View ||
         tp.home == TensorHome::Inline)
       continue;
@@ -271,41 +438,97 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
     const int64_t per_align = kSmemAlign / esize;
     tp.layout.stage_elems = (rows * tp.layout.ld + per_align - 1) / per_align * per_align;
   }
-  // Pipeline depth of per-iteration input tiles.
-  int64_t per_iteration = 0;
-  for (int i = 0; i < nops; ++i)
-    if (g.op(i).kind == OpKind::Input && plan.ops[i].phase == Phase::Loop) {
-      const TensorPlan& tp = plan.tensors[g.op(i).output];
-      if (tp.home == TensorHome::Shared)
-        per_iteration += tp.layout.stage_elems * dtype_size(tp.dtype);
+}
+
+/// Rough registers per thread of the loop body: accumulators held across the loop, the largest
+/// set of fragments one k-step of a matmul needs, and a fixed allowance for addressing.
+int register_estimate(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  int64_t held = 0, frags = 0;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const OpPlan& p = plan.ops[i];
+    const BlockOp& op = g.op(i);
+    if (p.matmul == MatmulPath::TensorCore) {
+      const MmaTiling& t = p.tiling;
+      frags = std::max<int64_t>(frags, t.chunk_mt * 4 + t.chunk_nt * 2);
+      if (p.chain_into >= 0) held += t.mt * t.nt * 4;  // the first product of a chain
+      if (p.accumulate_into >= 0 &&
+          plan.tensors[g.op(p.accumulate_into).output].home == TensorHome::Registers)
+        held += t.mt * t.nt * 4;
+      else if (p.chain_into < 0)
+        frags += t.chunk_mt * t.chunk_nt * 4;
     }
-  int stages = 1;
-  if (g.forloop() > 1 && per_iteration > 0) {
-    if (plan.options.forced_stages > 0) {
-      stages = plan.options.forced_stages;
-    } else {
-      stages =
-          static_cast<int>((plan.options.bytes_in_flight + per_iteration - 1) / per_iteration) + 1;
-      stages = std::clamp(stages, 2, std::max(2, plan.options.max_stages));
+    if (p.rowsum_of >= 0) held += plan.ops[p.rowsum_of].tiling.mt * 2;
+    if (p.register_accum) {
+      const Shape& xs = g.tensor(op.inputs[0]).shape;
+      const int64_t v = accum_chunk(g, op);
+      const int64_t trips = (xs.numel() / v + plan.group_threads - 1) / plan.group_threads;
+      held += op.kind == OpKind::AccumSum ? trips * v : trips;
     }
-    stages = std::min(stages, g.forloop());
   }
-  plan.pipeline_stages = stages;
+  return static_cast<int>(held + frags + 40);
+}
+
+}  // namespace
+
+Result<KernelPlan> choose_layouts(KernelPlan plan) {
+  if (plan.options.rowwise && rowwise_eligible(plan)) return plan_rowwise(std::move(plan));
+  const BlockGraph& g = *plan.graph;
+  const int nops = static_cast<int>(g.ops().size());
+  const int ntensors = static_cast<int>(g.tensors().size());
+  plan.rowwise = false;
+  // Loop groups: size one group, see how many fit; without groups, size the block.
+  plan.groups = 1;
+  if (loop_groups_allowed(plan) && plan.options.loop_groups != 1 &&
+      (plan.options.threads == 0 || plan.options.loop_groups > 1)) {
+    KernelPlan trial = plan;
+    trial.group_threads = choose_group_threads(trial, true);
+    assign_storage(trial, trial.group_threads / 32);
+    // Above 256 threads a thread gets at most 128 registers (64 above 512).
+    const int regs = register_estimate(trial);
+    const int max_threads = regs > 120 ? 256 : regs > 60 ? 512 : 1024;
+    choose_groups_and_stages(trial, smem_needs(trial), max_threads);
+    if (trial.groups > 1) plan = std::move(trial);
+  }
+  if (plan.groups == 1) {
+    plan.group_threads = choose_group_threads(plan, false);
+    assign_storage(plan, plan.group_threads / 32);
+    choose_groups_and_stages(plan, smem_needs(plan), 1024);
+    plan.groups = 1;
+  }
+  plan.threads = plan.groups * plan.group_threads;
+  // Above 256 threads a thread has at most 128 registers: keep A fragments in shared memory.
+  if (plan.threads > 256)
+    for (OpPlan& p : plan.ops) p.a_in_registers = false;
+  const int stages = plan.pipeline_stages;
   for (int i = 0; i < nops; ++i)
     if (g.op(i).kind == OpKind::Input && plan.ops[i].phase == Phase::Loop)
       plan.tensors[g.op(i).output].stages = stages;
+  // Per-group copies: the loop's tiles and the partial sums of fmap-φ accumulators.
   for (int t = 0; t < ntensors; ++t) {
     TensorPlan& tp = plan.tensors[t];
-    if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers)
-      tp.bytes = tp.layout.stage_elems * dtype_size(tp.dtype) * tp.stages;
+    const BlockOp& prod = g.op(g.tensor(t).producer);
+    const OpPlan& pp = plan.ops[g.tensor(t).producer];
+    const bool accum = op_category(prod.kind) == Category::Accum;
+    tp.group_private = plan.groups > 1 &&
+                       (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
+                        tp.home == TensorHome::Scale) &&
+                       (accum ? prod.attrs.fmap == kReplicate : pp.phase == Phase::Loop);
+    if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
+        tp.home == TensorHome::Scale) {
+      tp.group_elems = tp.layout.stage_elems * tp.stages;
+      tp.bytes = tp.group_elems * dtype_size(tp.dtype) * (tp.group_private ? plan.groups : 1);
+    }
   }
-  // Scratch for block-wide reductions.
+  // Scratch for block-wide reductions (never inside a grouped loop: teams there stay in a warp).
   plan.scratch_bytes = 0;
   for (int i = 0; i < nops; ++i) {
     const BlockOp& op = g.op(i);
-    if (!is_reduction(op)) continue;
+    if (!is_reduction(op) || plan.ops[i].register_accum) continue;
+    if (plan.groups > 1 && plan.ops[i].phase == Phase::Loop) continue;
     ReductionShape r = reduction_shape(op, g.tensor(op.inputs[0]).shape);
-    if (reduction_team(r.group(), r.outputs(), plan.threads) == 0) plan.scratch_bytes = warps * 4;
+    if (reduction_team(r.group(), r.outputs(), plan.threads) == 0)
+      plan.scratch_bytes = plan.threads / 32 * 4;
   }
   // Ops whose result is already in place cost no level: schedule again.
   for (int i = 0; i < nops; ++i) {

@@ -36,7 +36,11 @@ void compute_intervals(KernelPlan& plan) {
     const OpPlan& pp = plan.ops[prod];
     const OpKind kind = g.op(prod).kind;
     int begin = pos(prod), end = begin;
-    for (int c : tensor_consumers(g, t)) {
+    std::vector<int> readers = tensor_consumers(g, t);
+    // The input of an rms_norm folded into a matmul is read by that matmul too.
+    for (size_t k = 0, n = readers.size(); k < n; ++k)
+      if (plan.ops[readers[k]].fold_into >= 0) readers.push_back(plan.ops[readers[k]].fold_into);
+    for (int c : readers) {
       c = use_op(c);
       const OpPlan& cp = plan.ops[c];
       // A tile read inside the loop from an earlier phase is read in every iteration.
@@ -114,8 +118,11 @@ Result<KernelPlan> plan_shared_memory(KernelPlan plan) {
     for (int t = 0; t < static_cast<int>(g.tensors().size()); ++t) {
       TensorPlan& tp = plan.tensors[t];
       tp.offset = -1;
-      if (tp.home != TensorHome::Shared && tp.home != TensorHome::Registers) continue;
-      tp.bytes = tp.layout.stage_elems * dtype_size(tp.dtype) * tp.stages;
+      if (tp.home != TensorHome::Shared && tp.home != TensorHome::Registers &&
+          tp.home != TensorHome::Scale)
+        continue;
+      tp.group_elems = tp.layout.stage_elems * tp.stages;
+      tp.bytes = tp.group_elems * dtype_size(tp.dtype) * (tp.group_private ? plan.groups : 1);
       items.push_back({t, tp.bytes, tp.live_begin, tp.live_end});
     }
     if (plan.scratch_bytes > 0) items.push_back({-1, plan.scratch_bytes, 0, last_pos});

@@ -15,18 +15,42 @@ bool post_finalize_work(const KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const BlockOp& op = g.op(static_cast<int>(i));
+    if (op_category(op.kind) != Category::Accum) continue;
     if (op.kind == OpKind::AccumMeanLd || op.kind == OpKind::AccumRmsLd) return true;
-    if (op_category(op.kind) == Category::Accum &&
-        plan.tensors[op.output].home == TensorHome::Registers)
+    if (plan.tensors[op.output].home == TensorHome::Registers) return true;
+    if (plan.ops[i].register_accum || plan.tensors[op.output].group_private) return true;
+  }
+  return false;
+}
+
+bool finalize_in_two_steps(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const BlockOp& op = g.op(static_cast<int>(i));
+    if (op_category(op.kind) != Category::Accum) continue;
+    if (plan.groups > 1 && plan.tensors[op.output].group_private) return true;
+    // Partials flushed from registers must all land before the mean / rms is taken.
+    if (plan.ops[i].register_accum &&
+        (op.kind == OpKind::AccumMeanLd || op.kind == OpKind::AccumRmsLd))
       return true;
   }
   return false;
 }
 
 void count_barriers(KernelPlan& plan) {
+  if (plan.rowwise) {
+    plan.barriers_prologue = plan.barriers_per_iteration = 0;
+    plan.barriers_post = 0;
+    for (const BlockOp& op : plan.graph->ops())
+      if (is_reduction(op) && plan.scratch_bytes > 0) plan.barriers_post++;
+    return;
+  }
   plan.barriers_prologue = plan.num_levels(Phase::Prologue) - 1;
-  plan.barriers_per_iteration = std::max(1, plan.num_levels(Phase::Loop) - 1);
-  plan.barriers_post = plan.num_levels(Phase::Post) - 1 + (post_finalize_work(plan) ? 1 : 0);
+  // With loop groups these are group barriers, plus one before a stage is refilled.
+  plan.barriers_per_iteration =
+      std::max(1, plan.num_levels(Phase::Loop) - 1) + (plan.groups > 1 ? 1 : 0);
+  plan.barriers_post = plan.num_levels(Phase::Post) - 1 + (post_finalize_work(plan) ? 1 : 0) +
+                       (finalize_in_two_steps(plan) ? 1 : 0);
 }
 
 Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
@@ -61,6 +85,8 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
       int src = g.tensor(op.inputs[0]).producer;
       if (plan.ops[src].accumulate_into == i)
         p.level = plan.ops[src].phase == Phase::Loop ? plan.ops[src].level : 1;
+      else if (p.rowsum_of >= 0)
+        p.level = plan.ops[p.rowsum_of].level;
       else
         p.level = (p.in_place ? 0 : 1) + ready_level(op.inputs[0], Phase::Loop);
       continue;
@@ -80,6 +106,7 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
     // An inlined op runs inside its consumer: it is ready as soon as its inputs are.
     p.level = p.inline_into >= 0 || p.in_place ? level : level + 1;
     if (p.host >= 0) p.level = plan.ops[p.host].level;
+    if (p.chain_from >= 0) p.level = plan.ops[p.chain_from].level;
   }
   for (auto& phase_levels : plan.levels) phase_levels.clear();
   for (int i = 0; i < n; ++i) {

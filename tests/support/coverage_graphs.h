@@ -137,6 +137,63 @@ inline KernelGraph views_and_block_reductions() {
   return g;
 }
 
+// rms_norm folded into matmuls: over the contraction dim of A (row scales) and of B (column
+// scales), in the loop, with register accumulation.
+inline KernelGraph folded_norms() {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{16, 128}, DType::f16));
+  int w = must(g.add_input("W", Shape{128, 64}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({1, 1, 1}, 128, 2));
+  int xi = must(b.add_input(Shape{16, 128}, {P, P, P}, 1));  // [16, 64]
+  int wi = must(b.add_input(Shape{128, 64}, {P, P, P}, 0));  // [64, 64]
+  int nx = must(b.add_op(OpKind::RmsNorm, {xi}, dim_attr(1)));
+  int nw = must(b.add_op(OpKind::RmsNorm, {wi}, dim_attr(0)));
+  int m1 = must(b.add_op(OpKind::Matmul, {nx, wi}));
+  int m2 = must(b.add_op(OpKind::Matmul, {xi, nw}));
+  int a1 = must(b.add_op(OpKind::AccumSum, {m1}));
+  int a2 = must(b.add_op(OpKind::AccumSum, {m2}));
+  must(b.add_output(a1, {P, P, P}));
+  must(b.add_output(a2, {P, P, P}));
+  auto outs = must(g.add_customized({x, w}, std::move(b), {"A1", "A2"}));
+  for (int t : outs) must(g.mark_output(t));
+  return g;
+}
+
+// Rowwise kernels: several rows per block, rows inside a warp (4 × 256: 32 chunks per row) and
+// rows across warps (2 × 2048), row-shaped operands and outputs, every last-dim reduction.
+inline KernelGraph rowwise_rows() {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{8, 256}, DType::f16));
+  int y = must(g.add_input("Y", Shape{4, 2048}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({2, 1, 1}, 128, 1));
+  int xi = must(b.add_input(Shape{8, 256}, {0, P, P}, P));  // [4, 256]
+  int n = must(b.add_op(OpKind::RmsNorm, {xi}, dim_attr(1)));
+  int mu = must(b.add_op(OpKind::Mean, {xi}, dim_attr(1)));  // [4, 1]
+  int d = must(b.add_op(OpKind::Sub, {n, mu}));
+  int e = must(b.add_op(OpKind::Exp, {d}));
+  int s = must(b.add_op(OpKind::Sum, {e}, dim_attr(1)));
+  int q = must(b.add_op(OpKind::Div, {e, s}));
+  int o = must(b.add_op(OpKind::AccumSum, {q}));
+  int r = must(b.add_op(OpKind::AccumRmsLd, {d}));
+  must(b.add_output(o, {0, P, P}));
+  must(b.add_output(r, {0, P, P}));
+  auto outs = must(g.add_customized({x}, std::move(b), {"O", "R"}));
+  for (int t : outs) must(g.mark_output(t));
+  BlockGraph c = must(BlockGraph::make({2, 1, 1}, 128, 1));
+  int yi = must(c.add_input(Shape{4, 2048}, {0, P, P}, P));  // [2, 2048]
+  int m = must(c.add_op(OpKind::Mean, {yi}, dim_attr(1)));   // [2, 1]
+  int sq = must(c.add_op(OpKind::Square, {yi}));
+  int t2 = must(c.add_op(OpKind::Mul, {sq, m}));
+  int nn = must(c.add_op(OpKind::RmsNorm, {t2}, dim_attr(1)));
+  int an = must(c.add_op(OpKind::AccumSum, {nn}));
+  int ss = must(c.add_op(OpKind::AccumMeanLd, {t2}));
+  must(c.add_output(an, {0, P, P}));
+  must(c.add_output(ss, {0, P, P}));
+  auto outs2 = must(g.add_customized({y}, std::move(c), {"N", "S"}));
+  for (int t : outs2) must(g.mark_output(t));
+  return g;
+}
+
 // Every predefined kernel op with broadcasting, reductions with `to`, a batched matmul lowered to
 // tensor cores, a matmul that does not tile (generic kernel), and an input that is an output.
 inline KernelGraph predefined_ops() {

@@ -1,8 +1,11 @@
-// `strata emit GRAPH -o OUT.cu [--arch sm_90a]`: writes the CUDA source of a μGraph.
+// `strata emit GRAPH -o OUT.cu [--arch sm_90a] [emitter flags]`: writes the CUDA source of a
+// μGraph; `strata emit --list-knobs` lists the emitter knobs (emit_flags.h).
 #include <iostream>
 
 #include "command.h"
+#include "emit_flags.h"
 #include "strata/cuda_emitter.h"
+#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 
 namespace strata::cli {
@@ -30,20 +33,25 @@ bool valid_arch(const std::string& arch) {
 std::function<int()> setup(CLI::App& app) {
   struct Args {
     std::string graph, out, arch = "sm_90a", name;
-    int stages = 0;
-    bool no_tensor_cores = false, f32_intermediates = false;
+    EmitFlags flags;
+    bool plan = false, list_knobs = false;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("graph", args->graph, "μGraph JSON (or program) to compile")->required();
+  app.add_option("graph", args->graph, "μGraph JSON (or program) to compile");
   app.add_option("-o,--output", args->out, "output .cu file (default: stdout)");
   app.add_option("--arch", args->arch, "target architecture named in the source (sm_80, sm_90a)")
       ->capture_default_str();
   app.add_option("--name", args->name, "graph name for kernel names (default: file stem)");
-  app.add_option("--stages", args->stages, "force this pipeline depth for every loop (0: auto)");
-  app.add_flag("--no-tensor-cores", args->no_tensor_cores, "use the SIMT matmul path everywhere");
-  app.add_flag("--f32-intermediates", args->f32_intermediates,
-               "store tensors passed between kernels in f32");
+  add_emit_flags(app, args->flags);
+  app.add_flag("--plan", args->plan, "print each customized kernel's plan to stderr");
+  app.add_flag("--list-knobs", args->list_knobs,
+               "print the emitter knobs with their defaults and exit");
   return [args] {
+    if (args->list_knobs) {
+      std::cout << emit_knobs_help();
+      return kExitOk;
+    }
+    if (args->graph.empty()) return fail_bad_input("emit: a μGraph JSON or program is required");
     if (!valid_arch(args->arch))
       return fail_bad_input("--arch " + args->arch + ": expected sm_80 or newer (e.g. sm_90a)");
     auto g = load_graph(args->graph);
@@ -51,9 +59,8 @@ std::function<int()> setup(CLI::App& app) {
     EmitOptions opts;
     opts.arch = args->arch;
     opts.name = args->name.empty() ? stem(args->graph) : args->name;
-    opts.plan.forced_stages = args->stages;
-    opts.plan.tensor_cores = !args->no_tensor_cores;
-    opts.f32_intermediates = args->f32_intermediates;
+    if (Status st = apply_emit_flags(args->flags, opts); !st.ok())
+      return fail_bad_input(st.error().message);
     auto src = emit_cuda_source(*g, opts);
     if (!src.ok()) return fail_bad_input(args->graph + ": " + src.error().message);
     if (args->out.empty()) {
@@ -61,10 +68,15 @@ std::function<int()> setup(CLI::App& app) {
     } else {
       auto st = write_text_file(args->out, src->code);
       if (!st.ok()) return fail_bad_input(st.error().message);
-      for (const EmittedKernel& k : src->kernels)
+      for (const EmittedKernel& k : src->kernels) {
         std::cerr << "strata emit: " << k.name << ": grid (" << k.grid.x << ", " << k.grid.y << ", "
-                  << k.grid.z << "), " << k.threads << " threads, " << k.smem_bytes
-                  << " bytes of shared memory\n";
+                  << k.grid.z << "), " << k.threads << " threads";
+        if (k.loop_groups > 1) std::cerr << " in " << k.loop_groups << " loop groups";
+        std::cerr << ", " << k.smem_bytes << " bytes of shared memory";
+        if (k.pipeline_stages > 1) std::cerr << ", " << k.pipeline_stages << " stages";
+        std::cerr << "\n";
+        if (args->plan && !k.plan.empty()) std::cerr << k.plan;
+      }
     }
     return kExitOk;
   };

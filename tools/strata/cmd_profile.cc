@@ -11,7 +11,10 @@
 #include <sstream>
 
 #include "command.h"
+#include "emit_flags.h"
 #include "strata/cost_model.h"
+#include "strata/cuda_emitter.h"
+#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
 
@@ -44,6 +47,8 @@ struct ProfileArgs {
   bool check_only = false;
   bool compile_only = false;
   bool quiet = false;
+  EmitFlags emit;                     ///< emitter options of every variant
+  std::vector<std::string> variants;  ///< knob specs; each graph candidate runs once per spec
 };
 
 #ifdef STRATA_HAVE_CUDA
@@ -171,8 +176,8 @@ int compile_only(const ProfileArgs& a, const std::string& arch, const Target& ta
   }
   if (!a.quiet)
     for (const Json& r : reports) {
-      std::printf("  #%-3d %-15s %s\n", r["index"].get<int>(), r.value("status", "?").c_str(),
-                  r["origin"].get<std::string>().c_str());
+      std::printf("  #%-3d %-15s %s [%s]\n", r["index"].get<int>(), r.value("status", "?").c_str(),
+                  r["origin"].get<std::string>().c_str(), r.value("variant", "").c_str());
       if (r.contains("error")) {
         std::string e = r["error"].get<std::string>();
         std::printf("       %s\n", e.substr(0, e.find('\n')).c_str());
@@ -224,6 +229,35 @@ int run_profile(const ProfileArgs& a) {
   options.reference = *program;
   options.inputs = std::move(given_inputs);
 
+  // Emitter variants: the flags give the base options, each --variants spec is applied on top.
+  EmitOptions base;
+  base.arch = arch;
+  if (Status st = apply_emit_flags(a.emit, base); !st.ok())
+    return fail_bad_input(st.error().message);
+  std::vector<std::pair<std::string, EmitOptions>> variants;
+  for (const std::string& spec : a.variants) {
+    EmitOptions o = base;
+    if (Status st = apply_emit_knobs(spec, o); !st.ok())
+      return fail_bad_input("--variants: " + st.error().message);
+    variants.emplace_back(format_emit_knobs(o), o);
+  }
+  if (variants.empty()) variants.emplace_back(format_emit_knobs(base), base);
+  // Graph candidates run once per variant; .cu sources once.
+  std::vector<Entry> expanded;
+  std::vector<int> variant_of;  // expanded index → variant index, -1 for sources
+  for (Entry& e : *entries) {
+    if (e.source) {
+      expanded.push_back(e);
+      variant_of.push_back(-1);
+      continue;
+    }
+    for (size_t v = 0; v < variants.size(); ++v) {
+      expanded.push_back(e);
+      variant_of.push_back(static_cast<int>(v));
+    }
+  }
+  *entries = std::move(expanded);
+
   // Emit every selected candidate; emitter failures are reported like compile errors.
   std::vector<Json> reports(entries->size());
   std::vector<KernelGraph> graphs;
@@ -234,14 +268,15 @@ int run_profile(const ProfileArgs& a) {
     Entry& e = (*entries)[i];
     Json& r = reports[i];
     r = {{"index", i}, {"origin", e.origin}};
+    r["variant"] = variant_of[i] >= 0 ? variants[variant_of[i]].first : "source";
     r["predicted_us"] = estimate_cost(e.graph, *target).predicted_us;
     r["result_predicted_us"] = e.predicted_us ? Json(*e.predicted_us) : Json(nullptr);
     if (!only->empty() && !only->count(static_cast<int>(i))) {
       r["status"] = "skipped";
       continue;
     }
-    Result<std::string> source =
-        e.source ? Result<std::string>(*e.source) : emit_graph_source(e.graph, arch);
+    Result<std::string> source = e.source ? Result<std::string>(*e.source)
+                                          : emit_cuda(e.graph, variants[variant_of[i]].second);
     if (!source.ok()) {
       r["status"] = candidate_status_name(CandidateStatus::CompileError);
       r["error"] = "CUDA emitter: " + source.error().message;
@@ -325,7 +360,8 @@ int run_profile(const ProfileArgs& a) {
         std::printf("  (predicted %.2f us)", r["predicted_us"].get<double>());
       if (r.contains("rel_l2_error") && r["rel_l2_error"].is_number())
         std::printf("  err %.1e", r["rel_l2_error"].get<double>());
-      std::printf("  %s\n", r["origin"].get<std::string>().c_str());
+      std::printf("  %s [%s]\n", r["origin"].get<std::string>().c_str(),
+                  r.value("variant", "").c_str());
       if (r.contains("error")) {
         std::string e = r["error"].get<std::string>();
         std::printf("       %s\n", e.substr(0, e.find('\n')).c_str());
@@ -360,7 +396,9 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--tolerance", a->tolerance, "relative L2 error allowed")->capture_default_str();
   app.add_option("--runs", a->runs, "timed CUDA-graph replays")->capture_default_str();
   app.add_option("--warmup", a->warmup, "untimed replays first")->capture_default_str();
-  app.add_option("--only", a->only, "profile only these candidate indices (e.g. 0,3)");
+  app.add_option(
+      "--only", a->only,
+      "profile only these candidate indices (e.g. 0,3; counted after expanding --variants)");
   app.add_option("--jobs", a->jobs, "parallel compilations (0: all cores)");
   app.add_option("--target", a->target,
                  "cost-model target for the predicted times (h100|h200|a100; default: from the "
@@ -370,6 +408,12 @@ std::function<int()> setup(CLI::App& app) {
                "emit and compile every candidate into the binary cache; no GPU needed with "
                "--arch");
   app.add_flag("-q,--quiet", a->quiet, "no summary on stdout");
+  add_emit_flags(app, a->emit);
+  app.add_option("--variants", a->variants,
+                 "emitter variants: knob specs like --knobs, separated by ';' (\"default\" = "
+                 "the flags alone); every graph candidate is emitted, checked and timed once per "
+                 "variant, reported with its \"variant\"")
+      ->delimiter(';');
   return [a]() -> int {
 #ifdef STRATA_HAVE_CUDA
     if (a->runs < 1) return fail_bad_input("--runs must be at least 1");

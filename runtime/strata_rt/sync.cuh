@@ -1,0 +1,46 @@
+// strata device runtime: barriers of part of a block, shared-memory atomics.
+//
+// Loop groups (docs/codegen.md, "Loop groups") split a block's warps into groups that run
+// different iterations of the for-loop; a group synchronizes only its own threads:
+//   group_sync<THREADS>(id): THREADS == 32 is one warp (__syncwarp); otherwise the named
+//   barrier `id` (1..15; 0 is __syncthreads) over THREADS threads (a multiple of 32).
+// Like __syncthreads, both order the shared-memory accesses of the participating threads, and
+// every thread of the group must call them (all 32 lanes of each of its warps).
+#pragma once
+
+#include "strata_rt/core.cuh"
+
+namespace strata_rt {
+
+/// Barrier of the THREADS threads of one loop group (named barrier `id`, or the warp).
+template <int THREADS>
+STRATA_DEVICE void group_sync(int id) {
+  static_assert(THREADS % 32 == 0 && THREADS >= 32 && THREADS <= 1024,
+                "a group is a whole number of warps");
+#if defined(STRATA_RT_EMULATE)
+  if constexpr (THREADS == 32) {
+    (void)id;
+    emu::syncwarp();
+  } else {
+    emu::named_barrier(id, THREADS);
+  }
+#else
+  if constexpr (THREADS == 32) {
+    (void)id;
+    __syncwarp();
+  } else {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(THREADS) : "memory");
+  }
+#endif
+}
+
+/// *p += v atomically (p in shared memory).
+STRATA_DEVICE void atomic_add_shared(float* p, float v) {
+#if defined(STRATA_RT_EMULATE)
+  *p += v;  // fibers never interleave inside this statement
+#else
+  atomicAdd(p, v);
+#endif
+}
+
+}  // namespace strata_rt

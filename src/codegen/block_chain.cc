@@ -1,0 +1,199 @@
+// Register-resident work of the loop body: accumulators kept per thread in registers
+// (thread-owned chunks of their input tile), matmul chains (FlashAttention style: the first
+// product, its epilogue and its row sums never leave registers), and the row / column scales
+// of rms_norms folded into matmuls.
+#include "block_emitter.h"
+#include "strata/register_fusion.h"
+
+namespace strata::codegen {
+namespace {
+
+Shape batch_shape(const Shape& s) {
+  std::vector<int64_t> bd;
+  for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
+  return Shape::make(bd).value();
+}
+
+bool is_last_dim_mean(OpKind k) {
+  return k == OpKind::AccumMeanLd;
+}
+
+}  // namespace
+
+int64_t BlockEmitter::accum_vec(int i) const {
+  const BlockOp& op = g_.op(i);
+  const Shape& xs = g_.tensor(op.inputs[0]).shape;
+  const int64_t last = xs.rank() == 0 ? 1 : xs[xs.rank() - 1];
+  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  for (int64_t v : {8, 4, 2})
+    if (last % v == 0 && group % v == 0) return v;
+  return 1;
+}
+
+int64_t BlockEmitter::accum_trips(int i) const {
+  const Shape& xs = g_.tensor(g_.op(i).inputs[0]).shape;
+  const int64_t chunks = xs.numel() / accum_vec(i);
+  const int gt = grouped() ? plan_.group_threads : plan_.threads;
+  return (chunks + gt - 1) / gt;
+}
+
+bool BlockEmitter::vector_readable(int t, int64_t vec) const {
+  const TensorPlan& tp = plan_.tensors[t];
+  if (tp.home != TensorHome::Shared && tp.home != TensorHome::View) return false;
+  if (vec <= 1) return false;
+  const int esize = dtype_size(tp.dtype);
+  const int64_t bytes = std::min<int64_t>(16, vec * esize);
+  const Access a = access_stage(t, "0");
+  // Every row start (and the view's offset inside its host) must be aligned to one access.
+  for (size_t d = 0; d + 1 < a.strides.size(); ++d)
+    if ((a.strides[d] * esize) % bytes != 0) return false;
+  if (tp.home == TensorHome::View) {
+    const TensorPlan& hp = plan_.tensors[tp.view_of];
+    const Access h = access_stage(tp.view_of, "0");
+    if ((tp.view_offset * h.strides[tp.view_dim] * esize) % bytes != 0) return false;
+    if (hp.layout.swizzle && vec * esize > 16) return false;
+  }
+  return vec * esize == 2 || vec * esize == 4 || vec * esize == 8 || (vec * esize) % 16 == 0;
+}
+
+void BlockEmitter::emit_register_accum(int i) {
+  const BlockOp& op = g_.op(i);
+  const int x = op.inputs[0], t = op.output;
+  const Shape& xs = g_.tensor(x).shape;
+  const int64_t vec = accum_vec(i), trips = accum_trips(i), chunks = xs.numel() / vec;
+  const int r = xs.rank();
+  const std::string racc = "racc" + std::to_string(t);
+  const bool elementwise = op.kind == OpKind::AccumSum;
+  const bool squares = op.kind == OpKind::AccumRmsLd;
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) +
+          "): " + (elementwise ? "thread-owned chunks of " : "per-chunk partial sums over ") +
+          std::to_string(vec) + " element(s), kept in registers");
+  w_.line("#pragma unroll");
+  w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+  w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+  if (chunks % threads() != 0) w_.line("if (c >= " + std::to_string(chunks) + ") break;");
+  Shape cs = xs;
+  if (r > 0) cs[r - 1] = xs[r - 1] / vec;
+  std::vector<std::string> idx = unflatten("c", cs);
+  if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
+  w_.line("float v[" + std::to_string(vec) + "];");
+  if (vector_readable(x, vec)) {
+    w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" + access(x).ref(idx) + ", v);");
+  } else {
+    std::vector<std::string> jdx = idx;
+    if (r > 0) jdx[r - 1] = paren(idx[r - 1]) + " + j";
+    w_.line("#pragma unroll");
+    w_.open("for (int j = 0; j < " + std::to_string(vec) + "; ++j)");
+    const std::string value = operand_value(x, xs, jdx);
+    w_.line("v[j] = " + value + ";");
+    w_.close();
+  }
+  if (elementwise) {
+    w_.line("#pragma unroll");
+    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] += v[j];");
+  } else {
+    w_.line("#pragma unroll");
+    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc +
+            "[k] += " + (squares ? "v[j] * v[j];" : "v[j];"));
+  }
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_matmul_scales(int i, bool pair) {
+  const OpPlan& p = plan_.ops[i];
+  const Shape& out = g_.tensor(g_.op(i).output).shape;
+  std::vector<std::string> idx = unflatten("b", batch_shape(out));
+  idx.push_back("r");
+  idx.push_back("c");
+  std::vector<std::string> idx1 = idx;
+  idx1.back() = "c + 1";
+  for (int norm : {p.scale_a, p.scale_b}) {
+    if (norm < 0) continue;
+    const int t = g_.op(norm).output;
+    Shape vs = g_.tensor(t).shape;
+    vs[g_.op(norm).attrs.dim] = 1;
+    const Access a = access(t);
+    w_.line("v0 *= " + a.ref(broadcast_index(vs, idx)) + ";  // folded " + g_.tensor_name(t));
+    if (pair) w_.line("v1 *= " + a.ref(broadcast_index(vs, idx1)) + ";");
+  }
+}
+
+void BlockEmitter::emit_matmul_chain(int i) {
+  const BlockOp& op = g_.op(i);
+  const OpPlan& p = plan_.ops[i];
+  const int m2 = p.chain_into;
+  const OpPlan& p2 = plan_.ops[m2];
+  const MmaTiling& tl = p.tiling;
+  const std::string T = cuda_type(plan_.mma_dtype);
+  const std::string mt = std::to_string(tl.mt), nt1 = std::to_string(tl.nt),
+                    nt2 = std::to_string(p2.tiling.nt);
+  const std::string spec1 = "mma" + std::to_string(i), spec2 = "mma" + std::to_string(m2);
+  const int e = p.epilogue >= 0 ? g_.op(p.epilogue).output : op.output;
+  const int acc2 = g_.op(p2.accumulate_into).output;
+  const Shape& out = g_.tensor(op.output).shape;
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(op.output) + " = matmul(" +
+          g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) + ")" +
+          (p.epilogue >= 0
+               ? ", " + g_.tensor_name(e) + " = its epilogue op #" + std::to_string(p.epilogue)
+               : "") +
+          ", then #" + std::to_string(m2) + " " + g_.tensor_name(g_.op(m2).output) + " = matmul(" +
+          g_.tensor_name(e) + ", " + g_.tensor_name(g_.op(m2).inputs[1]) + ") from registers (" +
+          std::to_string(tl.warps_m) + " warps of " + mt + " row tiles, FlashAttention style)");
+  w_.line("const int warp = " + tid_ + " >> 5;");
+  w_.open("if (warp < " + std::to_string(tl.warps_m) + ")");
+  w_.line("const int tm = warp * " + mt + ";");
+  w_.line("float sacc[" + mt + "][" + nt1 + "][4];");
+  w_.line("strata_rt::mma_zero(sacc);");
+  const std::string B1 = access(matmul_operand(plan_, i, 1)).base;
+  if (p.a_in_registers)
+    w_.line("strata_rt::warp_mma_rega<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(afrag" +
+            std::to_string(i) + ", " + B1 + ", sacc, tm, 0);");
+  else
+    w_.line("strata_rt::warp_mma<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(" +
+            access(matmul_operand(plan_, i, 0)).base + ", " + B1 + ", sacc, tm, 0);");
+  const bool scaled = p.scale_a >= 0 || p.scale_b >= 0;
+  if (scaled || p.epilogue >= 0) {
+    w_.line("strata_rt::mma_transform<" + spec1 + ", " + mt + ", " + nt1 +
+            ">(sacc, tm, 0, [&](int b, int r, int c, float& v0, float& v1) {");
+    w_.open("");
+    w_.line("(void)b;");
+    emit_matmul_scales(i, true);
+    if (p.epilogue >= 0) {
+      const BlockOp& ep = g_.op(p.epilogue);
+      std::vector<std::string> idx = unflatten("b", batch_shape(out));
+      idx.push_back("r");
+      idx.push_back("c");
+      std::vector<std::string> idx1 = idx;
+      idx1.back() = "c + 1";
+      const std::vector<std::string>* at[2] = {&idx, &idx1};
+      for (int v = 0; v < 2; ++v) {
+        std::vector<std::string> ins;
+        for (int x : ep.inputs)
+          ins.push_back(x == op.output ? "v" + std::to_string(v) : operand_value(x, out, *at[v]));
+        std::string res = eval_elementwise(p.epilogue, ins, "e" + std::to_string(v) + "_");
+        w_.line("const float w" + std::to_string(v) + " = " + res + ";");
+      }
+      w_.line("v0 = w0;");
+      w_.line("v1 = w1;");
+    }
+    w_.close("");
+    w_.line("});");
+  }
+  for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a) {
+    if (plan_.ops[a].rowsum_of != i) continue;
+    const bool squares = g_.op(a).kind == OpKind::AccumRmsLd;
+    w_.line("strata_rt::mma_row_sums<" + std::string(squares ? "true" : "false") + ", " + mt +
+            ", " + nt1 + ">(sacc, racc" + std::to_string(g_.op(a).output) + ");  // " +
+            g_.tensor_name(g_.op(a).output) + (is_last_dim_mean(g_.op(a).kind) ? " (mean)" : ""));
+  }
+  w_.line("strata_rt::warp_mma_chained<" + spec2 + ", " + T + ", " + mt + ", " + nt2 + ">(sacc, " +
+          access(g_.op(m2).inputs[1]).base + ", racc" + std::to_string(acc2) + ", tm, 0);");
+  w_.close();
+  w_.close();
+}
+
+}  // namespace strata::codegen

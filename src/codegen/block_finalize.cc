@@ -1,0 +1,215 @@
+// After the loop (post level 0): accumulators leave registers, loop groups' partial sums are
+// added up, means and RMS values are taken. Two steps when needed (finalize_in_two_steps): every
+// thread first writes what it holds (into its loop group's copy), then, after a barrier, the
+// block sums the copies into the first one and finalizes.
+#include "block_emitter.h"
+#include "strata/schedule.h"
+
+namespace strata::codegen {
+namespace {
+
+Shape batch_shape(const Shape& s) {
+  std::vector<int64_t> bd;
+  for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
+  return Shape::make(bd).value();
+}
+
+/// Elements per output row over all iterations (the mean / RMS divisor).
+int64_t finalize_count(const BlockGraph& g, const BlockOp& op) {
+  const Shape& in = g.tensor(op.inputs[0]).shape;
+  return int64_t{g.forloop()} * (in.rank() == 0 ? 1 : in[in.rank() - 1]);
+}
+
+std::string finalized(OpKind kind, const std::string& v, int64_t count) {
+  const std::string n = float_lit(static_cast<double>(count));
+  if (kind == OpKind::AccumMeanLd) return v + " / " + n;
+  if (kind == OpKind::AccumRmsLd) return "sqrtf(" + v + " / " + n + ")";
+  return v;
+}
+
+bool finalizes(OpKind kind) {
+  return kind == OpKind::AccumMeanLd || kind == OpKind::AccumRmsLd;
+}
+
+}  // namespace
+
+void BlockEmitter::emit_finalize() {
+  const bool two_steps = finalize_in_two_steps(plan_);
+  const int n = static_cast<int>(g_.ops().size());
+  // Step 1: what each thread holds, into its loop group's copy.
+  set_group_scope(true);
+  for (int i = 0; i < n; ++i) {
+    const BlockOp& op = g_.op(i);
+    if (op_category(op.kind) != Category::Accum) continue;
+    const OpPlan& p = plan_.ops[i];
+    const TensorHome home = plan_.tensors[op.output].home;
+    if (p.rowsum_of >= 0)
+      emit_dump_rowsums(i);
+    else if (p.register_accum)
+      emit_dump_register_accum(i);
+    else if (home == TensorHome::Registers)
+      emit_dump_fragments(i);
+  }
+  set_group_scope(false);
+  if (two_steps) barrier();
+  // Step 2: loop groups' copies summed; means and RMS values.
+  for (int i = 0; i < n; ++i) {
+    const BlockOp& op = g_.op(i);
+    if (op_category(op.kind) != Category::Accum) continue;
+    const OpPlan& p = plan_.ops[i];
+    const TensorPlan& tp = plan_.tensors[op.output];
+    const bool done_in_step1 = p.rowsum_of >= 0 && !grouped();
+    const bool fin = finalizes(op.kind) && !done_in_step1;
+    if (grouped() && tp.group_private)
+      emit_sum_partials(i, fin);
+    else if (fin && tp.home == TensorHome::Shared)
+      emit_finalize_shared(i);
+  }
+}
+
+void BlockEmitter::emit_dump_fragments(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output;
+  const Shape& s = g_.tensor(t).shape;
+  const int m = g_.tensor(op.inputs[0]).producer;
+  const MmaTiling& tl = plan_.ops[m].tiling;
+  Access a = access(t);
+  w_.open("");
+  w_.line("// " + g_.tensor_name(t) + ": register fragments -> shared memory" +
+          (grouped() ? " (this loop group's copy)" : ""));
+  w_.line("const int warp = " + tid_ + " >> 5;");
+  w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
+  w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
+          std::to_string(tl.warps_n) + ";");
+  std::vector<std::string> oidx = unflatten("b", batch_shape(s));
+  oidx.push_back("r");
+  oidx.push_back("c");
+  w_.line("strata_rt::mma_epilogue<mma" + std::to_string(m) + ", " + std::to_string(tl.mt) + ", " +
+          std::to_string(tl.nt) + ">(racc" + std::to_string(t) + ", wm * " + std::to_string(tl.mt) +
+          ", wn * " + std::to_string(tl.nt) + ", [&](int b, int r, int c, float v0, float v1) {");
+  w_.line("  (void)b;");
+  w_.line("  strata_rt::store2(&" + a.ref(oidx) + ", v0, v1);");
+  w_.line("});");
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_dump_rowsums(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output;
+  const Shape& s = g_.tensor(t).shape;
+  const int m1 = plan_.ops[i].rowsum_of;
+  const MmaTiling& tl = plan_.ops[m1].tiling;
+  Access a = access(t);
+  std::vector<std::string> oidx = unflatten("b", batch_shape(s));
+  oidx.push_back("r");
+  oidx.push_back("0");
+  w_.open("");
+  w_.line("// " + g_.tensor_name(t) +
+          ": row sums of the chain's fragments, reduced over each quad" +
+          (grouped() ? " (this loop group's copy)" : ""));
+  w_.line("const int warp = " + tid_ + " >> 5;");
+  w_.open("if (warp < " + std::to_string(tl.warps_m) + ")");
+  w_.line("strata_rt::mma_row_reduce<mma" + std::to_string(m1) + ", " + std::to_string(tl.mt) +
+          ">(racc" + std::to_string(t) + ", warp * " + std::to_string(tl.mt) +
+          ", [&](int b, int r, float v) {");
+  w_.line("  (void)b;");
+  const std::string value =
+      grouped() ? std::string("v") : finalized(op.kind, "v", finalize_count(g_, op));
+  w_.line("  " + a.ref(oidx) + " = " + value + ";");
+  w_.line("});");
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_dump_register_accum(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output, x = op.inputs[0];
+  const Shape& xs = g_.tensor(x).shape;
+  const Shape& as = g_.tensor(t).shape;
+  const int64_t vec = accum_vec(i), trips = accum_trips(i), chunks = xs.numel() / vec;
+  const int r = xs.rank();
+  const std::string racc = "racc" + std::to_string(t);
+  Access a = access(t);
+  w_.open("");
+  w_.line("#pragma unroll");
+  if (op.kind == OpKind::AccumSum) {
+    w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+    w_.line("// " + g_.tensor_name(t) + ": thread-owned chunks -> shared memory");
+    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+    if (chunks % threads() != 0) w_.line("if (c >= " + std::to_string(chunks) + ") break;");
+    Shape cs = xs;
+    if (r > 0) cs[r - 1] = xs[r - 1] / vec;
+    std::vector<std::string> idx = unflatten("c", cs);
+    if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
+    w_.line("strata_rt::store_f32<" + std::to_string(vec) + ">(&" + a.ref(idx) + ", " + racc +
+            "[k]);");
+    w_.close();
+    w_.close();
+    return;
+  }
+  // Reducing accumulators: chunks of one output are added together, then into the (zeroed)
+  // shared accumulator, by a team of lanes when they share a warp, else atomically.
+  const int64_t last = r == 0 ? 1 : xs[r - 1];
+  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  const int64_t per_output = group / vec;
+  const bool team = per_output <= 32 && 32 % per_output == 0 && threads() % per_output == 0;
+  w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+  w_.line("// " + g_.tensor_name(t) + ": per-chunk partial sums -> shared accumulator");
+  w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+  w_.line("const int o = c / " + std::to_string(per_output) + ";");
+  const std::string ref = a.ref(unflatten("o", as));
+  if (team) {
+    w_.line("float v = c < " + std::to_string(chunks) + " ? " + racc + "[k] : 0.0f;");
+    if (per_output > 1) w_.line("v = strata_rt::team_sum<" + std::to_string(per_output) + ">(v);");
+    w_.line("if (c < " + std::to_string(chunks) + " && " + tid_ + " % " +
+            std::to_string(per_output) + " == 0) " + ref + " += v;");
+  } else {
+    w_.line("if (c < " + std::to_string(chunks) + ") strata_rt::atomic_add_shared(&" + ref + ", " +
+            racc + "[k]);");
+  }
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_sum_partials(int i, bool finalize) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output;
+  const TensorPlan& tp = plan_.tensors[t];
+  const Shape& s = g_.tensor(t).shape;
+  Access a = access(t);
+  std::vector<std::string> idx = unflatten("e", s);
+  const std::string off = a.offset(idx);
+  w_.open("");
+  w_.line("// " + g_.tensor_name(t) + ": sum of the " + std::to_string(plan_.groups) +
+          " loop groups' partials" + (finalize ? ", then " + std::string(op_name(op.kind)) : ""));
+  w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
+          "; e += " + std::to_string(plan_.threads) + ")");
+  w_.line("float v = " + a.base + "[" + off + "];");
+  w_.line("#pragma unroll");
+  w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg) v += " + a.base +
+          "[pg * " + std::to_string(tp.group_elems) + " + " + paren(off) + "];");
+  w_.line(a.base + "[" + off + "] = " +
+          (finalize ? finalized(op.kind, "v", finalize_count(g_, op)) : std::string("v")) + ";");
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_finalize_shared(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output;
+  const Shape& s = g_.tensor(t).shape;
+  Access a = access(t);
+  const int64_t count = finalize_count(g_, op);
+  w_.open("");
+  w_.line("// finalize " + g_.tensor_name(t) + ": " + std::string(op_name(op.kind)) + " over " +
+          std::to_string(count) + " elements per row");
+  w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
+          "; e += " + std::to_string(plan_.threads) + ")");
+  std::string ref = a.ref(unflatten("e", s));
+  w_.line(ref + " = " + finalized(op.kind, ref, count) + ";");
+  w_.close();
+  w_.close();
+}
+
+}  // namespace strata::codegen

@@ -1,0 +1,138 @@
+#include "strata/rowwise.h"
+
+#include <algorithm>
+
+#include "strata/schedule.h"
+
+namespace strata {
+namespace {
+
+bool is_elementwise_or_chain(OpKind k) {
+  return is_elementwise(k) || op_category(k) == Category::Fused;
+}
+
+bool last_dim_reduction(const BlockOp& op, int rank) {
+  switch (op.kind) {
+    case OpKind::Sum:
+    case OpKind::Mean:
+      return op.attrs.dim == rank - 1 && op.attrs.to == 1;
+    case OpKind::RmsNorm:
+      return op.attrs.dim == rank - 1;
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
+    case OpKind::AccumRmsLd:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  if (g.forloop() != 1) return make_error("rowwise: forloop > 1");
+  RowwiseLayout L;
+  // The full tile: the largest tensor.
+  for (const BlockTensor& t : g.tensors())
+    if (t.shape.numel() > L.full.numel()) L.full = t.shape;
+  const int rank = L.full.rank();
+  if (rank == 0) return make_error("rowwise: scalar tiles");
+  L.cols = L.full[rank - 1];
+  L.rows = L.full.numel() / L.cols;
+  Shape row_shape = L.full;
+  row_shape[rank - 1] = 1;
+  bool any_block_reduction = false;
+  for (const BlockOp& op : g.ops()) {
+    const Category cat = op_category(op.kind);
+    const bool ok = cat == Category::Source || cat == Category::Sink ||
+                    is_elementwise_or_chain(op.kind) || op.kind == OpKind::AccumSum ||
+                    last_dim_reduction(op, rank);
+    if (!ok) return make_error(std::string("rowwise: op ") + std::string(op_name(op.kind)));
+    if (op.output >= 0) {
+      const Shape& s = g.tensor(op.output).shape;
+      if (s != L.full && s != row_shape) return make_error("rowwise: tile " + s.str());
+    }
+    for (int x : op.inputs) {
+      const Shape& s = g.tensor(x).shape;
+      if (s != L.full && s != row_shape) return make_error("rowwise: operand " + s.str());
+    }
+    if (last_dim_reduction(op, rank) && g.tensor(op.inputs[0]).shape != L.full)
+      return make_error("rowwise: reduction of a reduced tensor");
+    any_block_reduction = any_block_reduction || last_dim_reduction(op, rank);
+  }
+  // Chunk width: 16 bytes of the narrowest type, dividing every device row.
+  int min_esize = 4;
+  for (DType t : plan.input_dtypes) min_esize = std::min(min_esize, dtype_size(t));
+  for (DType t : plan.output_dtypes) min_esize = std::min(min_esize, dtype_size(t));
+  L.vec = 16 / min_esize;
+  auto fits = [&](int64_t v) {
+    if (L.cols % v != 0) return false;
+    for (int i = 0; i < g.num_inputs(); ++i) {
+      const Shape& d = g.input_shape(i);
+      const Shape& tile = g.tensor(g.op(g.input_op(i)).output).shape;
+      if (tile == L.full && d[d.rank() - 1] % v != 0) return false;
+    }
+    for (int i = 0; i < g.num_outputs(); ++i) {
+      const Shape& d = g.output_shape(i);
+      const Shape& tile = g.tensor(g.op(g.output_op(i)).inputs[0]).shape;
+      if (tile == L.full && d[d.rank() - 1] % v != 0) return false;
+    }
+    return true;
+  };
+  while (L.vec > 1 && !fits(L.vec)) L.vec /= 2;
+  L.chunks_per_row = L.cols / L.vec;
+  const int64_t chunks = L.rows * L.chunks_per_row;
+  const int want = plan.options.threads;
+  if (L.chunks_per_row <= 32 && 32 % L.chunks_per_row == 0) {
+    // Rows inside a warp: any multiple of 32 threads dividing the chunks.
+    L.block_rows = false;
+    int t = 0;
+    if (want > 0 && chunks % want == 0) t = want;
+    for (int c = 256; t == 0 && c >= 32; c -= 32)
+      if (chunks % c == 0) t = c;
+    if (t == 0) return make_error("rowwise: chunks not a multiple of a warp");
+    L.threads = t;
+  } else {
+    L.block_rows = true;
+    int t = 0;
+    if (want > 0 && L.chunks_per_row % want == 0 && want % 32 == 0) t = want;
+    for (int c = 512; t == 0 && c >= 32; c -= 32)
+      if (L.chunks_per_row % c == 0) t = c;
+    if (t == 0) return make_error("rowwise: rows not a multiple of a warp of chunks");
+    L.threads = t;
+    if (any_block_reduction && L.rows > 8) return make_error("rowwise: too many rows");
+  }
+  L.per_thread = chunks / L.threads;
+  if (L.per_thread * L.vec > 64) return make_error("rowwise: too many values per thread");
+  return L;
+}
+
+bool rowwise_eligible(const KernelPlan& plan) {
+  return rowwise_layout(plan).ok();
+}
+
+Result<KernelPlan> plan_rowwise(KernelPlan plan) {
+  STRATA_ASSIGN_OR_RETURN(RowwiseLayout L, rowwise_layout(plan));
+  const BlockGraph& g = *plan.graph;
+  plan.rowwise = true;
+  plan.threads = L.threads;
+  plan.group_threads = L.threads;
+  plan.groups = 1;
+  plan.pipeline_stages = 1;
+  for (size_t t = 0; t < g.tensors().size(); ++t) {
+    plan.tensors[t] = TensorPlan{};
+    plan.tensors[t].home = TensorHome::Owned;
+    plan.tensors[t].dtype = DType::f32;
+  }
+  for (OpPlan& p : plan.ops) {
+    p.matmul = MatmulPath::None;
+    p.in_place = false;
+  }
+  bool reduces = false;
+  for (const BlockOp& op : g.ops()) reduces = reduces || is_reduction(op);
+  plan.scratch_bytes = L.block_rows && reduces ? 2 * (L.threads / 32) * L.rows * 4 : 0;
+  return schedule_block_ops(std::move(plan));
+}
+
+}  // namespace strata
