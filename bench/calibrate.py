@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Fit the cost model's constants (src/cost/cost_model.cc, docs/cost-model.md) to measured times.
 
-Input: the output folder of a benchmark run (scripts/gpu-check.sh OUT), which holds
-`profile/<bench>_b<b>.json` (strata profile reports: every candidate's status and median time)
-and `candidates/<bench>_b<b>/cand<i>.json` (the candidates' μGraphs). For every correct, timed
+Input: the output folder of a benchmark run (scripts/gpu-check.sh OUT: `profile/<key>.json`
+strata profile reports and `candidates/<key>/cand<i>.json` μGraphs) or of an emitter sweep
+(scripts/gpu-sweep.sh OUT: reports whose candidates name their μGraph as origin; only the
+default emitter variant is used). For every correct, timed
 candidate this script asks `strata cost --json` for the model's per-kernel features (DRAM bytes,
 tensor and SIMT FLOPs, blocks) and fits
 
@@ -25,6 +26,7 @@ import json
 import math
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,19 +39,43 @@ NAMES = ["1/BW (s/byte)", "1/TP (s/tensor FLOP)", "1/SP (s/SIMT FLOP)", "L (s/ke
 KEYS = ["inv_bandwidth", "inv_tensor_peak", "inv_simt_peak", "launch_s", "iteration_latency_s"]
 
 
-def load_points(out, strata, target):
-    """(config, index, measured_s, kernels) for every correct timed candidate."""
+def resolve_graph(out, key, c, scratch):
+    """A local μGraph file for candidate c of report `key`: the exported candidate (benchmark
+    runs), else its origin: a μGraph path (mapped into this checkout or OUT/graphs) or
+    `RESULT.json: ranked[i].graph` of a search result (extracted into `scratch`)."""
+    exported = out / "candidates" / key / f"cand{c['index']}.json"
+    if exported.exists():
+        return exported
+    origin = c.get("origin", "")
+    path, _, member = origin.partition(": ")
+    candidates = [Path(path), ROOT / path, out / "graphs" / Path(path).name]
+    if "/examples/" in path:
+        candidates.append(ROOT / "examples" / path.split("/examples/", 1)[1])
+    local = next((p for p in candidates if p.exists()), None)
+    if local is None or not member:
+        return local
+    rank = int(member.split("[", 1)[1].split("]", 1)[0])
+    doc = json.loads(local.read_text())
+    extracted = scratch / f"{local.stem}.rank{rank}.json"
+    extracted.write_text(json.dumps(doc["ranked"][rank]["graph"]))
+    return extracted
+
+
+def load_points(out, strata, target, scratch):
+    """(config, index, measured_s, kernels) for every correct timed candidate (of the default
+    emitter variant, for sweep reports)."""
     points = []
     for report in sorted((out / "profile").glob("*_b[0-9]*.json")):
         key = report.stem
         doc = json.loads(report.read_text())
         for c in doc.get("candidates", []):
             timing = c.get("timing")
-            if c.get("status") != "ok" or not timing:
+            if c.get("status") != "ok" or not timing or c.get("variant", "default") != "default":
                 continue
-            graph = out / "candidates" / key / f"cand{c['index']}.json"
-            if not graph.exists():
-                print(f"calibrate: {graph} missing, point skipped", file=sys.stderr)
+            graph = resolve_graph(out, key, c, scratch)
+            if graph is None:
+                print(f"calibrate: no μGraph for {key} #{c['index']}, point skipped",
+                      file=sys.stderr)
                 continue
             r = subprocess.run([str(strata), "cost", "--json", "--target", target, str(graph)],
                                capture_output=True, text=True)
@@ -164,7 +190,8 @@ def main():
                     help="hold the tensor rate at this FLOP/s (e.g. the run's measured peak)")
     a = ap.parse_args()
     n_sm = SM_COUNT[a.target]
-    points = load_points(Path(a.out), a.strata, a.target)
+    with tempfile.TemporaryDirectory() as scratch:
+        points = load_points(Path(a.out), a.strata, a.target, Path(scratch))
     if len(points) < 5:
         sys.exit(f"calibrate: only {len(points)} timed candidates under {a.out}; need at least 5")
     meas = [p["measured_s"] for p in points]

@@ -14,16 +14,21 @@ constexpr double kTranscendentalFlops = 4.0;
 constexpr double kRmsNormFlops = 3.0;
 // FLOPs per element of accum_rms_ld per iteration: square and accumulate.
 constexpr double kAccumRmsFlops = 2.0;
-// Library-kernel tiling used to count the blocks of predefined ops.
-constexpr int64_t kMatmulTile = 128;         // 128×128 output tile per block
+// Tiling of predefined ops as the code generator emits them (src/codegen/predefined_emitter.cc).
+constexpr int64_t kMatmulTileM = 64;         // output rows per block
+constexpr int64_t kMatmulTileN = 64;         // output columns per block
+constexpr int64_t kMatmulTileK = 64;         // reduction depth per for-loop iteration
 constexpr int64_t kElementsPerBlock = 1024;  // every other (memory-bound) op
 
 // The table of built-in targets; docs/cost-model.md gives the source of every figure.
 const std::vector<Target>& target_table() {
   static const std::vector<Target> table = {
       // name   SMs  smem/block  DRAM B/s  tensor FLOP/s  SIMT FLOP/s  launch s  c_α  t_iter s
-      {"h100", 132, 232448, 3.0e12, 800e12, 60e12, 2e-6, 1.0, 0.0},
-      {"h200", 132, 232448, 4.3e12, 790e12, 60e12, 2e-6, 1.0, 0.0},
+      // h200: fitted to 51 candidates timed on an H200 (bench/calibrate.py; docs/cost-model.md).
+      // h100: the same SM, so the H200 fit, with the bandwidth scaled by the HBM ratio
+      // 3.35 / 4.8 TB/s. a100: MCFuser's analytical constants, not calibrated.
+      {"h100", 132, 232448, 5.7e12, 748e12, 26.9e12, 2.92e-6, 0.1, 8.8e-8},
+      {"h200", 132, 232448, 8.2e12, 748e12, 26.9e12, 2.92e-6, 0.1, 8.8e-8},
       {"a100", 108, 166912, 1.6e12, 312e12, 19.5e12, 2e-6, 1.0, 0.0},
   };
   return table;
@@ -124,8 +129,17 @@ void predefined_cost(const KernelGraph& g, const KernelOp& op, KernelCost& k) {
   k.simt_flops = f.simt;
   const Shape& s = out.shape;
   if (op_category(op.kind) == Category::Matmul) {
-    int64_t m = s[s.rank() - 2], n = s[s.rank() - 1];
-    k.blocks = s.numel() / (m * n) * ceil_div(m, kMatmulTile) * ceil_div(n, kMatmulTile);
+    // As the code generator runs it (codegen::lower_matmul_to_block_graph): output tiles of
+    // kMatmulTileM × kMatmulTileN per block, a for-loop over K in kMatmulTileK steps; A is
+    // read once per column of blocks and B once per row of blocks.
+    const Shape& a = in[0];
+    int64_t m = s[s.rank() - 2], n = s[s.rank() - 1], kk = a[a.rank() - 1];
+    int64_t batch = s.numel() / (m * n);
+    int64_t row_blocks = ceil_div(m, kMatmulTileM), col_blocks = ceil_div(n, kMatmulTileN);
+    k.blocks = batch * row_blocks * col_blocks;
+    k.forloop = ceil_div(kk, kMatmulTileK);
+    k.load_bytes = tensor_bytes(g.tensor(op.inputs[0])) * col_blocks +
+                   tensor_bytes(g.tensor(op.inputs[1])) * row_blocks;
   } else {
     k.blocks = std::max<int64_t>(1, ceil_div(std::max(max_elems, s.numel()), kElementsPerBlock));
   }
@@ -184,7 +198,7 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
     if (op.kind == OpKind::Input) continue;
     KernelCost k{};
     k.op_id = i;
-    k.forloop = op.kind == OpKind::Customized ? op.body->forloop() : 1;
+    k.forloop = op.kind == OpKind::Customized ? op.body->forloop() : 1;  // a predefined matmul sets its own
     k.label = label_of(g, op);
     if (op.kind == OpKind::Customized)
       customized_cost(g, op, k);

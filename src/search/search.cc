@@ -12,11 +12,13 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "search/candidate_pool.h"
 #include "search/enumerator.h"
 #include "strata/abstract_expr.h"
+#include "strata/graph_optimizer.h"
 #include "strata/search_cache.h"
 #include "strata/search_report.h"
 #include "strata/subexpr_oracle.h"
@@ -272,6 +274,54 @@ Status read_checkpoint(const std::string& path, const std::string& key, size_t t
   return Status::success();
 }
 
+/// Whether the code generator can build every customized kernel of g on target t: its plan
+/// (graph_optimizer.h) must fit the target's shared memory. The enumeration's estimate allows
+/// kSmemPruneSlack over the limit, so a candidate can pass it and still not fit.
+bool emittable(const KernelGraph& g, const Target& t) {
+  PlanOptions options;
+  options.smem_limit = t.smem_per_block_bytes;
+  options.sm_count = t.sm_count;
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized) continue;
+    std::vector<DType> in, out;
+    for (int x : op.inputs) in.push_back(g.tensor(x).dtype);
+    for (int x : op.outputs) out.push_back(g.tensor(x).dtype);
+    if (!optimize_block_graph(op.body, in, out, options).ok()) return false;
+  }
+  return true;
+}
+
+/// The structure of g without its extents: the op kinds of every kernel and of every block
+/// graph, in order. Candidates with the same structure differ only in grid, tiles and maps.
+std::string structure_signature(const KernelGraph& g) {
+  std::string sig;
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind == OpKind::Input) continue;
+    sig += op_name(op.kind);
+    if (op.kind == OpKind::Customized) {
+      sig += op.body->forloop() > 1 ? "[loop:" : "[";
+      for (const BlockOp& b : op.body->ops()) {
+        sig += op_name(b.kind);
+        sig += ',';
+      }
+      sig += ']';
+    }
+    sig += ';';
+  }
+  return sig;
+}
+
+/// Verification order: the cheapest candidate of every structure first (in cost order), then
+/// the rest (in cost order). With a small top_k the verified set thus spans different
+/// structures — the cost model is least reliable between structures, and on a GPU the
+/// profiler then chooses among them.
+void diversify(std::vector<search::PoolEntry>& entries) {
+  std::set<std::string> seen;
+  std::stable_partition(entries.begin(), entries.end(), [&](const search::PoolEntry& e) {
+    return seen.insert(structure_signature(e.graph)).second;
+  });
+}
+
 }  // namespace
 
 int SearchResult::program_index() const {
@@ -458,6 +508,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   std::vector<search::PoolEntry> entries = cpool.entries();
   std::erase_if(entries,
                 [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
+  diversify(entries);
   bool screen_error = false, cut = false;
   for (const search::PoolEntry& e : entries) {
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
@@ -466,6 +517,10 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
       result.stats.stop = StopReason::Interrupted;
       cut = true;
       break;
+    }
+    if (!emittable(e.graph, target)) {
+      ++result.stats.prunes_by_rule["codegen_shared_memory"];
+      continue;
     }
     const CandidateCheck c = check_candidate(checker, e);
     result.stats.screen_s += c.screen_s;
