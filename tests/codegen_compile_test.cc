@@ -1,5 +1,6 @@
-// Compile checks of emitted CUDA without a GPU: every reference μGraph of examples/ and the
-// coverage graphs are emitted and compiled with nvcc for sm_80 and sm_90a (-Xptxas -v); the
+// Compile checks of emitted CUDA without a GPU: every reference μGraph of examples/, every
+// graph `strata optimize` returns for the small-shape benchmarks, and the coverage graphs are
+// emitted and compiled with nvcc for sm_80 and sm_90a (-Xptxas -v); the
 // resource report must show every kernel for both targets, no register spills, and static +
 // dynamic shared memory within the H100 limit (227 KB). The device part must also compile with
 // NVRTC. Fails (does not skip) when nvcc is missing.
@@ -14,6 +15,7 @@
 
 #include "strata/cuda_emitter.h"
 #include "strata/graph_io.h"
+#include "strata/search.h"
 #include "support/coverage_graphs.h"
 #include "support/cuda_tools.h"
 
@@ -94,6 +96,19 @@ std::vector<Target> targets() {
       if (!g.ok()) throw std::runtime_error(g.error().message);
       ts.push_back({std::string(bench) + "_" + size, std::move(*g)});
     }
+  // The search results at small shapes: every ranked graph but the program itself.
+  for (const char* bench : {"rmsnorm", "gatedmlp", "lora", "ntrans", "gqa", "qknorm"}) {
+    auto program = load_graph(std::string("examples/programs/") + bench + "_small.strata");
+    if (!program.ok()) throw std::runtime_error(program.error().message);
+    auto r = superoptimize(*program, SearchConfig{}.with_quiet(true).with_cache(false));
+    if (!r.ok()) throw std::runtime_error(std::string(bench) + ": " + r.error().message);
+    int rank = 0;
+    for (const Candidate& c : r->ranked) {
+      if (!c.is_program)
+        ts.push_back({std::string("search_") + bench + "_small_" + std::to_string(rank), c.graph});
+      ++rank;
+    }
+  }
   ts.push_back({"cov_accmaps", accumulators_and_maps()});
   ts.push_back({"cov_simt", simt_and_reductions()});
   ts.push_back({"cov_batched", batched_tensor_cores()});
