@@ -368,6 +368,16 @@ def run_steps(args, out):
             for cfg in configs:
                 profiles[cfg.key] = profile(cfg, plans[cfg.key], strata, out, args)
 
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    stem = out / f"{gpu_slug(device['name'])}-{date}"
+
+    def write_report(results):
+        phases["total"] = round(time.time() - started, 1)
+        doc = report.build(device, results, profiles, plans, phases, TOLERANCE)
+        Path(str(stem) + ".json").write_text(json.dumps(doc, indent=2) + "\n")
+        Path(str(stem) + ".md").write_text(report.markdown(doc))
+        return doc
+
     results = []
     if args.phase != "profile":
         with Phase("bench", phases):
@@ -376,13 +386,9 @@ def run_steps(args, out):
                 r["candidates_from"] = plans[cfg.key]["source"]
                 results.append(r)
                 torch.cuda.empty_cache()
+                write_report(results)  # a run cut short still leaves the configurations done
 
-    phases["total"] = round(time.time() - started, 1)
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    stem = out / f"{gpu_slug(device['name'])}-{date}"
-    doc = report.build(device, results, profiles, plans, phases, TOLERANCE)
-    Path(str(stem) + ".json").write_text(json.dumps(doc, indent=2) + "\n")
-    Path(str(stem) + ".md").write_text(report.markdown(doc))
+    doc = write_report(results)
     log(f"wrote {stem}.md and {stem}.json")
     print(report.markdown(doc))
 
