@@ -16,7 +16,7 @@ tensor and SIMT FLOPs, blocks) and fits
 of the current and the fitted constants (median and worst |log(pred / measured)|, Pearson of
 logs, Spearman), and writes the points and both fits as JSON with --json.
 
-Usage: python3 bench/calibrate.py OUT_DIR [--strata build/strata] [--target h200]
+Usage: python3 bench/calibrate.py OUT_DIR... [--strata build/strata] [--target h200]
                                   [--json calibration.json]
 Pure Python (no numpy), so it runs on a machine without the benchmark's dependencies.
 """
@@ -182,7 +182,7 @@ def quality(pred, meas):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", help="output folder of a benchmark run")
+    ap.add_argument("out", nargs="+", help="output folders of benchmark runs or sweeps")
     ap.add_argument("--strata", default=str(ROOT / "build" / "strata"))
     ap.add_argument("--target", default="h200")
     ap.add_argument("--json", default="", help="write points and fits here")
@@ -191,9 +191,11 @@ def main():
     a = ap.parse_args()
     n_sm = SM_COUNT[a.target]
     with tempfile.TemporaryDirectory() as scratch:
-        points = load_points(Path(a.out), a.strata, a.target, Path(scratch))
+        points = [p for out in a.out
+                  for p in load_points(Path(out), a.strata, a.target, Path(scratch))]
     if len(points) < 5:
-        sys.exit(f"calibrate: only {len(points)} timed candidates under {a.out}; need at least 5")
+        sys.exit(f"calibrate: only {len(points)} timed candidates under {' '.join(a.out)}; "
+                 "need at least 5")
     meas = [p["measured_s"] for p in points]
     current = quality([p["predicted_s"] for p in points], meas)
     c, x, _ = fit(points, n_sm, a.tensor_peak)
