@@ -207,6 +207,63 @@ TEST(EmulationLoopGroups, EveryAccumulatorKind) {
                {"2 groups of"}});
 }
 
+// LoRA with a streamed loop (found by the search): X, W and A are streamed over F = 2
+// iterations, B is loop-invariant (fmap φ, loaded once before the loop) and stored in place
+// inside the concat [W ; B], which the loop rewrites with each W tile; [X | X·A] mixes a streamed
+// tile and a computed one. `split_rows` puts X's rows on grid x and W's columns on grid y (the
+// batch-8 shape), else W's columns are on grid x. Under loop groups every group has its own copy
+// of [W ; B], so the hoisted B must reach every copy, not only the first group's.
+KernelGraph lora_streamed_graph(int64_t m, int64_t k, int64_t n, int64_t r, int64_t tn,
+                                int64_t tm) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
+  int w = must(g.add_input("W", Shape{k, n}, DType::f16));
+  int a = must(g.add_input("A", Shape{k, r}, DType::f16));
+  int bm = must(g.add_input("B", Shape{r, n}, DType::f16));
+  const bool split_rows = tm < m;
+  const int gx = split_rows ? static_cast<int>(m / tm) : static_cast<int>(n / tn);
+  const int gy = split_rows ? static_cast<int>(n / tn) : 1;
+  BlockGraph b = must(BlockGraph::make({gx, gy, 1}, 128, 2));
+  const GridMap rows = split_rows ? GridMap{0, P, P} : GridMap{P, P, P};
+  const GridMap cols = split_rows ? GridMap{P, 1, P} : GridMap{1, P, P};
+  int xi = must(b.add_input(Shape{m, k}, rows, 1));
+  int wi = must(b.add_input(Shape{k, n}, cols, 0));
+  int ai = must(b.add_input(Shape{k, r}, {P, P, P}, 0));
+  int bi = must(b.add_input(Shape{r, n}, cols, P));
+  int xa = must(b.add_op(OpKind::Matmul, {xi, ai}));
+  int right = must(b.add_op(OpKind::Concat, {wi, bi}, dim_attr(0)));
+  int left = must(b.add_op(OpKind::Concat, {xi, xa}, dim_attr(1)));
+  int mm = must(b.add_op(OpKind::Matmul, {left, right}));
+  int o = must(b.add_op(OpKind::AccumSum, {mm}));
+  GridMap out = split_rows ? GridMap{0, 1, P} : GridMap{1, P, P};
+  must(b.add_output(o, out));
+  auto outs = must(g.add_customized({x, w, a, bm}, std::move(b), {"O"}));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
+TEST(EmulationLoopGroups, LoraHoistedConcatOperand) {
+  // Batch 1: X [16, 128] tiles, W's columns over grid x.
+  KernelGraph b1 = lora_streamed_graph(16, 256, 512, 16, 64, 16);
+  check_graph({"lora_s1", b1});
+  check_graph({"lora_s1_g2", b1, 0.5, 2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }), {"2 groups of"}});
+  // Without groups B stays in place inside [W ; B].
+  check_graph({"lora_s1_g1", b1, 0.5, 2e-2, with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"b3 is stored in place"}});
+  check_graph({"lora_s1_s1", b1, 0.5, 2e-2, with([](PlanOptions& p) {
+                 p.loop_groups = 1;
+                 p.forced_stages = 1;
+               })});
+  // Batch 8: X [64, 128] tiles over grid x, W's columns over grid y.
+  KernelGraph b8 = lora_streamed_graph(128, 256, 512, 16, 128, 64);
+  check_graph({"lora_s8", b8});
+  check_graph({"lora_s8_g2", b8, 0.5, 2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }), {"2 groups of"}});
+  check_graph({"lora_s8_g1", b8, 0.5, 2e-2, with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"b3 is stored in place"}});
+}
+
 // Matmul chains (FlashAttention style) with and without loop groups, A fragments in registers,
 // and the rms_norm of K folded into the product as column scales.
 TEST(EmulationChain, GqaBlockPipeline) {

@@ -226,9 +226,20 @@ int64_t accum_chunk(const BlockGraph& g, const BlockOp& op) {
   return 1;
 }
 
+/// Whether tile t gets one copy per loop group when the loop is split into groups (the rule of
+/// TensorPlan::group_private in choose_layouts, for a tile stored in shared memory): the loop's
+/// tiles and the partial sums of fmap-φ accumulators.
+bool private_under_groups(const KernelPlan& plan, int t) {
+  const BlockGraph& g = *plan.graph;
+  const BlockOp& prod = g.op(g.tensor(t).producer);
+  if (op_category(prod.kind) == Category::Accum) return prod.attrs.fmap == kReplicate;
+  return plan.ops[g.tensor(t).producer].phase == Phase::Loop;
+}
+
 /// Every storage decision of choose_layouts for `warps` warps per group: matmul paths and
-/// tilings, homes, storage types, views, layouts, register accumulators.
-void assign_storage(KernelPlan& plan, int warps) {
+/// tilings, homes, storage types, views, layouts, register accumulators. `grouped`: the plan
+/// is sized for loop groups (G > 1).
+void assign_storage(KernelPlan& plan, int warps, bool grouped) {
   const BlockGraph& g = *plan.graph;
   const int nops = static_cast<int>(g.ops().size());
   const int ntensors = static_cast<int>(g.tensors().size());
@@ -375,6 +386,13 @@ void assign_storage(KernelPlan& plan, int warps) {
         if (xp.home != TensorHome::Shared || is_host[x]) continue;
         const OpPlan& src = plan.ops[g.tensor(x).producer];
         if (is_input_tile(g, x) && src.phase == Phase::Loop && g.forloop() > 1) continue;
+        // Under loop groups a view shares its host's copies: per group for a loop tile, one for
+        // the block otherwise. An operand on the other side of that line would be written into
+        // one copy and read from another: a loop-invariant operand (LoRA's hoisted B in
+        // [W ; B], loaded once by the whole block before the loop) would reach only the first
+        // group's copy of the loop-computed host, and the other groups would read garbage.
+        // Such an operand keeps its own tile and the concat copies it.
+        if (grouped && private_under_groups(plan, x) != private_under_groups(plan, c)) continue;
         // Tensor-core operands address batches with one flat stride: no views across them.
         if ((ldmatrix_read[c] || ldmatrix_read[x]) && dim < cs.rank() - 2) continue;
         if (xp.dtype != plan.tensors[c].dtype) {
@@ -483,7 +501,7 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
       (plan.options.threads == 0 || plan.options.loop_groups > 1)) {
     KernelPlan trial = plan;
     trial.group_threads = choose_group_threads(trial, true);
-    assign_storage(trial, trial.group_threads / 32);
+    assign_storage(trial, trial.group_threads / 32, true);
     // Above 256 threads a thread gets at most 128 registers (64 above 512).
     const int regs = register_estimate(trial);
     const int max_threads = regs > 120 ? 256 : regs > 60 ? 512 : 1024;
@@ -492,7 +510,7 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
   }
   if (plan.groups == 1) {
     plan.group_threads = choose_group_threads(plan, false);
-    assign_storage(plan, plan.group_threads / 32);
+    assign_storage(plan, plan.group_threads / 32, false);
     choose_groups_and_stages(plan, smem_needs(plan), 1024);
     plan.groups = 1;
   }
