@@ -24,11 +24,11 @@ constexpr int64_t kElementsPerBlock = 1024;  // every other (memory-bound) op
 const std::vector<Target>& target_table() {
   static const std::vector<Target> table = {
       // name   SMs  smem/block  DRAM B/s  tensor FLOP/s  SIMT FLOP/s  launch s  c_α  t_iter s
-      // h200: fitted to 51 candidates timed on an H200 (bench/calibrate.py; docs/cost-model.md).
+      // h200: fitted to 155 candidates timed on an H200 (bench/calibrate.py; docs/cost-model.md).
       // h100: the same SM, so the H200 fit, with the bandwidth scaled by the HBM ratio
       // 3.35 / 4.8 TB/s. a100: MCFuser's analytical constants, not calibrated.
-      {"h100", 132, 232448, 5.7e12, 748e12, 26.9e12, 2.92e-6, 0.1, 8.8e-8},
-      {"h200", 132, 232448, 8.2e12, 748e12, 26.9e12, 2.92e-6, 0.1, 8.8e-8},
+      {"h100", 132, 232448, 5.0e12, 748e12, 11.6e12, 2.91e-6, 0.3, 1.26e-8},
+      {"h200", 132, 232448, 7.2e12, 748e12, 11.6e12, 2.91e-6, 0.3, 1.26e-8},
       {"a100", 108, 166912, 1.6e12, 312e12, 19.5e12, 2e-6, 1.0, 0.0},
   };
   return table;
