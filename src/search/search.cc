@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
-#include <set>
+#include <map>
 #include <thread>
 
 #include "search/candidate_pool.h"
@@ -311,15 +311,32 @@ std::string structure_signature(const KernelGraph& g) {
   return sig;
 }
 
-/// Verification order: the cheapest candidate of every structure first (in cost order), then
-/// the rest (in cost order). With a small top_k the verified set thus spans different
-/// structures — the cost model is least reliable between structures, and on a GPU the
-/// profiler then chooses among them.
+/// Verification order: round robin over structures — the cheapest graph of every structure
+/// (structures in order of their cheapest graph), then the second cheapest of each, and so
+/// on. With a small top_k the verified set thus spans different structures and several
+/// tilings of each: the cost model is least reliable between structures and between tilings
+/// of one structure, and on a GPU the profiler then chooses among them.
 void diversify(std::vector<search::PoolEntry>& entries) {
-  std::set<std::string> seen;
-  std::stable_partition(entries.begin(), entries.end(), [&](const search::PoolEntry& e) {
-    return seen.insert(structure_signature(e.graph)).second;
-  });
+  std::vector<std::string> order;                               // structures, cheapest first
+  std::map<std::string, std::vector<search::PoolEntry>> groups;  // each in cost order
+  for (search::PoolEntry& e : entries) {
+    std::string sig = structure_signature(e.graph);
+    auto [it, fresh] = groups.try_emplace(sig);
+    if (fresh) order.push_back(sig);
+    it->second.push_back(std::move(e));
+  }
+  entries.clear();
+  for (size_t round = 0;; ++round) {
+    bool any = false;
+    for (const std::string& sig : order) {
+      auto& group = groups[sig];
+      if (round < group.size()) {
+        entries.push_back(std::move(group[round]));
+        any = true;
+      }
+    }
+    if (!any) break;
+  }
 }
 
 }  // namespace
