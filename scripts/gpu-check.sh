@@ -14,7 +14,8 @@
 # Knobs (environment): STRATA_SEARCH_DIR (precomputed `strata optimize` results
 #   <bench>_b<b>.json; default bench/search when it exists), STRATA_SEARCH_TIME (seconds per
 #   search run here otherwise, default 10), STRATA_BENCH_MODES (default
-#   eager,compile,max-autotune), STRATA_BENCH_TOP (candidates per program, default 5).
+#   eager,compile,max-autotune), STRATA_BENCH_TOP (candidates per program, default 5),
+#   STRATA_BENCH_ONLY=1 (skip step 2: only the build, the check and the benchmark).
 # Exit: 0 all passed; 1 a test, a check or a benchmark step failed; 3 the build failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
@@ -57,6 +58,9 @@ if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" >/dev/
 fi
 "$build/strata" device || failed+=("strata device")
 
+if [ "${STRATA_BENCH_ONLY:-0}" = 1 ]; then
+  echo "STRATA_BENCH_ONLY=1: GPU tests, C++ API example and optimize step skipped"
+else
 step "GPU tests (ctest -L gpu)"
 (cd "$build" && ctest -L gpu --output-on-failure) || failed+=("GPU tests")
 
@@ -68,6 +72,7 @@ step "strata optimize with GPU profiling (rmsnorm b8: search, then check and tim
   -o "$out/optimize-rmsnorm_b8.json" || failed+=("strata optimize on the GPU")
 grep -q '"gpu_profile"' "$out/optimize-rmsnorm_b8.json" 2>/dev/null ||
   failed+=("strata optimize did not profile on the GPU")
+fi
 
 bench_args=(--out "$out" --strata "$build/strata" --top "${STRATA_BENCH_TOP:-5}"
             --search-time "${STRATA_SEARCH_TIME:-10}"
