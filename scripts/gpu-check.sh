@@ -36,17 +36,7 @@ fi
 nvcc --version | tail -2
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 
-cmake_deps=()
-if [ -d .devdeps/usr ]; then
-  deps=$root/.devdeps/usr
-  lib=$deps/lib/x86_64-linux-gnu
-  echo "using build dependencies from $deps"
-  export CMAKE_PREFIX_PATH=$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  cmake_deps=(-DGTest_DIR="$lib/cmake/GTest" -Dnlohmann_json_DIR="$deps/share/cmake/nlohmann_json"
-              -DCLI11_DIR="$deps/share/cmake/CLI11" -DZ3_INCLUDE_DIR="$deps/include"
-              -DZ3_LIBRARY="$lib/libz3.so")
-fi
+. "$root/scripts/lib/devdeps.sh"
 build=$root/build-gpu
 export STRATA_CACHE_DIR=${STRATA_CACHE_DIR:-$build/cache}
 

@@ -43,17 +43,7 @@ command -v nvcc >/dev/null || die "nvcc not found" 3
 command -v timeout >/dev/null || die "coreutils timeout not found" 3
 nvcc --version | tail -2
 
-cmake_deps=()
-if [ -d .devdeps/usr ]; then
-  deps=$root/.devdeps/usr
-  lib=$deps/lib/x86_64-linux-gnu
-  echo "using build dependencies from $deps"
-  export CMAKE_PREFIX_PATH=$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  cmake_deps=(-DGTest_DIR="$lib/cmake/GTest" -Dnlohmann_json_DIR="$deps/share/cmake/nlohmann_json"
-              -DCLI11_DIR="$deps/share/cmake/CLI11" -DZ3_INCLUDE_DIR="$deps/include"
-              -DZ3_LIBRARY="$lib/libz3.so")
-fi
+. "$root/scripts/lib/devdeps.sh"
 build=${STRATA_BUILD_DIR:-$root/build-gpu}
 case $build in /*) ;; *) build=$root/$build ;; esac
 compile_only=${STRATA_SWEEP_COMPILE_ONLY:-0}

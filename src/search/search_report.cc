@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "strata/cost_json.h"
+
 namespace strata {
 namespace {
 
@@ -12,24 +14,6 @@ constexpr int kVersion = 1;
 
 Json number_or_null(double v) {
   return std::isfinite(v) ? Json(v) : Json(nullptr);
-}
-
-Json kernel_cost_json(const KernelCost& k) {
-  Json j;
-  j["op_id"] = k.op_id;
-  j["label"] = k.label;
-  j["load_bytes"] = k.load_bytes;
-  j["store_bytes"] = k.store_bytes;
-  j["tensor_flops"] = k.tensor_flops;
-  j["simt_flops"] = k.simt_flops;
-  j["blocks"] = k.blocks;
-  j["forloop"] = k.forloop;
-  j["alpha"] = k.alpha;
-  j["t_mem_us"] = k.t_mem_s * 1e6;
-  j["t_comp_us"] = k.t_comp_s * 1e6;
-  j["predicted_us"] = k.predicted_s * 1e6;
-  j["smem_bytes"] = k.smem_bytes;
-  return j;
 }
 
 Json verification_json(const VerifyResult& v) {
@@ -125,7 +109,7 @@ Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
     e["kernels"] = cand.graph.ops().size() - cand.graph.inputs().size();
     e["customized_kernels"] = cand.graph.num_customized();
     Json costs = Json::array();
-    for (const KernelCost& k : cand.cost.kernels) costs.push_back(kernel_cost_json(k));
+    for (const KernelCost& k : cand.cost.kernels) costs.push_back(kernel_cost_to_json(k));
     e["cost"] = costs;
     e["verification"] = verification_json(cand.verification);
     e["graph"] = kernel_graph_to_json(cand.graph);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "command.h"
+#include "strata/cost_json.h"
 #include "strata/cost_model.h"
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
@@ -43,31 +44,6 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
-Json cost_json(const GraphCost& c, const Target& t) {
-  Json j;
-  j["target"] = t.name;
-  j["predicted_us"] = c.predicted_us;
-  Json ks = Json::array();
-  for (const KernelCost& k : c.kernels) {
-    Json o;
-    o["op"] = k.op_id;
-    o["label"] = k.label;
-    o["load_bytes"] = k.load_bytes;
-    o["store_bytes"] = k.store_bytes;
-    o["tensor_flops"] = k.tensor_flops;
-    o["simt_flops"] = k.simt_flops;
-    o["blocks"] = k.blocks;
-    o["forloop"] = k.forloop;
-    o["alpha"] = k.alpha;
-    o["t_mem_us"] = k.t_mem_s * 1e6;
-    o["t_comp_us"] = k.t_comp_s * 1e6;
-    o["predicted_us"] = k.predicted_s * 1e6;
-    o["smem_bytes"] = k.smem_bytes;
-    ks.push_back(o);
-  }
-  j["kernels"] = ks;
-  return j;
-}
 
 int run_cost(const std::string& path, const std::string& target_name, bool json) {
   auto target = Target::by_name(target_name);
@@ -76,7 +52,7 @@ int run_cost(const std::string& path, const std::string& target_name, bool json)
   if (!g.ok()) return fail_bad_input(g.error().message);
   GraphCost c = estimate_cost(*g, *target);
   if (json) {
-    std::cout << cost_json(c, *target).dump(2) << "\n";
+    std::cout << graph_cost_to_json(c, *target).dump(2) << "\n";
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows = {{"kernel", "loaded B", "stored B", "tensor FLOP",

@@ -1,0 +1,33 @@
+#include "strata/cost_json.h"
+
+namespace strata {
+
+Json kernel_cost_to_json(const KernelCost& k) {
+  Json j;
+  j["op_id"] = k.op_id;
+  j["label"] = k.label;
+  j["load_bytes"] = k.load_bytes;
+  j["store_bytes"] = k.store_bytes;
+  j["tensor_flops"] = k.tensor_flops;
+  j["simt_flops"] = k.simt_flops;
+  j["blocks"] = k.blocks;
+  j["forloop"] = k.forloop;
+  j["alpha"] = k.alpha;
+  j["t_mem_us"] = k.t_mem_s * 1e6;
+  j["t_comp_us"] = k.t_comp_s * 1e6;
+  j["predicted_us"] = k.predicted_s * 1e6;
+  j["smem_bytes"] = k.smem_bytes;
+  return j;
+}
+
+Json graph_cost_to_json(const GraphCost& c, const Target& t) {
+  Json j;
+  j["target"] = t.name;
+  j["predicted_us"] = c.predicted_us;
+  Json ks = Json::array();
+  for (const KernelCost& k : c.kernels) ks.push_back(kernel_cost_to_json(k));
+  j["kernels"] = ks;
+  return j;
+}
+
+}  // namespace strata
