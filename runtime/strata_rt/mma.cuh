@@ -101,6 +101,27 @@ STRATA_DEVICE void mma_zero(float (&acc)[MT][NT][4]) {
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 }
 
+/// B fragments of k-step k0 (rows k0 … k0+15) for column tiles tn0 … tn0+NT-1.
+template <class S, class T, int NT>
+STRATA_DEVICE void warp_load_b(const T* b, u32 (&bf)[NT][2], int k0, int tn0) {
+  const int lane = threadIdx.x & 31;
+  const int k = k0 + (lane & 15), half8 = (lane >> 4) * 8;
+#pragma unroll
+  for (int j = 0; j + 1 < NT; j += 2) {
+    const int n = (tn0 + j) * 8 + half8;
+    u32 r[4];
+    ldmatrix_x4_trans(r, b + k * S::LDB + swizzle_col<S::SWB>(k, n));
+    bf[j][0] = r[0];
+    bf[j][1] = r[1];
+    bf[j + 1][0] = r[2];
+    bf[j + 1][1] = r[3];
+  }
+  if constexpr (NT % 2 == 1) {
+    const int n = (tn0 + NT - 1) * 8;
+    ldmatrix_x2_trans(bf[NT - 1], b + k * S::LDB + swizzle_col<S::SWB>(k, n));
+  }
+}
+
 /// acc += A · B over the warp's fragment tiles: row tiles tm0 .. tm0+MT-1, column tiles
 /// tn0 .. tn0+NT-1 (all in range).
 template <class S, class T, int MT, int NT>
@@ -117,7 +138,7 @@ STRATA_DEVICE void warp_mma(const T* A, const T* B, float (&acc)[MT][NT][4], int
     int r = (mi0 + i) * 16 + (lane & 15);
     a_row[i] = r < S::M ? r : S::M - 1;
   }
-  const int sub = lane & 15, half8 = (lane >> 4) * 8;
+  const int half8 = (lane >> 4) * 8;
   constexpr int kSteps = S::K / 16;
   auto step = [&](int k0) {
     u32 af[MT][4];
@@ -127,21 +148,7 @@ STRATA_DEVICE void warp_mma(const T* A, const T* B, float (&acc)[MT][NT][4], int
       const int c = k0 + half8;
       ldmatrix_x4(af[i], a + a_row[i] * S::LDA + swizzle_col<S::SWA>(a_row[i], c));
     }
-    const int k = k0 + sub;
-#pragma unroll
-    for (int j = 0; j + 1 < NT; j += 2) {
-      const int n = (tn0 + j) * 8 + half8;
-      u32 r[4];
-      ldmatrix_x4_trans(r, b + k * S::LDB + swizzle_col<S::SWB>(k, n));
-      bf[j][0] = r[0];
-      bf[j][1] = r[1];
-      bf[j + 1][0] = r[2];
-      bf[j + 1][1] = r[3];
-    }
-    if constexpr (NT % 2 == 1) {
-      const int n = (tn0 + NT - 1) * 8;
-      ldmatrix_x2_trans(bf[NT - 1], b + k * S::LDB + swizzle_col<S::SWB>(k, n));
-    }
+    warp_load_b<S, T, NT>(b, bf, k0, tn0);
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -193,27 +200,6 @@ STRATA_DEVICE void warp_load_a(const T* A, u32 (&af)[MT][S::K / 16][4], int tm0)
 #pragma unroll
     for (int s = 0; s < S::K / 16; ++s)
       ldmatrix_x4(af[i][s], a + r * S::LDA + swizzle_col<S::SWA>(r, s * 16 + half8));
-  }
-}
-
-/// B fragments of k-step k0 (rows k0 … k0+15) for column tiles tn0 … tn0+NT-1.
-template <class S, class T, int NT>
-STRATA_DEVICE void warp_load_b(const T* b, u32 (&bf)[NT][2], int k0, int tn0) {
-  const int lane = threadIdx.x & 31;
-  const int k = k0 + (lane & 15), half8 = (lane >> 4) * 8;
-#pragma unroll
-  for (int j = 0; j + 1 < NT; j += 2) {
-    const int n = (tn0 + j) * 8 + half8;
-    u32 r[4];
-    ldmatrix_x4_trans(r, b + k * S::LDB + swizzle_col<S::SWB>(k, n));
-    bf[j][0] = r[0];
-    bf[j][1] = r[1];
-    bf[j + 1][0] = r[2];
-    bf[j + 1][1] = r[3];
-  }
-  if constexpr (NT % 2 == 1) {
-    const int n = (tn0 + NT - 1) * 8;
-    ldmatrix_x2_trans(bf[NT - 1], b + k * S::LDB + swizzle_col<S::SWB>(k, n));
   }
 }
 
