@@ -8,12 +8,6 @@
 namespace strata::codegen {
 namespace {
 
-Shape batch_shape(const Shape& s) {
-  std::vector<int64_t> bd;
-  for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
-  return Shape::make(bd).value();
-}
-
 bool is_last_dim_mean(OpKind k) {
   return k == OpKind::AccumMeanLd;
 }

@@ -573,22 +573,14 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   const int64_t vec = bytes / esize;
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
-  const int64_t n = chunks.numel(), trips = (n + threads() - 1) / threads();
+  const int64_t n = chunks.numel();
   w_.open("");
   w_.line("// load " + g_.tensor_name(t) + " " + tile.str() + " <- input " + std::to_string(ii) +
           " " + D.str() + (iter == "0" ? "" : ", iteration " + iter) + ", " +
           std::to_string(bytes) + "-byte copies");
   w_.line("const " + cuda_type(info_.input_dtypes[ii]) + "* src = gin" + std::to_string(ii) +
           " + " + sum(origin) + ";");
-  if (trips <= 16) {
-    w_.line("#pragma unroll");
-    w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-    if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
-  } else {
-    w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
-            "; c += " + std::to_string(threads()) + ")");
-  }
+  open_chunk_loop(n);
   std::vector<std::string> idx = unflatten("c", chunks);
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
   std::vector<std::string> goff;
@@ -602,6 +594,19 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
             ");");
   w_.close();
   w_.close();
+}
+
+void BlockEmitter::open_chunk_loop(int64_t n) {
+  const int64_t trips = (n + threads() - 1) / threads();
+  if (trips <= 16) {
+    w_.line("#pragma unroll");
+    w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+    if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
+  } else {
+    w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
+            "; c += " + std::to_string(threads()) + ")");
+  }
 }
 
 void BlockEmitter::emit_save(int i) {
@@ -626,20 +631,12 @@ void BlockEmitter::emit_save(int i) {
   if (r == 0 || last % vec != 0 || full[r - 1] % vec != 0) vec = 1;
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
-  const int64_t n = chunks.numel(), trips = (n + threads() - 1) / threads();
+  const int64_t n = chunks.numel();
   w_.open("");
   w_.line("// save " + g_.tensor_name(t) + " " + tile.str() + " -> output " + std::to_string(oi) +
           " " + full.str() + (vec > 1 ? ", 16-byte stores" : ""));
   w_.line(cuda_type(out_t) + "* dst = gout" + std::to_string(oi) + " + " + sum(origin) + ";");
-  if (trips <= 16) {
-    w_.line("#pragma unroll");
-    w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-    if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
-  } else {
-    w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
-            "; c += " + std::to_string(threads()) + ")");
-  }
+  open_chunk_loop(n);
   std::vector<std::string> idx = unflatten("c", chunks);
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
   std::vector<std::string> goff;

@@ -31,6 +31,13 @@ struct Access {
   std::string load(const std::vector<std::string>& idx) const;
 };
 
+/// The batch dims of a tile (all but the last two), as a shape (rank 0 for a matrix).
+inline Shape batch_shape(const Shape& s) {
+  std::vector<int64_t> bd;
+  for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
+  return Shape::make(bd).value();
+}
+
 /// Names and signature of a generated customized kernel.
 struct BlockKernelInfo {
   std::string name;                 ///< the extern "C" __global__ function
@@ -61,6 +68,9 @@ class BlockEmitter {
   void emit_level(Phase phase, int level);
   void emit_load(int op, const std::string& stage, const std::string& iter);
   void emit_save(int op);
+  /// Opens a loop over chunk index `c` in [0, n) spread over the block's threads (unrolled
+  /// when each thread has at most 16 chunks); the caller closes it.
+  void open_chunk_loop(int64_t n);
   void emit_zero_accumulators();
   void emit_load_a_fragments();
   void barrier();

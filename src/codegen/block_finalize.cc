@@ -8,12 +8,6 @@
 namespace strata::codegen {
 namespace {
 
-Shape batch_shape(const Shape& s) {
-  std::vector<int64_t> bd;
-  for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
-  return Shape::make(bd).value();
-}
-
 /// Elements per output row over all iterations (the mean / RMS divisor).
 int64_t finalize_count(const BlockGraph& g, const BlockOp& op) {
   const Shape& in = g.tensor(op.inputs[0]).shape;

@@ -25,12 +25,6 @@ void open_thread_loop(CodeWriter& w, const std::string& var, int64_t n, int thre
   }
 }
 
-Shape batch_shape(const Shape& s) {
-  std::vector<int64_t> bd;
-  for (int d = 0; d + 2 < s.rank(); ++d) bd.push_back(s[d]);
-  return Shape::make(bd).value();
-}
-
 }  // namespace
 
 void BlockEmitter::emit_op(int i) {
