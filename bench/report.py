@@ -46,6 +46,9 @@ def calibration(profiles):
     for key, prof in sorted(profiles.items()):
         for c in (prof or {}).get("candidates", []):
             t = c.get("timing")
+            # The cost model predicts a graph as emitted by default: tuned variants are left out.
+            if c.get("variant", "default") not in ("default", "source"):
+                continue
             if c.get("status") == "ok" and t and isinstance(c.get("predicted_us"), (int, float)):
                 points.append({"config": key, "index": c["index"], "origin": c["origin"],
                                "predicted_us": c["predicted_us"], "measured_us": t["median_us"]})
@@ -144,12 +147,16 @@ def markdown(doc):
     out += ["", f"strata timed on {sm['configs_with_strata']} of {sm['configs']} configurations"
             + (f"; geometric-mean speedup {sm['geomean_speedup']:.2f}×, lowest "
                f"{sm['min_speedup']:.2f}×." if sm["geomean_speedup"] else "."), ""]
-    out += ["Candidates per configuration:", ""]
+    out += ["Candidates per configuration (and strata's fastest: candidate [emitter variant]):", ""]
+    winners = {r["config"]: r["systems"].get("strata") for r in doc["results"]}
     for key, plan in doc["candidates"].items():
-        out.append(f"- {key}: {plan['source']}")
+        w = winners.get(key)
+        won = f"; fastest {w['origin']} [{w.get('variant') or 'default'}]" if w else ""
+        out.append(f"- {key}: {plan['source']}{won}")
     cal = doc["calibration"]
     out += ["", "## Cost-model calibration", "",
-            f"{len(cal['points'])} correct candidates timed by `strata profile` "
+            f"{len(cal['points'])} correct candidates timed by `strata profile` with the default "
+            "emitter variant "
             f"(statuses of all candidates: {cal['candidates_by_status']}).", ""]
 
     def corr(v):

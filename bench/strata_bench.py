@@ -8,13 +8,14 @@ Steps (each logged with its wall time):
      written as float64 files for `strata profile --inputs`;
   3. candidates: a `strata optimize` result per program (--search-dir, else a time-limited
      search when the tool has `optimize`, else the paper's reference μGraph from examples/);
-  4. compile: every candidate emitted and compiled into the binary cache, all programs at once
-     (`strata profile --compile-only`);
+  4. compile: every candidate emitted once per emitter variant (--variants, default the tuning
+     list of `strata optimize`: default, groups=4, minblocks=2) and compiled into the binary
+     cache, all programs at once (`strata profile --compile-only`);
   5. check + profile: `strata profile` checks every candidate against the float64 reference
      interpreter on the same inputs and times those that pass; predicted (cost model) vs
      measured times are the calibration data;
   6. bench: PyTorch eager, torch.compile (default) and torch.compile max-autotune, and every
-     correct strata candidate through ctypes, all in this process, each output checked against
+     correct strata (candidate, variant) through ctypes, all in this process, each output checked against
      a float64 PyTorch reference before it is timed;
   7. report: <out>/<gpu>-<date>.md and .json.
 """
@@ -125,7 +126,7 @@ def find_candidates(cfg, args, out, strata, program, has_optimize):
     return documents, "reference μGraph and the program itself (no search result)"
 
 
-def compile_all(configs, plans, strata, arch, out, top):
+def compile_all(configs, plans, strata, arch, out, top, variants):
     """Emits and compiles every candidate of every program into the binary cache, several
     programs at once (nvcc is single-threaded)."""
     cpus = os.cpu_count() or 4
@@ -135,13 +136,18 @@ def compile_all(configs, plans, strata, arch, out, top):
         plan = plans[cfg.key]
         dst = out / "profile" / f"{cfg.key}.compile.json"
         r = run([strata, "profile", plan["program"], *plan["documents"], "--top", top,
-                 "--compile-only", "--arch", arch, "--jobs", per, "-q", "-o", dst])
+                 *variants, "--compile-only", "--arch", arch, "--jobs", per, "-q", "-o", dst])
         return cfg.key, r.returncode, r.stderr.strip()
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cpus // per)) as pool:
         for key, rc, err in pool.map(one, configs):
             if rc not in (0, 1):
                 log(f"   {key}: compile step failed ({rc}): {err[:400]}")
+
+
+def variant_args(args):
+    """`strata profile --variants` arguments: every candidate once per emitter knob spec."""
+    return ["--variants", args.variants] if args.variants else []
 
 
 def profile(cfg, plan, strata, out, args):
@@ -153,7 +159,7 @@ def profile(cfg, plan, strata, out, args):
         dst = out / "profile" / f"{cfg.key}.json" if attempt == 0 else \
             out / "profile" / f"{cfg.key}.retry{attempt}.json"
         cmd = [strata, "profile", plan["program"], *plan["documents"], "--top", args.top,
-               "--inputs", inputs_dir, "--runs", args.runs, "-o", dst,
+               *variant_args(args), "--inputs", inputs_dir, "--runs", args.runs, "-o", dst,
                "--export-dir", out / "candidates" / cfg.key]
         if only:
             cmd += ["--only", ",".join(map(str, only))]
@@ -255,7 +261,7 @@ def bench_config(cfg, inputs, prof, modes, runs):
             entry = bench_strata(cfg, c["library"], inputs, ref, sets, runs)
         except Exception as e:
             entry = {"ok": False, "error": f"{type(e).__name__}: {e}"[:800]}
-        entry.update({"index": c["index"], "origin": c["origin"],
+        entry.update({"index": c["index"], "origin": c["origin"], "variant": c.get("variant"),
                       "predicted_us": c.get("predicted_us"),
                       "profiler_median_us": c.get("timing", {}).get("median_us")})
         candidates.append(entry)
@@ -279,6 +285,11 @@ def main():
     p.add_argument("--batches", default="1,8")
     p.add_argument("--modes", default=",".join(MODES), help="PyTorch systems to time")
     p.add_argument("--top", type=int, default=5, help="candidates profiled per search result")
+    p.add_argument("--variants",
+                   default=os.environ.get("STRATA_BENCH_VARIANTS", "default;groups=4;minblocks=2"),
+                   help="emitter variants profiled per candidate (knob specs separated by ';', "
+                        "see `strata emit --list-knobs`; the default is strata optimize's tuning "
+                        "list; 'default' = the emitter's own choice only)")
     p.add_argument("--search-dir", default=os.environ.get("STRATA_SEARCH_DIR", ""),
                    help="directory of precomputed `strata optimize` results <bench>_b<b>.json")
     p.add_argument("--search-time", type=float, default=10.0,
@@ -362,7 +373,8 @@ def run_steps(args, out):
             plans_path.write_text(json.dumps(plans, indent=2) + "\n")
 
         with Phase("compile", phases):
-            compile_all(configs, plans, strata, device["arch"], out, args.top)
+            compile_all(configs, plans, strata, device["arch"], out, args.top,
+                        variant_args(args))
 
         with Phase("check + profile (strata profile)", phases):
             for cfg in configs:

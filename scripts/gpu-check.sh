@@ -15,7 +15,10 @@
 #   <bench>_b<b>.json; default bench/search when it exists), STRATA_SEARCH_TIME (seconds per
 #   search run here otherwise, default 10), STRATA_BENCH_MODES (default
 #   eager,compile,max-autotune), STRATA_BENCH_TOP (candidates per program, default 5),
-#   STRATA_BENCH_ONLY=1 (skip step 2: only the build, the check and the benchmark).
+#   STRATA_BENCH_ONLY=1 (skip step 2: only the build, the check and the benchmark),
+#   STRATA_BENCH_VARIANTS (emitter variants per candidate, default that of strata_bench.py),
+#   STRATA_BENCH_PHASE=profile|bench (run only step 3 or only step 4, e.g. in two calls on one
+#   machine with the same OUT_DIR when both do not fit one time limit; default: both).
 # Exit: 0 all passed; 1 a test, a check or a benchmark step failed; 3 the build failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
@@ -23,7 +26,7 @@ root=$PWD
 out=${1:-bench/results}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-exec > >(tee "$out/gpu-check.log") 2>&1
+exec > >(tee -a "$out/gpu-check.log") 2>&1
 start=$SECONDS
 step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
 failed=()
@@ -71,15 +74,20 @@ search_dir=${STRATA_SEARCH_DIR:-}
 if [ -z "$search_dir" ] && [ -d bench/search ]; then search_dir=bench/search; fi
 if [ -n "$search_dir" ]; then bench_args+=(--search-dir "$search_dir"); fi
 
+phase=${STRATA_BENCH_PHASE:-all}
+if [ "$phase" != bench ]; then
 step "correctness check of every benchmark's candidates (strata profile)"
 python3 bench/strata_bench.py "${bench_args[@]}" --phase profile || failed+=("strata profile")
 if grep -l '"status": "wrong_answer"' "$out"/profile/*_b[0-9].json 2>/dev/null; then
   echo "gpu-check: candidates with wrong answers in the reports above"
   failed+=("wrong answers")
 fi
+fi
 
+if [ "$phase" != profile ]; then
 step "benchmark (PyTorch vs strata)"
 python3 bench/strata_bench.py "${bench_args[@]}" --phase bench || failed+=("benchmark")
+fi
 
 step "done in $((SECONDS - start)) s; outputs in $out"
 ls "$out"

@@ -350,6 +350,7 @@ std::vector<KnobCase> knob_cases() {
       {"groups", "", "groups=1", rms},
       {"stages", "groups=1", "groups=1,stages=1", rms},
       {"threads", "", "threads=256", rms},
+      {"minblocks", "", "minblocks=2", rms},
       {"maxstages", "groups=1", "groups=1,maxstages=1", rms},
       {"inflight", "groups=1", "groups=1,inflight=4k", rms},
       {"regfloats", "", "regfloats=16", rms},

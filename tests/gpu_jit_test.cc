@@ -123,6 +123,22 @@ TEST(Profiler, RelativeL2Error) {
   EXPECT_TRUE(std::isinf(relative_l2_error({1}, {1, 2})));
 }
 
+// emit_graph_source applies emitter knobs (as recorded by strata optimize's GPU profile) and
+// rejects knobs that do not parse, naming them.
+TEST(ResultGraphs, EmitsWithKnobs) {
+  const KernelGraph g = testing::add_graph();
+  auto plain = emit_graph_source(g, "sm_90a");
+  auto named = emit_graph_source(g, "sm_90a", "default");
+  auto threads = emit_graph_source(g, "sm_90a", "threads=64");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  ASSERT_TRUE(threads.ok()) << threads.error().message;
+  EXPECT_EQ(*plain, *named);
+  auto bad = emit_graph_source(g, "sm_90a", "groups=x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("groups=x"), std::string::npos) << bad.error().message;
+}
+
 TEST(ResultGraphs, ReadsMuGraphsAndRankedResults) {
   Json g1 = kernel_graph_to_json(testing::add_graph());
   KernelGraph other;
@@ -148,6 +164,24 @@ TEST(ResultGraphs, ReadsMuGraphsAndRankedResults) {
   EXPECT_EQ(*(*ranked)[0].predicted_us, 3.5);
   EXPECT_EQ(op_name((*ranked)[1].graph.op(2).kind), "sub");
   EXPECT_EQ(*(*ranked)[1].predicted_us, 4.0);
+
+  EXPECT_EQ((*ranked)[0].knobs, "default");
+  EXPECT_FALSE((*ranked)[1].profiled_fastest);
+  EXPECT_EQ(preferred_graph(*ranked), 0);
+
+  // A GPU profile of strata optimize marks its fastest rank and the knobs it was timed with.
+  Json profiled = result;
+  profiled["gpu_profile"] = {{"fastest", 1}, {"fastest_variant", "groups=4"}};
+  auto fast = graphs_in_document(profiled, "p.json");
+  ASSERT_TRUE(fast.ok()) << fast.error().message;
+  ASSERT_EQ(fast->size(), 2u);
+  EXPECT_FALSE((*fast)[0].profiled_fastest);
+  EXPECT_EQ((*fast)[0].knobs, "default");
+  EXPECT_TRUE((*fast)[1].profiled_fastest);
+  EXPECT_EQ((*fast)[1].knobs, "groups=4");
+  EXPECT_EQ(preferred_graph(*fast), 1);
+  profiled["gpu_profile"] = {{"fastest", nullptr}};  // no correct candidate
+  EXPECT_EQ(preferred_graph(*graphs_in_document(profiled, "p.json")), 0);
 
   Json best_only = {{"best", g2}};
   auto best = graphs_in_document(best_only, "b.json");

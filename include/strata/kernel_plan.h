@@ -51,6 +51,11 @@ struct PlanOptions {
   /// with its own pipeline, tiles and partial accumulators, synchronizing only its own warps;
   /// partials are summed after the loop. 0 = choose, 1 = off, n = n groups where legal.
   int loop_groups = 0;
+  /// Blocks per SM the compiler must fit in registers (`__launch_bounds__(threads, n)`);
+  /// 0 = choose: 1 when the grid fills at most one block per SM (every register a block of this
+  /// size can have), else no minimum. Forcing blocks_per_sm() blocks can make them co-resident
+  /// at the price of register spills; the profiler decides.
+  int min_blocks_per_sm = 0;
   bool chain_matmuls = true;    ///< keep S = A·B (and its epilogue) in registers as the A
                                 ///< operand of a following matmul (FlashAttention style)
   bool fold_norms = true;       ///< apply rms_norm over a matmul's contraction dim as a row /

@@ -8,6 +8,10 @@
 // "best_graph". The order of the document is kept (best first) and duplicate graphs are
 // dropped. A candidate's predicted time is read, when present, from the element's
 // "predicted_us" or "cost": {"predicted_us"} (also "predicted_time_us").
+//
+// When a result carries the GPU profile of `strata optimize` ("gpu_profile": {"fastest": rank,
+// "fastest_variant": knob spec}), the graph at that rank of the ranked list is marked as the
+// profiled fastest and carries the emitter knobs it was timed with (include/strata/emit_knobs.h).
 #pragma once
 
 #include <optional>
@@ -25,7 +29,12 @@ struct ResultGraph {
   KernelGraph graph;
   std::string where;                   ///< origin and JSON path, e.g. "r.json: ranked[2].graph"
   std::optional<double> predicted_us;  ///< the cost model's prediction, when the document has one
+  std::string knobs = "default";  ///< emitter knobs it was profiled fastest with ("default": none)
+  bool profiled_fastest = false;  ///< the fastest correct candidate of the document's GPU profile
 };
+
+/// Index of the graph marked profiled_fastest, else 0 (the best-ranked).
+int preferred_graph(const std::vector<ResultGraph>& graphs);
 
 /// True when `doc` is a μGraph document (an object with "inputs" and "ops" arrays).
 bool is_mugraph_document(const Json& doc);

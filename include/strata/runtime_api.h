@@ -54,8 +54,13 @@ std::vector<TensorSignature> output_signature(const KernelGraph& g);
 /// How a result is turned into a loaded library.
 struct LoadOptions {
   JitOptions jit;
-  /// Which graph of a result document to load (0 = the best; see result_graphs.h).
-  int candidate = 0;
+  /// Which graph of a result document to load; -1 = the GPU-profiled fastest when the document
+  /// records one (with the emitter knobs it was timed with), else the best-ranked (0). See
+  /// result_graphs.h.
+  int candidate = -1;
+  /// Emitter knobs (include/strata/emit_knobs.h) for graphs; empty = the document's (the
+  /// profiled fastest's knobs) or the emitter's defaults.
+  std::string knobs;
 };
 
 /// The largest per-kernel shared memory ("smem") in a generated source's `// strata-meta:`
@@ -63,9 +68,11 @@ struct LoadOptions {
 std::optional<int64_t> source_smem_bytes(const std::string& cuda_source);
 
 /// CUDA source for `g` from the CUDA emitter of this build (include/strata/cuda_emitter.h),
-/// for the nvcc architecture `arch`. An Error when the build has no emitter or the emitter
+/// for the nvcc architecture `arch`, with the emitter knobs `knobs` ("" or "default": the
+/// defaults). An Error when the build has no emitter, the knobs do not parse or the emitter
 /// rejects the graph.
-Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& arch);
+Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& arch,
+                                      const std::string& knobs = "");
 
 /// A loaded, ready-to-run compiled graph. Copies share the library and the workspace; run()
 /// may not be called concurrently on copies of one CompiledGraph (they share the workspace).

@@ -171,9 +171,12 @@ Status BlockEmitter::emit(const std::string& title) {
   std::istringstream desc(describe_block_graph(plan_) + format_plan(plan_));
   for (std::string l; std::getline(desc, l);) w_.line("//   " + l);
   // A grid that fills at most one block per SM lets the compiler use every register a block of
-  // this size can have (minimum one block per SM).
+  // this size can have (minimum one block per SM); PlanOptions::min_blocks_per_sm overrides.
+  const int min_blocks = plan_.options.min_blocks_per_sm > 0 ? plan_.options.min_blocks_per_sm
+                         : blocks_per_sm(plan_) == 1         ? 1
+                                                             : 0;
   const std::string bounds =
-      std::to_string(plan_.threads) + (blocks_per_sm(plan_) == 1 ? ", 1" : "");
+      std::to_string(plan_.threads) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
   std::string sig =
       "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + info_.name + "(";
   for (int i = 0; i < g_.num_inputs(); ++i)

@@ -34,6 +34,8 @@ const std::vector<Knob>& knobs() {
                "loop groups per block (split-F; 0 auto, 1 off)"),
       plan_int("stages", &PlanOptions::forced_stages, "pipeline stages (0 auto)"),
       plan_int("threads", &PlanOptions::threads, "threads per block (0 auto)"),
+      plan_int("minblocks", &PlanOptions::min_blocks_per_sm,
+               "blocks per SM the registers must allow (__launch_bounds__; 0 auto)"),
       plan_int("maxstages", &PlanOptions::max_stages, "cap of the automatic pipeline depth"),
       plan_int("inflight", &PlanOptions::bytes_in_flight,
                "bytes in flight per SM that size the pipeline"),

@@ -61,11 +61,21 @@ bool is_mugraph_document(const Json& doc) {
 
 Result<std::vector<ResultGraph>> graphs_in_document(const Json& doc, const std::string& origin) {
   std::vector<std::pair<const Json*, std::string>> found;  // (element, path)
+  int fastest = -1;                 // index into `found` of the GPU profile's fastest graph
+  std::string fastest_knobs = "default";
   if (is_mugraph_document(doc)) {
     found.emplace_back(&doc, "");
   } else if (doc.is_object()) {
     std::string key;
     if (const Json* list = ranked_list(doc, key)) {
+      const Json* profile = key == "ranked" && doc.contains("gpu_profile") ? &doc["gpu_profile"]
+                                                                            : nullptr;
+      if (profile && profile->is_object() && profile->contains("fastest") &&
+          (*profile)["fastest"].is_number_integer()) {
+        fastest = (*profile)["fastest"].get<int>();
+        if (profile->contains("fastest_variant") && (*profile)["fastest_variant"].is_string())
+          fastest_knobs = (*profile)["fastest_variant"].get<std::string>();
+      }
       for (size_t i = 0; i < list->size(); ++i)
         found.emplace_back(&(*list)[i], key + "[" + std::to_string(i) + "]");
     } else {
@@ -82,7 +92,8 @@ Result<std::vector<ResultGraph>> graphs_in_document(const Json& doc, const std::
                       "result with a \"ranked\" list)");
   std::vector<ResultGraph> graphs;
   std::set<std::string> seen;
-  for (auto& [element, path] : found) {
+  for (size_t i = 0; i < found.size(); ++i) {
+    const auto& [element, path] = found[i];
     std::string graph_path = path;
     const Json* g = find_graph(*element, graph_path);
     std::string where = graph_path.empty() ? origin : origin + ": " + graph_path;
@@ -91,8 +102,18 @@ Result<std::vector<ResultGraph>> graphs_in_document(const Json& doc, const std::
     std::string canonical = kernel_graph_to_json(graph).dump();
     if (!seen.insert(canonical).second) continue;
     graphs.push_back({std::move(graph), where, predicted_time(*element)});
+    if (static_cast<int>(i) == fastest) {
+      graphs.back().knobs = fastest_knobs;
+      graphs.back().profiled_fastest = true;
+    }
   }
   return graphs;
+}
+
+int preferred_graph(const std::vector<ResultGraph>& graphs) {
+  for (size_t i = 0; i < graphs.size(); ++i)
+    if (graphs[i].profiled_fastest) return static_cast<int>(i);
+  return 0;
 }
 
 Result<std::vector<ResultGraph>> load_result_graphs(const std::string& path) {

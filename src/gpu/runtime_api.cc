@@ -14,6 +14,7 @@
 // The CUDA emitter lives in strata_core (src/codegen) when this build has it.
 #if __has_include("strata/cuda_emitter.h")
 #include "strata/cuda_emitter.h"
+#include "strata/emit_knobs.h"
 #define STRATA_HAVE_EMITTER 1
 #endif
 
@@ -125,9 +126,12 @@ std::optional<int64_t> source_smem_bytes(const std::string& cuda_source) {
   return most;
 }
 
-Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& arch) {
+Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& arch,
+                                      const std::string& knobs) {
 #ifdef STRATA_HAVE_EMITTER
   EmitOptions options;
+  Status parsed = apply_emit_knobs(knobs, options);
+  if (!parsed.ok()) return make_error("emitter knobs \"" + knobs + "\": " + parsed.error().message);
   // Set the target when the emitter's options have one (generic lambda: checked on use).
   auto set_arch = [&](auto& o) {
     if constexpr (requires { o.arch = arch; }) o.arch = arch;
@@ -137,6 +141,7 @@ Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& a
 #else
   (void)g;
   (void)arch;
+  (void)knobs;
   return make_error(
       "this build of strata has no CUDA emitter (include/strata/cuda_emitter.h); "
       "pass a generated .cu source instead");
@@ -157,17 +162,21 @@ Result<CompiledGraph> CompiledGraph::load(const std::string& path, const LoadOpt
     return g;
   }
   STRATA_ASSIGN_OR_RETURN(std::vector<ResultGraph> graphs, load_result_graphs(path));
-  if (options.candidate < 0 || options.candidate >= static_cast<int>(graphs.size()))
-    return make_error(path + ": candidate " + std::to_string(options.candidate) +
+  const int index = options.candidate < 0 ? preferred_graph(graphs) : options.candidate;
+  if (index >= static_cast<int>(graphs.size()))
+    return make_error(path + ": candidate " + std::to_string(index) +
                       " does not exist (the document holds " + std::to_string(graphs.size()) + ")");
-  const ResultGraph& chosen = graphs[options.candidate];
-  auto g = from_graph(chosen.graph, options);
+  const ResultGraph& chosen = graphs[index];
+  LoadOptions with_knobs = options;
+  if (with_knobs.knobs.empty()) with_knobs.knobs = chosen.knobs;
+  auto g = from_graph(chosen.graph, with_knobs);
   if (!g.ok()) return make_error(chosen.where + ": " + g.error().message);
   return g;
 }
 
 Result<CompiledGraph> CompiledGraph::from_graph(const KernelGraph& g, const LoadOptions& options) {
-  STRATA_ASSIGN_OR_RETURN(std::string source, emit_graph_source(g, resolved_arch(options.jit)));
+  STRATA_ASSIGN_OR_RETURN(std::string source,
+                          emit_graph_source(g, resolved_arch(options.jit), options.knobs));
   STRATA_ASSIGN_OR_RETURN(CompiledBinary binary, compile_cuda(source, options.jit));
   return from_binary(binary, &g);
 }

@@ -1,10 +1,12 @@
 // `strata optimize PROGRAM`: the superoptimizer search (docs/search.md).
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 
 #include "command.h"
+#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/graph_print.h"
 #include "strata/search.h"
@@ -27,18 +29,41 @@ extern "C" void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
+/// Emitter variants profiled per candidate on the GPU unless --variants says otherwise: the
+/// emitter's own choice, four loop groups, and registers capped so that two blocks share an SM
+/// (the knobs that won on the H200 sweeps, docs/gpu-runtime.md).
+const std::vector<std::string> kTuningVariants = {"default", "groups=4", "minblocks=2"};
+
 struct Options {
   std::string program;
   std::string output;
   bool show_best = true;
   bool use_gpu = true;
+  std::vector<std::string> variants = kTuningVariants;
   SearchConfig config;
 };
 
-/// With a GPU: emits, compiles, checks against the float64 reference and times every ranked
-/// candidate (DESIGN §7, §9), prints a table and returns the report for the result document
-/// (null without a GPU). Failures of single candidates are statuses, never fatal.
-Json profile_on_gpu(const KernelGraph& program, const SearchResult& result) {
+/// The --variants knob specs, normalized and without repeats.
+Result<std::vector<std::string>> parse_variants(const std::vector<std::string>& specs) {
+  std::vector<std::string> variants;
+  for (const std::string& given : specs) {
+    EmitOptions parsed;
+    Status ok = apply_emit_knobs(given, parsed);
+    if (!ok.ok()) return make_error("--variants: " + ok.error().message);
+    std::string spec = format_emit_knobs(parsed);
+    if (std::find(variants.begin(), variants.end(), spec) == variants.end())
+      variants.push_back(spec);
+  }
+  if (variants.empty()) variants.push_back("default");
+  return variants;
+}
+
+/// With a GPU: emits every ranked candidate once per emitter variant, compiles them, checks each against the float64 reference and times it (DESIGN §7, §9),
+/// prints a table and returns the report for the result document (null without a GPU). The
+/// fastest correct (candidate, variant) pair is the report's "fastest" / "fastest_variant".
+/// Failures of single candidates are statuses, never fatal.
+Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
+                    const std::vector<std::string>& variants) {
 #ifdef STRATA_HAVE_CUDA
   if (gpu_count() == 0) return nullptr;
   auto dev = query_device();
@@ -49,18 +74,22 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result) {
   const std::string arch = dev->arch();
   std::vector<KernelGraph> graphs;
   std::vector<std::string> sources;
-  std::vector<int> rank_of;  // profiled index → rank
+  std::vector<std::pair<int, int>> slot_of;  // profiled index → (rank, variant)
   Json entries = Json::array();
   for (size_t i = 0; i < result.ranked.size(); ++i) {
-    Json e = {{"rank", i}};
-    auto source = emit_graph_source(result.ranked[i].graph, arch);
-    if (!source.ok()) {
-      e["status"] = candidate_status_name(CandidateStatus::CompileError);
-      e["error"] = "CUDA emitter: " + source.error().message;
-    } else {
-      graphs.push_back(result.ranked[i].graph);
-      sources.push_back(*source);
-      rank_of.push_back(static_cast<int>(i));
+    Json e = {{"rank", i}, {"variants", Json::array()}};
+    for (size_t v = 0; v < variants.size(); ++v) {
+      Json ve = {{"knobs", variants[v]}};
+      auto source = emit_graph_source(result.ranked[i].graph, arch, variants[v]);
+      if (!source.ok()) {
+        ve["status"] = candidate_status_name(CandidateStatus::CompileError);
+        ve["error"] = "CUDA emitter: " + source.error().message;
+      } else {
+        graphs.push_back(result.ranked[i].graph);
+        sources.push_back(*source);
+        slot_of.emplace_back(static_cast<int>(i), static_cast<int>(v));
+      }
+      e["variants"].push_back(ve);
     }
     entries.push_back(e);
   }
@@ -72,39 +101,66 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result) {
     std::cerr << "strata: candidates not profiled: " << profiled.error().message << "\n";
     return nullptr;
   }
-  int fastest = -1;
+  int fastest = -1, fastest_variant = -1;
   double fastest_us = 0;
   for (const ProfiledCandidate& pc : *profiled) {
-    const int rank = rank_of[pc.index];
-    Json& e = entries[rank];
-    e["status"] = candidate_status_name(pc.status);
-    if (!pc.error.empty()) e["error"] = pc.error;
-    if (pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error)) e["rel_l2_error"] = pc.rel_l2_error;
+    const auto [rank, v] = slot_of[pc.index];
+    Json& ve = entries[rank]["variants"][v];
+    ve["status"] = candidate_status_name(pc.status);
+    if (!pc.error.empty()) ve["error"] = pc.error;
+    if (pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error)) ve["rel_l2_error"] = pc.rel_l2_error;
     if (pc.timing) {
-      e["measured_us"] = pc.timing->median_us;
+      ve["measured_us"] = pc.timing->median_us;
       if (fastest < 0 || pc.timing->median_us < fastest_us) {
         fastest = rank;
+        fastest_variant = v;
         fastest_us = pc.timing->median_us;
       }
     }
   }
-  std::printf("\nprofiled on %s (%s), median of CUDA-graph replays:\n", dev->name.c_str(),
-              arch.c_str());
+  // Per candidate: the status and time of its fastest correct variant (else of the first).
+  for (Json& e : entries) {
+    const Json* best = &e["variants"][0];
+    for (const Json& ve : e["variants"])
+      if (ve.contains("measured_us") &&
+          (!best->contains("measured_us") ||
+           ve["measured_us"].get<double>() < (*best)["measured_us"].get<double>()))
+        best = &ve;
+    e["status"] = (*best)["status"];
+    e["knobs"] = (*best)["knobs"];
+    if (best->contains("measured_us")) e["measured_us"] = (*best)["measured_us"];
+    if (best->contains("error")) e["error"] = (*best)["error"];
+  }
+  std::printf("\nprofiled on %s (%s), median of CUDA-graph replays, best of %zu emitter "
+              "variant(s) each:\n",
+              dev->name.c_str(), arch.c_str(), variants.size());
   for (const Json& e : entries) {
     const int rank = e["rank"].get<int>();
     std::printf("  #%-2d %-14s predicted %8.2f µs", rank, e["status"].get<std::string>().c_str(),
                 result.ranked[rank].cost.predicted_us);
-    if (e.contains("measured_us")) std::printf("  measured %8.2f µs", e["measured_us"].get<double>());
+    if (e.contains("measured_us"))
+      std::printf("  measured %8.2f µs [%s]", e["measured_us"].get<double>(),
+                  e["knobs"].get<std::string>().c_str());
     if (result.ranked[rank].is_program) std::printf("  (the program)");
     std::printf("\n");
   }
   if (fastest >= 0)
-    std::printf("fastest correct candidate: #%d, %.2f µs\n", fastest, fastest_us);
-  return {{"device", dev->name}, {"arch", arch},
-          {"fastest", fastest >= 0 ? Json(fastest) : Json(nullptr)}, {"candidates", entries}};
+    std::printf("fastest correct candidate: #%d [%s], %.2f µs\n", fastest,
+                variants[fastest_variant].c_str(), fastest_us);
+  Json report = {{"device", dev->name},
+                 {"arch", arch},
+                 {"variants", variants},
+                 {"fastest", fastest >= 0 ? Json(fastest) : Json(nullptr)},
+                 {"candidates", entries}};
+  if (fastest >= 0) {
+    report["fastest_variant"] = variants[fastest_variant];
+    report["fastest_us"] = fastest_us;
+  }
+  return report;
 #else
   (void)program;
   (void)result;
+  (void)variants;
   return nullptr;
 #endif
 }
@@ -112,6 +168,8 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result) {
 int run(const Options& o) {
   auto graph = load_graph(o.program);
   if (!graph.ok()) return fail_bad_input(graph.error().message);
+  auto variants = parse_variants(o.variants);
+  if (!variants.ok()) return fail_bad_input(variants.error().message);
   SearchConfig config = o.config;
   config.interrupt = &g_interrupted;
   auto previous = std::signal(SIGINT, on_sigint);
@@ -124,7 +182,7 @@ int run(const Options& o) {
   std::cout.flush();
   Json doc = search_result_to_json(*result, config);
   if (o.use_gpu) {
-    Json profile = profile_on_gpu(*graph, *result);
+    Json profile = profile_on_gpu(*graph, *result, *variants);
     if (!profile.is_null()) doc["gpu_profile"] = std::move(profile);
   }
   if (!o.output.empty()) {
@@ -172,6 +230,11 @@ std::function<int()> setup(CLI::App& app) {
       "--no-gpu", [o] { o->use_gpu = false; },
       "do not profile the candidates even when a GPU is present (by default every ranked "
       "candidate is compiled, checked against the float64 reference and timed)");
+  app.add_option("--variants", o->variants,
+                 "emitter variants profiled per candidate on the GPU, knob specs separated by "
+                 "';' (see `strata emit --list-knobs`; \"default\": the emitter's choice only; "
+                 "default: default;groups=4;minblocks=2)")
+      ->delimiter(';');
   app.add_flag_callback(
       "--no-cache", [o] { o->config.use_cache = false; },
       "neither read nor write the result cache");

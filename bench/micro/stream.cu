@@ -1,0 +1,227 @@
+// Microbenchmark: how fast can a block grid stream a [K, N] f16 weight matrix (the W of the
+// rmsnorm / gatedmlp benchmarks) through shared memory in column tiles of 64?
+//
+// Each block owns one 64-column tile (grid.x = N / 64) and a K range (grid.y = split-K parts),
+// and walks its rows in steps of ROWS with a STAGES-deep pipeline, loading either with
+// per-thread 16-byte cp.async copies or with bulk copies (cp.async.bulk, one per 128-byte tile
+// row, completing on an mbarrier; sm_90). Consumers read every landed chunk from shared memory
+// and sum it, so the loads cannot be elided. Inputs rotate over enough copies of W to defeat L2.
+//
+// Build and run: bench/micro/run.sh (prints one line per configuration: µs per pass, TB/s).
+#include <cuda_fp16.h>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <algorithm>
+
+#define CHECK(x)                                                                  \
+  do {                                                                            \
+    cudaError_t e_ = (x);                                                         \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                               \
+    }                                                                             \
+  } while (0)
+
+constexpr int kThreads = 128;
+constexpr int kTileCols = 64;         // columns per block tile (128 bytes per row)
+constexpr int kRowBytes = kTileCols * 2;
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- cp.async pipeline -------------------------------------------------------------------
+template <int STAGES, int ROWS>
+__global__ void __launch_bounds__(kThreads) stream_cpasync(const __half* __restrict__ w, int K, int N,
+                                                           float* __restrict__ out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int kChunks = ROWS * kRowBytes / 16;  // 16-byte chunks per stage
+  constexpr int kPer = kChunks / kThreads;
+  static_assert(kChunks % kThreads == 0, "whole chunks per thread");
+  const int tid = threadIdx.x;
+  const int rows_per_block = K / gridDim.y;
+  const int iters = rows_per_block / ROWS;
+  const __half* base = w + static_cast<size_t>(blockIdx.y) * rows_per_block * N + blockIdx.x * kTileCols;
+  auto load = [&](int it, int stage) {
+    const __half* src = base + static_cast<size_t>(it) * ROWS * N;
+    unsigned char* dst = smem + stage * ROWS * kRowBytes;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int c = tid + k * kThreads;
+      const int r = c / 8, col = c % 8;
+      asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(
+                       smem_addr(dst + r * kRowBytes + ((col ^ (r & 7)) * 16))),
+                   "l"(src + static_cast<size_t>(r) * N + col * 8));
+    }
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < iters) load(s, s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  float acc = 0.f;
+  for (int it = 0; it < iters; ++it) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2));
+    __syncthreads();
+    const int next = it + STAGES - 1;
+    if (next < iters) load(next, next % STAGES);
+    asm volatile("cp.async.commit_group;\n" ::);
+    const __half2* t = reinterpret_cast<const __half2*>(smem + (it % STAGES) * ROWS * kRowBytes);
+#pragma unroll
+    for (int k = 0; k < ROWS * kRowBytes / 4 / kThreads; k += 8) {
+      __half2 v = t[tid + k * kThreads];
+      acc += __low2float(v) + __high2float(v);
+    }
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+}
+
+// ---- bulk copies (sm_90) ----------------------------------------------------------------------
+template <int STAGES, int ROWS>
+__global__ void __launch_bounds__(kThreads) stream_bulk(const __half* __restrict__ w, int K, int N,
+                                                        float* __restrict__ out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int kStride = kRowBytes + 16;  // padded rows (bulk copies cannot swizzle)
+  __shared__ __align__(8) unsigned long long full[STAGES];
+  const int tid = threadIdx.x;
+  const int rows_per_block = K / gridDim.y;
+  const int iters = rows_per_block / ROWS;
+  const __half* base = w + static_cast<size_t>(blockIdx.y) * rows_per_block * N + blockIdx.x * kTileCols;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(&full[s])));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  }
+  __syncthreads();
+  auto load = [&](int it, int stage) {  // warp 0
+    const int lane = tid & 31;
+    if (lane == 0)
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                       smem_addr(&full[stage])),
+                   "r"(ROWS * kRowBytes));
+    __syncwarp();
+    const __half* src = base + static_cast<size_t>(it) * ROWS * N;
+    unsigned char* dst = smem + stage * ROWS * kStride;
+    for (int r = lane; r < ROWS; r += 32)
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+              smem_addr(dst + r * kStride)),
+          "l"(src + static_cast<size_t>(r) * N), "r"(kRowBytes), "r"(smem_addr(&full[stage]))
+          : "memory");
+  };
+  if (tid < 32)
+    for (int s = 0; s < STAGES && s < iters; ++s) load(s, s);
+  float acc = 0.f;
+  for (int it = 0; it < iters; ++it) {
+    const int stage = it % STAGES;
+    const unsigned parity = (it / STAGES) & 1;
+    asm volatile(
+        "{\n .reg .pred p;\n LAB_WAIT%=:\n"
+        " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        " @!p bra LAB_WAIT%=;\n}\n" ::"r"(smem_addr(&full[stage])),
+        "r"(parity)
+        : "memory");
+    const unsigned char* t = smem + stage * ROWS * kStride;
+#pragma unroll
+    for (int k = 0; k < ROWS * kRowBytes / 4 / kThreads; k += 8) {
+      const int e = tid + k * kThreads;  // 4-byte word
+      const int r = e / (kRowBytes / 4), c = e % (kRowBytes / 4);
+      __half2 v = *reinterpret_cast<const __half2*>(t + r * kStride + c * 4);
+      acc += __low2float(v) + __high2float(v);
+    }
+    __syncthreads();  // the stage is free again
+    if (tid < 32 && it + STAGES < iters) load(it + STAGES, stage);
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+#endif
+}
+
+// ---- plain read kernel: the achievable read bandwidth ----------------------------------------
+__global__ void read_all(const uint4* __restrict__ p, size_t n, float* __restrict__ out) {
+  float acc = 0.f;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint4 v = __ldcs(p + i);
+    acc += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
+  }
+  if (acc == 12345.f) out[0] = acc;
+}
+
+template <class F>
+float time_us(F launch, int copies, int reps = 60) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < copies; ++i) launch(i);
+  CHECK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int rep = 0; rep < 5; ++rep) {
+    CHECK(cudaEventRecord(a));
+    for (int i = 0; i < reps; ++i) launch(i % copies);
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.f / reps);
+  }
+  CHECK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int main(int argc, char** argv) {
+  const int K = argc > 1 ? std::atoi(argv[1]) : 4096;
+  const int N = argc > 2 ? std::atoi(argv[2]) : 6144;
+  const size_t elems = size_t(K) * N, bytes = elems * 2;
+  const int copies = int((6 * 60e6) / bytes) + 2;
+  std::vector<__half*> w(copies);
+  for (auto& p : w) {
+    CHECK(cudaMalloc(&p, bytes));
+    CHECK(cudaMemset(p, 0, bytes));
+  }
+  float* out;
+  CHECK(cudaMalloc(&out, 1 << 20));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device %s, %d SMs; W [%d, %d] f16 = %.1f MB, %d copies\n", prop.name,
+              prop.multiProcessorCount, K, N, bytes / 1e6, copies);
+  auto report = [&](const char* name, float us) {
+    std::printf("%-40s %8.2f us  %5.2f TB/s\n", name, us, bytes / (us * 1e-6) / 1e12);
+  };
+  report("read_all (grid 4 x SMs x 512 threads)", time_us([&](int i) {
+           read_all<<<prop.multiProcessorCount * 4, 512>>>(reinterpret_cast<const uint4*>(w[i]),
+                                                          bytes / 16, out);
+         }, copies));
+  report("cudaMemcpy D2D (read + write / 2)", time_us([&](int i) {
+           CHECK(cudaMemcpyAsync(w[(i + 1) % copies], w[i], bytes, cudaMemcpyDeviceToDevice));
+         }, copies) / 2);
+
+  auto run_cp = [&](auto kernel, int stages, int rows, int split) {
+    const int smem = stages * rows * kRowBytes;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    dim3 grid(N / kTileCols, split);
+    char name[96];
+    std::snprintf(name, sizeof name, "cp.async  grid %4d stages %2d rows %3d", grid.x * grid.y, stages, rows);
+    report(name, time_us([&](int i) { kernel<<<grid, kThreads, smem>>>(w[i], K, N, out); }, copies));
+  };
+  auto run_bulk = [&](auto kernel, int stages, int rows, int split) {
+    const int smem = stages * rows * (kRowBytes + 16);
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    dim3 grid(N / kTileCols, split);
+    char name[96];
+    std::snprintf(name, sizeof name, "bulk      grid %4d stages %2d rows %3d", grid.x * grid.y, stages, rows);
+    report(name, time_us([&](int i) { kernel<<<grid, kThreads, smem>>>(w[i], K, N, out); }, copies));
+  };
+  for (int split : {1, 2, 4, 8}) {
+    run_cp(stream_cpasync<4, 64>, 4, 64, split);
+    run_cp(stream_cpasync<8, 64>, 8, 64, split);
+    run_cp(stream_cpasync<12, 64>, 12, 64, split);
+    run_cp(stream_cpasync<6, 128>, 6, 128, split);
+    run_bulk(stream_bulk<4, 64>, 4, 64, split);
+    run_bulk(stream_bulk<8, 64>, 8, 64, split);
+    run_bulk(stream_bulk<12, 64>, 12, 64, split);
+    run_bulk(stream_bulk<6, 128>, 6, 128, split);
+  }
+  return 0;
+}
