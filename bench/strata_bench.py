@@ -357,6 +357,10 @@ def run_steps(args, out):
         for cfg in configs:
             f = out / "profile" / f"{cfg.key}.json"
             profiles[cfg.key] = json.loads(f.read_text()) if f.exists() else None
+        # The libraries of the profile reports live in the binary cache, keyed by source, arch
+        # and toolkit: compiling again restores them on a fresh machine (a no-op otherwise).
+        with Phase("compile", phases):
+            compile_all(configs, plans, strata, device["arch"], out, args.top, variant_args(args))
     else:
         plans = {}
         can_parse = run([strata, "cost", ROOT / "examples" / "programs" / "rmsnorm_b1.strata"]).returncode == 0
