@@ -17,8 +17,8 @@
 #   eager,compile,max-autotune), STRATA_BENCH_TOP (candidates per program, default 5),
 #   STRATA_BENCH_ONLY=1 (skip step 2: only the build, the check and the benchmark),
 #   STRATA_BENCH_VARIANTS (emitter variants per candidate, default that of strata_bench.py),
-#   STRATA_BENCH_PHASE=profile|bench (run only step 3 or only step 4, e.g. in two calls on one
-#   machine with the same OUT_DIR when both do not fit one time limit; default: both).
+#   STRATA_BENCH_PHASE=profile|bench|none (only step 3, only step 4 — e.g. in two calls with
+#   the same OUT_DIR when both do not fit one time limit — or neither; default: both).
 # Exit: 0 all passed; 1 a test, a check or a benchmark step failed; 3 the build failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
@@ -65,6 +65,9 @@ step "strata optimize with GPU profiling (rmsnorm b8: search, then check and tim
   -o "$out/optimize-rmsnorm_b8.json" || failed+=("strata optimize on the GPU")
 grep -q '"gpu_profile"' "$out/optimize-rmsnorm_b8.json" 2>/dev/null ||
   failed+=("strata optimize did not profile on the GPU")
+
+step "C++ API example on the optimize result (the profiled fastest, with its emitter variant)"
+"$build/cpp_api_example" "$out/optimize-rmsnorm_b8.json" || failed+=("C++ API example on the result")
 fi
 
 bench_args=(--out "$out" --strata "$build/strata" --top "${STRATA_BENCH_TOP:-5}"
@@ -75,7 +78,7 @@ if [ -z "$search_dir" ] && [ -d bench/search ]; then search_dir=bench/search; fi
 if [ -n "$search_dir" ]; then bench_args+=(--search-dir "$search_dir"); fi
 
 phase=${STRATA_BENCH_PHASE:-all}
-if [ "$phase" != bench ]; then
+if [ "$phase" = all ] || [ "$phase" = profile ]; then
 step "correctness check of every benchmark's candidates (strata profile)"
 python3 bench/strata_bench.py "${bench_args[@]}" --phase profile || failed+=("strata profile")
 if grep -l '"status": "wrong_answer"' "$out"/profile/*_b[0-9].json 2>/dev/null; then
@@ -84,7 +87,7 @@ if grep -l '"status": "wrong_answer"' "$out"/profile/*_b[0-9].json 2>/dev/null; 
 fi
 fi
 
-if [ "$phase" != profile ]; then
+if [ "$phase" = all ] || [ "$phase" = bench ]; then
 step "benchmark (PyTorch vs strata)"
 python3 bench/strata_bench.py "${bench_args[@]}" --phase bench || failed+=("benchmark")
 fi
