@@ -77,9 +77,12 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
   std::vector<std::pair<int, int>> slot_of;  // profiled index → (rank, variant)
   Json entries = Json::array();
   for (size_t i = 0; i < result.ranked.size(); ++i) {
-    Json e = {{"rank", i}, {"variants", Json::array()}};
+    Json e = Json::object();
+    e["rank"] = i;
+    e["variants"] = Json::array();
     for (size_t v = 0; v < variants.size(); ++v) {
-      Json ve = {{"knobs", variants[v]}};
+      Json ve = Json::object();
+      ve["knobs"] = variants[v];
       auto source = emit_graph_source(result.ranked[i].graph, arch, variants[v]);
       if (!source.ok()) {
         ve["status"] = candidate_status_name(CandidateStatus::CompileError);
@@ -119,17 +122,16 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
     }
   }
   // Per candidate: the status and time of its fastest correct variant (else of the first).
+  // (A copy: inserting into an ordered_json object may move its members.)
   for (Json& e : entries) {
-    const Json* best = &e["variants"][0];
+    Json best = e["variants"][0];
     for (const Json& ve : e["variants"])
       if (ve.contains("measured_us") &&
-          (!best->contains("measured_us") ||
-           ve["measured_us"].get<double>() < (*best)["measured_us"].get<double>()))
-        best = &ve;
-    e["status"] = (*best)["status"];
-    e["knobs"] = (*best)["knobs"];
-    if (best->contains("measured_us")) e["measured_us"] = (*best)["measured_us"];
-    if (best->contains("error")) e["error"] = (*best)["error"];
+          (!best.contains("measured_us") ||
+           ve["measured_us"].get<double>() < best["measured_us"].get<double>()))
+        best = ve;
+    for (const char* key : {"status", "knobs", "measured_us", "error"})
+      if (best.contains(key)) e[key] = best[key];
   }
   std::printf("\nprofiled on %s (%s), median of CUDA-graph replays, best of %zu emitter "
               "variant(s) each:\n",
