@@ -20,7 +20,9 @@
 #   replays, default 100), STRATA_SEARCH_DIR (default bench/search), STRATA_SWEEP_ONLY (a
 #   regular expression: run only the steps whose key matches, e.g. 'rmsnorm|gatedmlp'),
 #   STRATA_BUILD_DIR (default build-gpu), STRATA_SWEEP_COMPILE_ONLY=1 (a dry run without a GPU:
-#   every variant is only emitted and compiled for sm_90a; statuses read "compiled").
+#   every variant is only emitted and compiled for sm_90a; statuses read "compiled"),
+#   STRATA_SWEEP_VARIANTS (the emitter variants of every step instead of the plan's, e.g.
+#   'default;chainmt=2'), STRATA_SWEEP_TOP (candidates taken from each search result, default 3).
 # Exit: 0 every step ran and every variant is correct; 1 a step failed, timed out or was
 #   skipped, or a variant failed its check; 3 the build failed.
 set -uo pipefail
@@ -76,11 +78,13 @@ python3 bench/sweep.py plan "$out" "$search_dir" >"$plan_file" || die "bench/swe
 only=${STRATA_SWEEP_ONLY:-}
 total=${STRATA_SWEEP_TOTAL:-470}
 step_limit=${STRATA_SWEEP_STEP_TIMEOUT:-120}
+top=${STRATA_SWEEP_TOP:-3}
 steps_file=$out/steps.tsv
 : >"$steps_file"
 
 while IFS=$'\t' read -r key program variants candidates; do
   [ -n "$key" ] || continue
+  variants=${STRATA_SWEEP_VARIANTS:-$variants}
   if [ -n "$only" ] && ! [[ $key =~ $only ]]; then continue; fi
   left=$((total - 10 - (SECONDS - start)))  # 10 s kept for the report
   if [ "$left" -lt 20 ]; then
@@ -92,7 +96,7 @@ while IFS=$'\t' read -r key program variants candidates; do
   step "$key (limit ${limit} s)"
   t0=$SECONDS
   # shellcheck disable=SC2086  # candidates: space-separated paths without spaces
-  timeout -k 10 "$limit" "$strata" profile "$program" $candidates --top 3 \
+  timeout -k 10 "$limit" "$strata" profile "$program" $candidates --top "$top" \
     --variants "$variants" "${mode[@]}" -o "$out/profile/$key.json" </dev/null
   rc=$?
   case $rc in

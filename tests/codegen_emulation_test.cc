@@ -358,6 +358,7 @@ std::vector<KnobCase> knob_cases() {
       {"smem", "", "smem=64k", [] { return gatedmlp_graph(8, 256, 256); }},
       {"tc", "", "tc=0", rms},
       {"chain", "", "chain=0", attn},
+      {"chainmt", "", "chainmt=2", attn},
       {"fold", "", "fold=0", qk},
       {"regacc", "", "regacc=0", accumulators_and_maps},
       {"rowwise", "", "rowwise=0", [] { return ntrans_graph(2, 1024); }},

@@ -137,6 +137,23 @@ TEST(Schedule, FusionRemovesLevels) {
   EXPECT_EQ(chained.op(3).tiling.nt, 8);
 }
 
+TEST(Schedule, ChainRowTilesPerWarp) {
+  // 128 query rows = 8 row tiles, 64 keys and 64 head dims per product.
+  KernelGraph gqa = attention_graph(2, 128, 64, 4096, 16, 64, 64, false);
+  auto chain_tiling = [&](int row_tiles) {
+    PlanOptions o = block_pipeline();
+    o.chain_row_tiles = row_tiles;
+    KernelPlan p = plan_of(gqa, o);
+    EXPECT_EQ(p.op(3).chain_into, 5);
+    EXPECT_EQ(p.op(5).tiling.mt, p.op(3).tiling.mt);
+    return std::make_pair(p.op(3).tiling.warps_m, p.op(3).tiling.mt);
+  };
+  EXPECT_EQ(chain_tiling(0), std::make_pair(8, 1));  // auto: one row tile per warp
+  EXPECT_EQ(chain_tiling(2), std::make_pair(4, 2));  // B fragments shared by two row tiles
+  EXPECT_EQ(chain_tiling(3), std::make_pair(8, 1));  // does not divide 8 row tiles: auto
+  EXPECT_EQ(chain_tiling(4), std::make_pair(8, 1));  // 4·(8+8)·4 floats exceed the budget: auto
+}
+
 TEST(Schedule, FoldsNormsIntoMatmuls) {
   KernelGraph qk = attention_graph(2, 64, 64, 1024, 2, 64, 32, true);
   KernelPlan p = plan_of(qk, block_pipeline());

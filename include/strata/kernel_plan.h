@@ -58,6 +58,11 @@ struct PlanOptions {
   int min_blocks_per_sm = 0;
   bool chain_matmuls = true;    ///< keep S = A·B (and its epilogue) in registers as the A
                                 ///< operand of a following matmul (FlashAttention style)
+  /// Row tiles (16 rows each) per warp of a matmul chain; 0 = choose (the fewest that keep the
+  /// chain within 16 warps). n > 1 shares each B fragment between n row tiles (half the
+  /// shared-memory reads per product at n = 2) with fewer warps; used when n divides the row
+  /// tiles of a batch and the chain's registers fit (else the automatic choice).
+  int chain_row_tiles = 0;
   bool fold_norms = true;       ///< apply rms_norm over a matmul's contraction dim as a row /
                                 ///< column scale of the product instead of a normalized tile
   bool register_accums = true;  ///< accumulate non-matmul accumulators in registers per thread

@@ -125,8 +125,10 @@ void row_tiles(const Shape& out, int64_t& rt, int64_t& mtiles) {
 }
 
 /// The warp layout of a matmul chain m1 → m2: `warps` warps (W) each own mt whole row tiles of
-/// both products. With fixed_warps > 0 at most that many warps; else at most 16. Returns
-/// false when no layout keeps the chain's registers within 2 × register_accum_floats.
+/// both products. With fixed_warps > 0 at most that many warps; else at most 16. mt is
+/// PlanOptions::chain_row_tiles when that divides the row tiles of a batch and fits, else the
+/// smallest that fits. Returns false when no layout keeps the chain's registers within
+/// 2 × register_accum_floats.
 bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, int& mt) {
   const BlockGraph& g = *plan.graph;
   const int m2 = plan.ops[m1].chain_into;
@@ -136,9 +138,18 @@ bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, i
   row_tiles(s1, rt, mtiles);
   const int64_t nt = s1[s1.rank() - 1] / 8 + s2[s2.rank() - 1] / 8;
   const int max_warps = fixed_warps > 0 ? fixed_warps : 16;
-  for (int64_t m : divisors(mtiles)) {
+  const auto fits = [&](int64_t m) {
+    return rt / m <= max_warps && m * nt * 4 <= 2 * plan.options.register_accum_floats;
+  };
+  std::vector<int64_t> order = divisors(mtiles);
+  const int64_t preferred = plan.options.chain_row_tiles;
+  if (preferred > 0 && mtiles % preferred == 0) order.insert(order.begin(), preferred);
+  for (int64_t m : order) {
     if (rt / m > max_warps) continue;
-    if (m * nt * 4 > 2 * plan.options.register_accum_floats) return false;
+    if (!fits(m)) {
+      if (m == preferred) continue;
+      return false;
+    }
     warps = static_cast<int>(rt / m);
     mt = static_cast<int>(m);
     return true;

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Hardware counters of one candidate's kernels, per emitter variant, in one invocation on a GPU
+# machine with Nsight Compute (bench/README.md, "Kernel counters"):
+#   1. build the `strata` tool (Release) in build-gpu/ like scripts/gpu-sweep.sh;
+#   2. for each variant, `strata profile PROGRAM CANDIDATE --variants V --check-only` under
+#      `ncu --clock-control none` on the first execution of every strata kernel: duration,
+#      registers, occupancy, tensor-pipe, shared-memory-pipe, special-function (exp) and DRAM
+#      utilization, stall reasons;
+#   3. writes OUT_DIR/ncu-<n>.txt per variant and prints a summary table.
+#
+# Usage: scripts/gpu-ncu.sh OUT_DIR PROGRAM CANDIDATE [VARIANT ...]
+#   CANDIDATE: a μGraph JSON or a `strata optimize` result (then STRATA_NCU_RANK picks the
+#   ranked entry, default 0). VARIANT: emitter knob specs (default: "default").
+# Exit: 0 every variant was measured; 1 one failed; 3 the build failed or ncu is missing.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 3
+root=$PWD
+[ $# -ge 3 ] || { echo "usage: scripts/gpu-ncu.sh OUT_DIR PROGRAM CANDIDATE [VARIANT ...]"; exit 2; }
+out=$1 program=$2 candidate=$3
+shift 3
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(default)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+command -v ncu >/dev/null || { echo "gpu-ncu: ncu not found"; exit 3; }
+. "$root/scripts/lib/devdeps.sh"
+build=${STRATA_BUILD_DIR:-$root/build-gpu}
+export STRATA_CACHE_DIR=${STRATA_CACHE_DIR:-$build/cache}
+if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" >/dev/null ||
+   ! cmake --build "$build" -j"$(nproc)" --target strata >/dev/null; then
+  echo "gpu-ncu: the build failed"
+  exit 3
+fi
+rank=${STRATA_NCU_RANK:-0}
+graph=$candidate
+if python3 -c 'import json,sys; sys.exit(0 if "ranked" in json.load(open(sys.argv[1])) else 1)' \
+     "$candidate" 2>/dev/null; then
+  graph=$out/candidate.json
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]));
+json.dump(d["ranked"][int(sys.argv[2])]["graph"], open(sys.argv[3], "w"))' \
+    "$candidate" "$rank" "$graph" || exit 1
+fi
+metrics=gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size
+metrics+=,sm__warps_active.avg.pct_of_peak_sustained_active
+metrics+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
+metrics+=,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active
+metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed
+metrics+=,smsp__average_warp_latency_issue_stalled_barrier.ratio
+metrics+=,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio
+metrics+=,smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio
+metrics+=,smsp__average_warp_latency_issue_stalled_mio_throttle.ratio
+metrics+=,smsp__average_warp_latency_issue_stalled_math_pipe_throttle.ratio
+metrics+=,smsp__issue_active.avg.pct_of_peak_sustained_active
+failed=0
+n=0
+for v in "${variants[@]}"; do
+  report=$out/ncu-$n.txt
+  echo "== variant $n: $v" | tee "$report"
+  # The kernels' first launches (the correctness check) are the profiled ones.
+  if ! timeout -k 10 300 ncu --clock-control none -k regex:strata_ --launch-count 8 \
+         --metrics "$metrics" --csv "$build/strata" profile "$program" "$graph" --check-only \
+         --variants "$v" -q >>"$report" 2>&1; then
+    echo "gpu-ncu: variant $v failed (see $report)"
+    failed=1
+  fi
+  n=$((n + 1))
+done
+python3 - "$out" <<'EOF'
+import csv, io, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+short = {
+    "gpu__time_duration.sum": "us", "launch__registers_per_thread": "regs",
+    "launch__grid_size": "grid", "launch__block_size": "block",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "occ%",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor%",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed": "smem%",
+    "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active": "xu%",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram%",
+    "smsp__average_warp_latency_issue_stalled_barrier.ratio": "st_bar",
+    "smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio": "st_long",
+    "smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio": "st_short",
+    "smsp__average_warp_latency_issue_stalled_mio_throttle.ratio": "st_mio",
+    "smsp__average_warp_latency_issue_stalled_math_pipe_throttle.ratio": "st_math",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue%",
+}
+cols = list(short.values())
+print("variant | kernel | " + " | ".join(cols))
+for f in sorted(out.glob("ncu-*.txt")):
+    text = f.read_text()
+    variant = text.splitlines()[0].removeprefix("== ")
+    lines = [l for l in text.splitlines() if l.startswith('"')]
+    rows = {}
+    for r in csv.DictReader(io.StringIO("\n".join(lines))):
+        key = (r.get("ID"), r.get("Kernel Name"))
+        name = short.get(r.get("Metric Name"))
+        if name:
+            val = r.get("Metric Value", "").replace(",", "")
+            if name == "us" and r.get("Metric Unit") == "nsecond":
+                val = f"{float(val) / 1000:.2f}"
+            elif name == "us" and r.get("Metric Unit") == "usecond":
+                val = f"{float(val):.2f}"
+            rows.setdefault(key, {})[name] = val
+    for (i, k), m in rows.items():
+        print(f"{variant} | {k} | " + " | ".join(m.get(c, "?") for c in cols))
+EOF
+exit $failed
