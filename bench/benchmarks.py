@@ -19,7 +19,10 @@ Input recipes keep every intermediate finite in fp16 (see bench/README.md, "Inpu
   ntrans   H, X ~ N(0,1), Alpha ~ U(0, 0.2)
 """
 
+import ctypes
 import math
+import sys
+from pathlib import Path
 
 import torch
 
@@ -141,3 +144,32 @@ class Benchmark:
     def reference(self, inputs):
         """The program evaluated in float64 on the (fp16-rounded) inputs."""
         return self.fn(*[x.double() for x in inputs])
+
+
+def write_f64(tensor, path):
+    """Raw little-endian float64 values (the `strata profile --inputs` format)."""
+    t = tensor.detach().double().cpu().contiguous()
+    Path(path).write_bytes(ctypes.string_at(t.data_ptr(), t.numel() * 8))
+
+
+def write_inputs(key, out_dir, seed=0):
+    """Writes the inputs of benchmark `key` (e.g. qknorm_b8) as OUT_DIR/<name>.f64 files."""
+    name, _, b = key.rpartition("_b")
+    if name not in NAMES or not b.isdigit():
+        raise ValueError(f"unknown benchmark {key!r} (expected <name>_b<batch>, name in {NAMES})")
+    cfg = Benchmark(name, int(b))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for (n, _), t in zip(cfg.inputs, cfg.make_inputs(seed=seed, device="cpu")):
+        write_f64(t, out / f"{n}.f64")
+
+
+if __name__ == "__main__":
+    # python3 bench/benchmarks.py inputs KEY OUT_DIR [SEED]: the benchmark's input recipe as
+    # `strata profile --inputs` files (the sweep and the counter scripts use it).
+    if len(sys.argv) not in (4, 5) or sys.argv[1] != "inputs":
+        sys.exit("usage: benchmarks.py inputs <name>_b<batch> OUT_DIR [SEED]")
+    try:
+        write_inputs(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) == 5 else 0)
+    except ValueError as e:
+        sys.exit(f"benchmarks.py: {e}")

@@ -1,7 +1,17 @@
 """Results of a benchmark run as JSON and Markdown: times per system, speedup over the best
-PyTorch system, fraction of the floor, and the cost model's calibration data."""
+PyTorch system, fraction of the floor, and the cost model's calibration data.
 
+  python3 bench/report.py merge OUT_DIR... -o STEM
+      joins the reports of a run made in parts (scripts/gpu-check.sh with STRATA_BENCH_NAMES,
+      one call per part, each with its own OUT_DIR holding <gpu>-<date>.json, plans.json and
+      profile/): one table, one calibration, written as STEM.json and STEM.md. Floors use the
+      first part's device figures; every part's figures are kept under device["parts"].
+"""
+
+import json
 import math
+import sys
+from pathlib import Path
 
 
 def floor_us(result, device):
@@ -174,3 +184,38 @@ def markdown(doc):
                    f"{fmt_us(p['measured_us'])} | {ratio:.2f} |")
     out += ["", "Wall time per step (s): " + ", ".join(f"{k} {v}" for k, v in doc["phases_s"].items()), ""]
     return "\n".join(out)
+
+
+# Fields build() adds to a raw benchmark result (stripped before building again).
+DERIVED = ("config", "floor_us", "best_pytorch", "strata_fraction_of_floor", "speedup")
+
+
+def merge(dirs, stem):
+    docs, results, profiles, plans, phases = [], [], {}, {}, {}
+    for d in map(Path, dirs):
+        found = sorted(d.glob("*-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].json"))
+        if not found:
+            sys.exit(f"report.py: no <gpu>-<date>.json report in {d}")
+        doc = json.loads(found[-1].read_text())
+        docs.append(doc)
+        for r in doc["results"]:
+            results.append({k: v for k, v in r.items() if k not in DERIVED})
+        plans.update(doc.get("candidates", {}))
+        for key in doc.get("candidates", {}):
+            f = d / "profile" / f"{key}.json"
+            profiles[key] = json.loads(f.read_text()) if f.exists() else None
+        for k, v in doc.get("phases_s", {}).items():
+            phases[k] = round(phases.get(k, 0) + v, 1)
+    device = dict(docs[0]["device"])
+    device["parts"] = [doc["device"] for doc in docs]
+    doc = build(device, results, profiles, plans, phases, docs[0]["tolerance"])
+    Path(f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    Path(f"{stem}.md").write_text(markdown(doc))
+    print(markdown(doc))
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if len(args) < 4 or args[0] != "merge" or args[-2] != "-o":
+        sys.exit("usage: report.py merge OUT_DIR... -o STEM")
+    merge(args[1:-2], args[-1])

@@ -9,8 +9,8 @@ Steps (each logged with its wall time):
   3. candidates: a `strata optimize` result per program (--search-dir, else a time-limited
      search when the tool has `optimize`, else the paper's reference μGraph from examples/);
   4. compile: every candidate emitted once per emitter variant (--variants, default the tuning
-     list of `strata optimize`: default, groups=4, minblocks=2) and compiled into the binary
-     cache, all programs at once (`strata profile --compile-only`);
+     list of `strata optimize`: default, groups=4, minblocks=2, chainmt=2) and compiled into
+     the binary cache, all programs at once (`strata profile --compile-only`);
   5. check + profile: `strata profile` checks every candidate against the float64 reference
      interpreter on the same inputs and times those that pass; predicted (cost model) vs
      measured times are the calibration data;
@@ -87,12 +87,6 @@ def run(cmd, **kw):
 def strata_has(strata, subcommand):
     r = subprocess.run([strata, "--help"], text=True, capture_output=True)
     return re.search(rf"^\s+{subcommand}\b", r.stdout, re.M) is not None
-
-
-def write_f64(tensor, path):
-    """Raw little-endian float64 values (the `strata profile --inputs` format)."""
-    t = tensor.detach().double().cpu().contiguous()
-    path.write_bytes(ctypes.string_at(t.data_ptr(), t.numel() * 8))
 
 
 # ---- candidates and the C++ profiler ------------------------------------------------------
@@ -255,8 +249,8 @@ def bench_config(cfg, inputs, prof, modes, runs):
                                          else entry.get("error", "wrong answer")))
     candidates = []
     for c in (prof or {}).get("candidates", []):
-        if c.get("status") != "ok" or "library" not in c:
-            continue
+        if c.get("status") != "ok" or "library" not in c or "same_as" in c:
+            continue  # failed, or the same code as an earlier (candidate, variant): timed there
         try:
             entry = bench_strata(cfg, c["library"], inputs, ref, sets, runs)
         except Exception as e:
@@ -286,7 +280,7 @@ def main():
     p.add_argument("--modes", default=",".join(MODES), help="PyTorch systems to time")
     p.add_argument("--top", type=int, default=5, help="candidates profiled per search result")
     p.add_argument("--variants",
-                   default=os.environ.get("STRATA_BENCH_VARIANTS", "default;groups=4;minblocks=2"),
+                   default=os.environ.get("STRATA_BENCH_VARIANTS", "default;groups=4;minblocks=2;chainmt=2"),
                    help="emitter variants profiled per candidate (knob specs separated by ';', "
                         "see `strata emit --list-knobs`; the default is strata optimize's tuning "
                         "list; 'default' = the emitter's own choice only)")
@@ -348,7 +342,7 @@ def run_steps(args, out):
             d = Path(args.work) / "inputs" / cfg.key
             d.mkdir(parents=True, exist_ok=True)
             for (name, _), t in zip(cfg.inputs, inputs[cfg.key]):
-                write_f64(t, d / f"{name}.f64")
+                benchmarks.write_f64(t, d / f"{name}.f64")
 
     plans_path = out / "plans.json"
     profiles = {}

@@ -17,6 +17,8 @@
 #   eager,compile,max-autotune), STRATA_BENCH_TOP (candidates per program, default 5),
 #   STRATA_BENCH_ONLY=1 (skip step 2: only the build, the check and the benchmark),
 #   STRATA_BENCH_VARIANTS (emitter variants per candidate, default that of strata_bench.py),
+#   STRATA_BENCH_NAMES (benchmarks to run, default all: e.g. gqa,qknorm for a run made in
+#   parts, joined afterwards by `bench/report.py merge`),
 #   STRATA_BENCH_PHASE=profile|bench|none (only step 3, only step 4 — e.g. in two calls with
 #   the same OUT_DIR when both do not fit one time limit — or neither; default: both).
 # Exit: 0 all passed; 1 a test, a check or a benchmark step failed; 3 the build failed.
@@ -73,6 +75,7 @@ fi
 bench_args=(--out "$out" --strata "$build/strata" --top "${STRATA_BENCH_TOP:-5}"
             --search-time "${STRATA_SEARCH_TIME:-10}"
             --modes "${STRATA_BENCH_MODES:-eager,compile,max-autotune}")
+if [ -n "${STRATA_BENCH_NAMES:-}" ]; then bench_args+=(--benchmarks "$STRATA_BENCH_NAMES"); fi
 search_dir=${STRATA_SEARCH_DIR:-}
 if [ -z "$search_dir" ] && [ -d bench/search ]; then search_dir=bench/search; fi
 if [ -n "$search_dir" ]; then bench_args+=(--search-dir "$search_dir"); fi

@@ -2,8 +2,10 @@
 # Hardware counters of one candidate's kernels, per emitter variant, in one invocation on a GPU
 # machine with Nsight Compute (bench/README.md, "Kernel counters"):
 #   1. build the `strata` tool (Release) in build-gpu/ like scripts/gpu-sweep.sh;
-#   2. for each variant, `strata profile PROGRAM CANDIDATE --variants V --check-only` under
-#      `ncu --clock-control none` on the first execution of every strata kernel: duration,
+#   2. for each variant, `strata profile PROGRAM CANDIDATE --variants V` (a few CUDA-graph
+#      replays; the benchmark's inputs when PROGRAM is examples/programs/<bench>_b<b>.strata
+#      and PyTorch is installed) under `ncu --clock-control none --cache-control none` on the
+#      kernels of one rotated input set of a replay (as in the benchmark): duration,
 #      registers, occupancy, tensor-pipe, shared-memory-pipe, special-function (exp) and DRAM
 #      utilization, stall reasons;
 #   3. writes OUT_DIR/ncu-<n>.txt per variant and prints a summary table.
@@ -43,6 +45,11 @@ if python3 -c 'import json,sys; sys.exit(0 if "ranked" in json.load(open(sys.arg
 json.dump(d["ranked"][int(sys.argv[2])]["graph"], open(sys.argv[3], "w"))' \
     "$candidate" "$rank" "$graph" || exit 1
 fi
+inputs=()  # the benchmark's own input recipe where PyTorch is there (bench/benchmarks.py)
+key=$(basename "$program" .strata)
+if python3 bench/benchmarks.py inputs "$key" "$out/inputs" 2>/dev/null; then
+  inputs=(--inputs "$out/inputs")
+fi
 metrics=gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__block_size
 metrics+=,sm__warps_active.avg.pct_of_peak_sustained_active
 metrics+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
@@ -60,10 +67,13 @@ n=0
 for v in "${variants[@]}"; do
   report=$out/ncu-$n.txt
   echo "== variant $n: $v" | tee "$report"
-  # The kernels' first launches (the correctness check) are the profiled ones.
-  if ! timeout -k 10 300 ncu --clock-control none -k regex:strata_ --launch-count 8 \
-         --metrics "$metrics" --csv "$build/strata" profile "$program" "$graph" --check-only \
-         --variants "$v" -q >>"$report" 2>&1; then
+  # Launches: the correctness check, the eager first launch, then CUDA-graph replays over
+  # rotated input sets; set 1 of the warm-up replay is profiled (its inputs are not in L2).
+  nk=$("$build/strata" emit "$graph" -o "$out/k.cu" --knobs "$v" 2>&1 | grep -c 'strata emit:')
+  if ! timeout -k 10 300 ncu --clock-control none --cache-control none -k regex:strata_ \
+         --launch-skip $((3 * nk)) --launch-count "$nk" --metrics "$metrics" --csv \
+         "$build/strata" profile "$program" "$graph" --runs 1 --warmup 1 --variants "$v" \
+         "${inputs[@]}" -q >>"$report" 2>&1; then
     echo "gpu-ncu: variant $v failed (see $report)"
     failed=1
   fi

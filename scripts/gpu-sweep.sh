@@ -7,7 +7,8 @@
 #      bench/search/<bench>_b<b>.json (if present): one `strata profile` call per step that
 #      emits every graph once per emitter variant (`strata emit --list-knobs`), compiles them in
 #      parallel, checks each output against the float64 reference of the benchmark program
-#      (examples/programs/<bench>_b<b>.strata) and times it (CUDA-graph replays);
+#      (examples/programs/<bench>_b<b>.strata) and times it (CUDA-graph replays); the inputs
+#      follow the benchmark's recipe (bench/benchmarks.py, when PyTorch is installed);
 #   3. prints one table (graph, variant, µs, × memory floor, error, status) and the best
 #      variant per benchmark (bench/sweep.py report).
 # Everything is written under OUT_DIR (default bench/results/sweep): sweep.log, sweep.json (all
@@ -96,8 +97,14 @@ while IFS=$'\t' read -r key program variants candidates; do
   step "$key (limit ${limit} s)"
   t0=$SECONDS
   # shellcheck disable=SC2086  # candidates: space-separated paths without spaces
+  inputs=()  # the benchmark's own input recipe where PyTorch is there (bench/benchmarks.py)
+  bkey=${key%%.*}
+  if [ "$compile_only" != 1 ] && { [ -d "$out/inputs/$bkey" ] ||
+       python3 bench/benchmarks.py inputs "$bkey" "$out/inputs/$bkey" 2>/dev/null; }; then
+    inputs=(--inputs "$out/inputs/$bkey")
+  fi
   timeout -k 10 "$limit" "$strata" profile "$program" $candidates --top "$top" \
-    --variants "$variants" "${mode[@]}" -o "$out/profile/$key.json" </dev/null
+    --variants "$variants" "${mode[@]}" "${inputs[@]}" -o "$out/profile/$key.json" </dev/null
   rc=$?
   case $rc in
     0) ;;

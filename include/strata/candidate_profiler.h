@@ -51,11 +51,16 @@ struct ProfiledCandidate {
   std::optional<CompiledBinary> binary;  ///< when compiled
   size_t workspace_bytes = 0;
   std::optional<int64_t> smem_bytes;  ///< from the source's strata-meta line
+  /// ≥ 0: an earlier candidate with the same CUDA source (and graph signature) whose outcome
+  /// this one repeats instead of being checked and timed again (e.g. an emitter variant whose
+  /// knobs do not apply to the graph).
+  int same_as = -1;
 };
 
 /// The hook for `strata optimize`: compiles cuda_sources[i] (the emitted code of graphs[i]) in
 /// parallel through the binary cache, checks each against the float64 reference and times the
-/// ones that pass, in order. Per-candidate failures are statuses; the Error cases are: no GPU,
+/// ones that pass, in order; a candidate whose source repeats an earlier one's takes that
+/// outcome (ProfiledCandidate::same_as). Per-candidate failures are statuses; the Error cases are: no GPU,
 /// mismatched vector sizes, inputs that do not fit the signature, a reference that fails.
 /// A fault that leaves the device unusable marks the remaining candidates NotRun.
 Result<std::vector<ProfiledCandidate>> profile_candidates(

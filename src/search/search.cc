@@ -311,32 +311,37 @@ std::string structure_signature(const KernelGraph& g) {
   return sig;
 }
 
-/// Verification order: round robin over structures — the cheapest graph of every structure
-/// (structures in order of their cheapest graph), then the second cheapest of each, and so
-/// on. With a small top_k the verified set thus spans different structures and several
-/// tilings of each: the cost model is least reliable between structures and between tilings
-/// of one structure, and on a GPU the profiler then chooses among them.
+/// Verification order: alternately the cheapest graph not yet taken (entries come in cost
+/// order) and the next graph of a round robin over structures — the cheapest graph of every
+/// structure (structures in order of their cheapest graph), then the second cheapest of each,
+/// and so on — skipping graphs already taken. With a small top_k the verified set thus holds
+/// the model's favourites and also spans different structures and several tilings of each:
+/// the cost model is least reliable between structures and between tilings of one structure,
+/// and on a GPU the profiler then chooses among them.
 void diversify(std::vector<search::PoolEntry>& entries) {
-  std::vector<std::string> order;                               // structures, cheapest first
-  std::map<std::string, std::vector<search::PoolEntry>> groups;  // each in cost order
-  for (search::PoolEntry& e : entries) {
-    std::string sig = structure_signature(e.graph);
-    auto [it, fresh] = groups.try_emplace(sig);
-    if (fresh) order.push_back(sig);
-    it->second.push_back(std::move(e));
+  std::vector<std::string> order;                    // structures, cheapest first
+  std::map<std::string, std::vector<size_t>> groups;  // entry indices of each, in cost order
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto [it, fresh] = groups.try_emplace(structure_signature(entries[i].graph));
+    if (fresh) order.push_back(it->first);
+    it->second.push_back(i);
   }
-  entries.clear();
-  for (size_t round = 0;; ++round) {
-    bool any = false;
-    for (const std::string& sig : order) {
-      auto& group = groups[sig];
-      if (round < group.size()) {
-        entries.push_back(std::move(group[round]));
-        any = true;
-      }
-    }
-    if (!any) break;
+  std::vector<size_t> round_robin;
+  for (size_t round = 0; round_robin.size() < entries.size(); ++round)
+    for (const std::string& sig : order)
+      if (round < groups[sig].size()) round_robin.push_back(groups[sig][round]);
+  std::vector<bool> taken(entries.size(), false);
+  std::vector<search::PoolEntry> out;
+  size_t cheap = 0, diverse = 0;
+  while (out.size() < entries.size()) {
+    const bool from_cost = out.size() % 2 == 0;
+    size_t& cursor = from_cost ? cheap : diverse;
+    const auto at = [&](size_t c) { return from_cost ? c : round_robin[c]; };
+    while (taken[at(cursor)]) ++cursor;
+    taken[at(cursor)] = true;
+    out.push_back(std::move(entries[at(cursor)]));
   }
+  entries = std::move(out);
 }
 
 }  // namespace

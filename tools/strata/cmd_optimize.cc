@@ -32,7 +32,8 @@ extern "C" void on_sigint(int) {
 /// Emitter variants profiled per candidate on the GPU unless --variants says otherwise: the
 /// emitter's own choice, four loop groups, and registers capped so that two blocks share an SM
 /// (the knobs that won on the H200 sweeps, docs/gpu-runtime.md).
-const std::vector<std::string> kTuningVariants = {"default", "groups=4", "minblocks=2"};
+const std::vector<std::string> kTuningVariants = {"default", "groups=4", "minblocks=2",
+                                                    "chainmt=2"};
 
 struct Options {
   std::string program;
@@ -112,6 +113,8 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
     ve["status"] = candidate_status_name(pc.status);
     if (!pc.error.empty()) ve["error"] = pc.error;
     if (pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error)) ve["rel_l2_error"] = pc.rel_l2_error;
+    if (pc.same_as >= 0 && slot_of[pc.same_as].first == rank)  // knobs that change nothing here
+      ve["same_code_as"] = variants[slot_of[pc.same_as].second];
     if (pc.timing) {
       ve["measured_us"] = pc.timing->median_us;
       if (fastest < 0 || pc.timing->median_us < fastest_us) {
@@ -235,7 +238,7 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--variants", o->variants,
                  "emitter variants profiled per candidate on the GPU, knob specs separated by "
                  "';' (see `strata emit --list-knobs`; \"default\": the emitter's choice only; "
-                 "default: default;groups=4;minblocks=2)")
+                 "default: default;groups=4;minblocks=2;chainmt=2)")
       ->delimiter(';');
   app.add_flag_callback(
       "--no-cache", [o] { o->config.use_cache = false; },
