@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <set>
 
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
@@ -182,6 +183,31 @@ INSTANTIATE_TEST_SUITE_P(
                       Discovery{"qknorm",
                                 [](const KernelGraph& g) { return flash_decoding(g, 2); }}),
     [](const ::testing::TestParamInfo<Discovery>& p) { return p.param.bench; });
+
+// ---- verification order ----------------------------------------------------------------
+
+// The verified set mixes the model's cheapest graphs with a round robin over structures. At
+// RMSNorm b = 1 the round robin alone spent most of a top 12 on poor three-kernel structures
+// and never verified the 96-block fused kernel (the fastest on an H200,
+// bench/results/h200-2026-11-22-top16.md).
+TEST(Search, VerifiesTheCheapestGraphsAndSeveralStructures) {
+  KernelGraph program = load("examples/programs/rmsnorm_b1.strata");
+  auto r = superoptimize(program, base_config("order").with_top_k(12));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->ranked.size(), 13u);  // 12 verified graphs and the program
+  bool fused_96 = false;
+  std::set<int> kernel_counts;
+  for (const Candidate& c : r->ranked) {
+    if (c.is_program) continue;
+    std::vector<const KernelOp*> k = customized_ops(c.graph);
+    kernel_counts.insert(static_cast<int>(c.graph.ops().size() - c.graph.inputs().size()));
+    fused_96 = fused_96 || (k.size() == 1 && predefined_ops(c.graph) == 0 &&
+                            k[0]->body->grid().x * k[0]->body->grid().y *
+                                    k[0]->body->grid().z == 96);
+  }
+  EXPECT_TRUE(fused_96) << "no single 96-block kernel among the verified graphs";
+  EXPECT_GE(kernel_counts.size(), 2u) << "the verified graphs span one structure only";
+}
 
 // ---- determinism, resume, limits --------------------------------------------------------
 
