@@ -223,14 +223,16 @@ TEST(OptimizeCli, WritesTheResultAndSummary) {
 
 TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
   fs::path dir = fresh_dir("cli_sigint");
-  // SIGINT after one second: the search stops, reports and leaves a checkpoint.
+  // SIGINT after two seconds (the search takes about four on 2 cores; one second was too
+  // short for a loaded machine to reach the handler): the search stops, reports and leaves a
+  // checkpoint.
   CliRun stopped = strata(dir, "optimize examples/programs/gqa_small.strata --threads 2 --top 2");
   (void)stopped;
   fs::remove_all(dir / "cache");
   const char* bin = std::getenv("STRATA_BIN");
   ASSERT_NE(bin, nullptr);
   std::string cmd = "STRATA_CACHE_DIR='" + (dir / "cache").string() +
-                    "' timeout --preserve-status -s INT 1 '" + bin +
+                    "' timeout --preserve-status -s INT 2 '" + bin +
                     "' optimize examples/programs/gqa_small.strata --threads 2 --top 2 >'" +
                     (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
   int status = std::system(cmd.c_str());
