@@ -280,7 +280,8 @@ def main():
     p.add_argument("--modes", default=",".join(MODES), help="PyTorch systems to time")
     p.add_argument("--top", type=int, default=5, help="candidates profiled per search result")
     p.add_argument("--variants",
-                   default=os.environ.get("STRATA_BENCH_VARIANTS", "default;groups=4;minblocks=2;chainmt=2"),
+                   default=os.environ.get("STRATA_BENCH_VARIANTS",
+                                          "default;groups=4;minblocks=2;chainmt=2"),
                    help="emitter variants profiled per candidate (knob specs separated by ';', "
                         "see `strata emit --list-knobs`; the default is strata optimize's tuning "
                         "list; 'default' = the emitter's own choice only)")

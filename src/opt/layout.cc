@@ -138,15 +138,15 @@ bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, i
   row_tiles(s1, rt, mtiles);
   const int64_t nt = s1[s1.rank() - 1] / 8 + s2[s2.rank() - 1] / 8;
   const int max_warps = fixed_warps > 0 ? fixed_warps : 16;
-  const auto fits = [&](int64_t m) {
-    return rt / m <= max_warps && m * nt * 4 <= 2 * plan.options.register_accum_floats;
+  const auto registers_fit = [&](int64_t m) {
+    return m * nt * 4 <= 2 * plan.options.register_accum_floats;
   };
   std::vector<int64_t> order = divisors(mtiles);
   const int64_t preferred = plan.options.chain_row_tiles;
   if (preferred > 0 && mtiles % preferred == 0) order.insert(order.begin(), preferred);
   for (int64_t m : order) {
     if (rt / m > max_warps) continue;
-    if (!fits(m)) {
+    if (!registers_fit(m)) {
       if (m == preferred) continue;
       return false;
     }
