@@ -9,6 +9,11 @@
 #      registers, occupancy, tensor-pipe, shared-memory-pipe, special-function (exp) and DRAM
 #      utilization, stall reasons;
 #   3. writes OUT_DIR/ncu-<n>.txt per variant and prints a summary table.
+# With STRATA_NCU_FULL=1, step 2 collects Nsight Compute's full set instead and writes per
+# variant OUT_DIR/ncu-<n>.ncu-rep, the report's details page (ncu-<n>-details.txt: speed of
+# light, occupancy, warp states, memory tables) and its per-instruction SASS page with stall
+# samples (ncu-<n>-sass.csv); no summary table. STRATA_NCU_KERNEL (a regular expression,
+# default `strata_`) limits the profiled kernels, e.g. `_k4_` for one kernel of the graph.
 #
 # Usage: scripts/gpu-ncu.sh OUT_DIR PROGRAM CANDIDATE [VARIANT ...]
 #   CANDIDATE: a μGraph JSON or a `strata optimize` result (then STRATA_NCU_RANK picks the
@@ -62,6 +67,8 @@ metrics+=,smsp__average_warp_latency_issue_stalled_short_scoreboard.ratio
 metrics+=,smsp__average_warp_latency_issue_stalled_mio_throttle.ratio
 metrics+=,smsp__average_warp_latency_issue_stalled_math_pipe_throttle.ratio
 metrics+=,smsp__issue_active.avg.pct_of_peak_sustained_active
+kernel=${STRATA_NCU_KERNEL:-strata_}
+full=${STRATA_NCU_FULL:-0}
 failed=0
 n=0
 for v in "${variants[@]}"; do
@@ -69,16 +76,23 @@ for v in "${variants[@]}"; do
   echo "== variant $n: $v" | tee "$report"
   # Launches: the correctness check, the eager first launch, then CUDA-graph replays over
   # rotated input sets; set 1 of the warm-up replay is profiled (its inputs are not in L2).
-  nk=$("$build/strata" emit "$graph" -o "$out/k.cu" --knobs "$v" 2>&1 | grep -c 'strata emit:')
-  if ! timeout -k 10 300 ncu --clock-control none --cache-control none -k regex:strata_ \
-         --launch-skip $((3 * nk)) --launch-count "$nk" --metrics "$metrics" --csv \
+  nk=$("$build/strata" emit "$graph" -o "$out/k.cu" --knobs "$v" 2>&1 |
+       grep 'strata emit:' | grep -c -E "$kernel")
+  what=(--metrics "$metrics" --csv)
+  [ "$full" = 1 ] && what=(--set full --import-source no -f -o "$out/ncu-$n")
+  if ! timeout -k 10 300 ncu --clock-control none --cache-control none -k "regex:$kernel" \
+         --launch-skip $((3 * nk)) --launch-count "$nk" "${what[@]}" \
          "$build/strata" profile "$program" "$graph" --runs 1 --warmup 1 --variants "$v" \
          "${inputs[@]}" -q >>"$report" 2>&1; then
     echo "gpu-ncu: variant $v failed (see $report)"
     failed=1
+  elif [ "$full" = 1 ]; then
+    ncu -i "$out/ncu-$n.ncu-rep" --page details >"$out/ncu-$n-details.txt" 2>&1
+    ncu -i "$out/ncu-$n.ncu-rep" --page source --print-source sass --csv >"$out/ncu-$n-sass.csv" 2>&1
   fi
   n=$((n + 1))
 done
+[ "$full" = 1 ] && exit $failed
 python3 - "$out" <<'EOF'
 import csv, io, pathlib, sys
 out = pathlib.Path(sys.argv[1])
