@@ -83,7 +83,12 @@ TEST(Emulation, NTransReference) {
 
 TEST(Emulation, GqaReference) {
   KernelGraph prog = attention_program(2, 32, 32, 512, false);
-  check_graph({"gqa", attention_graph(2, 32, 32, 512, 4, 32, 16, false, DType::f16, 2), 0.25},
+  check_graph({"gqa",
+               attention_graph(2, 32, 32, 512, 4, 32, 16, false, DType::f16, 2),
+               0.25,
+               2e-2,
+               {},
+               {"along the chunk"}},  // the combine reads its tiles with vector loads
               &prog);
 }
 
@@ -182,6 +187,15 @@ TEST(EmulationLoopGroups, BlockPipelineWithRegisterAccumulators) {
                2e-2,
                with([](PlanOptions& p) { p.loop_groups = 1; }),
                {"per-chunk partial sums", "team_sum<8>"}});
+}
+TEST(EmulationLoopGroups, SplitCombineWithVectorOperands) {
+  check_graph({"combine", split_combine(), 0.5, 2e-2, {}, {"pv", "along the chunk"}});
+  check_graph({"combine_g1",
+               split_combine(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"along the chunk"}});
 }
 TEST(EmulationLoopGroups, EveryAccumulatorKind) {
   check_graph({"lg_accmaps",

@@ -33,11 +33,14 @@ int64_t BlockEmitter::accum_trips(int i) const {
 
 bool BlockEmitter::vector_readable(int t, int64_t vec) const {
   const TensorPlan& tp = plan_.tensors[t];
-  if (tp.home != TensorHome::Shared && tp.home != TensorHome::View) return false;
+  // A register accumulator is read after the loop from its shared-memory copy.
+  const bool dumped = tp.home == TensorHome::Registers && !in_loop_;
+  if (tp.home != TensorHome::Shared && tp.home != TensorHome::View && !dumped) return false;
   if (vec <= 1) return false;
   const int esize = dtype_size(tp.dtype);
   const int64_t bytes = std::min<int64_t>(16, vec * esize);
   const Access a = access_stage(t, "0");
+  if (a.swizzle && vec * esize > 16) return false;  // the swizzle permutes 16-byte chunks
   // Every row start (and the view's offset inside its host) must be aligned to one access.
   for (size_t d = 0; d + 1 < a.strides.size(); ++d)
     if ((a.strides[d] * esize) % bytes != 0) return false;
@@ -78,11 +81,13 @@ void BlockEmitter::emit_register_accum(int i) {
   } else {
     std::vector<std::string> jdx = idx;
     if (r > 0) jdx[r - 1] = paren(idx[r - 1]) + " + j";
+    prefetch_vector_operands(x, xs, idx, vec);
     w_.line("#pragma unroll");
     w_.open("for (int j = 0; j < " + std::to_string(vec) + "; ++j)");
     const std::string value = operand_value(x, xs, jdx);
     w_.line("v[j] = " + value + ";");
     w_.close();
+    end_vector_operands();
   }
   if (elementwise) {
     w_.line("#pragma unroll");

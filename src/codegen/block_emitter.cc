@@ -648,11 +648,13 @@ void BlockEmitter::emit_save(int i) {
     w_.line("float v[" + std::to_string(vec) + "];");
     std::vector<std::string> jdx = idx;
     jdx[r - 1] = paren(idx[r - 1]) + " + j";
+    prefetch_vector_operands(t, tile, idx, vec);
     w_.line("#pragma unroll");
     w_.open("for (int j = 0; j < " + std::to_string(vec) + "; ++j)");
     const std::string value = operand_value(t, tile, jdx);
     w_.line("v[j] = " + value + ";");
     w_.close();
+    end_vector_operands();
     w_.line("strata_rt::store_global_vec<" + cuda_type(out_t) + ", " + std::to_string(vec) +
             ">(dst + " + paren(sum(goff)) + ", v);");
   } else {

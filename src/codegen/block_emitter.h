@@ -7,6 +7,7 @@
 // Access, so layouts (padding, swizzle, views) are applied in one place.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,14 @@ class BlockEmitter {
                                const std::string& prefix);
   /// f32 value of tensor t at the indices of a result of shape `out` (NumPy broadcasting).
   std::string operand_value(int t, const Shape& out, const std::vector<std::string>& out_idx);
+  /// Before a loop `for (j < vec)` over the elements out_idx + (0, …, j) of a chunk: loads
+  /// every shared-memory tile that the value of t reads along the chunk (t itself or the
+  /// leaves of its inlined producers, not broadcast along the last dim) with one vector load
+  /// into registers, which operand_value then reads as `name[j]`. End the loop with
+  /// end_vector_operands().
+  void prefetch_vector_operands(int t, const Shape& out, const std::vector<std::string>& out_idx,
+                                int64_t vec);
+  void end_vector_operands() { vector_operands_.clear(); }
 
   // Addressing.
   Access access(int tensor) const;
@@ -142,6 +151,8 @@ class BlockEmitter {
   std::string tid_ = "tid";   ///< the thread index variable of the code being emitted
   int threads_ = 0;
   int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
+  /// Tiles prefetched for the current chunk loop: tensor -> register array (indexed by j).
+  std::map<int, std::string> vector_operands_;
 };
 
 }  // namespace strata::codegen

@@ -74,6 +74,7 @@ void BlockEmitter::emit_op(int i) {
 std::string BlockEmitter::operand_value(int t, const Shape& out,
                                         const std::vector<std::string>& out_idx) {
   const Shape& ts = g_.tensor(t).shape;
+  if (auto it = vector_operands_.find(t); it != vector_operands_.end()) return it->second + "[j]";
   std::vector<std::string> idx = broadcast_index(ts, out_idx);
   if (plan_.tensors[t].home != TensorHome::Inline) return access(t).load(idx);
   // Evaluate the inlined producer at this element.
@@ -82,6 +83,28 @@ std::string BlockEmitter::operand_value(int t, const Shape& out,
   for (int x : g_.op(p).inputs) ins.push_back(paren(operand_value(x, ts, idx)));
   std::string prefix = "i" + std::to_string(t) + "_" + std::to_string(inline_counter_++) + "_";
   return eval_elementwise(p, ins, prefix);
+}
+
+void BlockEmitter::prefetch_vector_operands(int t, const Shape& out,
+                                            const std::vector<std::string>& out_idx,
+                                            int64_t vec) {
+  const Shape& ts = g_.tensor(t).shape;
+  const int r = ts.rank();
+  // Along the chunk, t's last index is out's plus j only when t is not broadcast there.
+  if (r == 0 || ts[r - 1] != out[out.rank() - 1] || ts[r - 1] == 1) return;
+  if (vector_operands_.count(t)) return;
+  std::vector<std::string> idx = broadcast_index(ts, out_idx);
+  if (plan_.tensors[t].home == TensorHome::Inline) {
+    for (int x : g_.op(g_.tensor(t).producer).inputs) prefetch_vector_operands(x, ts, idx, vec);
+    return;
+  }
+  if (!vector_readable(t, vec)) return;
+  const std::string name = "pv" + std::to_string(t);
+  w_.line("float " + name + "[" + std::to_string(vec) + "];  // " + g_.tensor_name(t) +
+          " along the chunk");
+  w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" + access(t).ref(idx) + ", " +
+          name + ");");
+  vector_operands_[t] = name;
 }
 
 std::string BlockEmitter::eval_elementwise(int i, const std::vector<std::string>& inputs,

@@ -226,4 +226,25 @@ inline KernelGraph predefined_ops() {
   return g;
 }
 
+// The combine kernel of split attention (the second kernel of gqa at b = 8): per row, the sum
+// of a loop-invariant tile of partial denominators (exp keeps them positive), then the sum over
+// the loop of the partial numerators divided by it, accumulated in registers; the division is
+// inlined into the accumulator and the numerator tile read with vector loads.
+inline KernelGraph split_combine() {
+  KernelGraph g;
+  int s = must(g.add_input("S", Shape{2, 32, 8}, DType::f16));
+  int p = must(g.add_input("P", Shape{2, 32, 256}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({2, 2, 1}, 128, 4));
+  int si = must(b.add_input(Shape{2, 32, 8}, {0, 1, P}, P));    // [1, 16, 8], invariant
+  int pi = must(b.add_input(Shape{2, 32, 256}, {0, 1, P}, 2));  // [1, 16, 64]
+  int e = must(b.add_op(OpKind::Exp, {si}));
+  int sum = must(b.add_op(OpKind::Sum, {e}, dim_attr(2)));
+  int q = must(b.add_op(OpKind::Div, {pi, sum}));
+  int acc = must(b.add_op(OpKind::AccumSum, {q}));
+  must(b.add_output(acc, {0, 1, P}));
+  auto outs = must(g.add_customized({s, p}, std::move(b), {"O"}));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
 }  // namespace strata::testing
