@@ -63,8 +63,12 @@ step "C++ API example"
 "$build/cpp_api_example" examples/reference/rmsnorm_small.json || failed+=("C++ API example")
 
 step "strata optimize with GPU profiling (rmsnorm b8: search, then check and time the ranking)"
+opt_inputs=()  # the benchmark's input recipe where PyTorch is there (bench/benchmarks.py)
+if python3 bench/benchmarks.py inputs rmsnorm_b8 "$build/inputs-rmsnorm_b8" 2>/dev/null; then
+  opt_inputs=(--inputs "$build/inputs-rmsnorm_b8")
+fi
 "$build/strata" optimize examples/programs/rmsnorm_b8.strata --no-cache --quiet \
-  -o "$out/optimize-rmsnorm_b8.json" || failed+=("strata optimize on the GPU")
+  "${opt_inputs[@]}" -o "$out/optimize-rmsnorm_b8.json" || failed+=("strata optimize on the GPU")
 grep -q '"gpu_profile"' "$out/optimize-rmsnorm_b8.json" 2>/dev/null ||
   failed+=("strata optimize did not profile on the GPU")
 

@@ -265,5 +265,31 @@ TEST(OptimizeCli, BadInputExitsTwo) {
   EXPECT_FALSE(noout.err.empty());
 }
 
+// --inputs: the GPU profile's input files are read before the search; a missing file or one
+// of the wrong size stops the run with exit 2 and names the file. (Without a GPU, or with
+// --no-gpu, valid files are read and the search runs.)
+TEST(OptimizeCli, InputFilesAreCheckedBeforeTheSearch) {
+  fs::path dir = fresh_dir("cli_inputs");
+  const std::string prog = "optimize examples/programs/rmsnorm_small.strata --no-gpu --top 1 ";
+  CliRun missing = strata(dir, prog + "--inputs '" + (dir / "in").string() + "'");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("X.f64"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.out.find("best: "), std::string::npos) << "searched anyway: " << missing.out;
+  fs::create_directories(dir / "in");
+  spit(dir / "in" / "X.f64", std::string(4 * 256 * 8, '\0'));  // X f16[4, 256]
+  spit(dir / "in" / "W.f64", std::string(8, '\0'));            // W f16[256, 512]: too short
+  CliRun short_w = strata(dir, prog + "--inputs '" + (dir / "in").string() + "'");
+  EXPECT_EQ(short_w.code, 2);
+  EXPECT_NE(short_w.err.find("W.f64: expected 131072 float64 values"), std::string::npos)
+      << short_w.err;
+  spit(dir / "in" / "W.f64", std::string(256 * 512 * 8, '\0'));
+  CliRun ok = strata(dir, prog + "--inputs '" + (dir / "in").string() + "'");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("best: "), std::string::npos) << ok.out;
+  CliRun scale = strata(dir, prog + "--input-scale 0");
+  EXPECT_EQ(scale.code, 2);
+  EXPECT_NE(scale.err.find("--input-scale"), std::string::npos) << scale.err;
+}
+
 }  // namespace
 }  // namespace strata

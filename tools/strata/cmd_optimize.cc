@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "input_files.h"
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/graph_print.h"
@@ -41,7 +42,16 @@ struct Options {
   bool show_best = true;
   bool use_gpu = true;
   std::vector<std::string> variants = kTuningVariants;
+  std::string inputs_dir;    ///< profiling inputs as files (input_files.h); else uniform random
+  double input_scale = 0.5;  ///< the random inputs' range ±scale
   SearchConfig config;
+};
+
+/// How the GPU profile gets its inputs: values read from files, or uniform in ±scale.
+struct ProfileInputs {
+  std::vector<std::vector<double>> values;
+  double scale = 0.5;
+  std::string description;  ///< recorded in the result's gpu_profile
 };
 
 /// The --variants knob specs, normalized and without repeats.
@@ -64,7 +74,7 @@ Result<std::vector<std::string>> parse_variants(const std::vector<std::string>& 
 /// fastest correct (candidate, variant) pair is the report's "fastest" / "fastest_variant".
 /// Failures of single candidates are statuses, never fatal.
 Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
-                    const std::vector<std::string>& variants) {
+                    const std::vector<std::string>& variants, const ProfileInputs& inputs) {
 #ifdef STRATA_HAVE_CUDA
   if (gpu_count() == 0) return nullptr;
   auto dev = query_device();
@@ -100,6 +110,8 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
   ProfileOptions options;
   options.jit.arch = arch;
   options.reference = program;
+  options.inputs = inputs.values;
+  options.input_scale = inputs.scale;
   auto profiled = profile_candidates(graphs, sources, options);
   if (!profiled.ok()) {
     std::cerr << "strata: candidates not profiled: " << profiled.error().message << "\n";
@@ -155,6 +167,7 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
   Json report = {{"device", dev->name},
                  {"arch", arch},
                  {"variants", variants},
+                 {"inputs", inputs.description},
                  {"fastest", fastest >= 0 ? Json(fastest) : Json(nullptr)},
                  {"candidates", entries}};
   if (fastest >= 0) {
@@ -166,6 +179,7 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
   (void)program;
   (void)result;
   (void)variants;
+  (void)inputs;
   return nullptr;
 #endif
 }
@@ -175,6 +189,17 @@ int run(const Options& o) {
   if (!graph.ok()) return fail_bad_input(graph.error().message);
   auto variants = parse_variants(o.variants);
   if (!variants.ok()) return fail_bad_input(variants.error().message);
+  // Input files are read before the search, so that a bad one stops the run at once.
+  ProfileInputs inputs;
+  inputs.scale = o.input_scale;
+  inputs.description = "uniform(±" + std::to_string(o.input_scale) + ")";
+  if (!(o.input_scale > 0)) return fail_bad_input("--input-scale must be positive");
+  if (!o.inputs_dir.empty()) {
+    auto values = read_input_files(o.inputs_dir, *graph);
+    if (!values.ok()) return fail_bad_input("--inputs: " + values.error().message);
+    inputs.values = std::move(values).value();
+    inputs.description = o.inputs_dir;
+  }
   SearchConfig config = o.config;
   config.interrupt = &g_interrupted;
   auto previous = std::signal(SIGINT, on_sigint);
@@ -187,7 +212,7 @@ int run(const Options& o) {
   std::cout.flush();
   Json doc = search_result_to_json(*result, config);
   if (o.use_gpu) {
-    Json profile = profile_on_gpu(*graph, *result, *variants);
+    Json profile = profile_on_gpu(*graph, *result, *variants, inputs);
     if (!profile.is_null()) doc["gpu_profile"] = std::move(profile);
   }
   if (!o.output.empty()) {
@@ -240,6 +265,13 @@ std::function<int()> setup(CLI::App& app) {
                  "';' (see `strata emit --list-knobs`; \"default\": the emitter's choice only; "
                  "default: default;groups=4;minblocks=2;chainmt=2)")
       ->delimiter(';');
+  app.add_option("--inputs", o->inputs_dir,
+                 "directory with <input name>.f64 files (raw little-endian float64) to profile "
+                 "with on the GPU, e.g. from `python3 bench/benchmarks.py inputs KEY DIR` "
+                 "(default: uniform random inputs)");
+  app.add_option("--input-scale", o->input_scale,
+                 "random profiling inputs are uniform in ±scale")
+      ->default_val(o->input_scale);
   app.add_flag_callback(
       "--no-cache", [o] { o->config.use_cache = false; },
       "neither read nor write the result cache");

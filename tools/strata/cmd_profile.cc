@@ -12,6 +12,7 @@
 
 #include "command.h"
 #include "emit_flags.h"
+#include "input_files.h"
 #include "strata/cost_model.h"
 #include "strata/cuda_emitter.h"
 #include "strata/emit_knobs.h"
@@ -88,24 +89,6 @@ Result<std::vector<Entry>> collect_entries(const ProfileArgs& a, const KernelGra
       entries.push_back({std::move(graphs[i].graph), graphs[i].where, graphs[i].predicted_us, {}});
   }
   return entries;
-}
-
-/// Reads <dir>/<input name>.f64: raw little-endian float64 values, numel of them.
-Result<std::vector<std::vector<double>>> read_inputs(const std::string& dir,
-                                                     const KernelGraph& program) {
-  std::vector<std::vector<double>> values;
-  for (const TensorSignature& s : input_signature(program)) {
-    std::string path = (fs::path(dir) / (s.name + ".f64")).string();
-    STRATA_ASSIGN_OR_RETURN(std::string bytes, read_text_file(path));
-    if (static_cast<int64_t>(bytes.size()) != s.shape.numel() * 8)
-      return make_error(path + ": expected " + std::to_string(s.shape.numel()) +
-                        " float64 values for " + s.name + s.shape.str() + ", found " +
-                        std::to_string(bytes.size()) + " bytes");
-    std::vector<double> v(s.shape.numel());
-    std::memcpy(v.data(), bytes.data(), bytes.size());
-    values.push_back(std::move(v));
-  }
-  return values;
 }
 
 Result<std::set<int>> parse_only(const std::string& text) {
@@ -195,7 +178,7 @@ int run_profile(const ProfileArgs& a) {
   if (!only.ok()) return fail_bad_input(only.error().message);
   std::vector<std::vector<double>> given_inputs;
   if (!a.inputs_dir.empty() && !a.compile_only) {
-    auto inputs = read_inputs(a.inputs_dir, *program);
+    auto inputs = read_input_files(a.inputs_dir, *program);
     if (!inputs.ok()) return fail_bad_input(inputs.error().message);
     given_inputs = std::move(inputs).value();
   }
