@@ -109,9 +109,25 @@ def build(device, results, profiles, plans, phases, tolerance):
         "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
         "min_speedup": min(speedups) if speedups else None,
     }
-    return {"format": "strata-bench", "version": 1, "device": device, "tolerance": tolerance,
-            "phases_s": phases, "summary": summary, "results": rows,
-            "candidates": plans, "calibration": calibration(profiles)}
+    return repo_relative({"format": "strata-bench", "version": 1, "device": device,
+                          "tolerance": tolerance, "phases_s": phases, "summary": summary,
+                          "results": rows, "candidates": plans,
+                          "calibration": calibration(profiles)})
+
+
+REPO_ROOT = str(Path(__file__).resolve().parents[1]) + "/"
+
+
+def repo_relative(value):
+    """`value` with every string path inside the repository written relative to its root (a
+    record names candidates and libraries the same way on any machine)."""
+    if isinstance(value, str):
+        return value.replace(REPO_ROOT, "")
+    if isinstance(value, list):
+        return [repo_relative(v) for v in value]
+    if isinstance(value, dict):
+        return {k: repo_relative(v) for k, v in value.items()}
+    return value
 
 
 def fmt_us(v):
