@@ -137,8 +137,11 @@ TEST(EmulationCoverage, SimtAndReductions) {
   check_graph({"simt", simt_and_reductions()});
 }
 TEST(EmulationCoverage, BatchedTensorCores) {
-  check_graph({"batched", batched_tensor_cores(), 0.5, 4e-2});
+  // The [2, 32, 32] tile's chunk loop (64 threads per group, 16 rows per step): the batch
+  // index of every chunk is a function of the unrolled k alone.
+  check_graph({"batched", batched_tensor_cores(), 0.5, 4e-2, {}, {"(k * 16) / 32"}});
 }
+
 TEST(EmulationCoverage, ViewsAndBlockReductions) {
   check_graph({"views", views_and_block_reductions()});
 }
@@ -380,6 +383,7 @@ std::vector<KnobCase> knob_cases() {
       {"epilogue", "", "epilogue=0", rms},
       {"hoist", "", "hoist=0", [] { return ntrans_graph(2, 1024); }},
       {"views", "", "views=0", [] { return lora_graph(16, 64, 256, 16); }},
+      {"walk", "", "walk=0", rms},
       {"f32mid", "", "f32mid=1", attn},
   };
 }
@@ -412,6 +416,20 @@ TEST(EmulationKnobs, EachKnobChangesTheCodeAndStaysCorrect) {
   }
 }
 
+// Chunk loops as a per-thread base plus offsets in the unrolled k (ChunkWalk): loads, stores
+// and register accumulators with a swizzle row that takes a few values, a tail of rows past the
+// tile, and the same graphs with the flat chunk index (walk=0) for comparison.
+TEST(EmulationChunkWalks, SplitAndFlatAgree) {
+  const KernelGraph g = rmsnorm_graph(4, 512, 256);
+  check_graph({"walk_split",
+               g,
+               0.5,
+               2e-2,
+               {},
+               {"gtid / 8 + (k * 4) % 8", "+ ((k * 4) * 512)", ") + tid / 8 >= 4) break;"}});
+  check_graph({"walk_flat", g, 0.5, 2e-2, knob_options("walk=0"), {"const int c = "}});
+  check_graph({"walk_wide", gatedmlp_graph(8, 256, 256), 0.5, 2e-2, {}, {"% 8, "}});
+}
 TEST(EmitKnobs, ParsesAndFormats) {
   EmitOptions o;
   ASSERT_TRUE(apply_emit_knobs(" groups=4, inflight=96k ,tc=0,f32mid=1", o).ok());

@@ -15,6 +15,7 @@
 //   rowwise    PlanOptions::rowwise           inline     PlanOptions::inline_elementwise
 //   epilogue   PlanOptions::fuse_epilogues    hoist      PlanOptions::hoist_invariants
 //   views      PlanOptions::concat_views      f32mid     EmitOptions::f32_intermediates
+//   walk       PlanOptions::split_chunk_walks
 #pragma once
 
 #include <string>

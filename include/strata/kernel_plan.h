@@ -45,6 +45,10 @@ struct PlanOptions {
   bool hoist_invariants = true;          ///< run loop-invariant ops once before the loop
   bool concat_views = true;              ///< store concat operands in place inside the result
   bool inline_elementwise = true;        ///< evaluate single-use elementwise ops where read
+  /// Chunk loops (tile loads, stores, register accumulators) written as a per-thread base
+  /// plus offsets in the unrolled index, unrolled up to 32 chunks per thread; false: the
+  /// flat chunk index unflattened per chunk, unrolled up to 16 (the codegen's ChunkWalk).
+  bool split_chunk_walks = true;
   int threads = 0;  ///< threads per block; 0 = choose (see choose_layouts). Set together with
                     ///< loop_groups = G > 1, each group gets threads / G; set alone, no groups.
   /// Loop groups (split-F): the block's warps form G groups; group g runs iterations g, g+G, …

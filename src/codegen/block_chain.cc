@@ -57,7 +57,7 @@ void BlockEmitter::emit_register_accum(int i) {
   const BlockOp& op = g_.op(i);
   const int x = op.inputs[0], t = op.output;
   const Shape& xs = g_.tensor(x).shape;
-  const int64_t vec = accum_vec(i), trips = accum_trips(i), chunks = xs.numel() / vec;
+  const int64_t vec = accum_vec(i), trips = accum_trips(i);
   const int r = xs.rank();
   const std::string racc = "racc" + std::to_string(t);
   const bool elementwise = op.kind == OpKind::AccumSum;
@@ -69,15 +69,17 @@ void BlockEmitter::emit_register_accum(int i) {
           std::to_string(vec) + " element(s), kept in registers");
   w_.line("#pragma unroll");
   w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-  w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-  if (chunks % threads() != 0) w_.line("if (c >= " + std::to_string(chunks) + ") break;");
   Shape cs = xs;
   if (r > 0) cs[r - 1] = xs[r - 1] / vec;
-  std::vector<std::string> idx = unflatten("c", cs);
+  const ChunkWalk walk = chunk_walk(cs);
+  if (walk.uses_c) w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+  if (!walk.past_end.empty()) w_.line("if (" + walk.past_end + ") break;");
+  std::vector<std::string> idx = walk.idx;
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
   w_.line("float v[" + std::to_string(vec) + "];");
   if (vector_readable(x, vec)) {
-    w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" + access(x).ref(idx) + ", v);");
+    w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" +
+            access(x).ref(idx, walk.swizzle_row) + ", v);");
   } else {
     std::vector<std::string> jdx = idx;
     if (r > 0) jdx[r - 1] = paren(idx[r - 1]) + " + j";

@@ -1,5 +1,6 @@
 #include "block_emitter.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "strata/loop_groups.h"
@@ -36,21 +37,24 @@ const char* axis_var(int a) {
 
 }  // namespace
 
-std::string Access::offset(const std::vector<std::string>& idx) const {
+std::string Access::offset(const std::vector<std::string>& idx,
+                           const std::string& swizzle_row) const {
   const int r = static_cast<int>(strides.size());
   std::vector<std::string> terms;
   for (int d = 0; d + 1 < r; ++d) terms.push_back(mul(idx[d], strides[d]));
   if (r >= 1) {
     std::string c = idx[r - 1];
-    if (swizzle && r >= 2 && idx[r - 2] != "0")
-      c = "strata_rt::swizzle_col<true>(" + idx[r - 2] + ", " + c + ")";
+    const std::string& row = swizzle_row.empty() && r >= 2 ? idx[r - 2] : swizzle_row;
+    if (swizzle && r >= 2 && row != "0")
+      c = "strata_rt::swizzle_col<true>(" + row + ", " + c + ")";
     terms.push_back(c);
   }
   return sum(terms);
 }
 
-std::string Access::ref(const std::vector<std::string>& idx) const {
-  return base + "[" + offset(idx) + "]";
+std::string Access::ref(const std::vector<std::string>& idx,
+                        const std::string& swizzle_row) const {
+  return base + "[" + offset(idx, swizzle_row) + "]";
 }
 
 std::string Access::load(const std::vector<std::string>& idx) const {
@@ -177,6 +181,7 @@ Status BlockEmitter::emit(const std::string& title) {
                                                              : 0;
   const std::string bounds =
       std::to_string(plan_.threads) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
+  register_cap_ = std::min(255, 65536 / (plan_.threads * std::max(1, min_blocks)));
   std::string sig =
       "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + info_.name + "(";
   for (int i = 0; i < g_.num_inputs(); ++i)
@@ -576,19 +581,32 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   const int64_t vec = bytes / esize;
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
-  const int64_t n = chunks.numel();
   w_.open("");
   w_.line("// load " + g_.tensor_name(t) + " " + tile.str() + " <- input " + std::to_string(ii) +
           " " + D.str() + (iter == "0" ? "" : ", iteration " + iter) + ", " +
           std::to_string(bytes) + "-byte copies");
   w_.line("const " + cuda_type(info_.input_dtypes[ii]) + "* src = gin" + std::to_string(ii) +
           " + " + sum(origin) + ";");
-  open_chunk_loop(n);
-  std::vector<std::string> idx = unflatten("c", chunks);
+  const ChunkWalk walk = open_chunk_loop(chunks);
+  std::vector<std::string> idx = walk.idx;
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
-  std::vector<std::string> goff;
-  for (int d = 0; d < r; ++d) goff.push_back(mul(idx[d], gs[d]));
-  std::string dst_ptr = "&" + dst.ref(idx), src_ptr = "src + " + paren(sum(goff));
+  // The global address as the thread's base pointer plus a part in k alone (a constant once
+  // the loop is unrolled), when the walk splits that way. The compiler keeps a 64-bit address
+  // per copy live for that form; under a register cap of 128 or less (512 threads, or two
+  // blocks of 256) it spilled, so there the offset stays one integer sum.
+  const bool pointer_steps = !walk.uses_c && register_cap_ > 128;
+  std::vector<std::string> goff, gstep;
+  for (int d = 0; d < r; ++d) {
+    if (!pointer_steps) {
+      goff.push_back(mul(idx[d], gs[d]));
+    } else {
+      goff.push_back(mul(d == r - 1 ? mul(walk.thread[d], vec) : walk.thread[d], gs[d]));
+      gstep.push_back(mul(walk.step[d], gs[d]));
+    }
+  }
+  std::string src_ptr = "src + " + paren(sum(goff));
+  if (!gstep.empty() && sum(gstep) != "0") src_ptr += " + " + paren(sum(gstep));
+  const std::string dst_ptr = "&" + dst.ref(idx, walk.swizzle_row);
   if (bytes >= 4)
     w_.line("strata_rt::cp_async<" + std::to_string(bytes) + ">(" + dst_ptr + ", " + src_ptr +
             ");");
@@ -599,17 +617,57 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   w_.close();
 }
 
-void BlockEmitter::open_chunk_loop(int64_t n) {
+ChunkWalk BlockEmitter::chunk_walk(const Shape& chunks) const {
+  ChunkWalk w;
+  const int r = chunks.rank();
+  const int64_t n = chunks.numel(), T = threads();
+  const int64_t Q = r == 0 ? 1 : chunks[r - 1];
+  const int64_t R = r >= 2 ? chunks[r - 2] : 1, outer = n / Q;
+  const int64_t RS = T % Q == 0 ? T / Q : 0;  // chunk rows per step of k
+  // Whole rows per step; with batch dims, steps that never straddle two batches.
+  if (!plan_.options.split_chunk_walks || r < 2 || RS == 0 || (outer > R && R % RS != 0)) {
+    w.idx = unflatten("c", chunks);
+    if (n % T != 0) w.past_end = "c >= " + std::to_string(n);
+    return w;
+  }
+  w.uses_c = false;
+  const std::string trow = Q == 1 ? tid_ : tid_ + " / " + lit(Q);
+  const std::string step = "k * " + lit(RS);
+  std::vector<int64_t> od = chunks.dims();
+  od.pop_back();
+  w.step = unflatten(step, Shape::make(od).value());
+  w.step.push_back("0");
+  w.thread.assign(r, "0");
+  w.thread[r - 2] = trow;
+  w.thread[r - 1] = Q == 1 ? "0" : tid_ + " % " + lit(Q);
+  for (int d = 0; d < r; ++d)
+    w.idx.push_back(w.step[d] == "0" ? w.thread[d]
+                    : w.thread[d] == "0" ? w.step[d]
+                                         : w.step[d] + " + " + w.thread[d]);
+  // The swizzle reads the row's low 3 bits: the thread's row plus the step's row mod 8, which
+  // is 0 when steps are whole multiples of 8 rows.
+  w.swizzle_row = RS % 8 == 0 ? trow
+                              : trow + " + " + paren(outer > R ? paren(step) + " % " + lit(R) : step) + " % 8";
+  if (outer % RS != 0) w.past_end = w.idx[r - 2] + " >= " + std::to_string(R);
+  return w;
+}
+
+ChunkWalk BlockEmitter::open_chunk_loop(const Shape& chunks) {
+  const int64_t n = chunks.numel();
   const int64_t trips = (n + threads() - 1) / threads();
-  if (trips <= 16) {
+  if (trips <= (plan_.options.split_chunk_walks ? 32 : 16)) {
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-    if (n % threads() != 0) w_.line("if (c >= " + std::to_string(n) + ") break;");
-  } else {
-    w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
-            "; c += " + std::to_string(threads()) + ")");
+    ChunkWalk walk = chunk_walk(chunks);
+    if (walk.uses_c) w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+    if (!walk.past_end.empty()) w_.line("if (" + walk.past_end + ") break;");
+    return walk;
   }
+  w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
+          "; c += " + std::to_string(threads()) + ")");
+  ChunkWalk walk;
+  walk.idx = unflatten("c", chunks);
+  return walk;
 }
 
 void BlockEmitter::emit_save(int i) {
@@ -634,13 +692,11 @@ void BlockEmitter::emit_save(int i) {
   if (r == 0 || last % vec != 0 || full[r - 1] % vec != 0) vec = 1;
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
-  const int64_t n = chunks.numel();
   w_.open("");
   w_.line("// save " + g_.tensor_name(t) + " " + tile.str() + " -> output " + std::to_string(oi) +
           " " + full.str() + (vec > 1 ? ", 16-byte stores" : ""));
   w_.line(cuda_type(out_t) + "* dst = gout" + std::to_string(oi) + " + " + sum(origin) + ";");
-  open_chunk_loop(n);
-  std::vector<std::string> idx = unflatten("c", chunks);
+  std::vector<std::string> idx = open_chunk_loop(chunks).idx;
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
   std::vector<std::string> goff;
   for (int d = 0; d < r; ++d) goff.push_back(mul(idx[d], gs[d]));

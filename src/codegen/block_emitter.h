@@ -24,12 +24,26 @@ struct Access {
   std::vector<int64_t> strides;  ///< per dim, in elements; the last is 1
   bool swizzle = false;          ///< XOR swizzle of the last two dims (runtime swizzle_col)
 
-  /// Element offset of index expressions `idx` (one per dim).
-  std::string offset(const std::vector<std::string>& idx) const;
+  /// Element offset of index expressions `idx` (one per dim). `swizzle_row`, when given, is an
+  /// expression congruent to idx[rank-2] modulo 8 that the swizzle reads instead (it only
+  /// reads the row's low three bits).
+  std::string offset(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
   /// The element as an lvalue.
-  std::string ref(const std::vector<std::string>& idx) const;
+  std::string ref(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
   /// The element widened to f32.
   std::string load(const std::vector<std::string>& idx) const;
+};
+
+/// Where a thread's chunks lie in a chunk loop: chunk c = <tid> + k · threads() of a
+/// row-major grid of chunks (the thread ↔ chunk assignment of every chunk loop).
+struct ChunkWalk {
+  std::vector<std::string> idx;  ///< per dim, in chunks (the last dim is not scaled by the width)
+  /// When the walk is split (!uses_c): idx[d] = thread[d] + step[d], where thread[d] depends
+  /// on the thread alone and step[d] on k alone.
+  std::vector<std::string> thread, step;
+  std::string swizzle_row;       ///< congruent to idx[rank-2] modulo 8 ("": idx[rank-2] itself)
+  std::string past_end;          ///< true for a chunk past the end ("": none is)
+  bool uses_c = true;            ///< the expressions read the variable `c`
 };
 
 /// The batch dims of a tile (all but the last two), as a shape (rank 0 for a matrix).
@@ -69,9 +83,17 @@ class BlockEmitter {
   void emit_level(Phase phase, int level);
   void emit_load(int op, const std::string& stage, const std::string& iter);
   void emit_save(int op);
-  /// Opens a loop over chunk index `c` in [0, n) spread over the block's threads (unrolled
-  /// when each thread has at most 16 chunks); the caller closes it.
-  void open_chunk_loop(int64_t n);
+  /// Opens a loop over the chunks of a row-major grid `chunks` spread over the cooperating
+  /// threads (chunk c = <tid> + k · threads(); unrolled over k when each thread has at most
+  /// 32 chunks) and returns where the thread's chunk lies; the caller closes the loop.
+  ChunkWalk open_chunk_loop(const Shape& chunks);
+  /// The indices of chunk c = <tid> + k · threads() of `chunks` in a loop unrolled over k.
+  /// When the threads cover whole chunk rows (threads() a multiple of the chunks per row),
+  /// thread t owns chunk column t % Q and rows t / Q + k · (threads() / Q): the indices are
+  /// written as a per-thread part plus a part in k alone, so that once k is a constant the
+  /// compiler folds them into per-thread bases and immediate offsets, and the swizzle row
+  /// into at most 8 values. Otherwise the generic unflattening of c.
+  ChunkWalk chunk_walk(const Shape& chunks) const;
   void emit_zero_accumulators();
   void emit_load_a_fragments();
   void barrier();
@@ -150,6 +172,8 @@ class BlockEmitter {
   bool group_scope_ = false;  ///< emitting code of one loop group (group copies, `gtid`)
   std::string tid_ = "tid";   ///< the thread index variable of the code being emitted
   int threads_ = 0;
+  /// Registers per thread that __launch_bounds__ leaves the compiler (set by emit()).
+  int register_cap_ = 255;
   int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
   /// Tiles prefetched for the current chunk loop: tensor -> register array (indexed by j).
   std::map<int, std::string> vector_operands_;

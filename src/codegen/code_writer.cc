@@ -79,6 +79,18 @@ std::string sum(const std::vector<std::string>& terms) {
 }
 
 std::string paren(const std::string& e) {
+  if (!e.empty() && e.front() == '(') {  // already wrapped whole: "(a + b)", not "(a) + (b)"
+    int depth = 0;
+    size_t close = 0;
+    for (size_t i = 0; i < e.size(); ++i) {
+      depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+      if (depth == 0) {
+        close = i;
+        break;
+      }
+    }
+    if (close + 1 == e.size()) return e;
+  }
   for (char c : e)
     if (c == ' ' || c == '+' || c == '-' || c == '*' || c == '/' || c == '%' || c == '?' ||
         c == '^' || c == '&' || c == '<' || c == '>')

@@ -57,6 +57,8 @@ const std::vector<Knob>& knobs() {
                 "matmul epilogues evaluated in registers"),
       plan_bool("hoist", &PlanOptions::hoist_invariants, "loop-invariant ops run before the loop"),
       plan_bool("views", &PlanOptions::concat_views, "concat operands stored in place"),
+      plan_bool("walk", &PlanOptions::split_chunk_walks,
+                "chunk loops as per-thread bases plus unrolled offsets"),
       {"f32mid", "kernel-level intermediates in f32",
        [](EmitOptions& o, int64_t v) { o.f32_intermediates = v != 0; },
        [](const EmitOptions& o) { return static_cast<int64_t>(o.f32_intermediates); }, true},
