@@ -281,7 +281,7 @@ def main():
     p.add_argument("--top", type=int, default=5, help="candidates profiled per search result")
     p.add_argument("--variants",
                    default=os.environ.get("STRATA_BENCH_VARIANTS",
-                                          "default;groups=4;minblocks=2;chainmt=2"),
+                                          "default;groups=4;minblocks=2;chainmt=2;groups=4,walk=0"),
                    help="emitter variants profiled per candidate (knob specs separated by ';', "
                         "see `strata emit --list-knobs`; the default is strata optimize's tuning "
                         "list; 'default' = the emitter's own choice only)")

@@ -31,10 +31,11 @@ extern "C" void on_sigint(int) {
 }
 
 /// Emitter variants profiled per candidate on the GPU unless --variants says otherwise: the
-/// emitter's own choice, four loop groups, and registers capped so that two blocks share an SM
-/// (the knobs that won on the H200 sweeps, docs/gpu-runtime.md).
+/// emitter's own choice, four loop groups, registers capped so that two blocks share an SM, two
+/// row tiles per warp in matmul chains, and four loop groups with the flat chunk loops (the
+/// knobs that won on the H200 sweeps, docs/gpu-runtime.md and bench/results).
 const std::vector<std::string> kTuningVariants = {"default", "groups=4", "minblocks=2",
-                                                    "chainmt=2"};
+                                                    "chainmt=2", "groups=4,walk=0"};
 
 struct Options {
   std::string program;
@@ -263,7 +264,7 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--variants", o->variants,
                  "emitter variants profiled per candidate on the GPU, knob specs separated by "
                  "';' (see `strata emit --list-knobs`; \"default\": the emitter's choice only; "
-                 "default: default;groups=4;minblocks=2;chainmt=2)")
+                 "default: default;groups=4;minblocks=2;chainmt=2;groups=4,walk=0)")
       ->delimiter(';');
   app.add_option("--inputs", o->inputs_dir,
                  "directory with <input name>.f64 files (raw little-endian float64) to profile "
