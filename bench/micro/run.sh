@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 out=${TMPDIR:-/tmp}/strata-stream
-nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o "$out" stream.cu
+nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o "$out" stream.cu -lcuda
 "$out" "$@"

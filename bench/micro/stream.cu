@@ -4,10 +4,17 @@
 // Each block owns one 64-column tile (grid.x = N / 64) and a K range (grid.y = split-K parts),
 // and walks its rows in steps of ROWS with a STAGES-deep pipeline, loading either with
 // per-thread 16-byte cp.async copies or with bulk copies (cp.async.bulk, one per 128-byte tile
-// row, completing on an mbarrier; sm_90). Consumers read every landed chunk from shared memory
-// and sum it, so the loads cannot be elided. Inputs rotate over enough copies of W to defeat L2.
+// row, completing on an mbarrier; sm_90) or with tensor-map copies (cp.async.bulk.tensor.2d, one
+// ROWS x 64 box per stage, 128-byte swizzle; sm_90). Consumers read every landed chunk from
+// shared memory and sum it, so the loads cannot be elided. Inputs rotate over enough copies of W
+// to defeat L2.
+//
+// Times are per pass: the median over 5 rounds of 60 back-to-back launches on a stream, and the
+// median of 20 replays of one CUDA graph that launches once per copy of W (the benchmark's
+// method, bench/timing.py), divided by the launches.
 //
 // Build and run: bench/micro/run.sh (prints one line per configuration: µs per pass, TB/s).
+#include <cuda.h>
 #include <cuda_fp16.h>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +36,16 @@ constexpr int kRowBytes = kTileCols * 2;
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// Spins until phase `parity` of the mbarrier at `bar` has completed (sm_90).
+__device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n LAB_WAIT%=:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra LAB_WAIT%=;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
 }
 
 // ---- cp.async pipeline -------------------------------------------------------------------
@@ -116,13 +133,7 @@ __global__ void __launch_bounds__(kThreads) stream_bulk(const __half* __restrict
   float acc = 0.f;
   for (int it = 0; it < iters; ++it) {
     const int stage = it % STAGES;
-    const unsigned parity = (it / STAGES) & 1;
-    asm volatile(
-        "{\n .reg .pred p;\n LAB_WAIT%=:\n"
-        " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        " @!p bra LAB_WAIT%=;\n}\n" ::"r"(smem_addr(&full[stage])),
-        "r"(parity)
-        : "memory");
+    mbarrier_wait(&full[stage], (it / STAGES) & 1);
     const unsigned char* t = smem + stage * ROWS * kStride;
 #pragma unroll
     for (int k = 0; k < ROWS * kRowBytes / 4 / kThreads; k += 8) {
@@ -138,6 +149,59 @@ __global__ void __launch_bounds__(kThreads) stream_bulk(const __half* __restrict
 #endif
 }
 
+// ---- tensor-map copies (sm_90) ---------------------------------------------------------------
+// One thread issues a ROWS x 64 box per stage into a 1024-byte-aligned stage buffer (128-byte
+// swizzle: 16-byte chunk c of row r lands at chunk c ^ (r % 8)); every thread waits on the
+// stage's mbarrier, reads it, and the block barrier frees the stage for the next box.
+template <int STAGES, int ROWS>
+__global__ void __launch_bounds__(kThreads) stream_tma(const __grid_constant__ CUtensorMap map, int K,
+                                                       float* __restrict__ out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  __shared__ __align__(8) unsigned long long full[STAGES];
+  const int tid = threadIdx.x;
+  const int rows_per_block = K / gridDim.y;
+  const int iters = rows_per_block / ROWS;
+  const int row0 = blockIdx.y * rows_per_block, col0 = blockIdx.x * kTileCols;
+  if (tid == 0) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map)) : "memory");
+    for (int s = 0; s < STAGES; ++s)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(&full[s])));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  }
+  __syncthreads();
+  auto load = [&](int it, int stage) {  // thread 0
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(&full[stage])),
+                 "r"(ROWS * kRowBytes)
+                 : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+            smem_addr(smem + stage * ROWS * kRowBytes)),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(col0), "r"(row0 + it * ROWS),
+        "r"(smem_addr(&full[stage]))
+        : "memory");
+  };
+  if (tid == 0)
+    for (int s = 0; s < STAGES && s < iters; ++s) load(s, s);
+  float acc = 0.f;
+  for (int it = 0; it < iters; ++it) {
+    const int stage = it % STAGES;
+    mbarrier_wait(&full[stage], (it / STAGES) & 1);
+    const __half2* t = reinterpret_cast<const __half2*>(smem + stage * ROWS * kRowBytes);
+#pragma unroll
+    for (int k = 0; k < ROWS * kRowBytes / 4 / kThreads; k += 8) {
+      __half2 v = t[tid + k * kThreads];
+      acc += __low2float(v) + __high2float(v);
+    }
+    __syncthreads();  // the stage is free again
+    if (tid == 0 && it + STAGES < iters) load(it + STAGES, stage);
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+#endif
+}
+
 // ---- plain read kernel: the achievable read bandwidth ----------------------------------------
 __global__ void read_all(const uint4* __restrict__ p, size_t n, float* __restrict__ out) {
   float acc = 0.f;
@@ -148,18 +212,26 @@ __global__ void read_all(const uint4* __restrict__ p, size_t n, float* __restric
   if (acc == 12345.f) out[0] = acc;
 }
 
+struct Times {
+  float stream_us, graph_us;
+};
+
+// Median µs per launch: back-to-back launches on a stream, and replays of a CUDA graph holding
+// one launch per copy (launch(i) must be capturable).
 template <class F>
-float time_us(F launch, int copies, int reps = 60) {
+Times time_us(F launch, int copies, int reps = 60) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < copies; ++i) launch(i);
-  CHECK(cudaDeviceSynchronize());
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (int i = 0; i < copies; ++i) launch(i, s);
+  CHECK(cudaStreamSynchronize(s));
   std::vector<float> t;
   for (int rep = 0; rep < 5; ++rep) {
-    CHECK(cudaEventRecord(a));
-    for (int i = 0; i < reps; ++i) launch(i % copies);
-    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventRecord(a, s));
+    for (int i = 0; i < reps; ++i) launch(i % copies, s);
+    CHECK(cudaEventRecord(b, s));
     CHECK(cudaEventSynchronize(b));
     float ms;
     CHECK(cudaEventElapsedTime(&ms, a, b));
@@ -167,7 +239,31 @@ float time_us(F launch, int copies, int reps = 60) {
   }
   CHECK(cudaGetLastError());
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  const float stream_us = t[t.size() / 2];
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < copies; ++i) launch(i, s);
+  CHECK(cudaStreamEndCapture(s, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int w = 0; w < 3; ++w) CHECK(cudaGraphLaunch(exec, s));
+  t.clear();
+  for (int rep = 0; rep < 20; ++rep) {
+    CHECK(cudaEventRecord(a, s));
+    CHECK(cudaGraphLaunch(exec, s));
+    CHECK(cudaEventRecord(b, s));
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.f / copies);
+  }
+  std::sort(t.begin(), t.end());
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  CHECK(cudaStreamDestroy(s));
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  return {stream_us, t[t.size() / 2]};
 }
 
 int main(int argc, char** argv) {
@@ -186,16 +282,19 @@ int main(int argc, char** argv) {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s, %d SMs; W [%d, %d] f16 = %.1f MB, %d copies\n", prop.name,
               prop.multiProcessorCount, K, N, bytes / 1e6, copies);
-  auto report = [&](const char* name, float us) {
-    std::printf("%-40s %8.2f us  %5.2f TB/s\n", name, us, bytes / (us * 1e-6) / 1e12);
+  std::printf("%-44s %9s %6s  %9s %6s\n", "", "stream us", "TB/s", "graph us", "TB/s");
+  auto report = [&](const char* name, Times t) {
+    std::printf("%-44s %9.2f %6.2f  %9.2f %6.2f\n", name, t.stream_us, bytes / (t.stream_us * 1e-6) / 1e12,
+                t.graph_us, bytes / (t.graph_us * 1e-6) / 1e12);
   };
-  report("read_all (grid 4 x SMs x 512 threads)", time_us([&](int i) {
-           read_all<<<prop.multiProcessorCount * 4, 512>>>(reinterpret_cast<const uint4*>(w[i]),
-                                                          bytes / 16, out);
+  report("read_all (grid 4 x SMs x 512 threads)", time_us([&](int i, cudaStream_t s) {
+           read_all<<<prop.multiProcessorCount * 4, 512, 0, s>>>(reinterpret_cast<const uint4*>(w[i]),
+                                                                bytes / 16, out);
          }, copies));
-  report("cudaMemcpy D2D (read + write / 2)", time_us([&](int i) {
-           CHECK(cudaMemcpyAsync(w[(i + 1) % copies], w[i], bytes, cudaMemcpyDeviceToDevice));
-         }, copies) / 2);
+  Times copy = time_us([&](int i, cudaStream_t s) {
+    CHECK(cudaMemcpyAsync(w[(i + 1) % copies], w[i], bytes, cudaMemcpyDeviceToDevice, s));
+  }, copies);
+  report("cudaMemcpy D2D (read + write / 2)", {copy.stream_us / 2, copy.graph_us / 2});
 
   auto run_cp = [&](auto kernel, int stages, int rows, int split) {
     const int smem = stages * rows * kRowBytes;
@@ -203,7 +302,8 @@ int main(int argc, char** argv) {
     dim3 grid(N / kTileCols, split);
     char name[96];
     std::snprintf(name, sizeof name, "cp.async  grid %4d stages %2d rows %3d", grid.x * grid.y, stages, rows);
-    report(name, time_us([&](int i) { kernel<<<grid, kThreads, smem>>>(w[i], K, N, out); }, copies));
+    report(name, time_us([&](int i, cudaStream_t s) { kernel<<<grid, kThreads, smem, s>>>(w[i], K, N, out); },
+                         copies));
   };
   auto run_bulk = [&](auto kernel, int stages, int rows, int split) {
     const int smem = stages * rows * (kRowBytes + 16);
@@ -211,17 +311,48 @@ int main(int argc, char** argv) {
     dim3 grid(N / kTileCols, split);
     char name[96];
     std::snprintf(name, sizeof name, "bulk      grid %4d stages %2d rows %3d", grid.x * grid.y, stages, rows);
-    report(name, time_us([&](int i) { kernel<<<grid, kThreads, smem>>>(w[i], K, N, out); }, copies));
+    report(name, time_us([&](int i, cudaStream_t s) { kernel<<<grid, kThreads, smem, s>>>(w[i], K, N, out); },
+                         copies));
   };
-  for (int split : {1, 2, 4, 8}) {
-    run_cp(stream_cpasync<4, 64>, 4, 64, split);
+  // One tensor map per copy of W: [K, N] f16, row stride N * 2 bytes, box ROWS x 64, swizzled.
+  auto maps_for = [&](int rows) {
+    std::vector<CUtensorMap> maps(copies);
+    for (int i = 0; i < copies; ++i) {
+      const cuuint64_t dims[2] = {cuuint64_t(N), cuuint64_t(K)};
+      const cuuint64_t strides[1] = {cuuint64_t(N) * 2};
+      const cuuint32_t box[2] = {cuuint32_t(kTileCols), cuuint32_t(rows)};
+      const cuuint32_t estrides[2] = {1, 1};
+      CUresult r = cuTensorMapEncodeTiled(&maps[i], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, w[i], dims, strides, box,
+                                          estrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r != CUDA_SUCCESS) {
+        std::fprintf(stderr, "cuTensorMapEncodeTiled failed (%d) for box %d x %d\n", int(r), rows, kTileCols);
+        std::exit(1);
+      }
+    }
+    return maps;
+  };
+  auto run_tma = [&](auto kernel, int stages, int rows, int split) {
+    const int smem = stages * rows * kRowBytes + 1024;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const std::vector<CUtensorMap> maps = maps_for(rows);
+    dim3 grid(N / kTileCols, split);
+    char name[96];
+    std::snprintf(name, sizeof name, "tma       grid %4d stages %2d rows %3d", grid.x * grid.y, stages, rows);
+    report(name, time_us([&](int i, cudaStream_t s) { kernel<<<grid, kThreads, smem, s>>>(maps[i], K, out); },
+                         copies));
+  };
+  for (int split : {1, 2, 4}) {
     run_cp(stream_cpasync<8, 64>, 8, 64, split);
     run_cp(stream_cpasync<12, 64>, 12, 64, split);
     run_cp(stream_cpasync<6, 128>, 6, 128, split);
-    run_bulk(stream_bulk<4, 64>, 4, 64, split);
-    run_bulk(stream_bulk<8, 64>, 8, 64, split);
-    run_bulk(stream_bulk<12, 64>, 12, 64, split);
-    run_bulk(stream_bulk<6, 128>, 6, 128, split);
+    if (split == 1) run_bulk(stream_bulk<8, 64>, 8, 64, split);
+    run_tma(stream_tma<4, 64>, 4, 64, split);
+    run_tma(stream_tma<8, 64>, 8, 64, split);
+    run_tma(stream_tma<4, 128>, 4, 128, split);
+    run_tma(stream_tma<6, 128>, 6, 128, split);
+    run_tma(stream_tma<3, 256>, 3, 256, split);
+    run_tma(stream_tma<6, 256>, 6, 256, split);
   }
   return 0;
 }
