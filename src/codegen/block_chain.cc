@@ -71,9 +71,7 @@ void BlockEmitter::emit_register_accum(int i) {
   w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
   Shape cs = xs;
   if (r > 0) cs[r - 1] = xs[r - 1] / vec;
-  const ChunkWalk walk = chunk_walk(cs);
-  if (walk.uses_c) w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-  if (!walk.past_end.empty()) w_.line("if (" + walk.past_end + ") break;");
+  const ChunkWalk walk = begin_chunk_step(cs);
   std::vector<std::string> idx = walk.idx;
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
   w_.line("float v[" + std::to_string(vec) + "];");

@@ -646,10 +646,17 @@ ChunkWalk BlockEmitter::chunk_walk(const Shape& chunks) const {
                                          : w.step[d] + " + " + w.thread[d]);
   // The swizzle reads the row's low 3 bits: the thread's row plus the step's row mod 8, which
   // is 0 when steps are whole multiples of 8 rows.
-  w.swizzle_row = RS % 8 == 0 ? trow
-                              : trow + " + " + paren(outer > R ? paren(step) + " % " + lit(R) : step) + " % 8";
+  const std::string step_row = outer > R ? paren(step) + " % " + lit(R) : step;
+  w.swizzle_row = RS % 8 == 0 ? trow : trow + " + " + paren(step_row) + " % 8";
   if (outer % RS != 0) w.past_end = w.idx[r - 2] + " >= " + std::to_string(R);
   return w;
+}
+
+ChunkWalk BlockEmitter::begin_chunk_step(const Shape& chunks) {
+  ChunkWalk walk = chunk_walk(chunks);
+  if (walk.uses_c) w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+  if (!walk.past_end.empty()) w_.line("if (" + walk.past_end + ") break;");
+  return walk;
 }
 
 ChunkWalk BlockEmitter::open_chunk_loop(const Shape& chunks) {
@@ -658,10 +665,7 @@ ChunkWalk BlockEmitter::open_chunk_loop(const Shape& chunks) {
   if (trips <= (plan_.options.split_chunk_walks ? 32 : 16)) {
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-    ChunkWalk walk = chunk_walk(chunks);
-    if (walk.uses_c) w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-    if (!walk.past_end.empty()) w_.line("if (" + walk.past_end + ") break;");
-    return walk;
+    return begin_chunk_step(chunks);
   }
   w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
           "; c += " + std::to_string(threads()) + ")");

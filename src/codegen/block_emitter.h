@@ -94,6 +94,9 @@ class BlockEmitter {
   /// compiler folds them into per-thread bases and immediate offsets, and the swizzle row
   /// into at most 8 values. Otherwise the generic unflattening of c.
   ChunkWalk chunk_walk(const Shape& chunks) const;
+  /// Inside a loop unrolled over k: emits what the step of chunk_walk(chunks) needs (`c`
+  /// when the indices read it, the break past the end) and returns the walk.
+  ChunkWalk begin_chunk_step(const Shape& chunks);
   void emit_zero_accumulators();
   void emit_load_a_fragments();
   void barrier();

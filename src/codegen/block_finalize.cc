@@ -130,14 +130,13 @@ void BlockEmitter::emit_dump_register_accum(int i) {
   if (op.kind == OpKind::AccumSum) {
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
     w_.line("// " + g_.tensor_name(t) + ": thread-owned chunks -> shared memory");
-    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-    if (chunks % threads() != 0) w_.line("if (c >= " + std::to_string(chunks) + ") break;");
     Shape cs = xs;
     if (r > 0) cs[r - 1] = xs[r - 1] / vec;
-    std::vector<std::string> idx = unflatten("c", cs);
+    const ChunkWalk walk = begin_chunk_step(cs);
+    std::vector<std::string> idx = walk.idx;
     if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
-    w_.line("strata_rt::store_f32<" + std::to_string(vec) + ">(&" + a.ref(idx) + ", " + racc +
-            "[k]);");
+    w_.line("strata_rt::store_f32<" + std::to_string(vec) + ">(&" + a.ref(idx, walk.swizzle_row) +
+            ", " + racc + "[k]);");
     w_.close();
     w_.close();
     return;
