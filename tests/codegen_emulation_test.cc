@@ -155,6 +155,9 @@ EmitOptions with(std::function<void(PlanOptions&)> set) {
   return o;
 }
 
+KernelGraph lora_streamed_graph(int64_t m, int64_t k, int64_t n, int64_t r, int64_t tn,
+                                int64_t tm);
+
 // Loop groups (split-F): several iterations and pipeline stages per group, one-warp groups
 // (__syncwarp), multi-warp groups (named barriers), a loop that the groups do not divide evenly,
 // and the block-wide pipeline with register accumulators (groups off).
@@ -182,6 +185,43 @@ TEST(EmulationLoopGroups, NamedBarriersAndUnevenLoop) {
                  p.forced_stages = 2;
                }),
                {"3 groups of 64 threads", "group_sync<64>(1 + grp)", "sum of the 3 loop groups"}});
+}
+// Early refill (PlanOptions::early_refill): the stage consumed in iteration gj − 1 is refilled
+// right after the barrier of gj. Uneven loops (3 groups over F = 8), more stages than a group has
+// iterations (the third group has 2 iterations and 3 stages), two-stage pipelines (one stage
+// ahead) and a hoisted tile that must land first.
+TEST(EmulationLoopGroups, EarlyRefill) {
+  for (int stages : {2, 3}) {
+    SCOPED_TRACE(stages);
+    check_graph({"lg_early_mlp" + std::to_string(stages),
+                 gatedmlp_graph(16, 512, 128),
+                 0.5,
+                 2e-2,
+                 with([stages](PlanOptions& p) {
+                   p.loop_groups = 3;
+                   p.threads = 192;
+                   p.forced_stages = stages;
+                   p.early_refill = true;
+                 }),
+                 {"3 groups of 64 threads", "next_stage = (gj + " + std::to_string(stages - 1),
+                  "cp_async_wait<" + std::to_string(stages - 2) + ">();  // this group"}});
+  }
+  check_graph({"lg_early_rms",
+               rmsnorm_graph(4, 512, 256),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.forced_stages = 3;
+                 p.early_refill = true;
+               }),
+               {"group_sync<32>", "next_stage"}});
+  check_graph({"lora_early", lora_streamed_graph(16, 256, 512, 16, 64, 16), 0.5, 2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.early_refill = true;
+               }),
+               {"2 groups of", "the invariant tiles have landed"}});
 }
 TEST(EmulationLoopGroups, BlockPipelineWithRegisterAccumulators) {
   check_graph({"lg_off",
@@ -366,6 +406,7 @@ std::vector<KnobCase> knob_cases() {
   return {
       {"groups", "", "groups=1", rms},
       {"stages", "groups=1", "groups=1,stages=1", rms},
+      {"early", "groups=2,stages=3", "groups=2,stages=3,early=1", rms},
       {"threads", "", "threads=256", rms},
       {"minblocks", "", "minblocks=2", rms},
       {"maxstages", "groups=1", "groups=1,maxstages=1", rms},

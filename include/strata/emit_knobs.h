@@ -5,6 +5,7 @@
 //
 // Knobs (integers; booleans are 0 or 1; byte counts accept a k suffix, 1k = 1024):
 //   groups     PlanOptions::loop_groups       stages     PlanOptions::forced_stages
+//   early      PlanOptions::early_refill
 //   threads    PlanOptions::threads           minblocks  PlanOptions::min_blocks_per_sm
 //   maxstages  PlanOptions::max_stages
 //   inflight   PlanOptions::bytes_in_flight   regfloats  PlanOptions::register_accum_floats

@@ -55,6 +55,12 @@ struct PlanOptions {
   /// with its own pipeline, tiles and partial accumulators, synchronizing only its own warps;
   /// partials are summed after the loop. 0 = choose, 1 = off, n = n groups where legal.
   int loop_groups = 0;
+  /// Refill order of a loop group's pipeline. true: at the top of iteration j, right after the
+  /// barrier that makes j's tiles visible, the group refills the stage it consumed in j − 1
+  /// with iteration j + S − 1 (S − 1 stages ahead, one barrier per loop level); false: it
+  /// refills the stage of j after computing on it, behind a second barrier (S stages ahead).
+  /// Early refill issues the next copies before the compute of j instead of after it.
+  bool early_refill = false;
   /// Blocks per SM the compiler must fit in registers (`__launch_bounds__(threads, n)`);
   /// 0 = choose: 1 when the grid fills at most one block per SM (every register a block of this
   /// size can have), else no minimum. Forcing blocks_per_sm() blocks can make them co-resident

@@ -400,11 +400,14 @@ void BlockEmitter::emit_prologue() {
   }
   const int levels = plan_.num_levels(Phase::Prologue);
   if (grouped()) {
-    // Each group prefetches its first S iterations; then the whole block waits for the
-    // loop-invariant tiles, runs the prologue levels and meets once before the groups part.
+    // Each group prefetches its first S iterations (S − 1 with early refill: the loop issues
+    // the S-th before its first compute); then the whole block waits for the loop-invariant
+    // tiles, runs the prologue levels and meets once before the groups part.
+    const int ahead = early_refill() ? S - 1 : S;
     set_group_scope(true);
-    w_.line("// pipeline prologue of this loop group: its iterations 0.." + std::to_string(S - 1));
-    for (int s = 0; s < S; ++s) {
+    w_.line("// pipeline prologue of this loop group: its iterations 0.." +
+            std::to_string(ahead - 1));
+    for (int s = 0; s < ahead; ++s) {
       if (!piped.empty()) {
         w_.open("if (" + std::to_string(s) + " < n_it)");
         for (int i : piped)
@@ -415,7 +418,7 @@ void BlockEmitter::emit_prologue() {
     }
     set_group_scope(false);
     if (!hoisted.empty())
-      w_.line("strata_rt::cp_async_wait<" + std::to_string(S) +
+      w_.line("strata_rt::cp_async_wait<" + std::to_string(ahead) +
               ">();  // the invariant tiles have landed");
     for (int l = 1; l < levels; ++l) {
       barrier();
@@ -508,22 +511,42 @@ void BlockEmitter::emit_group_loop() {
   w_.line("(void)it;");
   w_.line("const int stage = gj % " + std::to_string(S) + ";");
   w_.line("(void)stage;");
-  w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 1) +
-          ">();  // this group's iteration gj has landed");
-  loop_barrier();
-  for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
-    if (l > 1) loop_barrier();
-    emit_level(Phase::Loop, l);
+  if (early_refill()) {
+    // The barrier that makes iteration gj visible also proves the group is done with the
+    // stage of gj − 1: refill it with iteration gj + S − 1 before computing on gj.
+    w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 2) +
+            ">();  // this group's iteration gj has landed");
+    loop_barrier();
+    if (!piped.empty()) {
+      w_.open("if (gj + " + std::to_string(S - 1) + " < n_it)");
+      w_.line("const int next = it + " + std::to_string((S - 1) * G) + ", next_stage = (gj + " +
+              std::to_string(S - 1) + ") % " + std::to_string(S) + ";");
+      for (int i : piped) emit_load(i, "next_stage", "next");
+      w_.close();
+    }
+    w_.line("strata_rt::cp_async_commit();");
+    for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
+      if (l > 1) loop_barrier();
+      emit_level(Phase::Loop, l);
+    }
+  } else {
+    w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 1) +
+            ">();  // this group's iteration gj has landed");
+    loop_barrier();
+    for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
+      if (l > 1) loop_barrier();
+      emit_level(Phase::Loop, l);
+    }
+    w_.line("// every thread of the group is done with this stage: refill it");
+    loop_barrier();
+    if (!piped.empty()) {
+      w_.open("if (gj + " + std::to_string(S) + " < n_it)");
+      w_.line("const int next = it + " + std::to_string(S * G) + ";");
+      for (int i : piped) emit_load(i, "stage", "next");
+      w_.close();
+    }
+    w_.line("strata_rt::cp_async_commit();");
   }
-  w_.line("// every thread of the group is done with this stage: refill it");
-  loop_barrier();
-  if (!piped.empty()) {
-    w_.open("if (gj + " + std::to_string(S) + " < n_it)");
-    w_.line("const int next = it + " + std::to_string(S * G) + ";");
-    for (int i : piped) emit_load(i, "stage", "next");
-    w_.close();
-  }
-  w_.line("strata_rt::cp_async_commit();");
   w_.close();
   in_loop_ = false;
   set_group_scope(false);

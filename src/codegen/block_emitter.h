@@ -163,6 +163,11 @@ class BlockEmitter {
   /// Threads cooperating on the code being emitted (the block, or one loop group).
   int threads() const { return threads_; }
   bool grouped() const { return plan_.groups > 1; }
+  /// Loop groups refill the stage consumed in the previous iteration at the top of the next
+  /// (PlanOptions::early_refill; needs two or more stages).
+  bool early_refill() const {
+    return grouped() && plan_.options.early_refill && plan_.pipeline_stages >= 2;
+  }
   /// Enters (true) or leaves the code of one loop group: thread index `gtid`, group threads,
   /// group copies of tiles.
   void set_group_scope(bool on);

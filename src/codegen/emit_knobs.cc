@@ -33,6 +33,8 @@ const std::vector<Knob>& knobs() {
       plan_int("groups", &PlanOptions::loop_groups,
                "loop groups per block (split-F; 0 auto, 1 off)"),
       plan_int("stages", &PlanOptions::forced_stages, "pipeline stages (0 auto)"),
+      plan_bool("early", &PlanOptions::early_refill,
+                "loop groups refill a stage before computing (one barrier per level)"),
       plan_int("threads", &PlanOptions::threads, "threads per block (0 auto)"),
       plan_int("minblocks", &PlanOptions::min_blocks_per_sm,
                "blocks per SM the registers must allow (__launch_bounds__; 0 auto)"),

@@ -105,7 +105,9 @@ void choose_groups_and_stages(KernelPlan& plan, const SmemNeeds& needs, int max_
     } else {
       const int64_t want = o.bytes_in_flight / r;
       stages = static_cast<int>((want + groups * needs.per_stage - 1) / (groups * needs.per_stage));
-      if (groups == 1) stages += 1;  // one stage is being consumed while the others load
+      // one stage is being consumed while the others load (groups refilling late keep all S
+      // in flight once they refill)
+      if (groups == 1 || o.early_refill) stages += 1;
       stages = std::clamp(stages, 2, std::max(2, o.max_stages));
       while (stages > 2 && needs.total(groups, stages) > budget) --stages;
     }
