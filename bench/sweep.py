@@ -51,7 +51,7 @@ VARIANTS = {
     "ntrans": (["default", "rowwise=0", "inline=0", "hoist=0"], ["default"]),
 }
 
-# Alternative tilings of the b8 reference graphs: (suffix, kernel op index, grid, forloop).
+# Alternative tilings of the reference graphs: (suffix, kernel op index, grid, forloop).
 # rmsnorm: N tiles of 32 / 16 columns (192 / 384 blocks), K tiles of 128 (forloop 32);
 # gatedmlp likewise over its 4096 columns; gqa/qknorm kernel 1: 128 or 32 keys per iteration.
 TILINGS = {
@@ -79,7 +79,7 @@ def plan(out_dir, search_dir):
                 sys.exit(f"sweep.py: missing {program} or {ref}")
             full, alt = VARIANTS[bench]
             print("\t".join([key, str(program), ";".join(full), str(ref)]))
-            if b == 8 and bench in TILINGS:
+            if bench in TILINGS:
                 doc = json.loads(ref.read_text())
                 paths = []
                 for suffix, op, grid, forloop in TILINGS[bench]:

@@ -3,7 +3,7 @@
 #   1. build strata (Release) in build-gpu/ like scripts/gpu-check.sh (with .devdeps/ when
 #      present); only the `strata` tool;
 #   2. for the 12 reference μGraphs (examples/reference/<bench>_b{1,8}.json), alternative
-#      tilings of the b8 rmsnorm / gatedmlp / gqa / qknorm graphs and the search results
+#      tilings of the rmsnorm / gatedmlp / gqa / qknorm graphs and the search results
 #      bench/search/<bench>_b<b>.json (if present): one `strata profile` call per step that
 #      emits every graph once per emitter variant (`strata emit --list-knobs`), compiles them in
 #      parallel, checks each output against the float64 reference of the benchmark program

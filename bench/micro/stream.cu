@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <vector>
 #include <algorithm>
+#include <string>
 
 #define CHECK(x)                                                                  \
   do {                                                                            \
@@ -49,27 +50,32 @@ __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned 
 }
 
 // ---- cp.async pipeline -------------------------------------------------------------------
-template <int STAGES, int ROWS>
+// NMAT tiles of COLS columns per stage, tile j from column j * N / NMAT + blockIdx.x * COLS
+// (NMAT = 2 reads two matrices side by side, as gatedmlp reads W1 and W3).
+template <int STAGES, int ROWS, int COLS = kTileCols, int NMAT = 1>
 __global__ void __launch_bounds__(kThreads) stream_cpasync(const __half* __restrict__ w, int K, int N,
                                                            float* __restrict__ out) {
   extern __shared__ __align__(128) unsigned char smem[];
-  constexpr int kChunks = ROWS * kRowBytes / 16;  // 16-byte chunks per stage
+  constexpr int kRow = COLS * 2;                  // bytes per tile row
+  constexpr int kQ = kRow / 16;                   // 16-byte chunks per tile row
+  constexpr int kStage = NMAT * ROWS * kRow;      // bytes per stage
+  constexpr int kChunks = kStage / 16;
   constexpr int kPer = kChunks / kThreads;
   static_assert(kChunks % kThreads == 0, "whole chunks per thread");
   const int tid = threadIdx.x;
   const int rows_per_block = K / gridDim.y;
   const int iters = rows_per_block / ROWS;
-  const __half* base = w + static_cast<size_t>(blockIdx.y) * rows_per_block * N + blockIdx.x * kTileCols;
+  const __half* base = w + static_cast<size_t>(blockIdx.y) * rows_per_block * N + blockIdx.x * COLS;
   auto load = [&](int it, int stage) {
     const __half* src = base + static_cast<size_t>(it) * ROWS * N;
-    unsigned char* dst = smem + stage * ROWS * kRowBytes;
+    unsigned char* dst = smem + stage * kStage;
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {
       const int c = tid + k * kThreads;
-      const int r = c / 8, col = c % 8;
+      const int m = c / (ROWS * kQ), r = (c / kQ) % ROWS, col = c % kQ;
       asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(
-                       smem_addr(dst + r * kRowBytes + ((col ^ (r & 7)) * 16))),
-                   "l"(src + static_cast<size_t>(r) * N + col * 8));
+                       smem_addr(dst + (m * ROWS + r) * kRow + ((col ^ (r % kQ)) * 16))),
+                   "l"(src + m * (N / NMAT) + static_cast<size_t>(r) * N + col * 8));
     }
   };
 #pragma unroll
@@ -84,11 +90,78 @@ __global__ void __launch_bounds__(kThreads) stream_cpasync(const __half* __restr
     const int next = it + STAGES - 1;
     if (next < iters) load(next, next % STAGES);
     asm volatile("cp.async.commit_group;\n" ::);
-    const __half2* t = reinterpret_cast<const __half2*>(smem + (it % STAGES) * ROWS * kRowBytes);
+    const __half2* t = reinterpret_cast<const __half2*>(smem + (it % STAGES) * kStage);
 #pragma unroll
-    for (int k = 0; k < ROWS * kRowBytes / 4 / kThreads; k += 8) {
+    for (int k = 0; k < kStage / 4 / kThreads; k += 8) {
       __half2 v = t[tid + k * kThreads];
       acc += __low2float(v) + __high2float(v);
+    }
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+}
+
+// ---- cp.async pipeline in loop groups (the structure of strata's skinny-matmul kernels) ------
+// The block's warps form GROUPS groups; group g runs iterations g, g + GROUPS, ... of ROWS rows
+// each with its own STAGES-deep pipeline and its own barrier (named barrier 1 + g, or
+// __syncwarp for one-warp groups). LATE: refill a stage only after it has been consumed, behind a
+// second barrier (strata's order); otherwise refill the stage consumed one iteration earlier
+// right after the top barrier (stream_cpasync's order).
+template <int GROUPS, int STAGES, int ROWS, bool LATE>
+__global__ void __launch_bounds__(kThreads) stream_groups(const __half* __restrict__ w, int K, int N,
+                                                          float* __restrict__ out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  constexpr int kGT = kThreads / GROUPS;             // threads per group
+  constexpr int kStage = ROWS * kRowBytes;
+  constexpr int kPer = kStage / 16 / kGT;
+  static_assert(kStage / 16 % kGT == 0, "whole chunks per thread");
+  const int tid = threadIdx.x, grp = tid / kGT, gtid = tid % kGT;
+  const int iters = K / ROWS;
+  const int n_it = (iters - grp + GROUPS - 1) / GROUPS;
+  unsigned char* gsmem = smem + grp * STAGES * kStage;
+  const __half* base = w + blockIdx.x * kTileCols;
+  auto sync = [&] {
+    if constexpr (kGT == 32) {
+      __syncwarp();
+    } else {
+      asm volatile("bar.sync %0, %1;\n" ::"r"(1 + grp), "n"(kGT) : "memory");
+    }
+  };
+  auto load = [&](int gj, int stage) {
+    const __half* src = base + static_cast<size_t>(grp + gj * GROUPS) * ROWS * N;
+    unsigned char* dst = gsmem + stage * kStage;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int c = gtid + k * kGT;
+      const int r = c / 8, col = c % 8;
+      asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(
+                       smem_addr(dst + r * kRowBytes + ((col ^ (r & 7)) * 16))),
+                   "l"(src + static_cast<size_t>(r) * N + col * 8));
+    }
+  };
+  constexpr int kAhead = LATE ? STAGES : STAGES - 1;  // groups issued before the loop
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) {
+    if (s < n_it) load(s, s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  float acc = 0.f;
+  for (int gj = 0; gj < n_it; ++gj) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kAhead - 1));
+    sync();
+    if constexpr (!LATE) {
+      if (gj + STAGES - 1 < n_it) load(gj + STAGES - 1, (gj + STAGES - 1) % STAGES);
+      asm volatile("cp.async.commit_group;\n" ::);
+    }
+    const __half2* t = reinterpret_cast<const __half2*>(gsmem + (gj % STAGES) * kStage);
+#pragma unroll
+    for (int k = 0; k < kStage / 4 / kGT; k += 8) {
+      __half2 v = t[gtid + k * kGT];
+      acc += __low2float(v) + __high2float(v);
+    }
+    if constexpr (LATE) {
+      sync();
+      if (gj + STAGES < n_it) load(gj + STAGES, gj % STAGES);
+      asm volatile("cp.async.commit_group;\n" ::);
     }
   }
   if (acc == 12345.f) out[blockIdx.x] = acc;
@@ -212,6 +285,18 @@ __global__ void read_all(const uint4* __restrict__ p, size_t n, float* __restric
   if (acc == 12345.f) out[0] = acc;
 }
 
+// Fills w with pseudo-random f16 values in [-1, 1) (a hash of the index and seed): timing on
+// zeros can flatter a kernel (DRAM and the datapath toggle fewer bits).
+__global__ void fill_random(__half* w, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    unsigned h = static_cast<unsigned>(i) * 0x9E3779B1u ^ seed;
+    h ^= h >> 15;
+    h *= 0x85EBCA77u;
+    h ^= h >> 13;
+    w[i] = __float2half(static_cast<float>(h >> 8) / 8388608.0f - 1.0f);
+  }
+}
+
 struct Times {
   float stream_us, graph_us;
 };
@@ -266,22 +351,36 @@ Times time_us(F launch, int copies, int reps = 60) {
   return {stream_us, t[t.size() / 2]};
 }
 
+#ifndef STREAM_NO_MAIN
 int main(int argc, char** argv) {
   const int K = argc > 1 ? std::atoi(argv[1]) : 4096;
   const int N = argc > 2 ? std::atoi(argv[2]) : 6144;
+  // "tiles": tile shapes only (column width, matrices side by side, split-K), no bulk / TMA
+  // mode "tiles": tile shapes only (column width, matrices side by side, split-K); "groups": the
+  // loop-group pipelines of strata's kernels only; default: tile shapes, then cp.async, bulk and
+  // tensor-map pipelines
+  const std::string mode = argc > 3 ? argv[3] : "all";
   const size_t elems = size_t(K) * N, bytes = elems * 2;
   const int copies = int((6 * 60e6) / bytes) + 2;
   std::vector<__half*> w(copies);
-  for (auto& p : w) {
-    CHECK(cudaMalloc(&p, bytes));
-    CHECK(cudaMemset(p, 0, bytes));
+  // STRATA_MICRO_ZEROS=1: W filled with zeros (as this benchmark did before 2026-11-24)
+  const bool zeros = std::getenv("STRATA_MICRO_ZEROS") && std::string(std::getenv("STRATA_MICRO_ZEROS")) == "1";
+  for (size_t c = 0; c < w.size(); ++c) {
+    CHECK(cudaMalloc(&w[c], bytes));
+    if (zeros) {
+      CHECK(cudaMemset(w[c], 0, bytes));
+    } else {
+      fill_random<<<1024, 256>>>(w[c], elems, 1234u + 77u * unsigned(c));
+      CHECK(cudaGetLastError());
+    }
   }
+  CHECK(cudaDeviceSynchronize());
   float* out;
   CHECK(cudaMalloc(&out, 1 << 20));
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device %s, %d SMs; W [%d, %d] f16 = %.1f MB, %d copies\n", prop.name,
-              prop.multiProcessorCount, K, N, bytes / 1e6, copies);
+  std::printf("device %s, %d SMs; W [%d, %d] f16 = %.1f MB, %d copies, %s\n", prop.name,
+              prop.multiProcessorCount, K, N, bytes / 1e6, copies, zeros ? "zeros" : "random values");
   std::printf("%-44s %9s %6s  %9s %6s\n", "", "stream us", "TB/s", "graph us", "TB/s");
   auto report = [&](const char* name, Times t) {
     std::printf("%-44s %9.2f %6.2f  %9.2f %6.2f\n", name, t.stream_us, bytes / (t.stream_us * 1e-6) / 1e12,
@@ -342,6 +441,52 @@ int main(int argc, char** argv) {
     report(name, time_us([&](int i, cudaStream_t s) { kernel<<<grid, kThreads, smem, s>>>(maps[i], K, out); },
                          copies));
   };
+  // Loop groups: G groups x S stages of R rows (64-column tiles, grid N / 64), refill early / late.
+  auto run_grp = [&](auto kernel, int groups, int stages, int rows, bool late) {
+    const int smem = groups * stages * rows * kRowBytes;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    dim3 grid(N / kTileCols);
+    char name[96];
+    std::snprintf(name, sizeof name, "groups %d stages %2d rows %3d refill %s", groups, stages, rows,
+                  late ? "late " : "early");
+    report(name, time_us([&](int i, cudaStream_t s) { kernel<<<grid, kThreads, smem, s>>>(w[i], K, N, out); },
+                         copies));
+  };
+  if (mode == "groups") {
+    run_grp(stream_groups<1, 8, 64, false>, 1, 8, 64, false);
+    run_grp(stream_groups<1, 8, 64, true>, 1, 8, 64, true);
+    run_grp(stream_groups<1, 4, 128, false>, 1, 4, 128, false);
+    run_grp(stream_groups<1, 4, 128, true>, 1, 4, 128, true);
+    run_grp(stream_groups<1, 16, 32, false>, 1, 16, 32, false);
+    run_grp(stream_groups<2, 4, 64, false>, 2, 4, 64, false);
+    run_grp(stream_groups<2, 4, 64, true>, 2, 4, 64, true);
+    run_grp(stream_groups<4, 2, 128, true>, 4, 2, 128, true);   // rmsnorm_b1's winner
+    run_grp(stream_groups<4, 2, 128, false>, 4, 2, 128, false);
+    run_grp(stream_groups<4, 4, 64, true>, 4, 4, 64, true);     // rmsnorm_b8's winner
+    run_grp(stream_groups<4, 4, 64, false>, 4, 4, 64, false);
+    run_grp(stream_groups<4, 8, 32, false>, 4, 8, 32, false);
+    run_grp(stream_groups<4, 3, 128, false>, 4, 3, 128, false);
+    return 0;
+  }
+  // Tile shapes: COLS-wide tiles of NMAT matrices side by side ([K, N] read as NMAT matrices
+  // of N / NMAT columns), 8 stages of 64 rows, 128 threads; grid N / NMAT / COLS x split.
+  auto run_tile = [&](auto kernel, int cols, int nmat, int split) {
+    const int smem = 8 * 64 * cols * 2 * nmat;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    dim3 grid(N / nmat / cols, split);
+    char name[96];
+    std::snprintf(name, sizeof name, "cp.async  grid %4d cols %2d x %d mat split %d", grid.x * grid.y, cols, nmat,
+                  split);
+    report(name, time_us([&](int i, cudaStream_t s) { kernel<<<grid, kThreads, smem, s>>>(w[i], K, N, out); },
+                         copies));
+  };
+  for (int split : {1, 2}) {
+    run_tile(stream_cpasync<8, 64, 32, 1>, 32, 1, split);
+    run_tile(stream_cpasync<8, 64, 64, 1>, 64, 1, split);
+    run_tile(stream_cpasync<8, 64, 32, 2>, 32, 2, split);
+    run_tile(stream_cpasync<8, 64, 64, 2>, 64, 2, split);
+  }
+  if (mode == "tiles") return 0;
   for (int split : {1, 2, 4}) {
     run_cp(stream_cpasync<8, 64>, 8, 64, split);
     run_cp(stream_cpasync<12, 64>, 12, 64, split);
@@ -356,3 +501,4 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+#endif  // STREAM_NO_MAIN

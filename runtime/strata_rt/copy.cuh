@@ -12,6 +12,13 @@
 
 #include "strata_rt/core.cuh"
 
+// The L2 prefetch-size qualifier of the 16-byte copies (".L2::128B": a miss fetches the whole
+// 128-byte line, which a tile's neighbouring chunks read anyway). Overridable for experiments
+// (bench/ablate.py).
+#ifndef STRATA_RT_L2_PREFETCH
+#define STRATA_RT_L2_PREFETCH ".L2::128B"
+#endif
+
 namespace strata_rt {
 
 /// Shared-state-space address of a generic pointer into shared memory.
@@ -32,7 +39,7 @@ STRATA_DEVICE void cp_async(void* smem_dst, const void* gmem_src) {
   emu::cp_async_issue(smem_dst, gmem_src, BYTES);
 #else
   if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(smem_u32(smem_dst)),
+    asm volatile("cp.async.cg.shared.global" STRATA_RT_L2_PREFETCH " [%0], [%1], 16;\n" ::"r"(smem_u32(smem_dst)),
                  "l"(gmem_src));
   } else {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem_u32(smem_dst)),
