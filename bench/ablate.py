@@ -120,17 +120,11 @@ def skewed_copy(x, skew):
 
 def time_library(cfg, so, inputs, ref, sets, runs, zeros=False, skew=0):
     lib = timing.StrataLibrary(str(so))
-    out0 = torch.full(cfg.output, float("nan"), dtype=torch.float16, device="cuda")
-    lib.binder(inputs, [out0])()
-    torch.cuda.synchronize()
-    err = timing.relative_l2_error(out0, ref)
+    err = timing.check_library(lib, inputs, cfg.output, ref)
     timed = [torch.zeros_like(x) for x in inputs] if zeros else inputs
     # input j of every set starts j * skew bytes into its own allocation
     sets_inputs = [[skewed_copy(x, j * skew) for j, x in enumerate(timed)] for _ in range(sets)]
-    outputs = [torch.empty(cfg.output, dtype=torch.float16, device="cuda") for _ in range(sets)]
-    launches = [lib.binder(sets_inputs[i], [outputs[i]]) for i in range(sets)]
-    stats = timing.time_launches(lambda i: launches[i](), sets, runs=runs)
-    return err, stats
+    return err, timing.time_library(lib, sets_inputs, cfg.output, runs)
 
 
 def main():

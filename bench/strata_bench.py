@@ -206,18 +206,12 @@ def bench_torch(cfg, fn, inputs, ref, sets, runs):
 
 def bench_strata(cfg, library, inputs, ref, sets, runs):
     lib = timing.StrataLibrary(library)
-    out0 = torch.full(cfg.output, float("nan"), dtype=torch.float16, device="cuda")  # poisoned
-    lib.binder(inputs, [out0])()
-    torch.cuda.synchronize()
-    err = timing.relative_l2_error(out0, ref)
+    err = timing.check_library(lib, inputs, cfg.output, ref)
     entry = {"library": library, "rel_l2_error": err if math.isfinite(err) else "inf",
              "ok": err <= TOLERANCE}
     if not entry["ok"]:
         return entry
-    sets_inputs = rotated_inputs(inputs, sets)
-    outputs = [torch.empty(cfg.output, dtype=torch.float16, device="cuda") for _ in range(sets)]
-    launches = [lib.binder(sets_inputs[i], [outputs[i]]) for i in range(sets)]
-    entry.update(timing.time_launches(lambda i: launches[i](), sets, runs=runs))
+    entry.update(timing.time_library(lib, rotated_inputs(inputs, sets), cfg.output, runs))
     return entry
 
 

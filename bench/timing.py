@@ -116,6 +116,23 @@ def measure_launch_floor(runs=100):
     return time_launches(lambda i: xs[i % 64].add_(1.0), 1024, runs=runs)["median_us"]
 
 
+def check_library(lib, inputs, output_shape, ref):
+    """Runs a StrataLibrary once on `inputs` into a NaN-poisoned f16 output; returns the relative
+    L2 error against `ref` (inf if any output element was left unwritten)."""
+    out = torch.full(output_shape, float("nan"), dtype=torch.float16, device="cuda")
+    lib.binder(inputs, [out])()
+    torch.cuda.synchronize()
+    return relative_l2_error(out, ref)
+
+
+def time_library(lib, sets_inputs, output_shape, runs):
+    """Times a StrataLibrary over the input sets (one launch per set, each with its own output)
+    by time_launches."""
+    outputs = [torch.empty(output_shape, dtype=torch.float16, device="cuda") for _ in sets_inputs]
+    launches = [lib.binder(x, [o]) for x, o in zip(sets_inputs, outputs)]
+    return time_launches(lambda i: launches[i](), len(sets_inputs), runs=runs)
+
+
 class StrataLibrary:
     """A compiled strata graph (a shared library from the binary cache) called through ctypes:
     int strata_launch(const void* const* inputs, void* const* outputs, void* workspace,

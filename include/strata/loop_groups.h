@@ -33,6 +33,10 @@ SmemNeeds smem_needs(const KernelPlan& plan);
 /// Whether loop groups can run the plan's loop: F ≥ 2, not rowwise.
 bool loop_groups_allowed(const KernelPlan& plan);
 
+/// Whether the plan's loop groups refill early (PlanOptions::early_refill): groups, asked for,
+/// and two or more stages (S − 1 ≥ 1 stages ahead).
+bool refills_early(const KernelPlan& plan);
+
 /// Blocks of this kernel that should share one SM: ⌈grid blocks / SMs⌉, at most 8.
 int blocks_per_sm(const KernelPlan& plan);
 

@@ -39,7 +39,8 @@ STRATA_DEVICE void cp_async(void* smem_dst, const void* gmem_src) {
   emu::cp_async_issue(smem_dst, gmem_src, BYTES);
 #else
   if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global" STRATA_RT_L2_PREFETCH " [%0], [%1], 16;\n" ::"r"(smem_u32(smem_dst)),
+    asm volatile("cp.async.cg.shared.global" STRATA_RT_L2_PREFETCH
+                 " [%0], [%1], 16;\n" ::"r"(smem_u32(smem_dst)),
                  "l"(gmem_src));
   } else {
     asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem_u32(smem_dst)),

@@ -511,41 +511,37 @@ void BlockEmitter::emit_group_loop() {
   w_.line("(void)it;");
   w_.line("const int stage = gj % " + std::to_string(S) + ";");
   w_.line("(void)stage;");
-  if (early_refill()) {
-    // The barrier that makes iteration gj visible also proves the group is done with the
-    // stage of gj − 1: refill it with iteration gj + S − 1 before computing on gj.
-    w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 2) +
-            ">();  // this group's iteration gj has landed");
-    loop_barrier();
+  // Late refill: the stage of gj is refilled with gj + S after the group has computed on it,
+  // behind a second barrier. Early refill: the barrier that makes gj visible also proves the
+  // group is done with the stage of gj − 1, which is refilled with gj + S − 1 before computing.
+  const bool early = early_refill();
+  const int ahead = early ? S - 1 : S;
+  auto refill = [&] {
     if (!piped.empty()) {
-      w_.open("if (gj + " + std::to_string(S - 1) + " < n_it)");
-      w_.line("const int next = it + " + std::to_string((S - 1) * G) + ", next_stage = (gj + " +
-              std::to_string(S - 1) + ") % " + std::to_string(S) + ";");
-      for (int i : piped) emit_load(i, "next_stage", "next");
+      w_.open("if (gj + " + std::to_string(ahead) + " < n_it)");
+      if (early) {
+        w_.line("const int next = it + " + std::to_string(ahead * G) + ", next_stage = (gj + " +
+                std::to_string(ahead) + ") % " + std::to_string(S) + ";");
+      } else {
+        w_.line("const int next = it + " + std::to_string(ahead * G) + ";");
+      }
+      for (int i : piped) emit_load(i, early ? "next_stage" : "stage", "next");
       w_.close();
     }
     w_.line("strata_rt::cp_async_commit();");
-    for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
-      if (l > 1) loop_barrier();
-      emit_level(Phase::Loop, l);
-    }
-  } else {
-    w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 1) +
-            ">();  // this group's iteration gj has landed");
-    loop_barrier();
-    for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
-      if (l > 1) loop_barrier();
-      emit_level(Phase::Loop, l);
-    }
+  };
+  w_.line("strata_rt::cp_async_wait<" + std::to_string(ahead - 1) +
+          ">();  // this group's iteration gj has landed");
+  loop_barrier();
+  if (early) refill();
+  for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
+    if (l > 1) loop_barrier();
+    emit_level(Phase::Loop, l);
+  }
+  if (!early) {
     w_.line("// every thread of the group is done with this stage: refill it");
     loop_barrier();
-    if (!piped.empty()) {
-      w_.open("if (gj + " + std::to_string(S) + " < n_it)");
-      w_.line("const int next = it + " + std::to_string(S * G) + ";");
-      for (int i : piped) emit_load(i, "stage", "next");
-      w_.close();
-    }
-    w_.line("strata_rt::cp_async_commit();");
+    refill();
   }
   w_.close();
   in_loop_ = false;

@@ -13,6 +13,7 @@
 
 #include "code_writer.h"
 #include "strata/kernel_plan.h"
+#include "strata/loop_groups.h"
 #include "strata/status.h"
 
 namespace strata::codegen {
@@ -165,9 +166,7 @@ class BlockEmitter {
   bool grouped() const { return plan_.groups > 1; }
   /// Loop groups refill the stage consumed in the previous iteration at the top of the next
   /// (PlanOptions::early_refill; needs two or more stages).
-  bool early_refill() const {
-    return grouped() && plan_.options.early_refill && plan_.pipeline_stages >= 2;
-  }
+  bool early_refill() const { return refills_early(plan_); }
   /// Enters (true) or leaves the code of one loop group: thread index `gtid`, group threads,
   /// group copies of tiles.
   void set_group_scope(bool on);

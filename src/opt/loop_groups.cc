@@ -57,6 +57,10 @@ bool loop_groups_allowed(const KernelPlan& plan) {
   return plan.graph->forloop() >= 2 && !plan.rowwise;
 }
 
+bool refills_early(const KernelPlan& plan) {
+  return plan.groups > 1 && plan.options.early_refill && plan.pipeline_stages >= 2;
+}
+
 int blocks_per_sm(const KernelPlan& plan) {
   const int64_t blocks = plan.graph->grid().count();
   const int sms = std::max(1, plan.options.sm_count);

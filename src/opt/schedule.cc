@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "strata/loop_groups.h"
+
 namespace strata {
 namespace {
 
@@ -48,8 +50,7 @@ void count_barriers(KernelPlan& plan) {
   plan.barriers_prologue = plan.num_levels(Phase::Prologue) - 1;
   // With loop groups these are group barriers, plus one before a stage is refilled unless the
   // group refills early (PlanOptions::early_refill), behind the top-of-iteration barrier.
-  const bool late_refill =
-      plan.groups > 1 && !(plan.options.early_refill && plan.pipeline_stages >= 2);
+  const bool late_refill = plan.groups > 1 && !refills_early(plan);
   plan.barriers_per_iteration =
       std::max(1, plan.num_levels(Phase::Loop) - 1) + (late_refill ? 1 : 0);
   plan.barriers_post = plan.num_levels(Phase::Post) - 1 + (post_finalize_work(plan) ? 1 : 0) +
