@@ -19,6 +19,13 @@ Cuts (combine with '+'):
   nox     delete the tile loads of input 0 (X: the small operand of the skinny matmuls)
   l2_256  ask for 256-byte L2 prefetches on the 16-byte cp.async copies (L2::256B)
   l2_none no L2 prefetch-size hint on the 16-byte cp.async copies
+  nowork  delete every op block (`{ // #N ...}`: matmuls, reductions, elementwise ops)
+  noepi   delete everything after the main loop but its final cp.async wait (no reductions
+          across groups, no output stores)
+  nozero  delete the prologue's zeroing of shared accumulators
+  nostore guard every output store by a test that never holds (the values are still computed)
+  With nomma+nox+nowork+noepi+nozero only the W copies, the pipeline's waits and barriers
+  remain: the emitted kernel's bare stream, to hold against bench/micro/stream_abi.cu.
 Needs a GPU, PyTorch and nvcc.
 """
 
@@ -32,11 +39,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import benchmarks  # noqa: E402
-import timing  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,14 +65,29 @@ def matching_block(lines, start):
     raise ValueError("unbalanced braces in the emitted source")
 
 
-def cut_loads_of_input(src, index):
-    """Drops every `{ // load bN [...] <- input INDEX ... }` block."""
+def cut_blocks(src, marker):
+    """Drops every brace block `{` whose first line inside matches the regex `marker`."""
     lines = src.split("\n")
     out, i = [], 0
-    marker = re.compile(r"//\s*load b\d+ .*<- input %d " % index)
+    pattern = re.compile(marker)
     while i < len(lines):
-        if lines[i].strip() == "{" and i + 1 < len(lines) and marker.search(lines[i + 1]):
+        if lines[i].strip() == "{" and i + 1 < len(lines) and pattern.search(lines[i + 1]):
             i = matching_block(lines, i)
+            continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
+def cut_after_loop(src):
+    """Drops every kernel's statements after its `// ---- after the loop` marker (the final
+    cp.async wait before the marker stays), up to the kernel's closing brace."""
+    lines = src.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == "// ---- after the loop":
+            while i < len(lines) and lines[i] != "}":
+                i += 1
             continue
         out.append(lines[i])
         i += 1
@@ -81,7 +99,16 @@ def apply_cut(src, cut):
         if part == "nomma":
             src = re.sub(r"^\s*strata_rt::warp_mma\w*<.*;\s*$", "", src, flags=re.M)
         elif part == "nox":
-            src = cut_loads_of_input(src, 0)
+            src = cut_blocks(src, r"//\s*load b\d+ .*<- input 0 ")
+        elif part == "nowork":
+            src = cut_blocks(src, r"^\s*// #\d+ ")
+        elif part == "noepi":
+            src = cut_after_loop(src)
+        elif part == "nostore":
+            src = re.sub(r"^(\s*)(strata_rt::store_global_vec<[^;]*, (\w+)\);)$",
+                         r"\1if (\3[0] == 12345.678f) \2", src, flags=re.M)
+        elif part == "nozero":
+            src = cut_blocks(src, r"^\s*// zero accumulator")
         elif part == "l2_256":
             src = src.replace('#include "strata_rt/strata_rt.cuh"',
                               '#define STRATA_RT_L2_PREFETCH ".L2::256B"\n'
@@ -110,6 +137,7 @@ def compile_so(cu, arch, defines=()):
 
 def skewed_copy(x, skew):
     """A copy of x that starts `skew` bytes into a fresh allocation (0: a plain clone)."""
+    import torch
     if skew <= 0:
         return x.clone()
     raw = torch.empty(x.numel() * x.element_size() + skew, dtype=torch.uint8, device=x.device)
@@ -119,6 +147,8 @@ def skewed_copy(x, skew):
 
 
 def time_library(cfg, so, inputs, ref, sets, runs, zeros=False, skew=0):
+    import timing
+    import torch
     lib = timing.StrataLibrary(str(so))
     err = timing.check_library(lib, inputs, cfg.output, ref)
     timed = [torch.zeros_like(x) for x in inputs] if zeros else inputs
@@ -150,6 +180,9 @@ def main():
                    help="input sets per replay (default: the benchmark's, > 4x L2 per pass)")
     p.add_argument("--out", default=None, help="directory for sources and the JSON report")
     p.add_argument("--json", default=None, help="append the rows to this JSON-lines file")
+    p.add_argument("--emit-only", action="store_true",
+                   help="write the cut sources into --out (or a temporary directory) and stop: "
+                        "no GPU, PyTorch or nvcc needed")
     p.add_argument("--zeros", action="store_true",
                    help="also time every version on all-zero inputs (checked on real ones)")
     args = p.parse_args()
@@ -176,10 +209,15 @@ def main():
             cu = out / f"{tag}__{cut.replace('+', '_')}.cu"
             cu.write_text(apply_cut(src, cut))
             sources[cut] = cu
+        if args.emit_only:
+            print("\n".join(str(sources[c]) for c in cuts))
+            return
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
         built = dict(zip(cuts, pool.map(
             lambda c: compile_so(sources[c], args.arch, args.define), cuts)))
 
+    import benchmarks
+    import timing
     name, _, b = args.key.rpartition("_b")
     cfg = benchmarks.Benchmark(name, int(b))
     inputs = cfg.make_inputs()

@@ -10,7 +10,10 @@
 # Usage: scripts/gpu-ablate.sh [OUT_DIR]
 # Environment: STRATA_ABLATE_CASES (';'-separated "KEY GRAPH KNOBS" triples, KNOBS '-' for the
 #   default; default: the rmsnorm and gatedmlp winners of the last benchmark run),
-#   STRATA_ABLATE_CUTS (default nomma,nox,nomma+nox,l2_256,l2_none), STRATA_ABLATE_MICRO=0
+#   STRATA_ABLATE_CUTS (default nomma,nox,nomma+nox,l2_256,l2_none; a case may carry its own
+#   cuts as a fourth field), STRATA_ABLATE_SOURCES (';'-separated "KEY FILE.cu [NAME=VALUE,...]":
+#   hand-written kernels with the strata ABI timed by the same harness, e.g.
+#   "rmsnorm_b1 bench/micro/stream_abi.cu STREAM_LATE=true"), STRATA_ABLATE_MICRO=0
 #   (skip step 2), STRATA_ABLATE_MICRO_MODES (default tiles; e.g. "tiles groups"; the
 #   microbenchmark reads random values, STRATA_MICRO_ZEROS=1 zeros), STRATA_ABLATE_ZEROS=1 (also time on all-zero inputs).
 set -uo pipefail
@@ -55,11 +58,23 @@ cuts=${STRATA_ABLATE_CUTS:-nomma,nox,nomma+nox,l2_256,l2_none}
 rc=0
 IFS=';' read -ra cases <<<"${STRATA_ABLATE_CASES:-$default_cases}"
 for c in "${cases[@]}"; do
-  read -r key graph knobs <<<"$c"
+  read -r key graph knobs case_cuts <<<"$c"
   [ "$knobs" = - ] && knobs=
   step "ablate $key $graph [${knobs:-default}]"
   python3 bench/ablate.py --strata "$build/strata" "$key" "$graph" --knobs "$knobs" \
-    --cuts "$cuts" --out "$out/src" --json "$out/ablate.jsonl" ${STRATA_ABLATE_ZEROS:+--zeros} || rc=1
+    --cuts "${case_cuts:-$cuts}" --out "$out/src" --json "$out/ablate.jsonl" \
+    ${STRATA_ABLATE_ZEROS:+--zeros} || rc=1
+done
+IFS=';' read -ra sources <<<"${STRATA_ABLATE_SOURCES:-}"
+for c in "${sources[@]}"; do
+  read -r key file defines <<<"$c"
+  [ -n "$key" ] || continue
+  step "time $key $file [${defines:-}]"
+  define_args=()
+  IFS=',' read -ra ds <<<"${defines:-}"
+  for d in "${ds[@]}"; do define_args+=(--define "$d"); done
+  python3 bench/ablate.py --source "$key" "$file" "${define_args[@]}" --out "$out/src" \
+    --json "$out/ablate.jsonl" || rc=1
 done
 step "done in $((SECONDS - start)) s"
 exit $rc

@@ -184,7 +184,20 @@ TEST(EmulationLoopGroups, NamedBarriersAndUnevenLoop) {
                  p.threads = 192;
                  p.forced_stages = 2;
                }),
-               {"3 groups of 64 threads", "group_sync<64>(1 + grp)", "sum of the 3 loop groups"}});
+               {"3 groups of 64 threads", "group_sync<64>(1 + grp)",
+                "the loop groups' partials summed", "loop group pg's partials"}});
+  // The same with the partials summed in place (PlanOptions::sum_at_read off).
+  check_graph({"lg_mlp_in_place",
+               gatedmlp_graph(16, 512, 128),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 3;
+                 p.threads = 192;
+                 p.forced_stages = 2;
+                 p.sum_at_read = false;
+               }),
+               {"sum of the 3 loop groups"}});
 }
 // Early refill (PlanOptions::early_refill): the stage consumed in iteration gj − 1 is refilled
 // right after the barrier of gj. Uneven loops (3 groups over F = 8), more stages than a group has
@@ -246,6 +259,15 @@ TEST(EmulationLoopGroups, EveryAccumulatorKind) {
                0.5,
                2e-2,
                with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", "kept in registers", "sqrtf(("}});
+  check_graph({"lg_accmaps_in_place",
+               accumulators_and_maps(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.sum_at_read = false;
+               }),
                {"2 groups of", "kept in registers", "loop groups' partials, then accum_rms_ld"}});
   check_graph({"lg_accmaps_shared",
                accumulators_and_maps(),
@@ -407,6 +429,7 @@ std::vector<KnobCase> knob_cases() {
       {"groups", "", "groups=1", rms},
       {"stages", "groups=1", "groups=1,stages=1", rms},
       {"early", "groups=2,stages=3", "groups=2,stages=3,early=1", rms},
+      {"sumread", "groups=2", "groups=2,sumread=0", rms},
       {"threads", "", "threads=256", rms},
       {"minblocks", "", "minblocks=2", rms},
       {"maxstages", "groups=1", "groups=1,maxstages=1", rms},

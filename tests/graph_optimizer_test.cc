@@ -90,14 +90,25 @@ TEST(Schedule, RmsNormLevelsAndBarriers) {
   EXPECT_TRUE(r.op(4).register_accum);
   EXPECT_EQ(r.tensors[g.op(4).output].home, TensorHome::Shared);
   EXPECT_EQ(r.barriers_post, 3);
-  // Loop groups (the default here): a group barrier per level, one before refilling a stage,
-  // and one more after the loop to sum the groups' partials.
+  // Loop groups (the default here): a group barrier per level, one before refilling a stage.
+  // After the loop: one barrier, one after every group has written its partials; the saver
+  // adds the groups' copies itself (summed at read), so no barrier follows an in-place sum.
   KernelPlan q = plan_of(rmsnorm_graph(16, 4096, 6144));
   EXPECT_GT(q.groups, 1);
   EXPECT_EQ(q.barriers_per_iteration, 2);
-  EXPECT_EQ(q.barriers_post, 3);
+  EXPECT_EQ(q.barriers_post, 2);
   EXPECT_TRUE(q.tensors[g.op(3).output].group_private);
+  EXPECT_TRUE(q.tensors[g.op(3).output].summed_at_read);
+  EXPECT_TRUE(q.tensors[g.op(4).output].summed_at_read);
   EXPECT_TRUE(q.tensors[1].group_private);
+  EXPECT_FALSE(q.tensors[1].summed_at_read);  // an input tile: not an accumulator
+  // Summed in place instead: one more barrier before the saver.
+  PlanOptions in_place;
+  in_place.sum_at_read = false;
+  KernelPlan s = plan_of(rmsnorm_graph(16, 4096, 6144), in_place);
+  EXPECT_EQ(s.groups, q.groups);
+  EXPECT_FALSE(s.tensors[g.op(3).output].summed_at_read);
+  EXPECT_EQ(s.barriers_post, 3);
 }
 
 TEST(Schedule, FusionRemovesLevels) {

@@ -61,6 +61,11 @@ struct PlanOptions {
   /// refills the stage of j after computing on it, behind a second barrier (S stages ahead).
   /// Early refill issues the next copies before the compute of j instead of after it.
   bool early_refill = false;
+  /// Loop groups' partial sums read where they are used: when every post-loop reader of a
+  /// group-private accumulator is an elementwise op, a thread graph or an output saver, the
+  /// reader adds the groups' copies (and takes the mean / RMS) itself, so the partials are
+  /// never summed in place and the barrier behind that sum goes (TensorPlan::summed_at_read).
+  bool sum_at_read = true;
   /// Blocks per SM the compiler must fit in registers (`__launch_bounds__(threads, n)`);
   /// 0 = choose: 1 when the grid fills at most one block per SM (every register a block of this
   /// size can have), else no minimum. Forcing blocks_per_sm() blocks can make them co-resident
@@ -158,6 +163,9 @@ struct TensorPlan {
   int live_end = 0;            ///< last timeline position (inclusive)
   bool group_private = false;  ///< one copy per loop group (bytes covers all copies)
   int64_t group_elems = 0;     ///< elements from one group's copy to the next
+  /// Group-private accumulator whose copies are summed by each post-loop reader (never in
+  /// place; PlanOptions::sum_at_read); a mean / RMS is taken by the reader too.
+  bool summed_at_read = false;
 };
 
 /// The plan of one customized kernel; see the file comment.

@@ -48,12 +48,22 @@ bool post_finalize_work(const KernelPlan& plan);
 /// partials of loop groups are summed and means / RMS values taken.
 bool finalize_in_two_steps(const KernelPlan& plan);
 
+/// True when the second finalize step has work: loop groups' copies summed in place (those not
+/// summed at read, TensorPlan::summed_at_read) or a mean / RMS taken in shared memory.
+bool finalize_step_two_work(const KernelPlan& plan);
+
+/// True when post level 1 needs its own barrier after post level 0: the finalize wrote what it
+/// reads in one step, or its second step wrote (sums, means). With two steps whose second one
+/// is empty, the barrier between the steps already orders the partials before level 1.
+bool barrier_before_post_level_one(const KernelPlan& plan);
+
 /// Sets the barrier counts of a scheduled plan: one __syncthreads before every prologue level
 /// ≥ 1; per iteration one before every loop level ≥ 1 (the first is the top-of-iteration
 /// barrier after the pipeline wait; at least one; with loop groups these are group barriers,
-/// plus one before a stage is refilled); after the loop one before post level 0 when it has
-/// work, one more when it runs in two steps (finalize_in_two_steps), and one before every post
-/// level ≥ 1. Rowwise kernels count one barrier per block-wide row reduction.
+/// plus one before a stage is refilled); after the loop one right away, one more when post
+/// level 0 runs in two steps (finalize_in_two_steps), one before post level 1 when
+/// barrier_before_post_level_one says so, and one before every post level ≥ 2. Rowwise kernels
+/// count one barrier per block-wide row reduction.
 void count_barriers(KernelPlan& plan);
 
 }  // namespace strata

@@ -391,8 +391,9 @@ void BlockEmitter::emit_prologue() {
   }
   bool a_frags = false;
   for (const OpPlan& p : plan_.ops) a_frags = a_frags || p.a_in_registers;
+  // The copies go out first; zeroing the accumulators (whose storage no tile shares: both
+  // live through the loop) overlaps their latency.
   w_.line("// ---- prologue");
-  emit_zero_accumulators();
   if (!hoisted.empty()) {
     w_.line("// loads of loop-invariant tiles (fmap φ): once, before the loop");
     for (int i : hoisted) emit_load(i, "0", "0");
@@ -417,6 +418,7 @@ void BlockEmitter::emit_prologue() {
       w_.line("strata_rt::cp_async_commit();");
     }
     set_group_scope(false);
+    emit_zero_accumulators();
     if (!hoisted.empty())
       w_.line("strata_rt::cp_async_wait<" + std::to_string(ahead) +
               ">();  // the invariant tiles have landed");
@@ -440,6 +442,7 @@ void BlockEmitter::emit_prologue() {
       w_.line("strata_rt::cp_async_commit();");
     }
   }
+  emit_zero_accumulators();
   const int pending = S >= 2 && !piped.empty() ? S - 1 : 0;
   if (!hoisted.empty() && (levels > 1 || a_frags))
     w_.line("strata_rt::cp_async_wait<" + std::to_string(pending) +
@@ -555,7 +558,7 @@ void BlockEmitter::emit_post() {
   const bool fin = post_finalize_work(plan_);
   if (fin) emit_finalize();
   for (int l = 1; l < plan_.num_levels(Phase::Post); ++l) {
-    if (l > 1 || fin) barrier();
+    if (l > 1 || barrier_before_post_level_one(plan_)) barrier();
     emit_level(Phase::Post, l);
   }
 }

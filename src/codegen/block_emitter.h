@@ -112,6 +112,13 @@ class BlockEmitter {
   void emit_dump_register_accum(int acc);
   void emit_sum_partials(int acc, bool finalize);
   void emit_finalize_shared(int acc);
+  /// The value of a tensor summed at read (TensorPlan::summed_at_read) at `idx`: the loop
+  /// groups' copies added, then the accumulator's mean / RMS taken.
+  std::string summed_value(int t, const std::vector<std::string>& idx) const;
+  /// Emits the vector read of `vec` elements at `idx` of a tensor summed at read into the
+  /// registers `name` (declared by the caller): the groups' copies added, then the mean / RMS.
+  void emit_summed_vector(int t, const std::vector<std::string>& idx, int64_t vec,
+                          const std::string& name);
 
   // block_chain.cc: register accumulators of non-matmul accumulators, matmul chains.
   void emit_register_accum(int op);

@@ -54,10 +54,47 @@ void BlockEmitter::emit_finalize() {
     const TensorPlan& tp = plan_.tensors[op.output];
     const bool done_in_step1 = p.rowsum_of >= 0 && !grouped();
     const bool fin = finalizes(op.kind) && !done_in_step1;
-    if (grouped() && tp.group_private)
-      emit_sum_partials(i, fin);
-    else if (fin && tp.home == TensorHome::Shared)
+    if (grouped() && tp.group_private) {
+      if (!tp.summed_at_read) emit_sum_partials(i, fin);
+    } else if (fin && tp.home == TensorHome::Shared) {
       emit_finalize_shared(i);
+    }
+  }
+}
+
+std::string BlockEmitter::summed_value(int t, const std::vector<std::string>& idx) const {
+  const TensorPlan& tp = plan_.tensors[t];
+  const BlockOp& op = g_.op(g_.tensor(t).producer);
+  const Access a = access(t);
+  std::string v = a.load(idx);
+  for (int pg = 1; pg < plan_.groups; ++pg) {
+    Access copy = a;
+    copy.base = "(" + a.base + " + " + std::to_string(pg * tp.group_elems) + ")";
+    v += " + " + copy.load(idx);
+  }
+  return finalized(op.kind, "(" + v + ")", finalize_count(g_, op));
+}
+
+void BlockEmitter::emit_summed_vector(int t, const std::vector<std::string>& idx, int64_t vec,
+                                      const std::string& name) {
+  const TensorPlan& tp = plan_.tensors[t];
+  const BlockOp& op = g_.op(g_.tensor(t).producer);
+  const Access a = access(t);
+  const std::string n = std::to_string(vec);
+  w_.line("strata_rt::load_f32<" + n + ">(&" + a.ref(idx) + ", " + name + ");");
+  w_.line("#pragma unroll");
+  w_.open("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg)");
+  w_.line("float part[" + n + "];  // loop group pg's partials");
+  Access copy = a;
+  copy.base = "(" + a.base + " + pg * " + std::to_string(tp.group_elems) + ")";
+  w_.line("strata_rt::load_f32<" + n + ">(&" + copy.ref(idx) + ", part);");
+  w_.line("#pragma unroll");
+  w_.line("for (int q = 0; q < " + n + "; ++q) " + name + "[q] += part[q];");
+  w_.close();
+  if (finalizes(op.kind)) {
+    w_.line("#pragma unroll");
+    w_.line("for (int q = 0; q < " + n + "; ++q) " + name + "[q] = " +
+            finalized(op.kind, name + "[q]", finalize_count(g_, op)) + ";");
   }
 }
 

@@ -76,6 +76,7 @@ std::string BlockEmitter::operand_value(int t, const Shape& out,
   const Shape& ts = g_.tensor(t).shape;
   if (auto it = vector_operands_.find(t); it != vector_operands_.end()) return it->second + "[j]";
   std::vector<std::string> idx = broadcast_index(ts, out_idx);
+  if (plan_.tensors[t].summed_at_read) return summed_value(t, idx);
   if (plan_.tensors[t].home != TensorHome::Inline) return access(t).load(idx);
   // Evaluate the inlined producer at this element.
   const int p = g_.tensor(t).producer;
@@ -99,11 +100,18 @@ void BlockEmitter::prefetch_vector_operands(int t, const Shape& out,
     return;
   }
   if (!vector_readable(t, vec)) return;
+  const TensorPlan& tp = plan_.tensors[t];
+  // A summed tensor's copies must start on a vector boundary too.
+  if (tp.summed_at_read && tp.group_elems % vec != 0) return;
   const std::string name = "pv" + std::to_string(t);
   w_.line("float " + name + "[" + std::to_string(vec) + "];  // " + g_.tensor_name(t) +
-          " along the chunk");
-  w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" + access(t).ref(idx) + ", " +
-          name + ");");
+          " along the chunk" +
+          (tp.summed_at_read ? ", the loop groups' partials summed" : ""));
+  if (tp.summed_at_read)
+    emit_summed_vector(t, idx, vec, name);
+  else
+    w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" + access(t).ref(idx) + ", " +
+            name + ");");
   vector_operands_[t] = name;
 }
 

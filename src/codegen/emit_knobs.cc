@@ -35,6 +35,8 @@ const std::vector<Knob>& knobs() {
       plan_int("stages", &PlanOptions::forced_stages, "pipeline stages (0 auto)"),
       plan_bool("early", &PlanOptions::early_refill,
                 "loop groups refill a stage before computing (one barrier per level)"),
+      plan_bool("sumread", &PlanOptions::sum_at_read,
+                "loop groups' partials summed by their post-loop readers (no in-place sum)"),
       plan_int("threads", &PlanOptions::threads, "threads per block (0 auto)"),
       plan_int("minblocks", &PlanOptions::min_blocks_per_sm,
                "blocks per SM the registers must allow (__launch_bounds__; 0 auto)"),

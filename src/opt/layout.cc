@@ -247,6 +247,29 @@ bool private_under_groups(const KernelPlan& plan, int t) {
   return plan.ops[g.tensor(t).producer].phase == Phase::Loop;
 }
 
+/// Whether every reader of accumulator tile t reads it element by element after the loop (an
+/// elementwise op or thread graph evaluated on its own or inlined into its consumer, or an
+/// output saver): such readers can add up the loop groups' copies themselves
+/// (TensorPlan::summed_at_read). Matmuls, reductions and epilogues hosted by a matmul read tiles
+/// another way and need the sum in place.
+bool read_elementwise_after_loop(const KernelPlan& plan, int t) {
+  const BlockGraph& g = *plan.graph;
+  for (int c = 0; c < static_cast<int>(g.ops().size()); ++c) {
+    const BlockOp& op = g.op(c);
+    if (std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end()) continue;
+    // An inlined op is evaluated by its consumer (transitively): that one must qualify too.
+    for (int e = c; e >= 0; e = plan.ops[e].inline_into) {
+      const OpPlan& p = plan.ops[e];
+      const Category cat = op_category(g.op(e).kind);
+      const bool elementwise =
+          cat == Category::Unary || cat == Category::Binary || cat == Category::Fused;
+      if (p.phase != Phase::Post || p.host >= 0) return false;
+      if (!elementwise && cat != Category::Sink) return false;
+    }
+  }
+  return true;
+}
+
 /// Every storage decision of choose_layouts for `warps` warps per group: matmul paths and
 /// tilings, homes, storage types, views, layouts, register accumulators. `grouped`: the plan
 /// is sized for loop groups (G > 1).
@@ -548,6 +571,8 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
       tp.group_elems = tp.layout.stage_elems * tp.stages;
       tp.bytes = tp.group_elems * dtype_size(tp.dtype) * (tp.group_private ? plan.groups : 1);
     }
+    tp.summed_at_read = tp.group_private && accum && plan.options.sum_at_read &&
+                        read_elementwise_after_loop(plan, t);
   }
   // Scratch for block-wide reductions (never inside a grouped loop: teams there stay in a warp).
   plan.scratch_bytes = 0;

@@ -39,6 +39,29 @@ bool finalize_in_two_steps(const KernelPlan& plan) {
   return false;
 }
 
+bool finalize_step_two_work(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  const bool grouped = plan.groups > 1;
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const BlockOp& op = g.op(static_cast<int>(i));
+    if (op_category(op.kind) != Category::Accum) continue;
+    const TensorPlan& tp = plan.tensors[op.output];
+    if (grouped && tp.group_private) {
+      if (!tp.summed_at_read) return true;  // the groups' copies summed in place
+      continue;
+    }
+    const bool done_in_step1 = plan.ops[i].rowsum_of >= 0 && !grouped;
+    const bool finalizes = op.kind == OpKind::AccumMeanLd || op.kind == OpKind::AccumRmsLd;
+    if (finalizes && !done_in_step1 && tp.home == TensorHome::Shared) return true;
+  }
+  return false;
+}
+
+bool barrier_before_post_level_one(const KernelPlan& plan) {
+  if (!post_finalize_work(plan)) return false;  // the barrier right after the loop serves
+  return !finalize_in_two_steps(plan) || finalize_step_two_work(plan);
+}
+
 void count_barriers(KernelPlan& plan) {
   if (plan.rowwise) {
     plan.barriers_prologue = plan.barriers_per_iteration = 0;
@@ -53,8 +76,12 @@ void count_barriers(KernelPlan& plan) {
   const bool late_refill = plan.groups > 1 && !refills_early(plan);
   plan.barriers_per_iteration =
       std::max(1, plan.num_levels(Phase::Loop) - 1) + (late_refill ? 1 : 0);
-  plan.barriers_post = plan.num_levels(Phase::Post) - 1 + (post_finalize_work(plan) ? 1 : 0) +
-                       (finalize_in_two_steps(plan) ? 1 : 0);
+  // After the loop: one barrier, one between the two finalize steps, one before post level 1
+  // when the finalize wrote what it reads, one before every later post level.
+  const int levels = plan.num_levels(Phase::Post);
+  plan.barriers_post = 1 + (finalize_in_two_steps(plan) ? 1 : 0) +
+                       (levels > 1 && barrier_before_post_level_one(plan) ? 1 : 0) +
+                       std::max(0, levels - 2);
 }
 
 Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
