@@ -161,7 +161,8 @@ int dim_of_class(const DimClassVec& classes, int rank, DimClass c);
 /// How grid and for-loop extents are derived from class extents (docs/search.md).
 struct SplitPolicy {
   /// Per-block tile extents for a grid split of a class that is not reduced in the program;
-  /// tile 1 (one block per index) only for classes of extent ≤ max_unit_tile_extent.
+  /// tile 1 (one block per index) only for classes of extent ≤ max_unit_tile_extent, which
+  /// may also be split in two halves (grid extent 2) whatever their tile.
   std::vector<int64_t> grid_tiles{1, 16, 32, 64, 128};
   int64_t max_unit_tile_extent = 64;
   /// Per-block tile extents for a grid split of a reduced class (split-K, FlashDecoding):

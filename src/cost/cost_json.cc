@@ -7,12 +7,14 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["op_id"] = k.op_id;
   j["label"] = k.label;
   j["load_bytes"] = k.load_bytes;
+  j["l2_bytes"] = k.l2_bytes;
   j["store_bytes"] = k.store_bytes;
   j["tensor_flops"] = k.tensor_flops;
   j["simt_flops"] = k.simt_flops;
   j["blocks"] = k.blocks;
   j["forloop"] = k.forloop;
   j["alpha"] = k.alpha;
+  j["underfill"] = k.underfill;
   j["t_mem_us"] = k.t_mem_s * 1e6;
   j["t_comp_us"] = k.t_comp_s * 1e6;
   j["predicted_us"] = k.predicted_s * 1e6;

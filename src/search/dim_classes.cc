@@ -391,6 +391,10 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
     if (g > policy.max_blocks) continue;
     out.push_back(g);
   }
+  // A small class also splits in two halves (X's 8 rows of a batch-1 matvec as two blocks of
+  // 4, each block re-reading W's tile from L2 while it streams).
+  if (!info.sum_reduced && e <= policy.max_unit_tile_extent && e % 2 == 0 && e > 2)
+    out.push_back(2);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -55,7 +55,8 @@ int run_cost(const std::string& path, const std::string& target_name, bool json)
     std::cout << graph_cost_to_json(c, *target).dump(2) << "\n";
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows = {{"kernel", "loaded B", "stored B", "tensor FLOP",
+  std::vector<std::vector<std::string>> rows = {{"kernel", "loaded B", "L2 B", "stored B",
+                                                 "tensor FLOP",
                                                  "SIMT FLOP", "blocks", "alpha", "t_mem us",
                                                  "t_comp us", "pred us", "smem B"}};
   bool over = false;
@@ -63,7 +64,7 @@ int run_cost(const std::string& path, const std::string& target_name, bool json)
     bool too_big = k.smem_bytes > target->smem_per_block_bytes;  // over the limit itself
     over = over || too_big;
     rows.push_back({"#" + std::to_string(k.op_id) + " " + k.label, std::to_string(k.load_bytes),
-                    std::to_string(k.store_bytes), fmt("%.4g", k.tensor_flops),
+                    std::to_string(k.l2_bytes), std::to_string(k.store_bytes), fmt("%.4g", k.tensor_flops),
                     fmt("%.4g", k.simt_flops), std::to_string(k.blocks), fmt("%.3f", k.alpha),
                     fmt("%.3f", k.t_mem_s * 1e6), fmt("%.3f", k.t_comp_s * 1e6),
                     fmt("%.3f", k.predicted_s * 1e6),
