@@ -10,7 +10,8 @@ search results). For every correct, timed candidate this script asks `strata cos
 the model's per-kernel features (DRAM bytes, bytes re-read from L2, tensor and SIMT FLOPs,
 blocks) and fits
 
-    t = Σ_kernels [ (bytes / BW + l2_bytes / BW_L2) · α_c + (tensor_flops / TP + simt_flops / SP) · u
+    t = Σ_kernels [ (bytes / BW + l2_bytes / BW_L2 + narrow_bytes / BW_narrow) · α_c
+                    + (tensor_flops / TP + simt_flops / SP) · u
                     + F · t_iter + L ],
     α_c = 1 + c · N_SM / N_blocks,   u = max(1, N_SM / N_blocks)
 
@@ -37,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import pearson, spearman  # noqa: E402
 
 SM_COUNT = {"h100": 132, "h200": 132, "a100": 108}
-NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/TP (s/tensor FLOP)", "1/SP (s/SIMT FLOP)",
-         "L (s/kernel)", "t_iter (s/iteration)"]
-KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_tensor_peak", "inv_simt_peak", "launch_s",
-        "iteration_latency_s"]
-TENSOR = 2  # index of the tensor-core rate among the features
+NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/BW_narrow (s/byte)", "1/TP (s/tensor FLOP)",
+         "1/SP (s/SIMT FLOP)", "L (s/kernel)", "t_iter (s/iteration)"]
+KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor_peak",
+        "inv_simt_peak", "launch_s", "iteration_latency_s"]
+TENSOR = 3  # index of the tensor-core rate among the features
 
 
 def resolve_graph(out, key, c, scratch):
@@ -102,6 +103,7 @@ def load_points(out, strata, target, scratch):
                        "measured_s": c["timing"]["median_us"] * 1e-6,
                        "predicted_s": cost["predicted_us"] * 1e-6,
                        "kernels": [{k: kern.get(k, 0) for k in ("load_bytes", "l2_bytes",
+                                                               "narrow_bytes",
                                                                "store_bytes", "tensor_flops",
                                                                "simt_flops", "blocks", "forloop")}
                                    for kern in cost["kernels"]]})
@@ -109,18 +111,19 @@ def load_points(out, strata, target, scratch):
 
 
 def features(point, c, n_sm):
-    """Coefficients of (1/BW, 1/BW_L2, 1/TP, 1/SP, L, t_iter) in the predicted time of one
-    graph."""
+    """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter) in the predicted
+    time of one graph."""
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
         alpha = 1.0 + c * n_sm / max(1, k["blocks"])
         f[0] += (k["load_bytes"] + k["store_bytes"]) * alpha
         f[1] += k["l2_bytes"] * alpha
+        f[2] += k["narrow_bytes"] * alpha
         under = max(1.0, n_sm / max(1, k["blocks"]))  # compute runs on min(N_blocks, N_SM) SMs
-        f[2] += k["tensor_flops"] * under
-        f[3] += k["simt_flops"] * under
-        f[4] += 1.0
-        f[5] += k["forloop"]
+        f[3] += k["tensor_flops"] * under
+        f[4] += k["simt_flops"] * under
+        f[5] += 1.0
+        f[6] += k["forloop"]
     return f
 
 

@@ -35,6 +35,7 @@ struct Target {
   int64_t smem_per_block_bytes;  ///< opt-in shared memory per thread block
   double mem_bandwidth_Bps;      ///< sustained DRAM bandwidth, bytes/s
   double l2_bandwidth_Bps;       ///< rate of tile re-reads that hit in L2, bytes/s
+  double narrow_bandwidth_Bps;   ///< extra cost of bytes in narrow tiles (rows < 128 B), bytes/s
   int64_t l2_bytes;              ///< L2 cache size
   double tensor_peak_flops;      ///< fp16/bf16 tensor-core rate (dense), FLOP/s
   double simt_peak_flops;        ///< fp32 CUDA-core rate (elementwise, reductions), FLOP/s
@@ -55,6 +56,8 @@ struct KernelCost {
   std::string label;    ///< "<op> → <output names>"
   int64_t load_bytes;   ///< DRAM bytes read, trip counts included
   int64_t l2_bytes;     ///< bytes re-read by further blocks that hit in L2
+  int64_t narrow_bytes; ///< bytes loaded in tiles whose rows are shorter than 128 B (a part
+                        ///< of a longer row: every row a separate, partly used L2 line)
   int64_t store_bytes;  ///< DRAM bytes written
   double tensor_flops;  ///< matmul FLOPs (tensor cores)
   double simt_flops;    ///< all other FLOPs (CUDA cores)

@@ -8,6 +8,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["label"] = k.label;
   j["load_bytes"] = k.load_bytes;
   j["l2_bytes"] = k.l2_bytes;
+  j["narrow_bytes"] = k.narrow_bytes;
   j["store_bytes"] = k.store_bytes;
   j["tensor_flops"] = k.tensor_flops;
   j["simt_flops"] = k.simt_flops;

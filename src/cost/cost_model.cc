@@ -27,17 +27,17 @@ constexpr double kFree = std::numeric_limits<double>::infinity();
 // The table of built-in targets; docs/cost-model.md gives the source of every figure.
 const std::vector<Target>& target_table() {
   static const std::vector<Target> table = {
-      // name   SMs  smem/block  DRAM B/s  L2 B/s  L2 bytes  tensor FLOP/s  SIMT FLOP/s  launch s
-      //   c_α  t_iter s
-      // h200: fitted to 176 candidates timed on an H200 (bench/calibrate.py on
-      // bench/results/h200-2026-11-24.json with c_α held at 0.1, the underfill of the
-      // microbenchmark's 48- and 64-block streams; docs/cost-model.md); re-reads that hit in L2
-      // fit at no cost (they overlap the DRAM stream). h100: the same SM, so the H200 fit, with
-      // the bandwidth scaled by the HBM ratio 3.35 / 4.8 TB/s. a100: MCFuser's analytical
-      // constants, not calibrated (L2 re-reads at the DRAM rate).
-      {"h100", 132, 232448, 3.27e12, kFree, 50 << 20, 734e12, 8.55e12, 3.28e-6, 0.1, 1.71e-8},
-      {"h200", 132, 232448, 4.69e12, kFree, 60 << 20, 734e12, 8.55e12, 3.28e-6, 0.1, 1.71e-8},
-      {"a100", 108, 166912, 1.6e12, 1.6e12, 40 << 20, 312e12, 19.5e12, 2e-6, 1.0, 0.0},
+      // name   SMs  smem/block  DRAM B/s  L2 re-read B/s  narrow-tile B/s  L2 bytes
+      //   tensor FLOP/s  SIMT FLOP/s  launch s  c_α  t_iter s
+      // h200: fitted to 244 candidates timed on an H200 in two runs of 2026-11-24
+      // (bench/calibrate.py; docs/cost-model.md), c_α held at 0.1, the underfill of the
+      // microbenchmark's 48- and 64-block streams; t_iter fits at 0. h100: the same SM, so the
+      // H200 fit, with the DRAM and narrow-tile rates scaled by the HBM ratio 3.35 / 4.8 TB/s.
+      // a100: MCFuser's analytical constants, not calibrated (L2 re-reads at the DRAM rate, no
+      // narrow-tile cost).
+      {"h100", 132, 232448, 3.45e12, 4.16e13, 1.23e13, 50 << 20, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0},
+      {"h200", 132, 232448, 4.94e12, 4.16e13, 1.76e13, 60 << 20, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0},
+      {"a100", 108, 166912, 1.6e12, 1.6e12, kFree, 40 << 20, 312e12, 19.5e12, 2e-6, 1.0, 0.0},
   };
   return table;
 }
@@ -207,7 +207,13 @@ std::vector<InputReads> customized_cost(const KernelGraph& g, const KernelOp& op
       // Hoisted out of the for-loop when the tile does not depend on the iteration.
       int64_t trips = blocks * (bop.attrs.fmap == kReplicate ? 1 : F);
       int64_t elem = dtype_size(dtypes[bop.attrs.input_index]);
-      reads[bop.attrs.input_index].loaded += b.tensor(bop.output).shape.numel() * elem * trips;
+      const Shape& tile = b.tensor(bop.output).shape;
+      const int64_t bytes = tile.numel() * elem * trips;
+      reads[bop.attrs.input_index].loaded += bytes;
+      const Shape& full = g.tensor(op.inputs[bop.attrs.input_index]).shape;
+      const int64_t row = tile.rank() == 0 ? elem : tile[tile.rank() - 1] * elem;
+      if (row < 128 && tile.rank() > 0 && tile[tile.rank() - 1] < full[full.rank() - 1])
+        k.narrow_bytes += bytes;
     } else if (bop.kind == OpKind::Output) {
       int64_t elem = dtype_size(g.tensor(op.outputs[saver++]).dtype);
       k.store_bytes += b.tensor(bop.inputs[0]).shape.numel() * elem * blocks;
@@ -260,7 +266,8 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
     k.alpha = 1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) /
                         static_cast<double>(k.blocks);
     k.t_mem_s = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps +
-                static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps;
+                static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
+                static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
     k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
     k.underfill = std::max(1.0, static_cast<double>(t.sm_count) / static_cast<double>(k.blocks));
     k.predicted_s = k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
