@@ -20,7 +20,10 @@ blocks) and fits
 of the current and the fitted constants (median and worst |log(pred / measured)|, Pearson of
 logs, Spearman), and writes the points and both fits as JSON with --json.
 
-Usage: python3 bench/calibrate.py OUT_DIR... [--strata build/strata] [--target h200]
+A result JSON names its candidates by origin in this checkout; `RESULT.json@REV` reads them as
+they were at git revision REV (the search results the run profiled).
+
+Usage: python3 bench/calibrate.py OUT_DIR|RESULT.json[@REV]... [--strata build/strata] [--target h200]
                                   [--json calibration.json]
 Pure Python (no numpy), so it runs on a machine without the benchmark's dependencies.
 """
@@ -45,19 +48,28 @@ KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor
 TENSOR = 3  # index of the tensor-core rate among the features
 
 
-def resolve_graph(out, key, c, scratch):
+def resolve_graph(out, key, c, scratch, rev=None):
     """A local μGraph file for candidate c of report `key`: the exported candidate (benchmark
     runs), else its origin: a μGraph path (mapped into this checkout or OUT/graphs) or
-    `RESULT.json: ranked[i].graph` of a search result (extracted into `scratch`)."""
+    `RESULT.json: ranked[i].graph` of a search result (extracted into `scratch`). With `rev`, a
+    git revision, the origin is read as it was in that revision of this repository."""
     exported = out / "candidates" / key / f"cand{c['index']}.json"
     if exported.exists():
         return exported
     origin = c.get("origin", "")
     path, _, member = origin.partition(": ")
-    candidates = [Path(path), ROOT / path, out / "graphs" / Path(path).name]
-    if "/examples/" in path:
-        candidates.append(ROOT / "examples" / path.split("/examples/", 1)[1])
-    local = next((p for p in candidates if p.exists()), None)
+    if rev:
+        r = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            return None
+        local = scratch / f"{rev}.{Path(path).name}"
+        local.write_text(r.stdout)
+    else:
+        candidates = [Path(path), ROOT / path, out / "graphs" / Path(path).name]
+        if "/examples/" in path:
+            candidates.append(ROOT / "examples" / path.split("/examples/", 1)[1])
+        local = next((p for p in candidates if p.exists()), None)
     if local is None or not member:
         return local
     rank = int(member.split("[", 1)[1].split("]", 1)[0])
@@ -85,11 +97,14 @@ def timed_candidates(out):
                 yield report.stem, c
 
 
-def load_points(out, strata, target, scratch):
-    """(config, index, measured_s, kernels) for every correct timed candidate."""
+def load_points(spec, strata, target, scratch):
+    """(config, index, measured_s, kernels) for every correct timed candidate of SPEC: a run
+    folder, a result JSON, or RESULT.json@REV (its μGraph origins read at git revision REV)."""
+    path, _, rev = spec.rpartition("@") if "@" in spec else (spec, "", "")
+    out = Path(path)
     points = []
     for key, c in timed_candidates(out):
-        graph = resolve_graph(out if out.is_dir() else out.parent, key, c, scratch)
+        graph = resolve_graph(out if out.is_dir() else out.parent, key, c, scratch, rev or None)
         if graph is None:
             print(f"calibrate: no μGraph for {key} #{c['index']}, point skipped", file=sys.stderr)
             continue
@@ -223,7 +238,7 @@ def main():
     n_sm = SM_COUNT[a.target]
     with tempfile.TemporaryDirectory() as scratch:
         points = [p for out in a.out
-                  for p in load_points(Path(out), a.strata, a.target, Path(scratch))]
+                  for p in load_points(out, a.strata, a.target, Path(scratch))]
     if len(points) < 5:
         sys.exit(f"calibrate: only {len(points)} timed candidates under {' '.join(a.out)}; "
                  "need at least 5")
