@@ -174,30 +174,26 @@ TEST(EmulationLoopGroups, OneWarpGroupsWithStages) {
                 "kept in registers"}});
 }
 TEST(EmulationLoopGroups, NamedBarriersAndUnevenLoop) {
-  // F = 8 over 3 groups of 2 warps: 3, 3 and 2 iterations.
-  check_graph({"lg_mlp",
-               gatedmlp_graph(16, 512, 128),
-               0.5,
-               2e-2,
-               with([](PlanOptions& p) {
-                 p.loop_groups = 3;
-                 p.threads = 192;
-                 p.forced_stages = 2;
-               }),
-               {"3 groups of 64 threads", "group_sync<64>(1 + grp)",
-                "the loop groups' partials summed", "loop group pg's partials"}});
-  // The same with the partials summed in place (PlanOptions::sum_at_read off).
-  check_graph({"lg_mlp_in_place",
-               gatedmlp_graph(16, 512, 128),
-               0.5,
-               2e-2,
-               with([](PlanOptions& p) {
-                 p.loop_groups = 3;
-                 p.threads = 192;
-                 p.forced_stages = 2;
-                 p.sum_at_read = false;
-               }),
-               {"sum of the 3 loop groups"}});
+  // F = 8 over 3 groups of 2 warps: 3, 3 and 2 iterations; the partials summed by the saver
+  // (PlanOptions::sum_at_read) or in place.
+  for (bool at_read : {true, false}) {
+    std::vector<std::string> expect = {"3 groups of 64 threads", "group_sync<64>(1 + grp)"};
+    if (at_read)
+      expect.insert(expect.end(), {"the loop groups' partials summed", "loop group pg's partials"});
+    else
+      expect.push_back("sum of the 3 loop groups");
+    check_graph({at_read ? "lg_mlp" : "lg_mlp_in_place",
+                 gatedmlp_graph(16, 512, 128),
+                 0.5,
+                 2e-2,
+                 with([at_read](PlanOptions& p) {
+                   p.loop_groups = 3;
+                   p.threads = 192;
+                   p.forced_stages = 2;
+                   p.sum_at_read = at_read;
+                 }),
+                 expect});
+  }
 }
 // Early refill (PlanOptions::early_refill): the stage consumed in iteration gj − 1 is refilled
 // right after the barrier of gj. Uneven loops (3 groups over F = 8), more stages than a group has

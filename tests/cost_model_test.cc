@@ -62,7 +62,8 @@ Target h100() {
 void expect_formula(const KernelCost& k, const Target& t) {
   double alpha = 1.0 + t.alpha_sm_factor * t.sm_count / static_cast<double>(k.blocks);
   double t_mem = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps +
-                 static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps;
+                 static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
+                 static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
   double t_comp = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
   EXPECT_DOUBLE_EQ(k.alpha, alpha);
   EXPECT_DOUBLE_EQ(k.t_mem_s, t_mem);
@@ -168,6 +169,11 @@ TEST(CostModel, MoreBlocksLowerAlpha) {
   // X come from DRAM once.
   EXPECT_EQ(wide.load_bytes, many.load_bytes);
   EXPECT_EQ(wide.l2_bytes - many.l2_bytes, 16 * 4096 * 2 * (48 - 192));
+  // W's 32-column f16 tiles have 64-byte rows, parts of longer rows: every W byte counts as
+  // narrow; X's [16, 64] tiles (128-byte rows) and 64 or 128 W columns do not.
+  EXPECT_EQ(many.narrow_bytes, kK * kN * 2);
+  EXPECT_EQ(narrow.narrow_bytes, 0);
+  EXPECT_EQ(wide.narrow_bytes, 0);
 }
 
 TEST(CostModel, ReReadsAcrossWavesOfLargeInputsGoToDram) {

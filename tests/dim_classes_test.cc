@@ -177,8 +177,14 @@ TEST(DimClasses, SplitCandidatesComeFromExtents) {
   cols.extent = 6144;
   EXPECT_EQ(grid_extent_candidates(cols, policy), (std::vector<int64_t>{48, 96, 192, 384}));
   DimClassInfo batch;
-  batch.extent = 16;  // small: one block per index
-  EXPECT_EQ(grid_extent_candidates(batch, policy), (std::vector<int64_t>{16}));
+  batch.extent = 16;  // small: one block per index, or two halves
+  EXPECT_EQ(grid_extent_candidates(batch, policy), (std::vector<int64_t>{2, 16}));
+  DimClassInfo pair;
+  pair.extent = 2;  // its halves are its unit tiles
+  EXPECT_EQ(grid_extent_candidates(pair, policy), (std::vector<int64_t>{2}));
+  DimClassInfo rows;
+  rows.extent = 128;  // above max_unit_tile_extent: tiles only (16, 32, 64)
+  EXPECT_EQ(grid_extent_candidates(rows, policy), (std::vector<int64_t>{2, 4, 8}));
   DimClassInfo kv;  // a summed class: split-K tiles 128..1024
   kv.extent = 4096;
   kv.sum_reduced = true;
