@@ -24,6 +24,10 @@ Cuts (combine with '+'):
           across groups, no output stores)
   nozero  delete the prologue's zeroing of shared accumulators
   nostore guard every output store by a test that never holds (the values are still computed)
+  nopostbar  delete the block barriers after the main loop
+  nodump  delete the post-loop writes of register partials to shared memory
+  nosum   post-loop readers take the first loop group's partials only (no reads of the other
+          groups' copies; see PlanOptions::sum_at_read)
   With nomma+nox+nowork+noepi+nozero only the W copies, the pipeline's waits and barriers
   remain: the emitted kernel's bare stream, to hold against bench/micro/stream_abi.cu.
 Needs a GPU, PyTorch and nvcc.
@@ -94,6 +98,22 @@ def cut_after_loop(src):
     return "\n".join(out)
 
 
+def cut_loop_group_sums(src):
+    """Drops every `for (int pg = 1; ...)` loop that adds further loop groups' partials, and
+    the further terms `+ (base + N)[...]` of scalar sums at read."""
+    lines = src.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].strip().startswith("for (int pg = 1;") and lines[i].rstrip().endswith("{"):
+            if out and out[-1].strip() == "#pragma unroll":
+                out.pop()
+            i = matching_block(lines, i)
+            continue
+        out.append(lines[i])
+        i += 1
+    return re.sub(r" \+ \((s\w+) \+ \d+\)\[[^\]]*\]", "", "\n".join(out))
+
+
 def apply_cut(src, cut):
     for part in cut.split("+"):
         if part == "nomma":
@@ -107,6 +127,14 @@ def apply_cut(src, cut):
         elif part == "nostore":
             src = re.sub(r"^(\s*)(strata_rt::store_global_vec<[^;]*, (\w+)\);)$",
                          r"\1if (\3[0] == 12345.678f) \2", src, flags=re.M)
+        elif part == "nopostbar":
+            head, marker, tail = src.partition("// ---- after the loop")
+            src = head + marker + re.sub(r"^[ \t]*__syncthreads\(\);\n", "", tail, flags=re.M)
+        elif part == "nodump":
+            src = cut_blocks(src, r"^\s*// b\d+: (register fragments|per-chunk partial sums|"
+                                  r"thread-owned chunks|row sums)")
+        elif part == "nosum":
+            src = cut_loop_group_sums(src)
         elif part == "nozero":
             src = cut_blocks(src, r"^\s*// zero accumulator")
         elif part == "l2_256":
