@@ -26,6 +26,8 @@ Cuts (combine with '+'):
   nostore guard every output store by a test that never holds (the values are still computed)
   nopostbar  delete the block barriers after the main loop
   nodump  delete the post-loop writes of register partials to shared memory
+  noread  post-loop vector reads of shared memory replaced by constants (the saver computes and
+          stores made-up values)
   nosum   post-loop readers take the first loop group's partials only (no reads of the other
           groups' copies; see PlanOptions::sum_at_read)
   With nomma+nox+nowork+noepi+nozero only the W copies, the pipeline's waits and barriers
@@ -133,6 +135,12 @@ def apply_cut(src, cut):
         elif part == "nodump":
             src = cut_blocks(src, r"^\s*// b\d+: (register fragments|per-chunk partial sums|"
                                   r"thread-owned chunks|row sums)")
+        elif part == "noread":
+            head, marker, tail = src.partition("// ---- after the loop")
+            src = head + marker + re.sub(
+                r"strata_rt::load_f32<(\d+)>\(&[^;]*, (\w+)\);",
+                r"for (int q = 0; q < \1; ++q) \2[q] = 0.25f * static_cast<float>(q + tid);",
+                tail)
         elif part == "nosum":
             src = cut_loop_group_sums(src)
         elif part == "nozero":
