@@ -105,8 +105,12 @@ __global__ void __launch_bounds__(kThreads) stream_cpasync(const __half* __restr
 // each with its own STAGES-deep pipeline and its own barrier (named barrier 1 + g, or
 // __syncwarp for one-warp groups). LATE: refill a stage only after it has been consumed, behind a
 // second barrier (strata's order); otherwise refill the stage consumed one iteration earlier
-// right after the top barrier (stream_cpasync's order).
-template <int GROUPS, int STAGES, int ROWS, bool LATE>
+// right after the top barrier (stream_cpasync's order). END says what the kernel does besides
+// copying: kConsume reads every landed tile (the default); the others read no tile in the loop
+// and, after the last wait, nothing (kNothing), one shared load (kSharedLoad) or one 16-byte
+// global store per thread (kGlobalStore) — what an epilogue after a stream costs.
+enum End { kConsume = 0, kNothing = 1, kSharedLoad = 2, kGlobalStore = 3 };
+template <int GROUPS, int STAGES, int ROWS, bool LATE, int END = kConsume>
 __global__ void __launch_bounds__(kThreads) stream_groups(const __half* __restrict__ w, int K, int N,
                                                           float* __restrict__ out) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -152,17 +156,25 @@ __global__ void __launch_bounds__(kThreads) stream_groups(const __half* __restri
       if (gj + STAGES - 1 < n_it) load(gj + STAGES - 1, (gj + STAGES - 1) % STAGES);
       asm volatile("cp.async.commit_group;\n" ::);
     }
-    const __half2* t = reinterpret_cast<const __half2*>(gsmem + (gj % STAGES) * kStage);
+    if constexpr (END == kConsume) {
+      const __half2* t = reinterpret_cast<const __half2*>(gsmem + (gj % STAGES) * kStage);
 #pragma unroll
-    for (int k = 0; k < kStage / 4 / kGT; k += 8) {
-      __half2 v = t[gtid + k * kGT];
-      acc += __low2float(v) + __high2float(v);
+      for (int k = 0; k < kStage / 4 / kGT; k += 8) {
+        __half2 v = t[gtid + k * kGT];
+        acc += __low2float(v) + __high2float(v);
+      }
     }
     if constexpr (LATE) {
       sync();
       if (gj + STAGES < n_it) load(gj + STAGES, gj % STAGES);
       asm volatile("cp.async.commit_group;\n" ::);
     }
+  }
+  if constexpr (END != kConsume) asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  if constexpr (END == kSharedLoad) acc = __half2float(reinterpret_cast<const __half*>(gsmem)[gtid]);
+  if constexpr (END == kGlobalStore) {
+    reinterpret_cast<uint4*>(out)[blockIdx.x * kThreads + tid] = make_uint4(tid, 0, 0, 0);
+    return;
   }
   if (acc == 12345.f) out[blockIdx.x] = acc;
 }
@@ -442,13 +454,13 @@ int main(int argc, char** argv) {
                          copies));
   };
   // Loop groups: G groups x S stages of R rows (64-column tiles, grid N / 64), refill early / late.
-  auto run_grp = [&](auto kernel, int groups, int stages, int rows, bool late) {
+  auto run_grp = [&](auto kernel, int groups, int stages, int rows, bool late, const char* end = "") {
     const int smem = groups * stages * rows * kRowBytes;
     CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     dim3 grid(N / kTileCols);
     char name[96];
-    std::snprintf(name, sizeof name, "groups %d stages %2d rows %3d refill %s", groups, stages, rows,
-                  late ? "late " : "early");
+    std::snprintf(name, sizeof name, "groups %d stages %2d rows %3d refill %s%s", groups, stages, rows,
+                  late ? "late " : "early", end);
     report(name, time_us([&](int i, cudaStream_t s) { kernel<<<grid, kThreads, smem, s>>>(w[i], K, N, out); },
                          copies));
   };
@@ -466,6 +478,16 @@ int main(int argc, char** argv) {
     run_grp(stream_groups<4, 4, 64, false>, 4, 4, 64, false);
     run_grp(stream_groups<4, 8, 32, false>, 4, 8, 32, false);
     run_grp(stream_groups<4, 3, 128, false>, 4, 3, 128, false);
+    // The end of a stream: no tile read in the loop, then nothing / one shared load / one
+    // global store per thread after the last wait (4 x 2 x 128 late, rmsnorm_b1's winner, and
+    // 1 x 8 x 64).
+    std::printf("no tile read in the loop; after the last wait:\n");
+    run_grp(stream_groups<4, 2, 128, true, kNothing>, 4, 2, 128, true, " nothing");
+    run_grp(stream_groups<4, 2, 128, true, kSharedLoad>, 4, 2, 128, true, " smem ld");
+    run_grp(stream_groups<4, 2, 128, true, kGlobalStore>, 4, 2, 128, true, " gl store");
+    run_grp(stream_groups<1, 8, 64, false, kNothing>, 1, 8, 64, false, " nothing");
+    run_grp(stream_groups<1, 8, 64, false, kSharedLoad>, 1, 8, 64, false, " smem ld");
+    run_grp(stream_groups<1, 8, 64, false, kGlobalStore>, 1, 8, 64, false, " gl store");
     return 0;
   }
   // Tile shapes: COLS-wide tiles of NMAT matrices side by side ([K, N] read as NMAT matrices
