@@ -156,7 +156,7 @@ TEST(CostModel, FusedRmsNormPredictedFasterThanProgram) {
 }
 
 TEST(CostModel, MoreBlocksLowerAlpha) {
-  Target t = *Target::by_name("a100");  // c_α = 1 (MCFuser's); the calibrated targets fit 0
+  Target t = *Target::by_name("a100");  // c_α = 1 (MCFuser's); the calibrated targets hold 0.1
   KernelCost wide = estimate_cost(rmsnorm_fused(128), t).kernels[0];   // 48 blocks
   KernelCost narrow = estimate_cost(rmsnorm_fused(64), t).kernels[0];  // 96 blocks
   KernelCost many = estimate_cost(rmsnorm_fused(32), t).kernels[0];    // 192 blocks
