@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "strata/cost_model.h"
+#include "strata/dim_classes.h"
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
 #include "strata/search.h"
@@ -65,6 +67,13 @@ TEST(SearchCache, ContentHashAndKeys) {
   // Result-affecting fields change the key; limits and threads do not.
   EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_max_block_ops(9)));
   EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_target("a100")));
+  // The model's constants and the split tiles are part of the key: a refitted model or other
+  // splits must not reuse rankings made with the old ones.
+  const Json h100 = search_model_fingerprint("h100"), h200 = search_model_fingerprint("h200");
+  EXPECT_EQ(h100["mem_bandwidth_Bps"], Target::by_name("h100")->mem_bandwidth_Bps);
+  EXPECT_NE(h100, h200);
+  EXPECT_EQ(h100["grid_tiles"], Json(SplitPolicy{}.grid_tiles));
+  EXPECT_EQ(search_model_fingerprint("a100")["narrow_bandwidth_Bps"], "inf");  // free: no cost
   EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_abstract_pruning(false)));
   EXPECT_EQ(key, search_cache_key(p, SearchConfig(c).with_threads(7).with_time_limit(3)));
   auto other = load_graph("examples/programs/rmsnorm_b1.strata");
@@ -223,17 +232,19 @@ TEST(OptimizeCli, WritesTheResultAndSummary) {
 
 TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
   fs::path dir = fresh_dir("cli_sigint");
-  // SIGINT after two seconds (the search takes about four on 2 cores; one second was too
-  // short for a loaded machine to reach the handler): the search stops, reports and leaves a
-  // checkpoint.
+  // SIGINT after two seconds to a one-thread search (about four seconds on an idle machine;
+  // with two threads about two, which raced the signal): the search stops, reports and leaves
+  // a checkpoint. `--foreground` makes timeout signal the search alone: without it timeout
+  // also signals its process group, the search gets SIGINT twice, and the second one (as a
+  // second Ctrl-C is meant to) kills it.
   CliRun stopped = strata(dir, "optimize examples/programs/gqa_small.strata --threads 2 --top 2");
   (void)stopped;
   fs::remove_all(dir / "cache");
   const char* bin = std::getenv("STRATA_BIN");
   ASSERT_NE(bin, nullptr);
   std::string cmd = "STRATA_CACHE_DIR='" + (dir / "cache").string() +
-                    "' timeout --preserve-status -s INT 2 '" + bin +
-                    "' optimize examples/programs/gqa_small.strata --threads 2 --top 2 >'" +
+                    "' timeout --foreground --preserve-status -s INT 2 '" + bin +
+                    "' optimize examples/programs/gqa_small.strata --threads 1 --top 2 >'" +
                     (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
   int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status));
@@ -242,7 +253,7 @@ TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
   EXPECT_NE(out.find("stop: interrupted"), std::string::npos) << out;
   EXPECT_NE(out.find("checkpoint written"), std::string::npos) << out;
   CliRun resumed = strata(dir,
-                          "optimize examples/programs/gqa_small.strata --threads 2 --top 2 "
+                          "optimize examples/programs/gqa_small.strata --threads 1 --top 2 "
                           "--resume --quiet");
   EXPECT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_NE(resumed.out.find("stop: exhausted"), std::string::npos) << resumed.out;

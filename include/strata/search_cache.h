@@ -28,9 +28,14 @@ std::string content_hash(std::string_view data);
 /// $HOME/.cache/strata.
 std::string resolve_cache_dir(const std::string& configured);
 
+/// What ranks and generates candidates beyond the configuration: the cost model's constants for
+/// `target` (the built-in table) and the default SplitPolicy's tile lists. Part of the cache
+/// key, so that a build with a refitted model or other splits does not reuse stale rankings.
+Json search_model_fingerprint(const std::string& target);
+
 /// The cache key of a search: content_hash of the program's canonical μGraph JSON, the
-/// configuration fields that change results (marked (key) in SearchConfig) and the strata
-/// version.
+/// configuration fields that change results (marked (key) in SearchConfig), the model
+/// fingerprint and the strata version.
 std::string search_cache_key(const KernelGraph& program, const SearchConfig& config);
 
 /// Writes `payload` in the checked envelope to `path`, creating its directory.

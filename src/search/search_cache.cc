@@ -1,9 +1,12 @@
 #include "strata/search_cache.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "strata/cost_model.h"
+#include "strata/dim_classes.h"
 #include "strata/graph_io.h"
 
 namespace strata {
@@ -53,6 +56,32 @@ std::string resolve_cache_dir(const std::string& configured) {
   return ".strata-cache";
 }
 
+Json search_model_fingerprint(const std::string& target) {
+  Json f;
+  if (auto t = Target::by_name(target); t.ok()) {
+    // Non-finite rates ("free") are written as strings: JSON has no infinity.
+    auto rate = [](double v) { return std::isfinite(v) ? Json(v) : Json("inf"); };
+    f["sm_count"] = t->sm_count;
+    f["smem_per_block_bytes"] = t->smem_per_block_bytes;
+    f["mem_bandwidth_Bps"] = rate(t->mem_bandwidth_Bps);
+    f["l2_bandwidth_Bps"] = rate(t->l2_bandwidth_Bps);
+    f["narrow_bandwidth_Bps"] = rate(t->narrow_bandwidth_Bps);
+    f["l2_bytes"] = t->l2_bytes;
+    f["tensor_peak_flops"] = rate(t->tensor_peak_flops);
+    f["simt_peak_flops"] = rate(t->simt_peak_flops);
+    f["launch_overhead_s"] = t->launch_overhead_s;
+    f["alpha_sm_factor"] = t->alpha_sm_factor;
+    f["iteration_latency_s"] = t->iteration_latency_s;
+  }
+  const SplitPolicy policy;
+  f["grid_tiles"] = policy.grid_tiles;
+  f["max_unit_tile_extent"] = policy.max_unit_tile_extent;
+  f["reduce_tiles"] = policy.reduce_tiles;
+  f["loop_tiles"] = policy.loop_tiles;
+  f["max_blocks"] = policy.max_blocks;
+  return f;
+}
+
 std::string search_cache_key(const KernelGraph& program, const SearchConfig& c) {
   Json k;
   k["program"] = kernel_graph_to_json(program);
@@ -64,6 +93,7 @@ std::string search_cache_key(const KernelGraph& program, const SearchConfig& c) 
   k["abstract_pruning"] = c.abstract_pruning;
   k["target"] = c.target;
   k["top_k"] = c.top_k;
+  k["model"] = search_model_fingerprint(c.target);
   k["strata_version"] = STRATA_VERSION;
   return content_hash(k.dump());
 }
