@@ -179,6 +179,70 @@ __global__ void __launch_bounds__(kThreads) stream_groups(const __half* __restri
   if (acc == 12345.f) out[blockIdx.x] = acc;
 }
 
+// ---- warp-specialized pipeline (sm_90): one producer warp, three consumer warps ------------
+// Warp 0 issues every copy of the block: STAGES stages of ROWS rows of the 64-column tile, each
+// completing on the stage's `full` mbarrier (cp.async.mbarrier.arrive.noinc, one arrival per
+// producer lane). Warps 1..3 wait on `full`, read the stage (each its third of the rows) and
+// release it on the stage's `empty` mbarrier (one arrival per consumer warp), which the
+// producer waits on before refilling. No block barrier in the loop: the shape a loop with a
+// deep pipeline and hidden compute would take.
+template <int STAGES, int ROWS>
+__global__ void __launch_bounds__(kThreads) stream_producer(const __half* __restrict__ w, int K, int N,
+                                                            float* __restrict__ out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+  constexpr int kStage = ROWS * kRowBytes;
+  constexpr int kPerLane = kStage / 16 / 32;
+  constexpr int kConsumers = kThreads / 32 - 1;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int iters = K / ROWS;
+  const __half* base = w + blockIdx.x * kTileCols;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 32;\n" ::"r"(smem_addr(&full[s])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(&empty[s])), "n"(kConsumers));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  }
+  __syncthreads();
+  float acc = 0.f;
+  if (warp == 0) {
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      if (it >= STAGES) mbarrier_wait(&empty[s], ((it / STAGES) + 1) & 1);
+      const __half* src = base + static_cast<size_t>(it) * ROWS * N;
+      unsigned char* dst = smem + s * kStage;
+#pragma unroll
+      for (int k = 0; k < kPerLane; ++k) {
+        const int c = lane + k * 32;
+        const int r = c / 8, col = c % 8;
+        asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(
+                         smem_addr(dst + r * kRowBytes + ((col ^ (r & 7)) * 16))),
+                     "l"(src + static_cast<size_t>(r) * N + col * 8));
+      }
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(&full[s]))
+                   : "memory");
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+  } else {
+    const int ct = tid - 32;  // consumer thread
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      mbarrier_wait(&full[s], (it / STAGES) & 1);
+      const __half2* t = reinterpret_cast<const __half2*>(smem + s * kStage);
+      for (int k = ct; k < kStage / 4; k += 32 * kConsumers * 8) {
+        __half2 v = t[k];
+        acc += __low2float(v) + __high2float(v);
+      }
+      __syncwarp();
+      if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(&empty[s])) : "memory");
+    }
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+#endif
+}
+
 // ---- bulk copies (sm_90) ----------------------------------------------------------------------
 template <int STAGES, int ROWS>
 __global__ void __launch_bounds__(kThreads) stream_bulk(const __half* __restrict__ w, int K, int N,
@@ -478,6 +542,20 @@ int main(int argc, char** argv) {
     run_grp(stream_groups<4, 4, 64, false>, 4, 4, 64, false);
     run_grp(stream_groups<4, 8, 32, false>, 4, 8, 32, false);
     run_grp(stream_groups<4, 3, 128, false>, 4, 3, 128, false);
+    // One producer warp for the whole block, three consumer warps (no block barrier).
+    auto run_prod = [&](auto kernel, int stages, int rows) {
+      const int smem = stages * rows * kRowBytes;
+      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      char name[96];
+      std::snprintf(name, sizeof name, "producer warp, stages %2d rows %3d", stages, rows);
+      report(name, time_us([&](int i, cudaStream_t s) {
+               kernel<<<N / kTileCols, kThreads, smem, s>>>(w[i], K, N, out);
+             }, copies));
+    };
+    run_prod(stream_producer<8, 64>, 8, 64);
+    run_prod(stream_producer<12, 64>, 12, 64);
+    run_prod(stream_producer<16, 32>, 16, 32);
+    run_prod(stream_producer<4, 128>, 4, 128);
     // The end of a stream: no tile read in the loop, then nothing / one shared load / one
     // global store per thread after the last wait (4 x 2 x 128 late, rmsnorm_b1's winner, and
     // 1 x 8 x 64).
