@@ -243,6 +243,63 @@ __global__ void __launch_bounds__(kThreads) stream_producer(const __half* __rest
 #endif
 }
 
+// The same with a tensor-map producer: one thread of warp 0 issues each stage as one
+// ROWS x 64 box (128-byte swizzle), completing on `full` with its byte count; warps 1..3
+// consume and release as above.
+template <int STAGES, int ROWS>
+__global__ void __launch_bounds__(kThreads) stream_producer_tma(const __grid_constant__ CUtensorMap map, int K,
+                                                                float* __restrict__ out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+  constexpr int kStage = ROWS * kRowBytes;
+  constexpr int kConsumers = kThreads / 32 - 1;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int iters = K / ROWS;
+  const int col0 = blockIdx.x * kTileCols;
+  if (tid == 0) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map)) : "memory");
+    for (int s = 0; s < STAGES; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(&full[s])));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(&empty[s])), "n"(kConsumers));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  }
+  __syncthreads();
+  float acc = 0.f;
+  if (tid == 0) {
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      if (it >= STAGES) mbarrier_wait(&empty[s], ((it / STAGES) + 1) & 1);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(&full[s])),
+                   "r"(kStage)
+                   : "memory");
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+              smem_addr(smem + s * kStage)),
+          "l"(reinterpret_cast<unsigned long long>(&map)), "r"(col0), "r"(it * ROWS), "r"(smem_addr(&full[s]))
+          : "memory");
+    }
+  } else if (warp > 0) {
+    const int ct = tid - 32;
+    for (int it = 0; it < iters; ++it) {
+      const int s = it % STAGES;
+      mbarrier_wait(&full[s], (it / STAGES) & 1);
+      const __half2* t = reinterpret_cast<const __half2*>(smem + s * kStage);
+      for (int k = ct; k < kStage / 4; k += 32 * kConsumers * 8) {
+        __half2 v = t[k];
+        acc += __low2float(v) + __high2float(v);
+      }
+      __syncwarp();
+      if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(&empty[s])) : "memory");
+    }
+  }
+  if (acc == 12345.f) out[blockIdx.x] = acc;
+#endif
+}
+
 // ---- bulk copies (sm_90) ----------------------------------------------------------------------
 template <int STAGES, int ROWS>
 __global__ void __launch_bounds__(kThreads) stream_bulk(const __half* __restrict__ w, int K, int N,
@@ -556,6 +613,20 @@ int main(int argc, char** argv) {
     run_prod(stream_producer<12, 64>, 12, 64);
     run_prod(stream_producer<16, 32>, 16, 32);
     run_prod(stream_producer<4, 128>, 4, 128);
+    auto run_prod_tma = [&](auto kernel, int stages, int rows) {
+      const int smem = stages * rows * kRowBytes + 1024;
+      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      const std::vector<CUtensorMap> maps = maps_for(rows);
+      char name[96];
+      std::snprintf(name, sizeof name, "producer tma, stages %2d rows %3d", stages, rows);
+      report(name, time_us([&](int i, cudaStream_t s) {
+               kernel<<<N / kTileCols, kThreads, smem, s>>>(maps[i], K, out);
+             }, copies));
+    };
+    run_prod_tma(stream_producer_tma<4, 128>, 4, 128);
+    run_prod_tma(stream_producer_tma<8, 64>, 8, 64);
+    run_prod_tma(stream_producer_tma<12, 64>, 12, 64);
+    run_prod_tma(stream_producer_tma<6, 128>, 6, 128);
     // The end of a stream: no tile read in the loop, then nothing / one shared load / one
     // global store per thread after the last wait (4 x 2 x 128 late, rmsnorm_b1's winner, and
     // 1 x 8 x 64).
