@@ -39,6 +39,25 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+/// One tensor-map box at (col, row) into `dst`, completing on the mbarrier `bar`, which is
+/// told to expect `bytes` (sm_90; one thread).
+__device__ __forceinline__ void load_box(const CUtensorMap& map, unsigned char* dst, int col, int row,
+                                         unsigned long long* bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(col), "r"(row), "r"(smem_addr(bar))
+      : "memory");
+}
+
+/// Dynamic shared memory rounded up to 1024 bytes (tensor-map boxes with 128-byte swizzle).
+__device__ __forceinline__ unsigned char* smem_1024() {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  return reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+}
+
 /// Spins until phase `parity` of the mbarrier at `bar` has completed (sm_90).
 __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned parity) {
   asm volatile(
@@ -179,13 +198,55 @@ __global__ void __launch_bounds__(kThreads) stream_groups(const __half* __restri
   if (acc == 12345.f) out[blockIdx.x] = acc;
 }
 
-// ---- warp-specialized pipeline (sm_90): one producer warp, three consumer warps ------------
-// Warp 0 issues every copy of the block: STAGES stages of ROWS rows of the 64-column tile, each
-// completing on the stage's `full` mbarrier (cp.async.mbarrier.arrive.noinc, one arrival per
-// producer lane). Warps 1..3 wait on `full`, read the stage (each its third of the rows) and
-// release it on the stage's `empty` mbarrier (one arrival per consumer warp), which the
-// producer waits on before refilling. No block barrier in the loop: the shape a loop with a
-// deep pipeline and hidden compute would take.
+// ---- warp-specialized pipeline (sm_90): one producer, three consumer warps -----------------
+// The producer fills a ring of STAGES stages of ROWS rows of the 64-column tile, each stage
+// completing on its `full` mbarrier; warps 1..3 wait on `full`, read the stage and release it
+// on its `empty` mbarrier (one arrival per consumer warp), which the producer waits on before
+// refilling. No block barrier in the loop. Two producers: warp 0 issuing per-lane 16-byte
+// cp.async copies (`full` counts one cp.async.mbarrier.arrive.noinc per lane), or one thread
+// issuing each stage as one tensor-map box (`full` completes on the byte count).
+constexpr int kConsumerWarps = kThreads / 32 - 1;
+
+/// Thread 0 initializes the rings (`full` expecting `full_count` arrivals); the block waits.
+template <int STAGES>
+__device__ __forceinline__ void init_rings(unsigned long long* full, unsigned long long* empty, int full_count) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(&full[s])), "r"(full_count));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(&empty[s])), "n"(kConsumerWarps));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
+  }
+  __syncthreads();
+}
+
+/// The producer's wait before refilling stage it % STAGES (free once iteration it − STAGES
+/// was consumed).
+template <int STAGES>
+__device__ __forceinline__ void wait_free(unsigned long long* empty, int it) {
+  if (it >= STAGES) mbarrier_wait(&empty[it % STAGES], ((it / STAGES) + 1) & 1);
+}
+
+/// A consumer warp's loop: wait for each stage, read its share, release it. Returns the sum.
+template <int STAGES, int STAGE_BYTES>
+__device__ __forceinline__ float consume_rings(const unsigned char* smem, unsigned long long* full,
+                                               unsigned long long* empty, int iters) {
+  const int ct = threadIdx.x - 32, lane = threadIdx.x % 32;
+  float acc = 0.f;
+  for (int it = 0; it < iters; ++it) {
+    const int s = it % STAGES;
+    mbarrier_wait(&full[s], (it / STAGES) & 1);
+    const __half2* t = reinterpret_cast<const __half2*>(smem + s * STAGE_BYTES);
+    for (int k = ct; k < STAGE_BYTES / 4; k += 32 * kConsumerWarps * 8) {
+      __half2 v = t[k];
+      acc += __low2float(v) + __high2float(v);
+    }
+    __syncwarp();
+    if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(&empty[s])) : "memory");
+  }
+  return acc;
+}
+
 template <int STAGES, int ROWS>
 __global__ void __launch_bounds__(kThreads) stream_producer(const __half* __restrict__ w, int K, int N,
                                                             float* __restrict__ out) {
@@ -194,23 +255,14 @@ __global__ void __launch_bounds__(kThreads) stream_producer(const __half* __rest
   __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
   constexpr int kStage = ROWS * kRowBytes;
   constexpr int kPerLane = kStage / 16 / 32;
-  constexpr int kConsumers = kThreads / 32 - 1;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int iters = K / ROWS;
+  const int lane = threadIdx.x % 32, iters = K / ROWS;
   const __half* base = w + blockIdx.x * kTileCols;
-  if (tid == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 32;\n" ::"r"(smem_addr(&full[s])));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(&empty[s])), "n"(kConsumers));
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
-  }
-  __syncthreads();
+  init_rings<STAGES>(full, empty, 32);
   float acc = 0.f;
-  if (warp == 0) {
+  if (threadIdx.x < 32) {
     for (int it = 0; it < iters; ++it) {
       const int s = it % STAGES;
-      if (it >= STAGES) mbarrier_wait(&empty[s], ((it / STAGES) + 1) & 1);
+      wait_free<STAGES>(empty, it);
       const __half* src = base + static_cast<size_t>(it) * ROWS * N;
       unsigned char* dst = smem + s * kStage;
 #pragma unroll
@@ -226,75 +278,32 @@ __global__ void __launch_bounds__(kThreads) stream_producer(const __half* __rest
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
-    const int ct = tid - 32;  // consumer thread
-    for (int it = 0; it < iters; ++it) {
-      const int s = it % STAGES;
-      mbarrier_wait(&full[s], (it / STAGES) & 1);
-      const __half2* t = reinterpret_cast<const __half2*>(smem + s * kStage);
-      for (int k = ct; k < kStage / 4; k += 32 * kConsumers * 8) {
-        __half2 v = t[k];
-        acc += __low2float(v) + __high2float(v);
-      }
-      __syncwarp();
-      if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(&empty[s])) : "memory");
-    }
+    acc = consume_rings<STAGES, kStage>(smem, full, empty, iters);
   }
   if (acc == 12345.f) out[blockIdx.x] = acc;
 #endif
 }
 
-// The same with a tensor-map producer: one thread of warp 0 issues each stage as one
-// ROWS x 64 box (128-byte swizzle), completing on `full` with its byte count; warps 1..3
-// consume and release as above.
 template <int STAGES, int ROWS>
 __global__ void __launch_bounds__(kThreads) stream_producer_tma(const __grid_constant__ CUtensorMap map, int K,
                                                                 float* __restrict__ out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  unsigned char* smem = smem_1024();
   __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
   constexpr int kStage = ROWS * kRowBytes;
-  constexpr int kConsumers = kThreads / 32 - 1;
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int iters = K / ROWS;
-  const int col0 = blockIdx.x * kTileCols;
-  if (tid == 0) {
+  const int iters = K / ROWS, col0 = blockIdx.x * kTileCols;
+  if (threadIdx.x == 0)
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(&map)) : "memory");
-    for (int s = 0; s < STAGES; ++s) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(&full[s])));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(&empty[s])), "n"(kConsumers));
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::);
-  }
-  __syncthreads();
+  init_rings<STAGES>(full, empty, 1);
   float acc = 0.f;
-  if (tid == 0) {
+  if (threadIdx.x == 0) {
     for (int it = 0; it < iters; ++it) {
       const int s = it % STAGES;
-      if (it >= STAGES) mbarrier_wait(&empty[s], ((it / STAGES) + 1) & 1);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(&full[s])),
-                   "r"(kStage)
-                   : "memory");
-      asm volatile(
-          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-              smem_addr(smem + s * kStage)),
-          "l"(reinterpret_cast<unsigned long long>(&map)), "r"(col0), "r"(it * ROWS), "r"(smem_addr(&full[s]))
-          : "memory");
+      wait_free<STAGES>(empty, it);
+      load_box(map, smem + s * kStage, col0, it * ROWS, &full[s], kStage);
     }
-  } else if (warp > 0) {
-    const int ct = tid - 32;
-    for (int it = 0; it < iters; ++it) {
-      const int s = it % STAGES;
-      mbarrier_wait(&full[s], (it / STAGES) & 1);
-      const __half2* t = reinterpret_cast<const __half2*>(smem + s * kStage);
-      for (int k = ct; k < kStage / 4; k += 32 * kConsumers * 8) {
-        __half2 v = t[k];
-        acc += __low2float(v) + __high2float(v);
-      }
-      __syncwarp();
-      if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(&empty[s])) : "memory");
-    }
+  } else if (threadIdx.x >= 32) {
+    acc = consume_rings<STAGES, kStage>(smem, full, empty, iters);
   }
   if (acc == 12345.f) out[blockIdx.x] = acc;
 #endif
@@ -363,9 +372,7 @@ template <int STAGES, int ROWS>
 __global__ void __launch_bounds__(kThreads) stream_tma(const __grid_constant__ CUtensorMap map, int K,
                                                        float* __restrict__ out) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  unsigned char* smem = smem_1024();
   __shared__ __align__(8) unsigned long long full[STAGES];
   const int tid = threadIdx.x;
   const int rows_per_block = K / gridDim.y;
@@ -379,15 +386,7 @@ __global__ void __launch_bounds__(kThreads) stream_tma(const __grid_constant__ C
   }
   __syncthreads();
   auto load = [&](int it, int stage) {  // thread 0
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(&full[stage])),
-                 "r"(ROWS * kRowBytes)
-                 : "memory");
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-            smem_addr(smem + stage * ROWS * kRowBytes)),
-        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(col0), "r"(row0 + it * ROWS),
-        "r"(smem_addr(&full[stage]))
-        : "memory");
+    load_box(map, smem + stage * ROWS * kRowBytes, col0, row0 + it * ROWS, &full[stage], ROWS * kRowBytes);
   };
   if (tid == 0)
     for (int s = 0; s < STAGES && s < iters; ++s) load(s, s);
