@@ -74,6 +74,18 @@ void Enumerator::Impl::block_level(OpenBlock& ob) {
   if (F > 1) block_accumulators(ob);
 }
 
+bool Enumerator::Impl::fused_sum_covers(const OpenBlock& ob, int t) const {
+  if (std::find(space.accum_kinds.begin(), space.accum_kinds.end(), OpKind::AccumSumLd) ==
+      space.accum_kinds.end())
+    return false;
+  const BlockOp& p = ob.b.op(ob.b.tensor(t).producer);
+  if (p.kind != OpKind::Sum) return false;
+  const int x = p.inputs[0];
+  const int r = ob.b.tensor(x).shape.rank();
+  const int dim = p.attrs.dim < 0 ? p.attrs.dim + r : p.attrs.dim;
+  return dim == r - 1 && ob.bt[x].varying && dim_of_class(ob.bt[x].cls, r, ob.loop_class) == r - 1;
+}
+
 void Enumerator::Impl::block_accumulators(OpenBlock& ob) {
   const DimClass loop = ob.loop_class;
   const bool partial_loop = classes.info(loop).kind == ClassKind::Partial;
@@ -91,7 +103,14 @@ void Enumerator::Impl::block_accumulators(OpenBlock& ob) {
     const int d = partial_loop ? -1 : dim_of_class(ob.bt[t].cls, r, loop);
     OpAttrs attrs;
     if (d < 0) {
-      // The loop class was reduced inside the body: sum the per-iteration results.
+      // The loop class was reduced inside the body: sum the per-iteration results. Unless t is
+      // a last-dim sum of a tile whose last dim is the loop class: accum_sum_ld of that tile
+      // is the same value in one fused op (emitted from registers, FlashAttention's row sums
+      // for a matmul chain), which the other branch generates.
+      if (fused_sum_covers(ob, t)) {
+        prune(Prune::UnfusedReduction);
+        continue;
+      }
       try_block_op(ob, OpKind::AccumSum, Ins{{t, 0}, 1}, attrs);
       continue;
     }

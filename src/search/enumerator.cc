@@ -85,6 +85,7 @@ std::string_view prune_rule_name(Prune p) {
                                                "canonical_order",
                                                "abstract_expr",
                                                "invariant_accum",
+                                               "unfused_reduction",
                                                "block_op_limit",
                                                "unused_input",
                                                "dead_tensor",

@@ -46,6 +46,7 @@ enum class Prune : int {
   CanonicalOrder,    ///< the op's rank does not exceed the previous op's
   AbstractExpr,      ///< the new tensor's expression is not an abstract subexpression
   InvariantAccum,    ///< accumulating a tile that does not change across the for-loop
+  UnfusedReduction,  ///< accum of a last-dim sum that accum_sum_ld computes fused
   OpLimit,           ///< the block graph would exceed max_block_ops
   UnusedInput,       ///< closing a block graph with an input iterator nobody reads
   DeadTensor,        ///< closing with a loop-body tile nobody reads, or unused kernel tensors

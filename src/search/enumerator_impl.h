@@ -239,6 +239,9 @@ struct Enumerator::Impl {
   void block_level(OpenBlock& ob);
   void try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs attrs);
   void block_accumulators(OpenBlock& ob);
+  /// Whether loop tile t is a last-dim sum of a varying tile whose last dim is the loop
+  /// class, so that accum_sum_ld of that tile gives accum(t) fused (rule unfused_reduction).
+  bool fused_sum_covers(const OpenBlock& ob, int t) const;
   void try_close(OpenBlock& ob);
   void close_with(OpenBlock& ob, const std::vector<int>& sinks, const std::vector<GridMap>& omaps);
   bool try_complete();
