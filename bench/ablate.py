@@ -32,7 +32,7 @@ Cuts (combine with '+'):
           groups' copies; see PlanOptions::sum_at_read)
   With nomma+nox+nowork+noepi+nozero only the W copies, the pipeline's waits and barriers
   remain: the emitted kernel's bare stream, to hold against bench/micro/stream_abi.cu.
-Needs a GPU, PyTorch and nvcc.
+Needs a GPU, PyTorch and nvcc (with --emit-only: only the strata tool).
 """
 
 import argparse
