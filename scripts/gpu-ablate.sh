@@ -19,19 +19,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
 root=$PWD
-out=${1:-bench/results/ablate}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-exec > >(tee -a "$out/ablate.log") 2>&1
-start=$SECONDS
-step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
-
-step "machine"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv 2>&1 || true
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH=/usr/local/cuda/bin:$PATH
-fi
-. "$root/scripts/lib/devdeps.sh"
+. "$root/scripts/lib/gpu-script.sh"
+gpu_script_begin "${1:-bench/results/ablate}" ablate.log
 build=$root/build-gpu
 
 step "build (Release, strata only)"

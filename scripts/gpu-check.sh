@@ -25,23 +25,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
 root=$PWD
-out=${1:-bench/results}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-exec > >(tee -a "$out/gpu-check.log") 2>&1
-start=$SECONDS
-step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
+. "$root/scripts/lib/gpu-script.sh"
+gpu_script_begin "${1:-bench/results}" gpu-check.log
 failed=()
-
-step "machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || true
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH=/usr/local/cuda/bin:$PATH
-fi
 nvcc --version | tail -2
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
-
-. "$root/scripts/lib/devdeps.sh"
 build=$root/build-gpu
 export STRATA_CACHE_DIR=${STRATA_CACHE_DIR:-$build/cache}
 

@@ -29,24 +29,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
 root=$PWD
-out=${1:-bench/results/sweep}
+. "$root/scripts/lib/gpu-script.sh"
+gpu_script_begin "${1:-bench/results/sweep}" sweep.log truncate
 mkdir -p "$out/profile"
-out=$(cd "$out" && pwd)
-exec > >(tee "$out/sweep.log") 2>&1
-start=$SECONDS
-step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
 die() { echo "gpu-sweep: FAILED: $1"; exit "${2:-1}"; }
 
-step "machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || true
-if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH=/usr/local/cuda/bin:$PATH
-fi
 command -v nvcc >/dev/null || die "nvcc not found" 3
 command -v timeout >/dev/null || die "coreutils timeout not found" 3
 nvcc --version | tail -2
-
-. "$root/scripts/lib/devdeps.sh"
 build=${STRATA_BUILD_DIR:-$root/build-gpu}
 case $build in /*) ;; *) build=$root/$build ;; esac
 compile_only=${STRATA_SWEEP_COMPILE_ONLY:-0}

@@ -1,0 +1,24 @@
+# Sourced by the GPU scripts after `cd` to the repository root: the common preamble.
+#   gpu_script_begin OUT_DIR LOG_NAME [truncate]
+# makes OUT_DIR (absolute in `out`), sends stdout and stderr also to OUT_DIR/LOG_NAME (appended,
+# or truncated with a third argument), starts the clock of `step`, prints the machine, puts the
+# CUDA toolkit on PATH when nvcc is not there, and sources devdeps.sh (`cmake_deps`). Expects
+# `root` (the repository root).
+step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
+
+gpu_script_begin() {
+  mkdir -p "$1"
+  out=$(cd "$1" && pwd)
+  if [ -n "${3:-}" ]; then
+    exec > >(tee "$out/$2") 2>&1
+  else
+    exec > >(tee -a "$out/$2") 2>&1
+  fi
+  start=$SECONDS
+  step "machine"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 || true
+  if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+  fi
+  . "$root/scripts/lib/devdeps.sh"
+}
