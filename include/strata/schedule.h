@@ -48,8 +48,20 @@ bool post_finalize_work(const KernelPlan& plan);
 /// partials of loop groups are summed and means / RMS values taken.
 bool finalize_in_two_steps(const KernelPlan& plan);
 
-/// True when the second finalize step has work: loop groups' copies summed in place (those not
-/// summed at read, TensorPlan::summed_at_read) or a mean / RMS taken in shared memory.
+/// Whether an accumulator of this kind is finalized after the loop (a mean or an RMS).
+bool accum_finalizes(OpKind kind);
+
+/// What post level 0's second step does for accumulator op `op` (the emitter's rule).
+enum class StepTwo {
+  Nothing,         ///< not an accumulator, done in step 1, or summed by its readers
+  SumPartials,     ///< the loop groups' copies summed into the first (then mean / RMS)
+  FinalizeShared,  ///< the mean / RMS taken in place in shared memory
+};
+StepTwo finalize_step_two(const KernelPlan& plan, int op);
+
+/// True when the second finalize step has work for some accumulator: loop groups' copies
+/// summed in place (those not summed at read, TensorPlan::summed_at_read) or a mean / RMS
+/// taken in shared memory.
 bool finalize_step_two_work(const KernelPlan& plan);
 
 /// True when post level 1 needs its own barrier after post level 0: the finalize wrote what it

@@ -21,10 +21,6 @@ std::string finalized(OpKind kind, const std::string& v, int64_t count) {
   return v;
 }
 
-bool finalizes(OpKind kind) {
-  return kind == OpKind::AccumMeanLd || kind == OpKind::AccumRmsLd;
-}
-
 }  // namespace
 
 void BlockEmitter::emit_finalize() {
@@ -48,16 +44,15 @@ void BlockEmitter::emit_finalize() {
   if (two_steps) barrier();
   // Step 2: loop groups' copies summed; means and RMS values.
   for (int i = 0; i < n; ++i) {
-    const BlockOp& op = g_.op(i);
-    if (op_category(op.kind) != Category::Accum) continue;
-    const OpPlan& p = plan_.ops[i];
-    const TensorPlan& tp = plan_.tensors[op.output];
-    const bool done_in_step1 = p.rowsum_of >= 0 && !grouped();
-    const bool fin = finalizes(op.kind) && !done_in_step1;
-    if (grouped() && tp.group_private) {
-      if (!tp.summed_at_read) emit_sum_partials(i, fin);
-    } else if (fin && tp.home == TensorHome::Shared) {
-      emit_finalize_shared(i);
+    switch (finalize_step_two(plan_, i)) {
+      case StepTwo::SumPartials:
+        emit_sum_partials(i, accum_finalizes(g_.op(i).kind));
+        break;
+      case StepTwo::FinalizeShared:
+        emit_finalize_shared(i);
+        break;
+      case StepTwo::Nothing:
+        break;
     }
   }
 }
@@ -91,7 +86,7 @@ void BlockEmitter::emit_summed_vector(int t, const std::vector<std::string>& idx
   w_.line("#pragma unroll");
   w_.line("for (int q = 0; q < " + n + "; ++q) " + name + "[q] += part[q];");
   w_.close();
-  if (finalizes(op.kind)) {
+  if (accum_finalizes(op.kind)) {
     w_.line("#pragma unroll");
     w_.line("for (int q = 0; q < " + n + "; ++q) " + name + "[q] = " +
             finalized(op.kind, name + "[q]", finalize_count(g_, op)) + ";");

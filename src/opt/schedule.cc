@@ -18,7 +18,7 @@ bool post_finalize_work(const KernelPlan& plan) {
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const BlockOp& op = g.op(static_cast<int>(i));
     if (op_category(op.kind) != Category::Accum) continue;
-    if (op.kind == OpKind::AccumMeanLd || op.kind == OpKind::AccumRmsLd) return true;
+    if (accum_finalizes(op.kind)) return true;
     if (plan.tensors[op.output].home == TensorHome::Registers) return true;
     if (plan.ops[i].register_accum || plan.tensors[op.output].group_private) return true;
   }
@@ -39,21 +39,27 @@ bool finalize_in_two_steps(const KernelPlan& plan) {
   return false;
 }
 
-bool finalize_step_two_work(const KernelPlan& plan) {
-  const BlockGraph& g = *plan.graph;
+bool accum_finalizes(OpKind kind) {
+  return kind == OpKind::AccumMeanLd || kind == OpKind::AccumRmsLd;
+}
+
+StepTwo finalize_step_two(const KernelPlan& plan, int i) {
+  const BlockOp& op = plan.graph->op(i);
+  if (op_category(op.kind) != Category::Accum) return StepTwo::Nothing;
+  const TensorPlan& tp = plan.tensors[op.output];
   const bool grouped = plan.groups > 1;
-  for (size_t i = 0; i < g.ops().size(); ++i) {
-    const BlockOp& op = g.op(static_cast<int>(i));
-    if (op_category(op.kind) != Category::Accum) continue;
-    const TensorPlan& tp = plan.tensors[op.output];
-    if (grouped && tp.group_private) {
-      if (!tp.summed_at_read) return true;  // the groups' copies summed in place
-      continue;
-    }
-    const bool done_in_step1 = plan.ops[i].rowsum_of >= 0 && !grouped;
-    const bool finalizes = op.kind == OpKind::AccumMeanLd || op.kind == OpKind::AccumRmsLd;
-    if (finalizes && !done_in_step1 && tp.home == TensorHome::Shared) return true;
-  }
+  if (grouped && tp.group_private)
+    return tp.summed_at_read ? StepTwo::Nothing : StepTwo::SumPartials;
+  // Without groups, row sums of a chain are finalized as they are written (step 1).
+  const bool done_in_step1 = plan.ops[i].rowsum_of >= 0 && !grouped;
+  return accum_finalizes(op.kind) && !done_in_step1 && tp.home == TensorHome::Shared
+             ? StepTwo::FinalizeShared
+             : StepTwo::Nothing;
+}
+
+bool finalize_step_two_work(const KernelPlan& plan) {
+  for (int i = 0; i < static_cast<int>(plan.graph->ops().size()); ++i)
+    if (finalize_step_two(plan, i) != StepTwo::Nothing) return true;
   return false;
 }
 
