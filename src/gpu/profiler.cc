@@ -67,14 +67,18 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-/// Captures one launch per set on `stream` into a CUDA graph.
-Result<ExecPtr> capture_pass(CompiledGraph& graph, const std::vector<std::vector<const void*>>& in,
-                             const std::vector<std::vector<void*>>& out, cudaStream_t stream) {
+/// Captures `passes` passes over the sets on `stream` into one CUDA graph, one launch per set
+/// in each pass.
+Result<ExecPtr> capture_passes(CompiledGraph& graph,
+                               const std::vector<std::vector<const void*>>& in,
+                               const std::vector<std::vector<void*>>& out, int passes,
+                               cudaStream_t stream) {
   STRATA_RETURN_IF_ERROR(cuda_status("cudaStreamBeginCapture",
                                      cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed)));
   Status launched = Status::success();
-  for (size_t s = 0; s < in.size() && launched.ok(); ++s)
-    launched = graph.run(in[s].data(), out[s].data(), stream);
+  for (int p = 0; p < passes && launched.ok(); ++p)
+    for (size_t s = 0; s < in.size() && launched.ok(); ++s)
+      launched = graph.run(in[s].data(), out[s].data(), stream);
   cudaGraph_t raw = nullptr;
   cudaError_t end = cudaStreamEndCapture(stream, &raw);
   GraphPtr captured(raw);
@@ -222,7 +226,9 @@ Result<Timing> time_graph(CompiledGraph& graph, const std::vector<std::vector<do
   STRATA_RETURN_IF_ERROR(graph.run(in_ptr[0].data(), out_ptr[0].data(), stream.get()));
   STRATA_RETURN_IF_ERROR(cuda_status("first launch", cudaStreamSynchronize(stream.get())));
 
-  STRATA_ASSIGN_OR_RETURN(ExecPtr exec, capture_pass(graph, in_ptr, out_ptr, stream.get()));
+  t.passes = std::max(1, (options.min_launches + t.sets - 1) / t.sets);
+  STRATA_ASSIGN_OR_RETURN(ExecPtr exec,
+                          capture_passes(graph, in_ptr, out_ptr, t.passes, stream.get()));
   for (int w = 0; w < options.warmup_runs; ++w)
     STRATA_RETURN_IF_ERROR(
         cuda_status("cudaGraphLaunch", cudaGraphLaunch(exec.get(), stream.get())));
@@ -247,7 +253,7 @@ Result<Timing> time_graph(CompiledGraph& graph, const std::vector<std::vector<do
     float ms = 0;
     STRATA_RETURN_IF_ERROR(cuda_status(
         "cudaEventElapsedTime", cudaEventElapsedTime(&ms, events[r].get(), events[r + 1].get())));
-    samples.push_back(1000.0 * ms / t.sets);
+    samples.push_back(1000.0 * ms / (static_cast<double>(t.sets) * t.passes));
   }
   std::sort(samples.begin(), samples.end());
   t.runs = options.runs;

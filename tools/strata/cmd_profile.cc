@@ -117,10 +117,9 @@ Result<Target> cost_target(const std::string& requested, const std::string& devi
 }
 
 Json timing_json(const Timing& t) {
-  return {{"median_us", t.median_us}, {"mean_us", t.mean_us},
-          {"min_us", t.min_us},       {"p10_us", t.p10_us},
-          {"p90_us", t.p90_us},       {"runs", t.runs},
-          {"sets", t.sets},           {"bytes_per_set", t.bytes_per_set},
+  return {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"min_us", t.min_us},
+          {"p10_us", t.p10_us},       {"p90_us", t.p90_us},   {"runs", t.runs},
+          {"sets", t.sets},           {"passes", t.passes},   {"bytes_per_set", t.bytes_per_set},
           {"l2_bytes", t.l2_bytes}};
 }
 
