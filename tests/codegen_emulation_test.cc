@@ -238,7 +238,9 @@ TEST(EmulationLoopGroups, BlockPipelineWithRegisterAccumulators) {
                0.5,
                2e-2,
                with([](PlanOptions& p) { p.loop_groups = 1; }),
-               {"per-chunk partial sums", "team_sum<8>"}});
+               // every team sum before the guarded shared-accumulator updates
+               {"per-chunk partial sums", "team_sum<8>(sums[k])",
+                "team sums -> shared accumulator"}});
 }
 TEST(EmulationLoopGroups, SplitCombineWithVectorOperands) {
   check_graph({"combine", split_combine(), 0.5, 2e-2, {}, {"pv", "along the chunk"}});

@@ -25,9 +25,21 @@ STRATA_DEVICE float op_square(float x) {
 STRATA_DEVICE float op_sqrt(float x) {
   return sqrtf(x);
 }
-STRATA_DEVICE float op_div(float a, float b);
+/// 1 / x by the hardware approximation (rcp.approx.ftz.f32: at most 1 ulp off, no branch).
+/// For divisors known to be ≥ 1 or +inf, where the correctly rounded reciprocal's range
+/// fix-ups never apply but its slow-path branch still serializes the code around it.
+STRATA_DEVICE float rcp_at_least_one(float x) {
+#if defined(STRATA_RT_EMULATE)
+  return 1.0f / x;
+#else
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#endif
+}
+/// x / (1 + e^-x), the divisor being ≥ 1 (+inf for x < -88: the result is then -0).
 STRATA_DEVICE float op_silu(float x) {
-  return op_div(x, 1.0f + op_exp(-x));
+  return x * rcp_at_least_one(1.0f + op_exp(-x));
 }
 STRATA_DEVICE float op_gelu(float x) {
   const float k = 0.7978845608028654f;  // √(2/π)

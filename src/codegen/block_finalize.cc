@@ -88,8 +88,8 @@ void BlockEmitter::emit_summed_vector(int t, const std::vector<std::string>& idx
   w_.close();
   if (accum_finalizes(op.kind)) {
     w_.line("#pragma unroll");
-    w_.line("for (int q = 0; q < " + n + "; ++q) " + name + "[q] = " +
-            finalized(op.kind, name + "[q]", finalize_count(g_, op)) + ";");
+    w_.line("for (int q = 0; q < " + n + "; ++q) " + name +
+            "[q] = " + finalized(op.kind, name + "[q]", finalize_count(g_, op)) + ";");
   }
 }
 
@@ -158,8 +158,8 @@ void BlockEmitter::emit_dump_register_accum(int i) {
   const std::string racc = "racc" + std::to_string(t);
   Access a = access(t);
   w_.open("");
-  w_.line("#pragma unroll");
   if (op.kind == OpKind::AccumSum) {
+    w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
     w_.line("// " + g_.tensor_name(t) + ": thread-owned chunks -> shared memory");
     Shape cs = xs;
@@ -179,17 +179,36 @@ void BlockEmitter::emit_dump_register_accum(int i) {
   const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
   const int64_t per_output = group / vec;
   const bool team = per_output <= 32 && 32 % per_output == 0 && threads() % per_output == 0;
-  w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
-  w_.line("// " + g_.tensor_name(t) + ": per-chunk partial sums -> shared accumulator");
-  w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-  w_.line("const int o = c / " + std::to_string(per_output) + ";");
   const std::string ref = a.ref(unflatten("o", as));
+  const std::string trip_loop = "for (int k = 0; k < " + std::to_string(trips) + "; ++k)";
+  const auto chunk_of_k = [&] {
+    w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
+  };
   if (team) {
-    w_.line("float v = c < " + std::to_string(chunks) + " ? " + racc + "[k] : 0.0f;");
-    if (per_output > 1) w_.line("v = strata_rt::team_sum<" + std::to_string(per_output) + ">(v);");
+    // Every team sum first, then the guarded updates: a branch between two team sums would
+    // keep the compiler from overlapping their shuffle chains.
+    w_.line("float sums[" + std::to_string(trips) + "];");
+    w_.line("#pragma unroll");
+    w_.open(trip_loop);
+    w_.line("// " + g_.tensor_name(t) + ": per-chunk partial sums, added over each team");
+    chunk_of_k();
+    w_.line("sums[k] = c < " + std::to_string(chunks) + " ? " + racc + "[k] : 0.0f;");
+    if (per_output > 1)
+      w_.line("sums[k] = strata_rt::team_sum<" + std::to_string(per_output) + ">(sums[k]);");
+    w_.close();
+    w_.line("#pragma unroll");
+    w_.open(trip_loop);
+    w_.line("// " + g_.tensor_name(t) + ": team sums -> shared accumulator");
+    chunk_of_k();
+    w_.line("const int o = c / " + std::to_string(per_output) + ";");
     w_.line("if (c < " + std::to_string(chunks) + " && " + tid_ + " % " +
-            std::to_string(per_output) + " == 0) " + ref + " += v;");
+            std::to_string(per_output) + " == 0) " + ref + " += sums[k];");
   } else {
+    w_.line("#pragma unroll");
+    w_.open(trip_loop);
+    w_.line("// " + g_.tensor_name(t) + ": per-chunk partial sums -> shared accumulator");
+    chunk_of_k();
+    w_.line("const int o = c / " + std::to_string(per_output) + ";");
     w_.line("if (c < " + std::to_string(chunks) + ") strata_rt::atomic_add_shared(&" + ref + ", " +
             racc + "[k]);");
   }
