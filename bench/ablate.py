@@ -30,6 +30,16 @@ Cuts (combine with '+'):
           stores made-up values)
   nosum   post-loop readers take the first loop group's partials only (no reads of the other
           groups' copies; see PlanOptions::sum_at_read)
+  stagger post-loop 8-float shared reads issued halves-swapped by threads 4..7 of every 8 (no
+          2-way bank conflict when a row's 8 threads read 32-byte runs; a rewrite, not a cut:
+          the output stays right)
+  evictw  the 16-byte copies of inputs 1.. (the streamed weights) with an L2 evict_first
+          policy (also a rewrite: the output stays right)
+  warmepi the post-loop code runs once with its writes disabled before the main loop, so that
+          its instructions are in the instruction cache when the loop ends (a rewrite)
+  timeline  probes (clock64, %globaltimer) in every warp at the kernel's start, the end of its
+          loop, after each post-loop barrier and at its end; after timing, the last launch's
+          probes are summarized (a rewrite; the probes' own stores perturb the tail a little)
   With nomma+nox+nowork+noepi+nozero only the W copies, the pipeline's waits and barriers
   remain: the emitted kernel's bare stream, to hold against bench/micro/stream_abi.cu.
 Needs a GPU, PyTorch and nvcc (with --emit-only: only the strata tool).
@@ -85,6 +95,22 @@ def cut_blocks(src, marker):
     return "\n".join(out)
 
 
+def rewrite_blocks(src, marker, rewrite):
+    """Applies rewrite(text) to every brace block `{` whose first line inside matches `marker`."""
+    lines = src.split("\n")
+    out, i = [], 0
+    pattern = re.compile(marker)
+    while i < len(lines):
+        if lines[i].strip() == "{" and i + 1 < len(lines) and pattern.search(lines[i + 1]):
+            end = matching_block(lines, i)
+            out.extend(rewrite("\n".join(lines[i:end])).split("\n"))
+            i = end
+            continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
 def cut_after_loop(src):
     """Drops every kernel's statements after its `// ---- after the loop` marker (the final
     cp.async wait before the marker stays), up to the kernel's closing brace."""
@@ -116,6 +142,156 @@ def cut_loop_group_sums(src):
     return re.sub(r" \+ \((s\w+) \+ \d+\)\[[^\]]*\]", "", "\n".join(out))
 
 
+# Post-loop reads of 8 f32 by threads whose runs are 32 bytes apart: threads 4..7 of every 8
+# read their second 16-byte half first, so that a quarter warp covers 32 distinct banks
+# (in order, threads t and t + 4 of a quarter warp hit the same 4 banks).
+STAGGERED_LOAD = """
+__device__ __forceinline__ void load_f32_staggered(const float* p, float (&v)[8]) {
+  const bool swap = (threadIdx.x & 4) != 0;
+  const float4 a = *reinterpret_cast<const float4*>(p + (swap ? 4 : 0));
+  const float4 b = *reinterpret_cast<const float4*>(p + (swap ? 0 : 4));
+  const float4 lo = swap ? b : a, hi = swap ? a : b;
+  v[0] = lo.x; v[1] = lo.y; v[2] = lo.z; v[3] = lo.w;
+  v[4] = hi.x; v[5] = hi.y; v[6] = hi.z; v[7] = hi.w;
+}
+"""
+
+
+# 16-byte copies that ask L2 to evict their lines first (createpolicy evict_first): a streamed
+# weight then does not push out what the kernel reads again (X, its own code).
+EVICT_FIRST_COPY = """
+__device__ __forceinline__ void cp_async_evict_first(void* dst, const void* src) {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2;\\n"
+               ::"r"(strata_rt::smem_u32(dst)), "l"(src), "l"(policy));
+}
+"""
+
+
+# Probes of the `timeline` cut: lane 0 of every warp records clock64() and %globaltimer at the
+# kernel's start (probe 0), at the end of its main loop (1), after each block barrier after the
+# loop (2, 3, ...) and at the kernel's end (TIMELINE_PROBES - 1), for the last launch.
+TIMELINE_PROBES = 8
+TIMELINE = """
+__device__ unsigned long long strata_tl[2048][16][2][%d];
+#define STRATA_TL(p)                                                                     \\
+  do {                                                                                   \\
+    if ((threadIdx.x & 31) == 0) {                                                       \\
+      unsigned long long g_;                                                             \\
+      asm volatile("mov.u64 %%0, %%%%globaltimer;" : "=l"(g_));                           \\
+      unsigned long long(&e_)[2][%d] =                                                   \\
+          strata_tl[blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)][threadIdx.x >> 5]; \\
+      e_[0][p] = clock64();                                                              \\
+      e_[1][p] = g_;                                                                     \\
+    }                                                                                    \\
+  } while (0)
+extern "C" int strata_timeline(unsigned long long* host) {
+  return static_cast<int>(cudaMemcpyFromSymbol(host, strata_tl, sizeof(strata_tl)));
+}
+""" % (TIMELINE_PROBES, TIMELINE_PROBES)
+
+
+def add_timeline_probes(src):
+    """The `timeline` rewrite: TIMELINE's probes in every kernel (one-kernel graphs)."""
+    src = src.replace('#include "strata_rt/strata_rt.cuh"',
+                      '#include "strata_rt/strata_rt.cuh"\n' + TIMELINE, 1)
+    lines, out, probe, post = src.split("\n"), [], 0, False
+    for line in lines:
+        if line.strip() == "// ---- after the loop":
+            out.append("  STRATA_TL(1);")
+            probe, post = 1, True
+        elif line == "}" and post:
+            out.append(f"  STRATA_TL({TIMELINE_PROBES - 1});")
+            post = False
+        out.append(line)
+        if "STRATA_RT_DYNAMIC_SMEM(smem);" in line:
+            out.append("  STRATA_TL(0);")
+        elif post and line.strip() == "__syncthreads();" and probe < TIMELINE_PROBES - 2:
+            probe += 1
+            out.append(f"  STRATA_TL({probe});")
+    return "\n".join(out)
+
+
+def timeline_report(so, grid_blocks, warps):
+    """Reads the probes of the last launch of a `timeline` library and prints, per probe, the
+    spread over blocks of its global time (ns after the first block's start) and the mean
+    and max cycles from the end of the loop."""
+    import ctypes
+    import numpy as np
+    lib = ctypes.CDLL(str(so))
+    buf = np.zeros((2048, 16, 2, TIMELINE_PROBES), dtype=np.uint64)
+    rc = lib.strata_timeline(buf.ctypes.data_as(ctypes.c_void_p))
+    if rc != 0:
+        print(f"timeline: cudaMemcpyFromSymbol failed ({rc})")
+        return
+    b = buf[:grid_blocks, :warps].astype(np.int64)
+    clk, ns = b[:, :, 0, :], b[:, :, 1, :]
+    t0 = ns[:, :, 0].min()
+    print(f"timeline of the last launch: {grid_blocks} blocks x {warps} warps "
+          f"(ns from the first start; cycles from the warp's loop end)")
+    print(f"{'probe':>6}{'ns min':>10}{'ns median':>11}{'ns max':>10}{'cyc mean':>10}{'cyc max':>9}")
+    for p in range(TIMELINE_PROBES):
+        seen = ns[:, :, p] > 0
+        if not seen.any():
+            continue
+        t = ns[:, :, p][seen] - t0
+        c = (clk[:, :, p] - clk[:, :, 1])[seen] if p >= 1 else clk[:, :, 0][seen] * 0
+        print(f"{p:>6}{t.min():>10}{int(np.median(t)):>11}{t.max():>10}{c.mean():>10.0f}{c.max():>9}")
+
+
+def warm_epilogue(src):
+    """The `warmepi` rewrite: the main loop and the code after it become the body of a two-pass
+    loop; pass 0 skips the main loop and runs the post-loop code with its writes (shared
+    accumulators, fragment dumps, global stores) disabled, so that the post-loop instructions
+    are fetched into the instruction cache while the prologue's copies are in flight; pass 1
+    is the kernel as emitted."""
+    lines, out, state = src.split("\n"), [], "pre"
+    for line in lines:
+        s = line.strip()
+        if state == "pre" and s.startswith("// ---- for-loop"):
+            out += ["  int strata_pass0 = 0;",
+                    '  asm volatile("" : "+r"(strata_pass0));  // 0, opaque to the compiler',
+                    "  #pragma unroll 1",
+                    "  for (int strata_pass = strata_pass0; strata_pass < 2; ++strata_pass) {",
+                    "  if (strata_pass == 1) {"]
+            state = "loop"
+        elif state == "loop" and s == "// ---- after the loop":
+            out.append("  }")
+            state = "post"
+        elif state == "post" and line == "}":
+            out.append("  }")
+            state = "done"
+        if state == "post":
+            line = re.sub(r"(strata_rt::store\w*(?:<[^>]*>)?)\((.*)\);$",
+                          r"if (strata_pass == 1) \1(\2); else strata_keep(\2);", line)
+            line = re.sub(r"(\bs\d+_\w+\[[^\]]*\]) \+= ([^;]+);",
+                          r"if (strata_pass == 1) \1 += \2; else strata_keep(\2);", line)
+        out.append(line)
+    if state != "done":
+        raise ValueError("warmepi: no main loop / post-loop code found")
+    return "\n".join(out).replace('#include "strata_rt/strata_rt.cuh"',
+                                  '#include "strata_rt/strata_rt.cuh"\n' + KEEP, 1)
+
+
+# What pass 0 of `warmepi` does instead of a write: the values are computed (an asm statement
+# with them as inputs cannot be removed), nothing is written.
+KEEP = """
+#include <type_traits>
+template <class T>
+__device__ __forceinline__ void strata_keep_one(const T& v) {
+  if constexpr (std::is_same_v<T, float>) {
+    asm volatile("" ::"f"(v));
+  } else if constexpr (std::is_array_v<T>) {
+#pragma unroll
+    for (int j = 0; j < static_cast<int>(std::extent_v<T>); ++j) strata_keep_one(v[j]);
+  }
+}
+template <class... A>
+__device__ __forceinline__ void strata_keep(const A&... a) { (strata_keep_one(a), ...); }
+"""
+
+
 def apply_cut(src, cut):
     for part in cut.split("+"):
         if part == "nomma":
@@ -141,6 +317,22 @@ def apply_cut(src, cut):
                 r"strata_rt::load_f32<(\d+)>\(&[^;]*, (\w+)\);",
                 r"for (int q = 0; q < \1; ++q) \2[q] = 0.25f * static_cast<float>(q + tid);",
                 tail)
+        elif part == "stagger":
+            head, marker, tail = src.partition("// ---- after the loop")
+            head = head.replace('#include "strata_rt/strata_rt.cuh"',
+                                '#include "strata_rt/strata_rt.cuh"\n' + STAGGERED_LOAD, 1)
+            src = head + marker + tail.replace("strata_rt::load_f32<8>(&",
+                                               "load_f32_staggered(&")
+        elif part == "evictw":
+            src = src.replace('#include "strata_rt/strata_rt.cuh"',
+                              '#include "strata_rt/strata_rt.cuh"\n' + EVICT_FIRST_COPY, 1)
+            src = rewrite_blocks(src, r"//\s*load b\d+ .*<- input [1-9]",
+                                 lambda b: b.replace("strata_rt::cp_async<16>(",
+                                                     "cp_async_evict_first("))
+        elif part == "warmepi":
+            src = warm_epilogue(src)
+        elif part == "timeline":
+            src = add_timeline_probes(src)
         elif part == "nosum":
             src = cut_loop_group_sums(src)
         elif part == "nozero":
@@ -271,6 +463,14 @@ def main():
             rows.append({"key": args.key, "graph": args.graph, "knobs": args.knobs, "cut": version,
                          "rep": rep, "median_us": stats["median_us"], "p10_us": stats["p10_us"],
                          "p90_us": stats["p90_us"], "rel_l2_error": err, **built[cut][1]})
+    for cut in cuts:
+        if "timeline" in cut.split("+"):
+            meta = json.loads(re.search(r"^// strata-meta: (.*)$", sources[cut].read_text(),
+                                        re.M).group(1))
+            kernel = meta["kernels"][0]
+            print(f"[{cut}]")
+            timeline_report(built[cut][0], kernel["grid"][0] * kernel["grid"][1] *
+                            kernel["grid"][2], kernel["block"] // 32)
     base_us = min(r["median_us"] for r in rows if r["cut"] == "none")
     what = " ".join(args.define) if args.source else args.knobs or "default"
     print(f"{args.key} {args.graph} [{what}]  bytes {cfg.bytes}  sets {sets}")

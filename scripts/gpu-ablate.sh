@@ -14,7 +14,7 @@
 #   cuts as a fourth field), STRATA_ABLATE_SOURCES (';'-separated "KEY FILE.cu [NAME=VALUE,...]":
 #   hand-written kernels with the strata ABI timed by the same harness, e.g.
 #   "rmsnorm_b1 bench/micro/stream_abi.cu STREAM_LATE=true"), STRATA_ABLATE_MICRO=0
-#   (skip step 2), STRATA_ABLATE_MICRO_MODES (default tiles; e.g. "tiles groups"; the
+#   (skip step 2), STRATA_ABLATE_REPEAT (timings per version, default 2), STRATA_ABLATE_MICRO_MODES (default tiles; e.g. "tiles groups"; the
 #   microbenchmark reads random values, STRATA_MICRO_ZEROS=1 zeros), STRATA_ABLATE_ZEROS=1 (also time on all-zero inputs).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
@@ -52,6 +52,7 @@ for c in "${cases[@]}"; do
   step "ablate $key $graph [${knobs:-default}]"
   python3 bench/ablate.py --strata "$build/strata" "$key" "$graph" --knobs "$knobs" \
     --cuts "${case_cuts:-$cuts}" --out "$out/src" --json "$out/ablate.jsonl" \
+    --repeat "${STRATA_ABLATE_REPEAT:-2}" \
     ${STRATA_ABLATE_ZEROS:+--zeros} || rc=1
 done
 IFS=';' read -ra sources <<<"${STRATA_ABLATE_SOURCES:-}"
