@@ -22,13 +22,7 @@ root=$PWD
 . "$root/scripts/lib/gpu-script.sh"
 gpu_script_begin "${1:-bench/results/ablate}" ablate.log
 build=$root/build-gpu
-
-step "build (Release, strata only)"
-if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" >/dev/null ||
-   ! cmake --build "$build" -j"$(nproc)" --target strata >/dev/null; then
-  echo "gpu-ablate: the build failed"
-  exit 3
-fi
+build_strata_tool gpu-ablate
 
 if [ "${STRATA_ABLATE_MICRO:-1}" != 0 ]; then
   step "microbenchmark: tile shapes"

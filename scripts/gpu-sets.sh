@@ -16,13 +16,7 @@ root=$PWD
 . "$root/scripts/lib/gpu-script.sh"
 gpu_script_begin "${1:-bench/results/sets}" sets.log
 build=$root/build-gpu
-
-step "build (Release, strata only)"
-if ! cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" >/dev/null ||
-   ! cmake --build "$build" -j"$(nproc)" --target strata >/dev/null; then
-  echo "gpu-sets: the build failed"
-  exit 3
-fi
+build_strata_tool gpu-sets
 
 default_cases="rmsnorm_b1 bench/search/rmsnorm_b1.json:0 groups=4,walk=0;\
 rmsnorm_b8 bench/search/rmsnorm_b8.json:2 groups=4,walk=0;\

@@ -4,6 +4,9 @@
 # or truncated with a third argument), starts the clock of `step`, prints the machine, puts the
 # CUDA toolkit on PATH when nvcc is not there, and sources devdeps.sh (`cmake_deps`). Expects
 # `root` (the repository root).
+#   build_strata_tool NAME
+# configures and builds the `strata` target (Release) in $build (default $root/build-gpu),
+# within 300 s each; on failure prints "NAME: the build failed" and exits 3.
 step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
 
 gpu_script_begin() {
@@ -21,4 +24,15 @@ gpu_script_begin() {
     export PATH=/usr/local/cuda/bin:$PATH
   fi
   . "$root/scripts/lib/devdeps.sh"
+}
+
+build_strata_tool() {
+  build=${build:-$root/build-gpu}
+  step "build (Release, strata only)"
+  if ! timeout -k 10 300 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" \
+         >/dev/null ||
+     ! timeout -k 10 300 cmake --build "$build" -j"$(nproc)" --target strata >/dev/null; then
+    echo "$1: the build failed (or took over 300 s)"
+    exit 3
+  fi
 }
