@@ -232,19 +232,20 @@ TEST(OptimizeCli, WritesTheResultAndSummary) {
 
 TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
   fs::path dir = fresh_dir("cli_sigint");
-  // SIGINT after two seconds to a one-thread search (about four seconds on an idle machine;
-  // with two threads about two, which raced the signal): the search stops, reports and leaves
-  // a checkpoint. `--foreground` makes timeout signal the search alone: without it timeout
-  // also signals its process group, the search gets SIGINT twice, and the second one (as a
-  // second Ctrl-C is meant to) kills it.
-  CliRun stopped = strata(dir, "optimize examples/programs/gqa_small.strata --threads 2 --top 2");
+  // SIGINT after one second to a one-thread search of qknorm_small (about five seconds on an
+  // idle 2-core machine; gqa_small's search became fast enough, under two seconds, to finish
+  // before a signal at two): the search stops, reports and leaves a checkpoint. `--foreground`
+  // makes timeout signal the search alone: without it timeout also signals its process group,
+  // the search gets SIGINT twice, and the second one (as a second Ctrl-C is meant to) kills it.
+  CliRun stopped =
+      strata(dir, "optimize examples/programs/qknorm_small.strata --threads 2 --top 2");
   (void)stopped;
   fs::remove_all(dir / "cache");
   const char* bin = std::getenv("STRATA_BIN");
   ASSERT_NE(bin, nullptr);
   std::string cmd = "STRATA_CACHE_DIR='" + (dir / "cache").string() +
-                    "' timeout --foreground --preserve-status -s INT 2 '" + bin +
-                    "' optimize examples/programs/gqa_small.strata --threads 1 --top 2 >'" +
+                    "' timeout --foreground --preserve-status -s INT 1 '" + bin +
+                    "' optimize examples/programs/qknorm_small.strata --threads 1 --top 2 >'" +
                     (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
   int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status));
@@ -253,7 +254,7 @@ TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
   EXPECT_NE(out.find("stop: interrupted"), std::string::npos) << out;
   EXPECT_NE(out.find("checkpoint written"), std::string::npos) << out;
   CliRun resumed = strata(dir,
-                          "optimize examples/programs/gqa_small.strata --threads 1 --top 2 "
+                          "optimize examples/programs/qknorm_small.strata --threads 1 --top 2 "
                           "--resume --quiet");
   EXPECT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_NE(resumed.out.find("stop: exhausted"), std::string::npos) << resumed.out;
