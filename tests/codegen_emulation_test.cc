@@ -447,6 +447,9 @@ std::vector<KnobCase> knob_cases() {
       {"views", "", "views=0", [] { return lora_graph(16, 64, 256, 16); }},
       {"walk", "", "walk=0", rms},
       {"f32mid", "", "f32mid=1", attn},
+      {"evict", "evict=0,evictmin=1024k", "evictmin=1024k",
+       [] { return rmsnorm_graph(4, 1024, 512); }},
+      {"evictmin", "evictmin=2048k", "evictmin=1024k", [] { return rmsnorm_graph(4, 1024, 512); }},
   };
 }
 
@@ -519,6 +522,47 @@ TEST(EmitKnobs, ParsesAndFormats) {
                 .find("(default " + std::to_string(PlanOptions{}.bytes_in_flight) + ")"),
             std::string::npos)
       << help;
+}
+
+// EmitOptions::l2_streaming marks the largest input of at least l2_streaming_min_bytes that one
+// kernel alone reads, each byte by one block; the launch then carries the window (and runs the
+// same under the emulator: EmulationKnobs covers the evict knob). The graphs here are small, so
+// the threshold is lowered to 1 MiB (evictmin).
+TEST(EmitStreaming, MarksInputsEachBlockReadsOnce) {
+  auto streamed = [](const KernelGraph& g, const std::string& knobs) {
+    auto src = emit_cuda_source(g, knob_options(knobs));
+    EXPECT_TRUE(src.ok()) << (src.ok() ? "" : src.error().message);
+    if (!src.ok()) return -2;
+    const bool launches = src->code.find("launch_streaming(") != std::string::npos;
+    EXPECT_EQ(launches, src->kernels[0].streamed_input >= 0) << src->code;
+    return src->kernels[0].streamed_input;
+  };
+  // W [1024, 512] f16 is 1 MiB, split over grid x by columns: marked; X is replicated.
+  const KernelGraph rms = rmsnorm_graph(4, 1024, 512);
+  EXPECT_EQ(streamed(rms, "evictmin=1024k"), 1);
+  EXPECT_EQ(streamed(rms, "evictmin=1024k,evict=0"), -1);
+  EXPECT_EQ(streamed(rms, "default"), -1);  // 16 MiB by default
+  auto src = emit_cuda_source(rms, knob_options("evictmin=1024k"));
+  ASSERT_TRUE(src.ok());
+  EXPECT_NE(src->code.find(", stream, t1, 1048576ULL, t0, t1, t2);"), std::string::npos)
+      << src->code;
+  // Half a MiB: too small to matter.
+  EXPECT_EQ(streamed(rmsnorm_graph(4, 1024, 256), "evictmin=1024k"), -1);
+  // W also an output (copied after the kernel): read twice.
+  KernelGraph copied = rmsnorm_graph(4, 1024, 512);
+  ASSERT_TRUE(copied.mark_output(copied.inputs()[1]).ok());
+  EXPECT_EQ(streamed(copied, "evictmin=1024k"), -1);
+  // X's rows split over grid y: each W tile is read by two blocks.
+  KernelGraph rows;
+  int x = must(rows.add_input("X", Shape{4, 1024}, DType::f16));
+  int w = must(rows.add_input("W", Shape{1024, 512}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({8, 2, 1}, 128, 16));
+  int xi = must(b.add_input(Shape{4, 1024}, {P, 0, P}, 1));
+  int wi = must(b.add_input(Shape{1024, 512}, {1, P, P}, 0));
+  int am = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {xi, wi}))}));
+  must(b.add_output(am, {1, 0, P}));
+  must(rows.mark_output(must(rows.add_customized({x, w}, std::move(b), {"O"}))[0]));
+  EXPECT_EQ(streamed(rows, "evictmin=1024k"), -1);
 }
 
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).

@@ -38,6 +38,16 @@ struct EmitOptions {
   PlanOptions plan;                ///< graph optimizer knobs for every customized kernel
   bool f32_intermediates = false;  ///< store kernel-level intermediates in f32 (default: the
                                    ///< tensor's dtype, like the graph says)
+  /// Launch every customized kernel that streams an input — a tensor of at least
+  /// `l2_streaming_min_bytes` that only this kernel reads, each byte by one block — with an L2
+  /// access-policy window marking that input (the largest such) as streaming, so its lines are
+  /// evicted first (strata_rt::host::launch_streaming). A cache hint: the results are the same.
+  bool l2_streaming = true;
+  /// The smallest input l2_streaming marks. 16 MiB is about a quarter of an H100's or H200's
+  /// L2: a smaller stream pushes out little of what the kernel reads again, and the hint is
+  /// measured only on the large weights of the skinny matmuls
+  /// (bench/results/h200-2026-11-25-evict.md).
+  int64_t l2_streaming_min_bytes = int64_t{16} << 20;
 };
 
 /// Per-kernel facts of an emitted source (for reports and tests).
@@ -50,6 +60,8 @@ struct EmittedKernel {
   int pipeline_stages = 0;  ///< customized kernels
   int loop_groups = 1;      ///< customized kernels (see PlanOptions::loop_groups)
   std::string plan;         ///< customized kernels: format_plan of the kernel's plan
+  int streamed_input = -1;  ///< EmitOptions::l2_streaming: the kernel input (position among
+                            ///< its inputs) launched with a streaming L2 window, or -1
 };
 
 struct EmittedSource {

@@ -17,6 +17,7 @@
 //   epilogue   PlanOptions::fuse_epilogues    hoist      PlanOptions::hoist_invariants
 //   views      PlanOptions::concat_views      f32mid     EmitOptions::f32_intermediates
 //   walk       PlanOptions::split_chunk_walks
+//   evict      EmitOptions::l2_streaming     evictmin   EmitOptions::l2_streaming_min_bytes
 #pragma once
 
 #include <string>

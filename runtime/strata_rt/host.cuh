@@ -49,6 +49,47 @@ inline int last_error() {
 #endif
 }
 
+/// Launches `kernel(args...)` on `grid` × `block` threads with `smem` bytes of dynamic shared
+/// memory, with an L2 access-policy window that marks [base, base + bytes) as streaming: the
+/// kernel reads each of those bytes once, so L2 evicts their lines first and keeps what is read
+/// again (the other inputs, the kernel's intermediates). The window is clamped to the device's
+/// maximum (cudaDevAttrMaxAccessPolicyWindowSize); where that is 0 the launch has no window.
+/// A hint only: what the kernel computes does not change. Returns a cudaError_t value.
+template <class... Params, class... Args>
+inline int launch_streaming(void (*kernel)(Params...), dim3 grid, dim3 block, int smem,
+                            cudaStream_t stream, const void* base, unsigned long long bytes,
+                            Args... args) {
+#if defined(STRATA_RT_EMULATE)
+  (void)stream;
+  (void)base;
+  (void)bytes;
+  emu::launch(grid, block, smem, [=] { kernel(args...); });
+  return 0;
+#else
+  int device = 0, max_window = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device);
+  if (err != cudaSuccess) return static_cast<int>(err);
+  cudaLaunchAttribute window[1];
+  window[0].id = cudaLaunchAttributeAccessPolicyWindow;
+  window[0].val.accessPolicyWindow.base_ptr = const_cast<void*>(base);
+  window[0].val.accessPolicyWindow.num_bytes =
+      bytes < static_cast<unsigned long long>(max_window) ? bytes : max_window;
+  window[0].val.accessPolicyWindow.hitRatio = 1.0f;
+  window[0].val.accessPolicyWindow.hitProp = cudaAccessPropertyStreaming;
+  window[0].val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  config.attrs = window;
+  config.numAttrs = max_window > 0 ? 1 : 0;
+  return static_cast<int>(cudaLaunchKernelEx(&config, kernel, args...));
+#endif
+}
+
 }  // namespace host
 }  // namespace strata_rt
 

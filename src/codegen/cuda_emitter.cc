@@ -35,6 +35,7 @@ struct Launch {
   int64_t smem = 0;
   std::vector<int> args;  ///< kernel tensor ids: inputs then outputs
   std::string comment;
+  int streamed = -1;  ///< kernel tensor launched with a streaming L2 window, or -1
 };
 
 std::string var(int t) {
@@ -69,6 +70,33 @@ std::string kernel_graph_listing(const KernelGraph& g) {
   for (int t : g.outputs()) os << " " << g.tensor_name(t);
   os << "\n";
   return os.str();
+}
+
+/// The input (position among op's inputs) that EmitOptions::l2_streaming marks in a kernel
+/// with block graph `b`, or -1: the largest input of at least `min_bytes` that is read
+/// by this kernel alone (`reads[t]` counts the kernel ops reading t, and a graph output that is
+/// an input once more) and split over every grid axis of more than one block, so that each byte
+/// is loaded by one block.
+int streamed_input(const KernelGraph& g, const KernelOp& op, const BlockGraph& b,
+                   const std::vector<int>& reads, const std::vector<DType>& dtypes,
+                   int64_t min_bytes) {
+  const Dim3 grid = b.grid();
+  const int extents[3] = {grid.x, grid.y, grid.z};
+  int best = -1;
+  int64_t best_bytes = min_bytes - 1;
+  for (int k = 0; k < static_cast<int>(op.inputs.size()); ++k) {
+    const int t = op.inputs[k];
+    if (reads[t] != 1) continue;
+    const GridMap& imap = b.op(b.input_op(k)).attrs.imap;
+    bool split = true;
+    for (int a = 0; a < 3; ++a) split = split && (extents[a] == 1 || imap[a] != kReplicate);
+    const int64_t bytes = g.tensor(t).shape.numel() * dtype_size(dtypes[t]);
+    if (split && bytes > best_bytes) {
+      best = k;
+      best_bytes = bytes;
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -115,6 +143,10 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   }
   std::vector<DType> dtypes(ntensors);
   for (int t = 0; t < ntensors; ++t) dtypes[t] = buf[t].dtype;
+  std::vector<int> reads(ntensors, 0);
+  for (const KernelOp& op : g.ops())
+    for (int t : op.inputs) ++reads[t];
+  for (int t : g.outputs()) reads[t] += is_input[t] ? 1 : 0;
 
   CodeWriter kernels;
   std::vector<Launch> launches;
@@ -159,8 +191,14 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
         L.grid = grid;
         L.threads = plan->threads;
         L.smem = plan->smem_bytes;
+        const int streamed =
+            options.l2_streaming
+                ? streamed_input(g, op, *body, reads, dtypes, options.l2_streaming_min_bytes)
+                : -1;
+        if (streamed >= 0) L.streamed = op.inputs[streamed];
         result.kernels.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
-                                  plan->pipeline_stages, plan->groups, format_plan(*plan)});
+                                  plan->pipeline_stages, plan->groups, format_plan(*plan),
+                                  streamed});
       }
     }
     if (!body) {
@@ -267,9 +305,23 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     std::string args;
     for (int t : l.args) args += ", " + var(t);
     w.line("// " + l.comment);
-    w.line("STRATA_RT_LAUNCH(" + l.name + ", dim3(" + std::to_string(l.grid.x) + ", " +
-           std::to_string(l.grid.y) + ", " + std::to_string(l.grid.z) + "), dim3(" +
-           std::to_string(l.threads) + "), " + std::to_string(l.smem) + ", stream" + args + ");");
+    const std::string shape = l.name + ", dim3(" + std::to_string(l.grid.x) + ", " +
+                              std::to_string(l.grid.y) + ", " + std::to_string(l.grid.z) +
+                              "), dim3(" + std::to_string(l.threads) + "), " +
+                              std::to_string(l.smem) + ", stream";
+    if (l.streamed < 0) {
+      w.line("STRATA_RT_LAUNCH(" + shape + args + ");");
+      continue;
+    }
+    const int t = l.streamed;
+    const std::string bytes = std::to_string(g.tensor(t).shape.numel() * dtype_size(dtypes[t]));
+    w.line("// " + g.tensor_name(t) + " (" + bytes +
+           " bytes) is read once, each byte by one block: L2 evicts its lines first");
+    w.open("");
+    w.line("const int err = strata_rt::host::launch_streaming(" + shape + ", " + var(t) + ", " +
+           bytes + "ULL" + args + ");");
+    w.line("if (err != 0) return err;");
+    w.close();
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     int t = g.outputs()[i];

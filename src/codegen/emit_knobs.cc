@@ -66,6 +66,12 @@ const std::vector<Knob>& knobs() {
       {"f32mid", "kernel-level intermediates in f32",
        [](EmitOptions& o, int64_t v) { o.f32_intermediates = v != 0; },
        [](const EmitOptions& o) { return static_cast<int64_t>(o.f32_intermediates); }, true},
+      {"evict", "L2 streaming window on an input each block reads once (evicted first)",
+       [](EmitOptions& o, int64_t v) { o.l2_streaming = v != 0; },
+       [](const EmitOptions& o) { return static_cast<int64_t>(o.l2_streaming); }, true},
+      {"evictmin", "smallest input the L2 streaming window marks (bytes)",
+       [](EmitOptions& o, int64_t v) { o.l2_streaming_min_bytes = v; },
+       [](const EmitOptions& o) { return o.l2_streaming_min_bytes; }, false},
   };
   return k;
 }
