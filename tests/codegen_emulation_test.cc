@@ -524,8 +524,8 @@ TEST(EmitKnobs, ParsesAndFormats) {
       << help;
 }
 
-// EmitOptions::l2_streaming marks the largest input of at least l2_streaming_min_bytes that one
-// kernel alone reads, each byte by one block; the launch then carries the window (and runs the
+// EmitOptions::l2_streaming marks a kernel's only input of at least l2_streaming_min_bytes when
+// that kernel alone reads it, each byte by one block; the launch then carries the window (and runs the
 // same under the emulator: EmulationKnobs covers the evict knob). The graphs here are small, so
 // the threshold is lowered to 1 MiB (evictmin).
 TEST(EmitStreaming, MarksInputsEachBlockReadsOnce) {
@@ -552,6 +552,8 @@ TEST(EmitStreaming, MarksInputsEachBlockReadsOnce) {
   KernelGraph copied = rmsnorm_graph(4, 1024, 512);
   ASSERT_TRUE(copied.mark_output(copied.inputs()[1]).ok());
   EXPECT_EQ(streamed(copied, "evictmin=1024k"), -1);
+  // Two streams of 1 MiB (gatedmlp's W1 and W3): one window cannot mark both, so none.
+  EXPECT_EQ(streamed(gatedmlp_graph(8, 1024, 512), "evictmin=1024k"), -1);
   // X's rows split over grid y: each W tile is read by two blocks.
   KernelGraph rows;
   int x = must(rows.add_input("X", Shape{4, 1024}, DType::f16));

@@ -38,10 +38,10 @@ struct EmitOptions {
   PlanOptions plan;                ///< graph optimizer knobs for every customized kernel
   bool f32_intermediates = false;  ///< store kernel-level intermediates in f32 (default: the
                                    ///< tensor's dtype, like the graph says)
-  /// Launch every customized kernel that streams an input — a tensor of at least
-  /// `l2_streaming_min_bytes` that only this kernel reads, each byte by one block — with an L2
-  /// access-policy window marking that input (the largest such) as streaming, so its lines are
-  /// evicted first (strata_rt::host::launch_streaming). A cache hint: the results are the same.
+  /// Launch every customized kernel that streams an input — its only input of at least
+  /// `l2_streaming_min_bytes`, read by this kernel alone, each byte by one block — with an L2
+  /// access-policy window marking that input as streaming, so its lines are evicted first
+  /// (strata_rt::host::launch_streaming). A cache hint: the results are the same.
   bool l2_streaming = true;
   /// The smallest input l2_streaming marks. 16 MiB is about a quarter of an H100's or H200's
   /// L2: a smaller stream pushes out little of what the kernel reads again, and the hint is
