@@ -44,12 +44,7 @@ export STRATA_CACHE_DIR=${STRATA_CACHE_DIR:-$build/cache}
 strata=$build/strata
 runs=${STRATA_SWEEP_RUNS:-100}
 
-step "build (Release, strata only)"
-if ! timeout -k 10 300 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" \
-       >/dev/null ||
-   ! timeout -k 10 300 cmake --build "$build" -j"$(nproc)" --target strata; then
-  die "the build failed (or took over 300 s)" 3
-fi
+build_strata_tool gpu-sweep
 mode=()
 if [ "$compile_only" = 1 ]; then
   echo "gpu-sweep: dry run (STRATA_SWEEP_COMPILE_ONLY=1): compile only, nothing is checked or timed"
