@@ -57,28 +57,36 @@ std::string resolve_cache_dir(const std::string& configured) {
 }
 
 Json search_model_fingerprint(const std::string& target) {
+  // Every field of Target and SplitPolicy, named through structured bindings: a field added to
+  // either struct stops this from compiling until it is part of the fingerprint too (a stale
+  // cache would otherwise keep rankings made under the old constants).
   Json f;
   if (auto t = Target::by_name(target); t.ok()) {
+    const auto& [name, sm_count, smem_per_block_bytes, mem_bandwidth_Bps, l2_bandwidth_Bps,
+                 narrow_bandwidth_Bps, l2_bytes, tensor_peak_flops, simt_peak_flops,
+                 launch_overhead_s, alpha_sm_factor, iteration_latency_s] = *t;
+    (void)name;  // the target's name is in the key beside the fingerprint
     // Non-finite rates ("free") are written as strings: JSON has no infinity.
     auto rate = [](double v) { return std::isfinite(v) ? Json(v) : Json("inf"); };
-    f["sm_count"] = t->sm_count;
-    f["smem_per_block_bytes"] = t->smem_per_block_bytes;
-    f["mem_bandwidth_Bps"] = rate(t->mem_bandwidth_Bps);
-    f["l2_bandwidth_Bps"] = rate(t->l2_bandwidth_Bps);
-    f["narrow_bandwidth_Bps"] = rate(t->narrow_bandwidth_Bps);
-    f["l2_bytes"] = t->l2_bytes;
-    f["tensor_peak_flops"] = rate(t->tensor_peak_flops);
-    f["simt_peak_flops"] = rate(t->simt_peak_flops);
-    f["launch_overhead_s"] = t->launch_overhead_s;
-    f["alpha_sm_factor"] = t->alpha_sm_factor;
-    f["iteration_latency_s"] = t->iteration_latency_s;
+    f["sm_count"] = sm_count;
+    f["smem_per_block_bytes"] = smem_per_block_bytes;
+    f["mem_bandwidth_Bps"] = rate(mem_bandwidth_Bps);
+    f["l2_bandwidth_Bps"] = rate(l2_bandwidth_Bps);
+    f["narrow_bandwidth_Bps"] = rate(narrow_bandwidth_Bps);
+    f["l2_bytes"] = l2_bytes;
+    f["tensor_peak_flops"] = rate(tensor_peak_flops);
+    f["simt_peak_flops"] = rate(simt_peak_flops);
+    f["launch_overhead_s"] = launch_overhead_s;
+    f["alpha_sm_factor"] = alpha_sm_factor;
+    f["iteration_latency_s"] = iteration_latency_s;
   }
-  const SplitPolicy policy;
-  f["grid_tiles"] = policy.grid_tiles;
-  f["max_unit_tile_extent"] = policy.max_unit_tile_extent;
-  f["reduce_tiles"] = policy.reduce_tiles;
-  f["loop_tiles"] = policy.loop_tiles;
-  f["max_blocks"] = policy.max_blocks;
+  const auto& [grid_tiles, max_unit_tile_extent, reduce_tiles, loop_tiles, max_blocks] =
+      SplitPolicy{};
+  f["grid_tiles"] = grid_tiles;
+  f["max_unit_tile_extent"] = max_unit_tile_extent;
+  f["reduce_tiles"] = reduce_tiles;
+  f["loop_tiles"] = loop_tiles;
+  f["max_blocks"] = max_blocks;
   return f;
 }
 
