@@ -10,6 +10,8 @@
 
 #if !defined(STRATA_RT_EMULATE)
 #include <cuda_runtime.h>
+
+#include <atomic>
 #endif
 
 namespace strata_rt {
@@ -49,6 +51,29 @@ inline int last_error() {
 #endif
 }
 
+/// The largest L2 access-policy window of the current device (cudaDevAttrMaxAccessPolicyWindowSize),
+/// asked once per device and remembered; writes it to `bytes`. Returns a cudaError_t value.
+inline int max_access_policy_window(int* bytes) {
+#if defined(STRATA_RT_EMULATE)
+  *bytes = 0;
+  return 0;
+#else
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices];  // window + 1; 0 = not asked yet (zero-initialized)
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return static_cast<int>(err);
+  if (device < kDevices && known[device].load(std::memory_order_relaxed) > 0) {
+    *bytes = known[device].load(std::memory_order_relaxed) - 1;
+    return 0;
+  }
+  err = cudaDeviceGetAttribute(bytes, cudaDevAttrMaxAccessPolicyWindowSize, device);
+  if (err != cudaSuccess) return static_cast<int>(err);
+  if (device < kDevices) known[device].store(*bytes + 1, std::memory_order_relaxed);
+  return 0;
+#endif
+}
+
 /// Launches `kernel(args...)` on `grid` × `block` threads with `smem` bytes of dynamic shared
 /// memory, with an L2 access-policy window that marks [base, base + bytes) as streaming: the
 /// kernel reads each of those bytes once, so L2 evicts their lines first and keeps what is read
@@ -66,11 +91,8 @@ inline int launch_streaming(void (*kernel)(Params...), dim3 grid, dim3 block, in
   emu::launch(grid, block, smem, [=] { kernel(args...); });
   return 0;
 #else
-  int device = 0, max_window = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess)
-    err = cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device);
-  if (err != cudaSuccess) return static_cast<int>(err);
+  int max_window = 0;
+  if (int err = max_access_policy_window(&max_window)) return err;
   cudaLaunchAttribute window[1];
   window[0].id = cudaLaunchAttributeAccessPolicyWindow;
   window[0].val.accessPolicyWindow.base_ptr = const_cast<void*>(base);
