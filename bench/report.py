@@ -84,6 +84,12 @@ def calibration(profiles):
     }
 
 
+# The benchmark's targets (bench/README.md, "Floor"): geometric-mean speedup over the best
+# PyTorch, the lowest speedup, and strata's time over the floor on the bandwidth-bound programs.
+TARGET_GEOMEAN, TARGET_MIN, TARGET_TIME_OVER_FLOOR = 1.5, 0.95, 1.15
+BANDWIDTH_BOUND = ("rmsnorm", "gatedmlp")
+
+
 def build(device, results, profiles, plans, phases, tolerance):
     rows = []
     for r in results:
@@ -108,6 +114,9 @@ def build(device, results, profiles, plans, phases, tolerance):
         "configs_with_strata": len(speedups),
         "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
         "min_speedup": min(speedups) if speedups else None,
+        # strata's time over the floor where the programs are bandwidth-bound (target ≤ 1.15).
+        "time_over_floor": {r["config"]: 1 / r["strata_fraction_of_floor"] for r in rows
+                            if r["benchmark"] in BANDWIDTH_BOUND and "strata_fraction_of_floor" in r},
     }
     return repo_relative({"format": "strata-bench", "version": 1, "device": device,
                           "tolerance": tolerance, "phases_s": phases, "summary": summary,
@@ -134,6 +143,26 @@ def fmt_us(v):
     return f"{v:.2f}" if isinstance(v, (int, float)) else "—"
 
 
+def targets(sm):
+    """The lines of the markdown report that hold the run against the benchmark's targets."""
+    if not sm.get("geomean_speedup"):
+        return []
+
+    def verdict(ok):
+        return "holds" if ok else "MISSED"
+
+    over = sm.get("time_over_floor", {})
+    lines = ["Targets: "
+             f"geometric-mean speedup ≥ {TARGET_GEOMEAN}× {verdict(sm['geomean_speedup'] >= TARGET_GEOMEAN)}; "
+             f"lowest ≥ {TARGET_MIN}× {verdict(sm['min_speedup'] >= TARGET_MIN)}"]
+    if over:
+        worst = max(over, key=over.get)
+        lines[0] += (f"; {' and '.join(BANDWIDTH_BOUND)} within {TARGET_TIME_OVER_FLOOR}× of the "
+                     f"floor {verdict(over[worst] <= TARGET_TIME_OVER_FLOOR)} (strata time / floor: "
+                     + ", ".join(f"{k} {v:.3f}" for k, v in over.items()) + ")")
+    return [lines[0] + ".", ""]
+
+
 def markdown(doc):
     d = doc["device"]
     out = [f"# strata vs PyTorch on {d['name']}", "",
@@ -148,7 +177,7 @@ def markdown(doc):
            "`torch.compile(mode=\"max-autotune-no-cudagraphs\")` (its kernels; our own CUDA "
            "graph). floor = max(bytes/BW, FLOPs/peak, one launch).", "",
            "| benchmark | eager | compile | max-autotune | strata | speedup vs best PyTorch | "
-           "floor | strata / floor | best PyTorch / floor |",
+           "floor | floor / strata | floor / best PyTorch |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in doc["results"]:
         s = r["systems"]
@@ -173,6 +202,7 @@ def markdown(doc):
     out += ["", f"strata timed on {sm['configs_with_strata']} of {sm['configs']} configurations"
             + (f"; geometric-mean speedup {sm['geomean_speedup']:.2f}×, lowest "
                f"{sm['min_speedup']:.2f}×." if sm["geomean_speedup"] else "."), ""]
+    out += targets(sm)
     out += ["Candidates per configuration (and strata's fastest: candidate [emitter variant]):", ""]
     winners = {r["config"]: r["systems"].get("strata") for r in doc["results"]}
     for key, plan in doc["candidates"].items():
