@@ -282,8 +282,14 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
       "workspace, cudaStream_t stream)");
   w.line("static const int init = strata_init();");
   w.line("if (init != 0) return init;");
-  w.line("unsigned char* ws = static_cast<unsigned char*>(workspace);");
-  w.line("(void)ws;");
+  // The workspace pointer is named only when an intermediate lives there (an unused local
+  // would draw nvcc's "set but never used" warning).
+  bool uses_workspace = false;
+  for (int t = 0; t < ntensors; ++t) uses_workspace |= buf[t].kind == Buffer::Workspace;
+  if (uses_workspace)
+    w.line("unsigned char* ws = static_cast<unsigned char*>(workspace);");
+  else
+    w.line("(void)workspace;");
   w.line("(void)outputs;");
   for (int t = 0; t < ntensors; ++t) {
     const std::string T = codegen::cuda_type(dtypes[t]);
