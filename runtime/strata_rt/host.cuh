@@ -63,8 +63,9 @@ inline int max_access_policy_window(int* bytes) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return static_cast<int>(err);
-  if (device < kDevices && known[device].load(std::memory_order_relaxed) > 0) {
-    *bytes = known[device].load(std::memory_order_relaxed) - 1;
+  const int cached = device < kDevices ? known[device].load(std::memory_order_relaxed) : 0;
+  if (cached > 0) {
+    *bytes = cached - 1;
     return 0;
   }
   err = cudaDeviceGetAttribute(bytes, cudaDevAttrMaxAccessPolicyWindowSize, device);
