@@ -108,6 +108,15 @@ TEST(ExprRules, KernelLevelOps) {
   int w = must(g.add_input("W", Shape{64, 32}, DType::f16));
   OpAttrs sc;
   sc.scalar = 0.5;
+  OpAttrs clamp;
+  clamp.scalar = -1;
+  clamp.scalar2 = 2;
+  OpAttrs eps = dim_attr(1);
+  eps.scalar = 1e-6;
+  OpAttrs slice;
+  slice.dim = 1;
+  slice.start = 16;
+  slice.end = 48;
   OpAttrs to;
   to.dim = 1;
   to.to = 4;
@@ -115,7 +124,7 @@ TEST(ExprRules, KernelLevelOps) {
       {must(g.add_op(OpKind::Matmul, {x, w})), "sum(64, mul(X, W))"},
       {must(g.add_op(OpKind::Sub, {x, y})), "add(X, Y)"},
       {must(g.add_op(OpKind::Square, {x})), "mul(X, X)"},
-      {must(g.add_op(OpKind::MulScalar, {x}, sc)), "X"},
+      {must(g.add_op(OpKind::MulScalar, {x}, sc)), "mul(X, c(0.5))"},  // constants are kept
       {must(g.add_op(OpKind::Pow, {x, y})), "pow(X, Y)"},
       {must(g.add_op(OpKind::Sqrt, {x})), "sqrt(X)"},
       {must(g.add_op(OpKind::Exp, {y})), "exp(Y)"},
@@ -125,6 +134,14 @@ TEST(ExprRules, KernelLevelOps) {
       {must(g.add_op(OpKind::Mean, {x}, dim_attr(0))), "sum(8, X)"},
       {must(g.add_op(OpKind::RmsNorm, {x}, dim_attr(0))), "div(X, rms(8, X))"},
       {must(g.add_op(OpKind::Concat, {x, y}, dim_attr(0))), "concat(X, Y)"},
+      {must(g.add_op(OpKind::AddScalar, {x}, sc)), "add(X, c(0.5))"},
+      {must(g.add_op(OpKind::Sigmoid, {x})), "sigmoid(X)"},
+      {must(g.add_op(OpKind::Clamp, {x}, clamp)), "clamp(X, c(-1), c(2))"},
+      {must(g.add_op(OpKind::Maximum, {x, y})), "maximum(X, Y)"},
+      {must(g.add_op(OpKind::Max, {x}, dim_attr(1))), "max(64, X)"},
+      {must(g.add_op(OpKind::RmsNorm, {x}, eps)), "div(X, rms(64, X, c(1e-06)))"},
+      {must(g.add_op(OpKind::Transpose, {x})), "perm(X)"},
+      {must(g.add_op(OpKind::Slice, {x}, slice)), "slice(X, 1, c(16), c(48))"},
   };
   ExprPool pool;
   std::vector<ExprId> ex = kernel_graph_exprs(pool, g);
@@ -192,7 +209,7 @@ TEST(ExprRules, AccumulatorsAndThreadGraphs) {
   int chain = must(b.add_thread_graph(
       {x, x}, {ThreadStep{OpKind::Exp, {0, 0}}, ThreadStep{OpKind::MulScalar, {2, 0}, 2.0},
                ThreadStep{OpKind::Sub, {3, 1}}, ThreadStep{OpKind::Square, {4, 0}}}));
-  cases.push_back({chain, "mul(add(X, exp(X)), add(X, exp(X)))"});
+  cases.push_back({chain, "mul(add(X, mul(exp(X), c(2))), add(X, mul(exp(X), c(2))))"});
   int rn = must(b.add_op(OpKind::RmsNorm, {x}, dim_attr(1)));  // tile extent, not the kernel's
   cases.push_back({rn, "div(X, rms(64, X))"});
   ExprPool pool;

@@ -70,11 +70,11 @@ TEST(DimClasses, ReductionsRecordTheirKindAndProvenance) {
   KernelGraph g = parse(kRmsNorm);
   ClassTable t = analyze(g);
   DimClass k = cls(t, g, "X", 1);
-  const ProvMask x = 1, w = 2;                             // program inputs by position
-  EXPECT_TRUE(t.has_reduction(k, /*norm=*/true, x));       // rms_norm(X) over k
-  EXPECT_TRUE(t.has_reduction(k, /*norm=*/false, x | w));  // Y·W over k: X (via Y) and W
-  EXPECT_FALSE(t.has_reduction(k, /*norm=*/false, x));     // Σ_k X alone: not in the program
-  EXPECT_FALSE(t.has_reduction(k, /*norm=*/false, w));     // Σ_k W alone
+  const ProvMask x = 1, w = 2;                              // program inputs by position
+  EXPECT_TRUE(t.has_reduction(k, RedKind::Norm, x));        // rms_norm(X) over k
+  EXPECT_TRUE(t.has_reduction(k, RedKind::Linear, x | w));  // Y·W over k: X (via Y) and W
+  EXPECT_FALSE(t.has_reduction(k, RedKind::Linear, x));     // Σ_k X alone: not in the program
+  EXPECT_FALSE(t.has_reduction(k, RedKind::Linear, w));     // Σ_k W alone
   EXPECT_EQ(t.reductions().size(), 2u);
   // Provenance propagates through elementwise ops and matmuls.
   EXPECT_EQ(t.tensor_provenance(g.find_tensor("Y"))[1], x);
@@ -140,7 +140,7 @@ TEST(DimClasses, FlowRejectsMismatchedClasses) {
   EXPECT_EQ(ok.out[1], n);
   EXPECT_EQ(ok.reduced, k);
   EXPECT_EQ(ok.reduced_prov, x | w);
-  EXPECT_FALSE(ok.norm);
+  EXPECT_EQ(ok.red, RedKind::Linear);
   // A tile [8,256] of (m, n) would contract n with k: rejected although the shapes fit.
   ClassFlow bad = flow_classes(t, OpKind::Matmul, {}, std::vector<Shape>{{8, 256}, {256, 512}},
                                std::vector<DimClassVec>{{m, n}, {k, n}}, {}, Shape{8, 512});
@@ -161,7 +161,7 @@ TEST(DimClasses, FlowRejectsMismatchedClasses) {
   ClassFlow norm = flow_classes(t, OpKind::RmsNorm, dim1, std::vector<Shape>{{8, 256}},
                                 std::vector<DimClassVec>{{m, k}}, std::vector<DimProvVec>{{x, x}},
                                 Shape{8, 256});
-  EXPECT_TRUE(norm.norm);
+  EXPECT_EQ(norm.red, RedKind::Norm);
   EXPECT_EQ(norm.reduced, k);
   EXPECT_EQ(norm.reduced_prov, x);
   // Sums to 1 drop the class of their dim.

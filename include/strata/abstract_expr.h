@@ -15,9 +15,14 @@
 //   div(a, b)
 //   exp(a)
 //   sum(n, a)              a summed over n ≥ 1 elements
-//   rms(n, a)              root mean square over n elements
-//   fn(kind, a [, b])      an opaque function: sqrt, silu, gelu, relu (unary), pow (binary)
+//   rms(n, a [, c])        root mean square over n elements (c: the constant eps, if not 0)
+//   fn(kind, a [, b] [, c…]) an opaque function of its arguments (sqrt, silu, …, pow, maximum)
+//                          and of its op's constants (clamp's bounds)
 //   concat(a, b)           a marker so that concat-then-matmul can be recognized
+//   c(v)                   the scalar constant v (mul_scalar, add_scalar, eps, bounds)
+//   max(n, a)              the max over n elements
+//   perm(a)                a with its last two dims swapped (transpose); perm(perm(a)) = a
+//   slice(a, d, s, e)      the part [s, e) of a along dim d (s and e as constants)
 // plus two n-ary kinds, Mono and Poly, that only normal forms use.
 //
 // Thread safety: every member function may be called from any number of threads at once.
@@ -44,7 +49,23 @@ inline constexpr ExprId kNoExpr = UINT32_MAX;
 
 /// The head of a term. Var..Concat are the term language; Mono and Poly appear only in
 /// normal forms (see expr_normal_form.h).
-enum class ExprKind : uint8_t { Var, Add, Mul, Div, Exp, Sum, Rms, Fn, Concat, Mono, Poly };
+enum class ExprKind : uint8_t {
+  Var,
+  Add,
+  Mul,
+  Div,
+  Exp,
+  Sum,
+  Rms,
+  Fn,
+  Concat,
+  Const,
+  Max,
+  Perm,
+  Slice,
+  Mono,
+  Poly
+};
 
 /// Counts of summed elements saturate here (products of large sums); see the docs.
 inline constexpr int64_t kCountCap = int64_t{1} << 62;
@@ -74,12 +95,23 @@ class ExprPool {
   /// a summed over n elements. n < 1 is treated as 1; sum(1, a) = a and
   /// sum(n, sum(m, a)) = sum(n·m, a) (saturating at kCountCap).
   ExprId sum(int64_t n, ExprId a);
-  /// Root mean square of a over n ≥ 1 elements (n < 1 is treated as 1).
-  ExprId rms(int64_t n, ExprId a);
+  /// Root mean square of a over n ≥ 1 elements (n < 1 is treated as 1), with the constant
+  /// eps under the root (left out when 0).
+  ExprId rms(int64_t n, ExprId a, double eps = 0.0);
   /// An opaque function `kind` (sqrt, silu, gelu, relu, or pow with b) of its arguments.
   ExprId fn(OpKind kind, ExprId a, ExprId b = kNoExpr);
+  /// An opaque function of the given arguments (tensor arguments first, then constants).
+  ExprId fn(OpKind kind, std::span<const ExprId> args);
   /// The concatenation marker concat(a, b) (order kept: concatenation is not commutative).
   ExprId concat(ExprId a, ExprId b);
+  /// The scalar constant v (−0 is 0). Constants are atoms: mul_scalar(x, v) is mul(c(v), x).
+  ExprId constant(double v);
+  /// The max of a over n ≥ 1 elements.
+  ExprId max(int64_t n, ExprId a);
+  /// a with its last two dims swapped; perm(perm(a)) = a.
+  ExprId perm(ExprId a);
+  /// The part [start, end) of a along dim `dim`.
+  ExprId slice(ExprId a, int dim, int64_t start, int64_t end);
 
   /// Normal-form monomial: count · Π numerators / Π denominators, with numerators atoms
   /// (Var, Exp, Rms, Fn, Concat) and denominators normal forms. Orders both lists
@@ -93,10 +125,14 @@ class ExprPool {
 
   /// The head of e.
   ExprKind kind(ExprId e) const { return node(e).kind; }
-  /// Var: the input index; Sum and Rms: the element count n; Mono: the count; else 0.
+  /// Var: the input index; Sum, Rms and Max: the element count n; Mono: the count; else 0.
   int64_t count(ExprId e) const { return node(e).n; }
   /// Fn: the opaque function's op kind.
   OpKind fn_kind(ExprId e) const { return static_cast<OpKind>(node(e).op); }
+  /// Const: its value.
+  double constant_value(ExprId e) const;
+  /// Slice: the dim it slices.
+  int slice_dim(ExprId e) const { return node(e).op; }
   /// Arguments in order (for Add and Mul, in canonical order; for Mono, numerators then
   /// denominators; for Poly, the monomials).
   std::span<const ExprId> children(ExprId e) const;

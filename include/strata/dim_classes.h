@@ -1,5 +1,5 @@
 // Logical dimension classes: which tensor dimensions of a program index the same thing
-// (DESIGN §6; docs/search.md, "Dimension classes").
+// (docs/search.md, "Dimension classes").
 //
 // The search derives its grid, for-loop, imap, fmap and omap candidates from these classes
 // instead of enumerating every mapping: a grid axis splits one class across blocks (every
@@ -52,6 +52,7 @@ struct DimClassInfo {
   int64_t extent = 1;         ///< extent of every dim of the class
   bool sum_reduced = false;   ///< Plain: summed over in the program (matmul k, sum, mean)
   bool norm_reduced = false;  ///< Plain: normalized over in the program (rms_norm)
+  bool max_reduced = false;   ///< Plain: maxed over in the program (max, softmax)
   std::string label;          ///< Plain: "X.1", the first program dim in the class
   DimClass a = kNoClass;      ///< Concat: first part; Partial, Grouped: the split class
   DimClass b = kNoClass;      ///< Concat: second part; Partial: class of the tile dim
@@ -76,23 +77,29 @@ using ProvMask = uint64_t;
 /// The provenance of each dim of one tensor.
 using DimProvVec = std::array<ProvMask, kMaxRank>;
 
-/// A reduction of the program: over which class, linear (sum, mean, matmul) or a
-/// normalization (rms_norm), and its provenance.
+/// How a reduction combines: linearly (sum, mean, matmul), as a normalization (rms_norm), or
+/// by max. Reductions of different kinds over the same class are not interchangeable.
+enum class RedKind : uint8_t { Linear, Norm, Max };
+
+/// The kind of a reduction op (Reduce, Norm, Scan or a reducing accumulator).
+RedKind reduction_kind(OpKind k);
+
+/// A reduction of the program: over which class, of which kind, and its provenance.
 struct ProgramReduction {
-  DimClass cls = kNoClass;  ///< a plain class
-  bool norm = false;        ///< rms_norm (true) or a linear reduction
-  ProvMask prov = 0;        ///< inputs whose dims of `cls` meet in the reduction
+  DimClass cls = kNoClass;         ///< a plain class
+  RedKind kind = RedKind::Linear;  ///< how it combines
+  ProvMask prov = 0;               ///< inputs whose dims of `cls` meet in the reduction
   bool operator==(const ProgramReduction&) const = default;
 };
 
 /// Outcome of propagating classes through one compute op (flow_classes).
 struct ClassFlow {
-  DimClassVec out = kNoClasses;  ///< classes of the output's dims
-  DimProvVec prov{};             ///< provenance of the output's dims
-  DimClass reduced = kNoClass;   ///< the class the op sums or normalizes over, if any
-  ProvMask reduced_prov = 0;     ///< provenance of the reduced dim(s)
-  bool norm = false;             ///< the reduction is a normalization (not linear)
-  std::string mismatch;          ///< non-empty: dims of different classes meet (rejected)
+  DimClassVec out = kNoClasses;   ///< classes of the output's dims
+  DimProvVec prov{};              ///< provenance of the output's dims
+  DimClass reduced = kNoClass;    ///< the class the op sums, normalizes or maxes over, if any
+  ProvMask reduced_prov = 0;      ///< provenance of the reduced dim(s)
+  RedKind red = RedKind::Linear;  ///< how the op reduces (when `reduced` is set)
+  std::string mismatch;           ///< non-empty: dims of different classes meet (rejected)
 };
 
 /// The classes of a program plus the derived classes interned during a search. Copyable;
@@ -115,8 +122,8 @@ class ClassTable {
   /// The reductions of the program (distinct).
   const std::vector<ProgramReduction>& reductions() const { return reductions_; }
   /// Whether the program has a reduction of plain class c, of the given kind and provenance.
-  bool has_reduction(DimClass c, bool norm, ProvMask prov) const;
-  /// Plain classes among program tensors' dims that are sum- or norm-reduced.
+  bool has_reduction(DimClass c, RedKind kind, ProvMask prov) const;
+  /// Plain classes among program tensors' dims that are sum-, norm- or max-reduced.
   ClassMask reduced_mask() const;
 
   /// The class of a dim concatenating a dim of class a with one of class b (interned).
@@ -136,6 +143,17 @@ class ClassTable {
   /// Human-readable name: "X.1", "cat(X.1,A.1)", "part(K.2/8)".
   std::string name(DimClass c) const;
 
+  /// The class of the dim that a slice of the program (range attrs.start .. attrs.end) makes
+  /// of a dim of class `from`, or kNoClass if the program has no such slice.
+  DimClass slice_class(DimClass from, const OpAttrs& attrs) const;
+
+  /// A slice of the program: it maps a dim of class `from` to one of class `to`.
+  struct SliceRule {
+    DimClass from = kNoClass;
+    OpAttrs attrs;
+    DimClass to = kNoClass;
+  };
+
  private:
   DimClass intern(const DimClassInfo& info);
 
@@ -144,13 +162,14 @@ class ClassTable {
   std::vector<DimClassVec> tensor_classes_;
   std::vector<DimProvVec> tensor_prov_;
   std::vector<ProgramReduction> reductions_;
+  std::vector<SliceRule> slices_;
   std::map<std::tuple<int, int, int, int64_t, int64_t, int, int>, DimClass> derived_;
 };
 
 /// Propagates classes and provenance through a compute op (categories Matmul, Unary,
-/// Binary, Reduce, Norm, Concat) with inputs of the given shapes, classes and provenance and
-/// output `out_shape`. A dim with a class may only meet dims of the same class or of no
-/// class, and may not be broadcast.
+/// Binary, Reduce, Norm, Concat, Layout, Scan) with inputs of the given shapes, classes and
+/// provenance and output `out_shape`. A dim with a class may only meet dims of the same class or of
+/// no class, and may not be broadcast.
 ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
                        std::span<const Shape> in_shapes, std::span<const DimClassVec> in,
                        std::span<const DimProvVec> in_prov, const Shape& out_shape);

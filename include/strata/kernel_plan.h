@@ -71,8 +71,8 @@ struct PlanOptions {
   /// size can have), else no minimum. Forcing blocks_per_sm() blocks can make them co-resident
   /// at the price of register spills; the profiler decides.
   int min_blocks_per_sm = 0;
-  bool chain_matmuls = true;    ///< keep S = A·B (and its epilogue) in registers as the A
-                                ///< operand of a following matmul (FlashAttention style)
+  bool chain_matmuls = true;  ///< keep S = A·B (and its epilogue) in registers as the A
+                              ///< operand of a following matmul (FlashAttention style)
   /// Row tiles (16 rows each) per warp of a matmul chain; 0 = choose (the fewest that keep the
   /// chain within 16 warps). n > 1 shares each B fragment between n row tiles (half the
   /// shared-memory reads per product at n = 2) with fewer warps; used when n divides the row
@@ -228,8 +228,11 @@ struct ReductionShape {
   int64_t outputs() const { return outer * to * inner; }
 };
 
-/// True for ops that reduce (Reduce and Norm categories, accumulators other than `accum`).
+/// True for ops that reduce (those with a row in the op table's reduction family).
 bool is_reduction(const BlockOp& op);
+/// Whether the code generator handles block op `op` (make_kernel_plan refuses graphs with
+/// others, naming the op).
+bool block_codegen_supports(const BlockOp& op);
 /// The reduction of such an op on its input tile shape.
 ReductionShape reduction_shape(const BlockOp& op, const Shape& input);
 

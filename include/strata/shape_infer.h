@@ -1,4 +1,4 @@
-// Shape rules of the compute ops and accumulators (DESIGN §2.1, §2.2), shared by the
+// Shape rules of the compute ops and accumulators (docs/mugraph-semantics.md), shared by the
 // kernel and block levels.
 #pragma once
 
@@ -10,14 +10,17 @@
 
 namespace strata {
 
-/// Output shape of a compute op (categories Matmul, Unary, Binary, Reduce, Norm, Concat) on
-/// inputs of the given shapes. Normalizes negative dims in `attrs`. The error message states
-/// the violated rule; callers prefix where the op is.
+/// Output shape of a compute op (categories Matmul, Unary, Binary, Reduce, Norm, Concat,
+/// Layout, Scan) on inputs of the given shapes. Normalizes negative dims in `attrs` and checks
+/// scalar attributes (finite; clamp lo ≤ hi; eps ≥ 0). The error message states the violated
+/// rule; callers prefix where the op is.
 Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& inputs, OpAttrs& attrs);
 
-/// Output shape of a for-loop accumulator applied to a per-iteration tile of shape `in`
+/// Output shape of a for-loop accumulator applied to per-iteration tiles of the given shapes
+/// (the accumulated tile; for accum_rescale(_ld) also the shift, which must broadcast to it)
 /// with `forloop` iterations. Normalizes attrs.fmap.
-Result<Shape> infer_accum_shape(OpKind kind, const Shape& in, int forloop, OpAttrs& attrs);
+Result<Shape> infer_accum_shape(OpKind kind, const std::vector<Shape>& inputs, int forloop,
+                                OpAttrs& attrs);
 
 /// Output shape of a thread graph (an elementwise chain) over inputs of the given shapes;
 /// checks that every step is elementwise and refers to earlier values only.

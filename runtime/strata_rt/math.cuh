@@ -1,10 +1,15 @@
-// strata device runtime: the scalar arithmetic of every elementwise op (DESIGN §2.1), in f32.
+// strata device runtime: the scalar arithmetic of every elementwise op
+// (docs/mugraph-semantics.md), in f32.
 //
 // Generated code evaluates elementwise ops, thread graphs, fused epilogues and accumulator
-// finalizers through these functions only, so the semantics of an op live in one place:
+// finalizers through these functions only, so the semantics of an op live in one place. The
+// function of op `name` is op_<name>(tensor arguments…, the op's scalar attributes…) — the code
+// generator derives the call from the op table:
 //   exp(x), square(x) = x², sqrt(x), silu(x) = x / (1 + e^-x),
 //   gelu(x) = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))) (tanh approximation), relu(x) = max(x, 0),
-//   mul_scalar(x, c) = c·x, add, sub, mul, div, pow(a, b) = a^b.
+//   sigmoid(x) = 1 / (1 + e^-x), tanh(x), log(x) (natural), mul_scalar(x, c) = c·x,
+//   add_scalar(x, c) = x + c, clamp(x, lo, hi) = min(max(x, lo), hi), add, sub, mul, div,
+//   pow(a, b) = a^b, maximum(a, b), minimum(a, b).
 #pragma once
 
 #include "strata_rt/core.cuh"
@@ -48,8 +53,29 @@ STRATA_DEVICE float op_gelu(float x) {
 STRATA_DEVICE float op_relu(float x) {
   return x > 0.0f ? x : 0.0f;
 }
+STRATA_DEVICE float op_sigmoid(float x) {
+  return rcp_at_least_one(1.0f + op_exp(-x));
+}
+STRATA_DEVICE float op_tanh(float x) {
+  return tanhf(x);
+}
+STRATA_DEVICE float op_log(float x) {
+  return logf(x);
+}
 STRATA_DEVICE float op_mul_scalar(float x, float c) {
   return c * x;
+}
+STRATA_DEVICE float op_add_scalar(float x, float c) {
+  return x + c;
+}
+STRATA_DEVICE float op_clamp(float x, float lo, float hi) {
+  return fminf(fmaxf(x, lo), hi);
+}
+STRATA_DEVICE float op_maximum(float a, float b) {
+  return fmaxf(a, b);
+}
+STRATA_DEVICE float op_minimum(float a, float b) {
+  return fminf(a, b);
 }
 STRATA_DEVICE float op_add(float a, float b) {
   return a + b;
@@ -75,9 +101,10 @@ STRATA_DEVICE float op_pow(float a, float b) {
   return powf(a, b);
 }
 
-/// 1 / sqrt(mean) for the RMS normalizers: rms_norm, accum_rms_ld (x / sqrt(mean(x²))).
-STRATA_DEVICE float inv_rms(float sum_squares, float count) {
-  return 1.0f / sqrtf(sum_squares / count);
+/// 1 / sqrt(mean + eps) for the RMS normalizers: rms_norm, accum_rms_ld
+/// (x / sqrt(mean(x²) + eps)).
+STRATA_DEVICE float inv_rms(float sum_squares, float count, float eps = 0.0f) {
+  return 1.0f / sqrtf(sum_squares / count + eps);
 }
 
 }  // namespace strata_rt

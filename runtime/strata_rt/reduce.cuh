@@ -27,6 +27,15 @@ STRATA_DEVICE float team_sum(float v) {
   return v;
 }
 
+/// Max of v over the team of L lanes containing this lane; every lane of the team gets it.
+template <int L>
+STRATA_DEVICE float team_max(float v) {
+  static_assert(L >= 1 && L <= 32 && (L & (L - 1)) == 0, "team size is a power of two ≤ 32");
+#pragma unroll
+  for (int m = L / 2; m > 0; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
+  return v;
+}
+
 /// Sum of v over all THREADS threads of the block; every thread gets it. `scratch` holds
 /// THREADS/32 floats of shared memory. Contains two __syncthreads(): every thread of the block
 /// must call it, and scratch is free again when it returns.

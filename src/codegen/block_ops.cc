@@ -66,7 +66,10 @@ void BlockEmitter::emit_op(int i) {
     case Category::Sink:
       emit_save(i);
       return;
-    default:
+    case Category::Source:  // input iterators: loaded by the pipeline
+    case Category::Customized:
+    case Category::Layout:  // refused by make_kernel_plan until supported
+    case Category::Scan:
       return;
   }
 }
@@ -87,8 +90,7 @@ std::string BlockEmitter::operand_value(int t, const Shape& out,
 }
 
 void BlockEmitter::prefetch_vector_operands(int t, const Shape& out,
-                                            const std::vector<std::string>& out_idx,
-                                            int64_t vec) {
+                                            const std::vector<std::string>& out_idx, int64_t vec) {
   const Shape& ts = g_.tensor(t).shape;
   const int r = ts.rank();
   // Along the chunk, t's last index is out's plus j only when t is not broadcast there.
@@ -105,8 +107,7 @@ void BlockEmitter::prefetch_vector_operands(int t, const Shape& out,
   if (tp.summed_at_read && tp.group_elems % vec != 0) return;
   const std::string name = "pv" + std::to_string(t);
   w_.line("float " + name + "[" + std::to_string(vec) + "];  // " + g_.tensor_name(t) +
-          " along the chunk" +
-          (tp.summed_at_read ? ", the loop groups' partials summed" : ""));
+          " along the chunk" + (tp.summed_at_read ? ", the loop groups' partials summed" : ""));
   if (tp.summed_at_read)
     emit_summed_vector(t, idx, vec, name);
   else
@@ -118,14 +119,14 @@ void BlockEmitter::prefetch_vector_operands(int t, const Shape& out,
 std::string BlockEmitter::eval_elementwise(int i, const std::vector<std::string>& inputs,
                                            const std::string& prefix) {
   const BlockOp& op = g_.op(i);
-  if (op.kind != OpKind::ThreadFused) return scalar_op_expr(op.kind, inputs, op.attrs.scalar);
+  if (op.kind != OpKind::ThreadFused) return scalar_op_expr(op.kind, inputs, op.attrs);
   std::vector<std::string> vals = inputs;
   for (size_t k = 0; k < op.chain.size(); ++k) {
     const ThreadStep& s = op.chain[k];
     std::vector<std::string> args;
     for (int a = 0; a < op_info(s.kind).arity; ++a) args.push_back(vals[s.args[a]]);
     std::string name = prefix + std::to_string(k);
-    w_.line("const float " + name + " = " + scalar_op_expr(s.kind, args, s.scalar) + ";");
+    w_.line("const float " + name + " = " + scalar_op_expr(s.kind, args, step_attrs(s)) + ";");
     vals.push_back(name);
   }
   return vals.back();

@@ -128,35 +128,14 @@ std::vector<std::string> broadcast_index(const Shape& operand,
   return idx;
 }
 
-std::string scalar_op_expr(OpKind kind, const std::vector<std::string>& a, double scalar) {
-  switch (kind) {
-    case OpKind::Exp:
-      return "strata_rt::op_exp(" + a[0] + ")";
-    case OpKind::Square:
-      return "strata_rt::op_square(" + a[0] + ")";
-    case OpKind::Sqrt:
-      return "strata_rt::op_sqrt(" + a[0] + ")";
-    case OpKind::Silu:
-      return "strata_rt::op_silu(" + a[0] + ")";
-    case OpKind::Gelu:
-      return "strata_rt::op_gelu(" + a[0] + ")";
-    case OpKind::Relu:
-      return "strata_rt::op_relu(" + a[0] + ")";
-    case OpKind::MulScalar:
-      return "strata_rt::op_mul_scalar(" + a[0] + ", " + float_lit(scalar) + ")";
-    case OpKind::Add:
-      return "strata_rt::op_add(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Sub:
-      return "strata_rt::op_sub(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Mul:
-      return "strata_rt::op_mul(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Div:
-      return "strata_rt::op_div(" + a[0] + ", " + a[1] + ")";
-    case OpKind::Pow:
-      return "strata_rt::op_pow(" + a[0] + ", " + a[1] + ")";
-    default:
-      return "/* not elementwise */ 0.0f";
-  }
+std::string scalar_op_expr(OpKind kind, const std::vector<std::string>& a, const OpAttrs& attrs) {
+  // strata_rt::op_<name>(operands…, scalar attributes…): the runtime's naming contract
+  // (runtime/strata_rt/math.cuh).
+  std::string call = "strata_rt::op_" + std::string(op_name(kind)) + "(";
+  for (int i = 0; i < op_info(kind).arity; ++i) call += (i ? ", " : "") + a[i];
+  for (const AttrSpec& spec : attr_specs(kind))
+    call += ", " + float_lit(get_real_attr(attrs, spec.field));
+  return call + ")";
 }
 
 }  // namespace strata::codegen

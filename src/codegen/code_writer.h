@@ -57,6 +57,6 @@ std::vector<std::string> broadcast_index(const Shape& operand,
 
 /// The f32 expression of an elementwise op (unary: args[0]; binary: args[0], args[1]) through
 /// the runtime's math functions — the one place that spells out each op's arithmetic.
-std::string scalar_op_expr(OpKind kind, const std::vector<std::string>& args, double scalar);
+std::string scalar_op_expr(OpKind kind, const std::vector<std::string>& args, const OpAttrs& attrs);
 
 }  // namespace strata::codegen

@@ -120,20 +120,25 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
     std::vector<std::string> oidx = unflatten("o", oshape);
     std::vector<std::string> xidx = oidx;
     xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
-    const bool norm = cat == Category::Norm;
-    w.line("float acc = 0.0f;");
+    // The reduction family of the op table: premap, combine, identity, finalize.
+    const ReductionInfo& red = *op_reduction(op.kind);
+    const bool norm = cat == Category::Norm, max = red.combine == Combine::Max;
+    w.line(std::string("float acc = ") + (max ? "-INFINITY" : "0.0f") + ";");
     w.open("if (active)");
     w.open("for (long long t = lane; t < " + std::to_string(group) +
            "; t += " + std::to_string(team) + ")");
     w.line("const float v = " + load("in0", in_type(0), xs, xidx) + ";");
-    w.line(norm ? "acc += v * v;" : "acc += v;");
+    const std::string pre = red.premap == Premap::Square ? "v * v" : "v";
+    w.line(max ? "acc = fmaxf(acc, " + pre + ");" : "acc += " + pre + ";");
     w.close();
     w.close();
-    if (team > 1) w.line("acc = strata_rt::team_sum<" + std::to_string(team) + ">(acc);");
+    if (team > 1)
+      w.line("acc = strata_rt::team_" + std::string(max ? "max" : "sum") + "<" +
+             std::to_string(team) + ">(acc);");
     if (norm) {
       w.open("if (active)");
       w.line("const float inv = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
-             ");");
+             ", " + float_lit(op.attrs.scalar) + ");");
       w.open("for (long long t = lane; t < " + std::to_string(group) +
              "; t += " + std::to_string(team) + ")");
       w.line("out[" + offset(os, xidx) + "] = strata_rt::from_f32<" + OT + ">(" +
@@ -142,7 +147,7 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
       w.close();
     } else {
       std::string value =
-          op.kind == OpKind::Mean ? "acc / " + float_lit(static_cast<double>(group)) : "acc";
+          red.finalize == Finalize::Mean ? "acc / " + float_lit(static_cast<double>(group)) : "acc";
       w.line("if (active && lane == 0) out[" + offset(os, oidx) + "] = strata_rt::from_f32<" + OT +
              ">(" + value + ");");
     }
@@ -172,8 +177,8 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
                ";");
         args.push_back(a);
       }
-      w.line("out[e] = strata_rt::from_f32<" + OT + ">(" +
-             scalar_op_expr(op.kind, args, op.attrs.scalar) + ");");
+      w.line("out[e] = strata_rt::from_f32<" + OT + ">(" + scalar_op_expr(op.kind, args, op.attrs) +
+             ");");
       break;
     }
     case Category::Concat: {
@@ -201,7 +206,25 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
       w.line("out[e] = strata_rt::from_f32<" + OT + ">(acc);");
       break;
     }
-    default:
+    case Category::Layout: {  // a copy through the view
+      std::vector<std::string> src = idx;
+      if (op.kind == OpKind::Transpose) {
+        std::swap(src[os.rank() - 1], src[os.rank() - 2]);
+      } else {
+        src[op.attrs.dim] = paren(idx[op.attrs.dim]) + " + " + std::to_string(op.attrs.start);
+      }
+      w.line("out[e] = strata_rt::from_f32<" + OT + ">(" +
+             load("in0", in_type(0), in_shape(0), src) + ");");
+      break;
+    }
+    case Category::Reduce:
+    case Category::Norm:
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Scan:
+    case Category::Accum:
+    case Category::Fused:
       return make_error("kernel op #" + std::to_string(id) + " (" + std::string(op_name(op.kind)) +
                         "): no CUDA lowering for this op");
   }

@@ -35,8 +35,10 @@ const std::vector<Target>& target_table() {
       // H200 fit, with the DRAM and narrow-tile rates scaled by the HBM ratio 3.35 / 4.8 TB/s.
       // a100: MCFuser's analytical constants, not calibrated (L2 re-reads at the DRAM rate, no
       // narrow-tile cost).
-      {"h100", 132, 232448, 3.45e12, 4.16e13, 1.23e13, 50 << 20, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0},
-      {"h200", 132, 232448, 4.94e12, 4.16e13, 1.76e13, 60 << 20, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0},
+      {"h100", 132, 232448, 3.45e12, 4.16e13, 1.23e13, 50 << 20, 734e12, 8.95e12, 3.38e-6, 0.1,
+       0.0},
+      {"h200", 132, 232448, 4.94e12, 4.16e13, 1.76e13, 60 << 20, 734e12, 8.95e12, 3.38e-6, 0.1,
+       0.0},
       {"a100", 108, 166912, 1.6e12, 1.6e12, kFree, 40 << 20, 312e12, 19.5e12, 2e-6, 1.0, 0.0},
   };
   return table;
@@ -62,8 +64,7 @@ double thread_graph_flops(const std::vector<ThreadStep>& chain, const std::vecto
   for (const ThreadStep& s : chain) {
     std::vector<Shape> args;
     for (int a = 0; a < op_info(s.kind).arity; ++a) args.push_back(vals[s.args[a]]);
-    OpAttrs attrs;
-    attrs.scalar = s.scalar;
+    OpAttrs attrs = step_attrs(s);
     auto out = infer_compute_shape(s.kind, args, attrs);
     Shape o = out.ok() ? *out : args[0];  // chains were checked at construction
     total += elementwise_flops(s.kind) * static_cast<double>(o.numel());
@@ -87,24 +88,33 @@ Flops op_flops(const std::vector<Shape>& in, const Shape& out, OpKind kind, cons
       f.simt = elementwise_flops(kind) * static_cast<double>(out.numel());
       break;
     case Category::Reduce:
+    case Category::Scan:
       f.simt = in0;
       break;
     case Category::Norm:
       f.simt = kRmsNormFlops * in0;
       break;
-    case Category::Accum:
-      if (kind == OpKind::AccumRmsLd)
+    case Category::Accum: {
+      const ReductionInfo* r = op_reduction(kind);
+      if (r && r->finalize == Finalize::RootMean)
         f.simt = kAccumRmsFlops * in0;
       else if (kind == OpKind::AccumSum && attrs.fmap != kReplicate)
-        f.simt = 0;  // concatenation: the tile is placed, nothing is computed
+        f.simt = 0;                       // concatenation: the tile is placed, nothing is computed
+      else if (op_info(kind).arity == 2)  // rescaling: a multiply-add and an exp per row
+        f.simt = 2.0 * in0 + kTranscendentalFlops * static_cast<double>(in[1].numel());
       else
         f.simt = in0;
       break;
+    }
     case Category::Fused:
       f.simt = thread_graph_flops(chain, in);
       break;
-    default:  // Source, Sink, Concat, Customized: data movement only
-      break;
+    case Category::Source:
+    case Category::Sink:
+    case Category::Concat:
+    case Category::Layout:
+    case Category::Customized:
+      break;  // data movement only
   }
   return f;
 }
@@ -133,15 +143,16 @@ struct InputReads {
 /// when every block of the kernel is resident at once (one wave: the blocks sharing a tile read
 /// it at about the same time) or when the kernel's inputs fit in half the L2; otherwise only
 /// re-reads within a wave hit (a fraction 1 / waves).
-void split_rereads(const std::vector<InputReads>& reads, int threads, int64_t smem,
-                   const Target& t, KernelCost& k) {
+void split_rereads(const std::vector<InputReads>& reads, int threads, int64_t smem, const Target& t,
+                   KernelCost& k) {
   int64_t unique = 0;
   for (const InputReads& r : reads) unique += std::min(r.loaded, r.size);
   const int64_t per_sm_smem = smem > 0 ? (t.smem_per_block_bytes + 1024) / smem : int64_t{32};
   const int64_t per_sm =
       std::max<int64_t>(1, std::min<int64_t>({per_sm_smem, 2048 / std::max(32, threads), 32}));
   const int64_t waves = ceil_div(k.blocks, per_sm * t.sm_count);
-  const double hit = waves <= 1 || 2 * unique <= t.l2_bytes ? 1.0 : 1.0 / static_cast<double>(waves);
+  const double hit =
+      waves <= 1 || 2 * unique <= t.l2_bytes ? 1.0 : 1.0 / static_cast<double>(waves);
   k.load_bytes = 0;
   k.l2_bytes = 0;
   for (const InputReads& r : reads) {
@@ -253,18 +264,20 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
     if (op.kind == OpKind::Input) continue;
     KernelCost k{};
     k.op_id = i;
-    k.forloop = op.kind == OpKind::Customized ? op.body->forloop() : 1;  // a predefined matmul sets its own
+    k.forloop =
+        op.kind == OpKind::Customized ? op.body->forloop() : 1;  // a predefined matmul sets its own
     k.label = label_of(g, op);
     const std::vector<InputReads> reads =
         op.kind == OpKind::Customized ? customized_cost(g, op, k) : predefined_cost(g, op, k);
     // A predefined matmul block holds two stages of a 64-row A and a 64-column B tile (16-bit).
     const bool custom = op.kind == OpKind::Customized;
-    const int64_t smem = custom                               ? k.smem_bytes
-                         : op_category(op.kind) == Category::Matmul ? 2 * (kMatmulTileM + kMatmulTileN) * kMatmulTileK * 2
-                                                               : 0;
+    const int64_t smem = custom ? k.smem_bytes
+                         : op_category(op.kind) == Category::Matmul
+                             ? 2 * (kMatmulTileM + kMatmulTileN) * kMatmulTileK * 2
+                             : 0;
     split_rereads(reads, custom ? op.body->block_threads() : 128, smem, t, k);
-    k.alpha = 1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) /
-                        static_cast<double>(k.blocks);
+    k.alpha =
+        1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) / static_cast<double>(k.blocks);
     k.t_mem_s = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps +
                 static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
                 static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;

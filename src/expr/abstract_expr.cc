@@ -8,6 +8,8 @@
 #include "strata/abstract_expr.h"
 
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <shared_mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -150,14 +152,42 @@ ExprId ExprPool::sum(int64_t n, ExprId a) {
   return intern(ExprKind::Sum, 0, n, 0, {&a, 1});
 }
 
-ExprId ExprPool::rms(int64_t n, ExprId a) {
-  return intern(ExprKind::Rms, 0, std::clamp<int64_t>(n, 1, kCountCap), 0, {&a, 1});
+ExprId ExprPool::rms(int64_t n, ExprId a, double eps) {
+  ExprId c[2] = {a, eps != 0.0 ? constant(eps) : kNoExpr};
+  return intern(ExprKind::Rms, 0, std::clamp<int64_t>(n, 1, kCountCap), 0,
+                std::span<const ExprId>(c, eps != 0.0 ? 2 : 1));
 }
 
 ExprId ExprPool::fn(OpKind kind, ExprId a, ExprId b) {
   ExprId c[2] = {a, b};
-  return intern(ExprKind::Fn, static_cast<uint8_t>(kind), 0, 0,
-                std::span<const ExprId>(c, b == kNoExpr ? 1 : 2));
+  return fn(kind, std::span<const ExprId>(c, b == kNoExpr ? 1 : 2));
+}
+
+ExprId ExprPool::fn(OpKind kind, std::span<const ExprId> args) {
+  return intern(ExprKind::Fn, static_cast<uint8_t>(kind), 0, 0, args);
+}
+
+ExprId ExprPool::constant(double v) {
+  if (v == 0.0) v = 0.0;  // one zero
+  return intern(ExprKind::Const, 0, std::bit_cast<int64_t>(v), 0, {});
+}
+
+double ExprPool::constant_value(ExprId e) const {
+  return std::bit_cast<double>(node(e).n);
+}
+
+ExprId ExprPool::max(int64_t n, ExprId a) {
+  return intern(ExprKind::Max, 0, std::clamp<int64_t>(n, 1, kCountCap), 0, {&a, 1});
+}
+
+ExprId ExprPool::perm(ExprId a) {
+  if (kind(a) == ExprKind::Perm) return children(a)[0];
+  return intern(ExprKind::Perm, 0, 0, 0, {&a, 1});
+}
+
+ExprId ExprPool::slice(ExprId a, int dim, int64_t start, int64_t end) {
+  ExprId c[3] = {a, constant(static_cast<double>(start)), constant(static_cast<double>(end))};
+  return intern(ExprKind::Slice, static_cast<uint8_t>(dim), 0, 0, c);
 }
 
 ExprId ExprPool::concat(ExprId a, ExprId b) {
@@ -237,6 +267,25 @@ void ExprPool::print(ExprId e, const std::vector<std::string>* names, std::strin
       return args(op_name(fn_kind(e)), children(e));
     case ExprKind::Concat:
       return args("concat", children(e));
+    case ExprKind::Const: {
+      char buf[40];
+      auto [p, ec] = std::to_chars(buf, buf + sizeof buf, constant_value(e));
+      out += "c(" + std::string(buf, ec == std::errc() ? p : buf) + ")";
+      return;
+    }
+    case ExprKind::Max:
+      return args("max", children(e), x.n);
+    case ExprKind::Perm:
+      return args("perm", children(e));
+    case ExprKind::Slice:
+      out += "slice(";
+      print(children(e)[0], names, out);
+      out += ", " + std::to_string(x.op) + ", ";
+      print(children(e)[1], names, out);
+      out += ", ";
+      print(children(e)[2], names, out);
+      out += ")";
+      return;
     case ExprKind::Poly:
       return args("add", children(e));
     case ExprKind::Mono: {

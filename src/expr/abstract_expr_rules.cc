@@ -1,4 +1,4 @@
-// Per-op rules that give every μGraph tensor its abstract expression (DESIGN §4; the table
+// Per-op rules that give every μGraph tensor its abstract expression (the table
 // in docs/abstract-expressions.md). The kernel and block levels share one rule per op
 // category; a customized kernel op is evaluated by inlining its block graph.
 #include <optional>
@@ -79,8 +79,16 @@ ExprId matmul_expr(ExprPool& pool, const Level& lv, int ta, int tb) {
 }
 
 /// Elementwise ops: add and sub → add, mul → mul, div → div, exp → exp, square(x) → x·x,
-/// mul_scalar(x) → x (constants are forgotten), opaque ops → fn(kind, args).
-ExprId elementwise_expr(ExprPool& pool, OpKind kind, ExprId a, ExprId b) {
+/// mul_scalar(x, c) → c(c)·x, add_scalar(x, c) → x + c(c), opaque ops → fn(kind, args, the
+/// op's constants). Constants are kept: an op's scalar is part of its meaning.
+ExprId elementwise_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId a, ExprId b) {
+  if (op_info(kind).algebra == Algebra::Opaque) {
+    std::vector<ExprId> args{a};
+    if (op_info(kind).arity == 2) args.push_back(b);
+    for (const AttrSpec& spec : attr_specs(kind))
+      args.push_back(pool.constant(get_real_attr(attrs, spec.field)));
+    return pool.fn(kind, args);
+  }
   switch (kind) {
     case OpKind::Add:
     case OpKind::Sub:
@@ -94,14 +102,56 @@ ExprId elementwise_expr(ExprPool& pool, OpKind kind, ExprId a, ExprId b) {
     case OpKind::Square:
       return pool.mul(a, a);
     case OpKind::MulScalar:
-      return a;
-    default:
-      return pool.fn(kind, a, op_info(kind).arity == 2 ? b : kNoExpr);
+      return pool.mul(pool.constant(attrs.scalar), a);
+    case OpKind::AddScalar:
+      return pool.add(a, pool.constant(attrs.scalar));
+    case OpKind::Input:
+    case OpKind::Output:
+    case OpKind::Customized:
+    case OpKind::Matmul:
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Log:
+    case OpKind::Clamp:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::RmsNorm:
+    case OpKind::Concat:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::RunningMax:
+    case OpKind::AccumSum:
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
+    case OpKind::AccumRmsLd:
+    case OpKind::AccumSumToDimx:
+    case OpKind::AccumMaxLd:
+    case OpKind::AccumRescale:
+    case OpKind::AccumRescaleLd:
+    case OpKind::ThreadFused:
+      break;  // not a Lax or Exp elementwise op
   }
+  return a;
 }
 
-/// Rule of a compute op (categories Matmul, Unary, Binary, Reduce, Norm, Concat) at either
-/// level.
+/// A reduction of n elements of x by the reduction family: max → max(n, x), sums and means
+/// → sum(n, x) (a mean's 1/n is not tracked).
+ExprId reduction_expr(ExprPool& pool, OpKind kind, int64_t n, ExprId x) {
+  const ReductionInfo* r = op_reduction(kind);
+  if (r && r->combine == Combine::Max) return pool.max(n, x);
+  return pool.sum(n, x);
+}
+
+/// Rule of a compute op (categories Matmul, Unary, Binary, Reduce, Norm, Concat, Layout) at
+/// either level.
 template <class Level>
 ExprId compute_expr(ExprPool& pool, const Level& lv, OpKind kind, const OpAttrs& attrs,
                     const std::vector<int>& in) {
@@ -109,39 +159,87 @@ ExprId compute_expr(ExprPool& pool, const Level& lv, OpKind kind, const OpAttrs&
     case Category::Matmul:
       return matmul_expr(pool, lv, in[0], in[1]);
     case Category::Unary:
-      return elementwise_expr(pool, kind, lv.expr(in[0]), kNoExpr);
+      return elementwise_expr(pool, kind, attrs, lv.expr(in[0]), kNoExpr);
     case Category::Binary:
-      return elementwise_expr(pool, kind, lv.expr(in[0]), lv.expr(in[1]));
-    case Category::Reduce:  // sum and mean: groups of n/to consecutive elements
-      return pool.sum(lv.shape(in[0])[attrs.dim] / attrs.to, lv.expr(in[0]));
-    case Category::Norm: {  // rms_norm(x) = x / rms(n, x)
+      return elementwise_expr(pool, kind, attrs, lv.expr(in[0]), lv.expr(in[1]));
+    case Category::Reduce:  // groups of n/to consecutive elements
+      return reduction_expr(pool, kind, lv.shape(in[0])[attrs.dim] / attrs.to, lv.expr(in[0]));
+    case Category::Norm: {  // rms_norm(x) = x / rms(n, x, eps)
       ExprId x = lv.expr(in[0]);
-      return pool.div(x, pool.rms(lv.shape(in[0])[attrs.dim], x));
+      return pool.div(x, pool.rms(lv.shape(in[0])[attrs.dim], x, attrs.scalar));
     }
     case Category::Concat:
       return pool.concat(lv.expr(in[0]), lv.expr(in[1]));
-    default:
-      return lv.expr(in[0]);  // not reached for well-formed graphs
+    case Category::Layout:
+      if (kind == OpKind::Transpose) return pool.perm(lv.expr(in[0]));
+      return pool.slice(lv.expr(in[0]), attrs.dim, attrs.start, attrs.end);
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Scan:
+    case Category::Accum:
+    case Category::Fused:
+      break;  // not a kernel-level compute op (handled by the callers)
   }
+  return lv.expr(in[0]);
 }
 
-/// For-loop accumulators over F iterations of a tile whose last dim has extent n.
+/// For-loop accumulators over F iterations of a tile whose last dim has extent n. The
+/// rescaling accumulators sum like accum / accum_sum_ld: abstractly, y_i·exp(m_i − m_F) is y_i
+/// (with m the running max, the shift the whole loop ends with).
 ExprId accum_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId x, const Shape& tile,
                   int forloop) {
   int64_t fn = mul_counts(forloop, tile[tile.rank() - 1]);
   switch (kind) {
     case OpKind::AccumSum:  // φ: Σ_i; a data dim: concatenation of the iteration tiles
       return attrs.fmap == kReplicate ? pool.sum(forloop, x) : x;
+    case OpKind::AccumRescale:
+      return pool.sum(forloop, x);
     case OpKind::AccumSumLd:
     case OpKind::AccumMeanLd:
+    case OpKind::AccumRescaleLd:
       return pool.sum(fn, x);
     case OpKind::AccumRmsLd:
-      return pool.rms(fn, x);
+      return pool.rms(fn, x, attrs.scalar);
+    case OpKind::AccumMaxLd:
+      return pool.max(fn, x);
     case OpKind::AccumSumToDimx:
       return pool.sum(fn / attrs.to, x);
-    default:
-      return x;
+    case OpKind::Input:
+    case OpKind::Output:
+    case OpKind::Customized:
+    case OpKind::Matmul:
+    case OpKind::Exp:
+    case OpKind::Square:
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Log:
+    case OpKind::MulScalar:
+    case OpKind::AddScalar:
+    case OpKind::Clamp:
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::RmsNorm:
+    case OpKind::Concat:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::RunningMax:
+    case OpKind::ThreadFused:
+      break;  // not an accumulator
   }
+  return x;
 }
 
 }  // namespace
@@ -159,19 +257,33 @@ ExprId block_op_expr(ExprPool& pool, const BlockGraph& b, int op_id,
     case Category::Accum:
       return accum_expr(pool, op.kind, op.attrs, lv.expr(op.inputs[0]),
                         b.tensor(op.inputs[0]).shape, b.forloop());
+    case Category::Scan: {  // running_max: abstractly the max the loop ends with
+      const Shape& tile = b.tensor(op.inputs[0]).shape;
+      return reduction_expr(pool, op.kind, mul_counts(b.forloop(), tile[tile.rank() - 1]),
+                            lv.expr(op.inputs[0]));
+    }
     case Category::Fused: {  // the chain composed; args: op inputs, then earlier steps
       std::vector<ExprId> vals;
       for (int t : op.inputs) vals.push_back(lv.expr(t));
       for (const ThreadStep& s : op.chain) {
         ExprId a = vals[s.args[0]];
         ExprId c = op_info(s.kind).arity == 2 ? vals[s.args[1]] : kNoExpr;
-        vals.push_back(elementwise_expr(pool, s.kind, a, c));
+        vals.push_back(elementwise_expr(pool, s.kind, step_attrs(s), a, c));
       }
       return vals.back();
     }
-    default:
+    case Category::Matmul:
+    case Category::Unary:
+    case Category::Binary:
+    case Category::Reduce:
+    case Category::Norm:
+    case Category::Concat:
+    case Category::Layout:
       return compute_expr(pool, lv, op.kind, op.attrs, op.inputs);
+    case Category::Customized:
+      break;  // not a block op
   }
+  return lv.expr(op.inputs[0]);
 }
 
 std::vector<ExprId> block_graph_exprs(ExprPool& pool, const BlockGraph& b,

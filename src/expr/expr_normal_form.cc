@@ -29,7 +29,9 @@ std::optional<ExprId> encode_checked(ExprPool& pool, const Polynomial& p) {
 
 std::optional<ExprId> compute(ExprPool& pool, ExprId e) {
   ExprKind kind = pool.kind(e);
-  if (kind == ExprKind::Var || kind == ExprKind::Mono || kind == ExprKind::Poly) return e;
+  if (kind == ExprKind::Var || kind == ExprKind::Const || kind == ExprKind::Mono ||
+      kind == ExprKind::Poly)
+    return e;
   std::vector<ExprId> args;
   for (ExprId c : pool.children(e)) {
     std::optional<ExprId> a = nf(pool, c);
@@ -38,17 +40,26 @@ std::optional<ExprId> compute(ExprPool& pool, ExprId e) {
   }
   switch (kind) {
     case ExprKind::Var:
+    case ExprKind::Const:
     case ExprKind::Mono:
     case ExprKind::Poly:
       return e;  // already normal
     case ExprKind::Exp:
       return pool.exp(args[0]);
-    case ExprKind::Rms:
-      return pool.rms(pool.count(e), args[0]);
+    case ExprKind::Rms:  // the constant eps, if any, is already normal
+      return pool.rms(pool.count(e), args[0], args.size() > 1 ? pool.constant_value(args[1]) : 0.0);
     case ExprKind::Fn:
-      return pool.fn(pool.fn_kind(e), args[0], args.size() > 1 ? args[1] : kNoExpr);
+      return pool.fn(pool.fn_kind(e), args);
     case ExprKind::Concat:
       return pool.concat(args[0], args[1]);
+    case ExprKind::Max:
+      return pool.max(pool.count(e), args[0]);
+    case ExprKind::Perm:
+      return pool.perm(args[0]);
+    case ExprKind::Slice:
+      return pool.slice(args[0], pool.slice_dim(e),
+                        static_cast<int64_t>(pool.constant_value(args[1])),
+                        static_cast<int64_t>(pool.constant_value(args[2])));
     case ExprKind::Add: {
       Polynomial p = decode(pool, args[0]);
       Polynomial q = decode(pool, args[1]);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,53 +25,92 @@ constexpr int64_t kMaxElements = int64_t{1} << 48;
 // ---- op signatures ---------------------------------------------------------------------
 
 enum class ParamType : uint8_t { Tensor, Int, Real };
-/// The OpAttrs field a non-tensor parameter sets.
-enum class Field : uint8_t { None, Dim, To, Scalar };
 
 struct Param {
-  const char* name;
+  std::string_view name;
   ParamType type = ParamType::Tensor;
   bool required = true;
   double default_value = 0;
-  Field field = Field::None;
-  const char* alias = nullptr;  ///< a second accepted keyword
+  AttrField field = AttrField::Dim;  ///< the OpAttrs field a non-tensor parameter sets
+  std::string_view alias;            ///< a second accepted keyword ("" if none)
 };
 
-/// The call signature of a kernel op in programs, by category (docs/program-format.md).
-std::vector<Param> signature(OpKind kind) {
-  const Param x{"x"}, a{"a"}, b{"b"};
+/// The tensor parameters of a kernel op, by category (docs/program-format.md).
+std::vector<Param> tensor_params(OpKind kind) {
   switch (op_category(kind)) {
     case Category::Matmul:
     case Category::Binary:
-      return {a, b};
-    case Category::Unary:
-      if (kind == OpKind::MulScalar)
-        return {x, {"scalar", ParamType::Real, true, 0, Field::Scalar, "c"}};
-      return {x};
-    case Category::Reduce:
-      return {x,
-              {"dim", ParamType::Int, true, 0, Field::Dim},
-              {"to", ParamType::Int, false, 1, Field::To}};
-    case Category::Norm:
-      return {x, {"dim", ParamType::Int, false, -1, Field::Dim}};
     case Category::Concat:
-      return {a, b, {"dim", ParamType::Int, true, 0, Field::Dim}};
-    default:
-      return {};
+      return {{"a"}, {"b"}};
+    case Category::Unary:
+    case Category::Reduce:
+    case Category::Norm:
+    case Category::Layout:
+    case Category::Scan:
+      return {{"x"}};
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Accum:
+    case Category::Fused:
+      break;
   }
+  return {};
+}
+
+/// The call signature of a kernel op in programs: its tensors, then its attributes from the
+/// op table's attribute set.
+std::vector<Param> signature(OpKind kind) {
+  std::vector<Param> sig = tensor_params(kind);
+  for (const AttrSpec& a : attr_specs(kind))
+    sig.push_back({a.name, a.is_int ? ParamType::Int : ParamType::Real, a.required, a.default_value,
+                   a.field, a.alias});
+  return sig;
+}
+
+/// Composite ops: program ops that expand into several table ops when parsed
+/// (docs/program-format.md). Their results are the same μGraph as the expansion written out.
+struct Composite {
+  std::string_view name;
+  std::vector<Param> params;
+};
+
+const std::vector<Composite>& composites() {
+  static const std::vector<Composite> c = {
+      // softmax(x, dim) = exp(x − max(x, dim)) / sum(exp(x − max(x, dim)), dim)
+      {"softmax", {{"x"}, {"dim", ParamType::Int, false, -1, AttrField::Dim}}},
+      // layer_norm(x, dim, eps) = (x − mean(x)) / sqrt(mean((x − mean(x))²) + eps)
+      {"layer_norm",
+       {{"x"},
+        {"dim", ParamType::Int, false, -1, AttrField::Dim},
+        {"eps", ParamType::Real, false, 0, AttrField::Scalar}}},
+  };
+  return c;
+}
+
+const Composite* find_composite(std::string_view name) {
+  for (const Composite& c : composites())
+    if (c.name == name) return &c;
+  return nullptr;
 }
 
 /// "sum(x, dim, to=1)".
-std::string signature_text(OpKind kind) {
-  std::string s = std::string(op_name(kind)) + "(";
+std::string signature_text(std::string_view op, const std::vector<Param>& sig) {
+  std::string s = std::string(op) + "(";
   bool first = true;
-  for (const Param& p : signature(kind)) {
+  for (const Param& p : sig) {
     if (!first) s += ", ";
     first = false;
     s += p.name;
     if (!p.required) {
       s += "=";
-      s += std::to_string(static_cast<int64_t>(p.default_value));
+      if (p.type == ParamType::Int) {
+        s += std::to_string(static_cast<int64_t>(p.default_value));
+      } else {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", p.default_value);
+        s += buf;
+      }
     }
   }
   return s + ")";
@@ -81,13 +121,18 @@ bool is_program_op(OpKind k) {
   return (op_info(k).levels & kKernel) && k != OpKind::Input && k != OpKind::Customized;
 }
 
+/// Every name a program may call: table ops, then composites.
+std::vector<std::string> program_op_names() {
+  std::vector<std::string> names;
+  for (const OpInfo& info : op_table())
+    if (is_program_op(info.kind)) names.emplace_back(info.name);
+  for (const Composite& c : composites()) names.emplace_back(c.name);
+  return names;
+}
+
 std::string program_op_list() {
   std::string s;
-  for (const OpInfo& info : op_table()) {
-    if (!is_program_op(info.kind)) continue;
-    if (!s.empty()) s += ", ";
-    s += info.name;
-  }
+  for (const std::string& n : program_op_names()) s += (s.empty() ? "" : ", ") + n;
   return s;
 }
 
@@ -411,6 +456,10 @@ class ProgramParser {
   Result<OpKind> resolve_op(const Token& op) {
     auto k = parse_op_kind(op.text);
     if (k && is_program_op(*k)) return *k;
+    if (k && *k == OpKind::RunningMax)
+      return error_at(op,
+                      "`running_max` is a block-level op (the running max of a for-loop); "
+                      "expected `max(x, dim)` in a program");
     if (k && *k == OpKind::Input)
       return error_at(op,
                       "`input` is a statement, not an op; expected `input NAME: "
@@ -420,16 +469,13 @@ class ProgramParser {
                               "` is a μGraph op (customized kernels, block graphs), not a "
                               "program op; expected one of: " +
                               program_op_list());
-    std::vector<std::string> names;
-    for (const OpInfo& info : op_table())
-      if (is_program_op(info.kind)) names.emplace_back(info.name);
-    std::string hint = did_you_mean(op.text, names);
+    std::string hint = did_you_mean(op.text, program_op_names());
     return error_at(op, "unknown op `" + op.text + "`; expected " +
                             (hint.empty() ? "one of: " + program_op_list() : "a kernel op" + hint));
   }
 
   /// Binds a call's arguments to the op's signature, left to right.
-  Result<std::vector<const Expr*>> bind(const Call& c, OpKind kind, const std::vector<Param>& sig) {
+  Result<std::vector<const Expr*>> bind(const Call& c, const std::vector<Param>& sig) {
     std::vector<const Expr*> bound(sig.size(), nullptr);
     const std::string op = "`" + c.op.text + "`";
     bool seen_keyword = false;
@@ -439,14 +485,15 @@ class ProgramParser {
       if (arg.key) {
         seen_keyword = true;
         for (size_t i = 0; i < sig.size(); ++i)
-          if (arg.key->text == sig[i].name || (sig[i].alias && arg.key->text == sig[i].alias))
+          if (arg.key->text == sig[i].name ||
+              (!sig[i].alias.empty() && arg.key->text == sig[i].alias))
             idx = i;
         if (idx == sig.size()) {
           std::string names;
           for (const Param& p : sig) {
             names += names.empty() ? "" : ", ";
             names += p.name;
-            if (p.alias) names += std::string(" (or ") + p.alias + ")";
+            if (!p.alias.empty()) names += " (or " + std::string(p.alias) + ")";
           }
           return error_at(*arg.key, "unknown keyword argument `" + arg.key->text + "` for " + op +
                                         "; expected one of: " + names);
@@ -462,7 +509,7 @@ class ProgramParser {
         if (position >= sig.size())
           return error_at(arg.value.tok, "found an extra argument in the call to " + op +
                                              "; expected " + std::to_string(sig.size()) +
-                                             " at most: " + signature_text(kind));
+                                             " at most: " + signature_text(c.op.text, sig));
         idx = position++;
       }
       bound[idx] = &arg.value;
@@ -476,11 +523,12 @@ class ProgramParser {
     if (given != tensors)
       return error_at(c.op, "found " + std::to_string(given) + " tensor argument" +
                                 (given == 1 ? "" : "s") + " in the call to " + op + "; expected " +
-                                std::to_string(tensors) + ": " + signature_text(kind));
+                                std::to_string(tensors) + ": " + signature_text(c.op.text, sig));
     for (size_t i = 0; i < sig.size(); ++i)
       if (!bound[i] && sig[i].required)
         return error_at(c.op, "missing argument `" + std::string(sig[i].name) +
-                                  "` in the call to " + op + "; expected " + signature_text(kind));
+                                  "` in the call to " + op + "; expected " +
+                                  signature_text(c.op.text, sig));
     return bound;
   }
 
@@ -498,33 +546,21 @@ class ProgramParser {
     if (is_int && e.tok.kind != TokKind::Int)
       return error_at(e.tok,
                       "found " + describe(e.tok) + " for " + what + "; expected " + expected);
-    switch (p.field) {
-      case Field::Dim:
-        if (e.tok.int_value < INT_MIN || e.tok.int_value > INT_MAX)
-          return error_at(e.tok, "found dim " + e.tok.text + " for `" + op +
-                                     "`; expected a dimension index of its input");
-        attrs.dim = static_cast<int>(e.tok.int_value);
-        break;
-      case Field::To:
-        attrs.to = e.tok.int_value;
-        break;
-      case Field::Scalar:
-        attrs.scalar = e.tok.real_value;
-        break;
-      case Field::None:
-        break;
-    }
+    if (p.field == AttrField::Dim && (e.tok.int_value < INT_MIN || e.tok.int_value > INT_MAX))
+      return error_at(e.tok, "found dim " + e.tok.text + " for `" + op +
+                                 "`; expected a dimension index of its input");
+    if (is_int)
+      set_int_attr(attrs, p.field, e.tok.int_value);
+    else
+      set_real_attr(attrs, p.field, e.tok.real_value);
     return Status::success();
   }
 
-  /// Builds a call's op (after its arguments) and returns its output tensor; `name` names
-  /// the output of an assignment's outermost call.
-  Result<int> evaluate(const Call& c, const std::string& name) {
-    STRATA_ASSIGN_OR_RETURN(OpKind kind, resolve_op(c.op));
-    std::vector<Param> sig = signature(kind);
-    STRATA_ASSIGN_OR_RETURN(std::vector<const Expr*> bound, bind(c, kind, sig));
-    OpAttrs attrs;
-    std::vector<int> inputs;
+  /// Binds a call's arguments: evaluates its tensor arguments (in order) and sets the
+  /// attributes of the others (defaults where not given).
+  Status bind_args(const Call& c, const std::vector<Param>& sig, std::vector<int>& inputs,
+                   OpAttrs& attrs) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<const Expr*> bound, bind(c, sig));
     for (size_t i = 0; i < sig.size(); ++i) {
       const Param& p = sig[i];
       const Expr* e = bound[i];
@@ -548,20 +584,27 @@ class ProgramParser {
         STRATA_ASSIGN_OR_RETURN(int t, lookup(e->tok));
         inputs.push_back(t);
       } else {
-        return error_at(e->tok, "found " + describe(e->tok) + " for tensor argument `" + p.name +
-                                    "` of `" + c.op.text +
+        return error_at(e->tok, "found " + describe(e->tok) + " for tensor argument `" +
+                                    std::string(p.name) + "` of `" + c.op.text +
                                     "`; expected a tensor name or an op call");
       }
     }
+    return Status::success();
+  }
+
+  /// Adds one op of a call (or of a composite's expansion) at the call's location.
+  Result<int> add(const Call& c, OpKind kind, std::vector<int> inputs, const OpAttrs& attrs,
+                  const std::vector<Param>& sig, const std::string& name) {
     auto t = g_.add_op(kind, std::move(inputs), attrs, name);
     if (!t.ok()) {
-      std::string why = strip_ir_location(t.error().message, c.op.text);
+      std::string why = strip_ir_location(t.error().message, op_name(kind));
       // The IR states its rule as "... (expected R)"; the parser's format is "...; expected R".
       size_t paren = why.rfind(" (expected ");
       if (paren != std::string::npos && why.back() == ')') {
         why = why.substr(0, paren) + "; " + why.substr(paren + 2, why.size() - paren - 3);
       } else if (why.find("; expected") == std::string::npos) {
-        why += "; expected operands that satisfy the shape rules of " + signature_text(kind);
+        why +=
+            "; expected operands that satisfy the shape rules of " + signature_text(c.op.text, sig);
       }
       return error_at(c.op, "invalid operands for `" + c.op.text + "`: " + why);
     }
@@ -571,6 +614,56 @@ class ProgramParser {
                                 ", more than 2^48 elements; expected a tensor that fits in GPU "
                                 "memory");
     return *t;
+  }
+
+  /// Expands a composite op into table ops; the last one gets `name`.
+  Result<int> expand(const Call& c, const Composite& comp, const std::string& name) {
+    std::vector<int> in;
+    OpAttrs attrs;
+    STRATA_RETURN_IF_ERROR(bind_args(c, comp.params, in, attrs));
+    const int x = in[0];
+    auto dim = g_.tensor(x).shape.normalize_dim(attrs.dim);
+    if (!dim)
+      return error_at(c.op, "invalid operands for `" + c.op.text + "`: dim " +
+                                std::to_string(attrs.dim) + " is out of range for " +
+                                g_.tensor(x).shape.str());
+    OpAttrs red;
+    red.dim = *dim;
+    auto op = [&](OpKind k, std::vector<int> ins, const OpAttrs& a, const std::string& n = "") {
+      return add(c, k, std::move(ins), a, comp.params, n);
+    };
+    if (comp.name == "softmax") {
+      STRATA_ASSIGN_OR_RETURN(int m, op(OpKind::Max, {x}, red));
+      STRATA_ASSIGN_OR_RETURN(int d, op(OpKind::Sub, {x, m}, {}));
+      STRATA_ASSIGN_OR_RETURN(int e, op(OpKind::Exp, {d}, {}));
+      STRATA_ASSIGN_OR_RETURN(int z, op(OpKind::Sum, {e}, red));
+      return op(OpKind::Div, {e, z}, {}, name);
+    }
+    // layer_norm
+    STRATA_ASSIGN_OR_RETURN(int mu, op(OpKind::Mean, {x}, red));
+    STRATA_ASSIGN_OR_RETURN(int d, op(OpKind::Sub, {x, mu}, {}));
+    STRATA_ASSIGN_OR_RETURN(int sq, op(OpKind::Square, {d}, {}));
+    STRATA_ASSIGN_OR_RETURN(int var, op(OpKind::Mean, {sq}, red));
+    int v = var;
+    if (attrs.scalar != 0.0) {
+      OpAttrs eps;
+      eps.scalar = attrs.scalar;
+      STRATA_ASSIGN_OR_RETURN(v, op(OpKind::AddScalar, {var}, eps));
+    }
+    STRATA_ASSIGN_OR_RETURN(int sd, op(OpKind::Sqrt, {v}, {}));
+    return op(OpKind::Div, {d, sd}, {}, name);
+  }
+
+  /// Builds a call's op (after its arguments) and returns its output tensor; `name` names
+  /// the output of an assignment's outermost call.
+  Result<int> evaluate(const Call& c, const std::string& name) {
+    if (const Composite* comp = find_composite(c.op.text)) return expand(c, *comp, name);
+    STRATA_ASSIGN_OR_RETURN(OpKind kind, resolve_op(c.op));
+    std::vector<Param> sig = signature(kind);
+    OpAttrs attrs;
+    std::vector<int> inputs;
+    STRATA_RETURN_IF_ERROR(bind_args(c, sig, inputs, attrs));
+    return add(c, kind, std::move(inputs), attrs, sig, name);
   }
 
   /// Unnamed intermediate tensors print and serialize as "t<id>"; a user name of that form

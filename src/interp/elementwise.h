@@ -11,12 +11,20 @@
 //   Value prepare_divisor(b, hints)            once per divisor element; then
 //   Value div_prepared(a, prepared_b)          a / b
 //   Value exp(x, lax)                          lax: x's exponent component is meaningful
-//   Value opaque(kind, x), opaque2(kind, a, b) ops with algebra Opaque (sqrt, silu, …, pow)
+//   Value opaque(kind, x, attrs), opaque2(kind, a, b)
+//                                              ops with algebra Opaque (sqrt, silu, …, clamp,
+//                                              pow, maximum, minimum); attrs carry clamp's bounds
+//   Value max_identity(), max_premap(x), max_combine(a, b), max_finish(s)
+//                                              max reductions (algebra Max): the reduction of
+//                                              x_1..x_n is max_finish(⊕ max_premap(x_j)); ⊕ must
+//                                              be associative and commutative
 //   void matmul(A, lda, B, ldb, C, ldc, m, k, n, hints)   C = A·B on row-major blocks
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "strata/op.h"
 
@@ -58,9 +66,10 @@ class DoubleArith {
   double div_prepared(double a, double b) const { return a / b; }
   double exp(double x, bool) const { return std::exp(x); }
 
-  /// sqrt; silu(x) = x / (1 + e^−x); gelu by the tanh approximation
-  /// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); relu(x) = max(x, 0); exp.
-  double opaque(OpKind kind, double x) const {
+  /// The unary ops of algebra Opaque (and exp): sqrt; silu(x) = x / (1 + e^−x); gelu by the
+  /// tanh approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); relu(x) = max(x, 0);
+  /// sigmoid(x) = 1 / (1 + e^−x); tanh; log (natural); clamp(x, lo, hi) = min(max(x, lo), hi).
+  double opaque(OpKind kind, double x, const OpAttrs& a = OpAttrs{}) const {
     switch (kind) {
       case OpKind::Sqrt:
         return std::sqrt(x);
@@ -72,16 +81,108 @@ class DoubleArith {
       }
       case OpKind::Relu:
         return x > 0.0 ? x : 0.0;
+      case OpKind::Sigmoid:
+        return 1.0 / (1.0 + std::exp(-x));
+      case OpKind::Tanh:
+        return std::tanh(x);
+      case OpKind::Log:
+        return std::log(x);
+      case OpKind::Clamp:
+        return std::min(std::max(x, a.scalar), a.scalar2);
       case OpKind::Exp:
         return std::exp(x);
-      default:
-        return std::nan("");
+      case OpKind::Input:
+      case OpKind::Output:
+      case OpKind::Customized:
+      case OpKind::Matmul:
+      case OpKind::Square:
+      case OpKind::MulScalar:
+      case OpKind::AddScalar:
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Pow:
+      case OpKind::Maximum:
+      case OpKind::Minimum:
+      case OpKind::Sum:
+      case OpKind::Mean:
+      case OpKind::Max:
+      case OpKind::RmsNorm:
+      case OpKind::Concat:
+      case OpKind::Transpose:
+      case OpKind::Slice:
+      case OpKind::RunningMax:
+      case OpKind::AccumSum:
+      case OpKind::AccumSumLd:
+      case OpKind::AccumMeanLd:
+      case OpKind::AccumRmsLd:
+      case OpKind::AccumSumToDimx:
+      case OpKind::AccumMaxLd:
+      case OpKind::AccumRescale:
+      case OpKind::AccumRescaleLd:
+      case OpKind::ThreadFused:
+        break;  // not an opaque unary op; the op table rules this out
     }
+    return std::nan("");
   }
-  /// pow(a, b) = std::pow.
+  /// The binary ops of algebra Opaque: pow(a, b) = std::pow; maximum; minimum.
   double opaque2(OpKind kind, double a, double b) const {
-    return kind == OpKind::Pow ? std::pow(a, b) : std::nan("");
+    switch (kind) {
+      case OpKind::Pow:
+        return std::pow(a, b);
+      case OpKind::Maximum:
+        return std::max(a, b);
+      case OpKind::Minimum:
+        return std::min(a, b);
+      case OpKind::Input:
+      case OpKind::Output:
+      case OpKind::Customized:
+      case OpKind::Matmul:
+      case OpKind::Exp:
+      case OpKind::Square:
+      case OpKind::Sqrt:
+      case OpKind::Silu:
+      case OpKind::Gelu:
+      case OpKind::Relu:
+      case OpKind::Sigmoid:
+      case OpKind::Tanh:
+      case OpKind::Log:
+      case OpKind::MulScalar:
+      case OpKind::AddScalar:
+      case OpKind::Clamp:
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Sum:
+      case OpKind::Mean:
+      case OpKind::Max:
+      case OpKind::RmsNorm:
+      case OpKind::Concat:
+      case OpKind::Transpose:
+      case OpKind::Slice:
+      case OpKind::RunningMax:
+      case OpKind::AccumSum:
+      case OpKind::AccumSumLd:
+      case OpKind::AccumMeanLd:
+      case OpKind::AccumRmsLd:
+      case OpKind::AccumSumToDimx:
+      case OpKind::AccumMaxLd:
+      case OpKind::AccumRescale:
+      case OpKind::AccumRescaleLd:
+      case OpKind::ThreadFused:
+        break;  // not an opaque binary op; the op table rules this out
+    }
+    return std::nan("");
   }
+
+  /// Max reductions (algebra Max): each element is premapped, combined with max_combine from
+  /// max_identity, and the combined state finished once. In doubles this is plain max.
+  double max_identity() const { return -std::numeric_limits<double>::infinity(); }
+  double max_premap(double x) const { return x; }
+  double max_combine(double a, double b) const { return std::max(a, b); }
+  double max_finish(double s) const { return s; }
 
   /// C = A·B, each C element summed in increasing order of the reduction index.
   void matmul(const double* A, int64_t lda, const double* B, int64_t ldb, double* C, int64_t ldc,
@@ -98,25 +199,65 @@ class DoubleArith {
   }
 };
 
-/// Calls fn(f) with the element function f(x) of unary op `kind` and returns fn's result.
-/// `scalar` is mul_scalar's constant; `exp_lax` says whether an exp is in the Lax fragment.
+/// Calls fn(f) with the element function f(x) of unary op `kind` (attributes `attrs`) and
+/// returns fn's result. `exp_lax` says whether an exp is in the Lax fragment.
 template <class A, class Fn>
-decltype(auto) with_unary(const A& ar, OpKind kind, double scalar, bool exp_lax, Fn&& fn) {
+decltype(auto) with_unary(const A& ar, OpKind kind, const OpAttrs& attrs, bool exp_lax, Fn&& fn) {
   using V = typename A::Value;
   if (op_info(kind).algebra == Algebra::Opaque)
-    return fn([&ar, kind](V x) { return ar.opaque(kind, x); });
+    return fn([&ar, kind, attrs](V x) { return ar.opaque(kind, x, attrs); });
   switch (kind) {
     case OpKind::Exp:
       return fn([&ar, exp_lax](V x) { return ar.exp(x, exp_lax); });
     case OpKind::Square:
       return fn([&ar](V x) { return ar.mul(x, x); });
     case OpKind::MulScalar: {
-      V c = ar.from_scalar(scalar);
+      V c = ar.from_scalar(attrs.scalar);
       return fn([&ar, c](V x) { return ar.mul(x, c); });
     }
-    default:  // not a unary op; the IR's checking constructors rule this out
-      return fn([&ar](V) { return ar.zero(); });
+    case OpKind::AddScalar: {
+      V c = ar.from_scalar(attrs.scalar);
+      return fn([&ar, c](V x) { return ar.add(x, c); });
+    }
+    case OpKind::Input:
+    case OpKind::Output:
+    case OpKind::Customized:
+    case OpKind::Matmul:
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Log:
+    case OpKind::Clamp:
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::RmsNorm:
+    case OpKind::Concat:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::RunningMax:
+    case OpKind::AccumSum:
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
+    case OpKind::AccumRmsLd:
+    case OpKind::AccumSumToDimx:
+    case OpKind::AccumMaxLd:
+    case OpKind::AccumRescale:
+    case OpKind::AccumRescaleLd:
+    case OpKind::ThreadFused:
+      break;  // not a Lax or Exp unary op; the op table rules this out
   }
+  return fn([&ar](V) { return ar.zero(); });
 }
 
 /// Calls fn(prep, f) for binary op `kind`: prep(b) is applied once to every element of the
@@ -137,9 +278,45 @@ decltype(auto) with_binary(const A& ar, OpKind kind, const ValueHints& hints, Fn
     case OpKind::Div:
       return fn([&ar, &hints](V y) { return ar.prepare_divisor(y, hints); },
                 [&ar](V x, V y) { return ar.div_prepared(x, y); });
-    default:  // not a binary op; the IR's checking constructors rule this out
-      return fn(same, [&ar](V, V) { return ar.zero(); });
+    case OpKind::Input:
+    case OpKind::Output:
+    case OpKind::Customized:
+    case OpKind::Matmul:
+    case OpKind::Exp:
+    case OpKind::Square:
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Log:
+    case OpKind::MulScalar:
+    case OpKind::AddScalar:
+    case OpKind::Clamp:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::RmsNorm:
+    case OpKind::Concat:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::RunningMax:
+    case OpKind::AccumSum:
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
+    case OpKind::AccumRmsLd:
+    case OpKind::AccumSumToDimx:
+    case OpKind::AccumMaxLd:
+    case OpKind::AccumRescale:
+    case OpKind::AccumRescaleLd:
+    case OpKind::ThreadFused:
+      break;  // not a Lax binary op; the op table rules this out
   }
+  return fn(same, [&ar](V, V) { return ar.zero(); });
 }
 
 }  // namespace strata::interp

@@ -101,6 +101,25 @@ void copy_out(const TensorData<V>& src, const std::array<int64_t, 4>& off, Tenso
       }
 }
 
+/// Runs one compute op of a block graph (a thread graph, a running op with its state, or any
+/// other compute op) into `out`.
+template <class A>
+void run_compute(const A& ar, const BlockOp& op, const Shape& shape,
+                 const std::vector<const Tensor<A>*>& args, Tensor<A>& out, LoopState<A>& state,
+                 const ValueHints& hint) {
+  if (op.kind == OpKind::ThreadFused) {
+    thread_graph_op(ar, op.chain, args, out, hint);
+    return;
+  }
+  if (op_category(op.kind) == Category::Scan) {
+    scan_update(ar, op.kind, *args[0], state, out, hint);
+    return;
+  }
+  Tensor<A> r(shape);
+  compute_op(ar, op.kind, op.attrs, args, r, Box::full(r.shape), hint, 1);
+  out = std::move(r);
+}
+
 /// Runs the given blocks of a block graph and writes their tiles into `outs` (device tensors of
 /// the customized op's output shapes).
 template <class A>
@@ -116,17 +135,20 @@ void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tenso
   parallel_for_chunks(
       static_cast<int64_t>(block_ids.size()), threads, 1, [&](int64_t lo, int64_t hi) {
         std::vector<Tensor<A>> val(bg.tensors().size());
+        std::vector<LoopState<A>> state(bg.ops().size());
         std::vector<const Tensor<A>*> args;
         for (int64_t bi = lo; bi < hi; ++bi) {
           int64_t id = block_ids[bi];
           std::array<int, 3> b{static_cast<int>(id % grid.x),
                                static_cast<int>((id / grid.x) % grid.y),
                                static_cast<int>(id / (int64_t{grid.x} * grid.y))};
-          // Accumulators start at zero; loop-invariant tiles (fmap φ) are cut once per block.
+          // Accumulators and running ops start from their identity; loop-invariant tiles
+          // (fmap φ) are cut once per block.
           for (size_t i = 0; i < bg.ops().size(); ++i) {
             const BlockOp& op = bg.op(static_cast<int>(i));
-            if (live[i] && op_category(op.kind) == Category::Accum)
-              val[op.output] = Tensor<A>(bg.tensor(op.output).shape, ar.zero());
+            Category cat = op_category(op.kind);
+            if (live[i] && (cat == Category::Accum || cat == Category::Scan))
+              state[i] = loop_state_init(ar, op.kind, bg.tensor(op.output).shape);
           }
           for (int it = 0; it < F; ++it) {
             for (size_t i = 0; i < bg.ops().size(); ++i) {
@@ -142,22 +164,15 @@ void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tenso
                         val[op.output]);
                 continue;
               }
+              args.clear();
+              for (int t : op.inputs) args.push_back(&val[t]);
               if (cat == Category::Accum) {
-                accum_update(ar, op.kind, op.attrs, it, val[op.inputs[0]], val[op.output],
-                             hint(op.output));
+                accum_update(ar, op.kind, op.attrs, it, args, state[i], hint(op.output));
                 continue;
               }
               if (bg.tensor(op.output).stage != Stage::Loop) continue;
-              args.clear();
-              for (int t : op.inputs) args.push_back(&val[t]);
-              if (op.kind == OpKind::ThreadFused) {
-                thread_graph_op(ar, op.chain, args, val[op.output], hint(op.output));
-              } else {
-                Tensor<A> out(bg.tensor(op.output).shape);
-                compute_op(ar, op.kind, op.attrs, args, out, Box::full(out.shape), hint(op.output),
-                           1);
-                val[op.output] = std::move(out);
-              }
+              run_compute(ar, op, bg.tensor(op.output).shape, args, val[op.output], state[i],
+                          hint(op.output));
             }
           }
           for (size_t i = 0; i < bg.ops().size(); ++i) {
@@ -165,20 +180,15 @@ void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tenso
             if (!live[i]) continue;
             Category cat = op_category(op.kind);
             if (cat == Category::Accum) {
-              accum_finalize(ar, op.kind, F, bg.tensor(op.inputs[0]).shape, val[op.output],
+              accum_finalize(ar, op.kind, op.attrs, F, bg.tensor(op.inputs[0]).shape, state[i],
                              hint(op.output));
+              val[op.output] = std::move(state[i].acc);
             } else if (op.kind != OpKind::Input && op.kind != OpKind::Output &&
                        bg.tensor(op.output).stage == Stage::Post) {
               args.clear();
               for (int t : op.inputs) args.push_back(&val[t]);
-              if (op.kind == OpKind::ThreadFused) {
-                thread_graph_op(ar, op.chain, args, val[op.output], hint(op.output));
-              } else {
-                Tensor<A> out(bg.tensor(op.output).shape);
-                compute_op(ar, op.kind, op.attrs, args, out, Box::full(out.shape), hint(op.output),
-                           1);
-                val[op.output] = std::move(out);
-              }
+              run_compute(ar, op, bg.tensor(op.output).shape, args, val[op.output], state[i],
+                          hint(op.output));
             }
           }
           for (int o = 0; o < bg.num_outputs(); ++o) {

@@ -1,5 +1,5 @@
-// Tensor-level implementations of the compute ops (DESIGN §2.1), shared by kernel tensors and
-// block tiles and by every value domain (see elementwise.h for the Arith concept).
+// Tensor-level implementations of the compute ops (docs/mugraph-semantics.md), shared by kernel
+// tensors and block tiles and by every value domain (see elementwise.h for the Arith concept).
 //
 // Contract of every op here: `out` is already allocated with the op's output shape (as shape
 // inference gives it); the op writes exactly the elements of `out` inside `box` (padded
@@ -79,9 +79,9 @@ void map_unary(const Tensor<A>& x, Tensor<A>& out, const Box& box, int threads, 
 
 /// out = f(x) elementwise (x may broadcast to out).
 template <class A>
-void unary_op(const A& ar, OpKind kind, double scalar, bool exp_lax, const Tensor<A>& x,
+void unary_op(const A& ar, OpKind kind, const OpAttrs& attrs, bool exp_lax, const Tensor<A>& x,
               Tensor<A>& out, const Box& box, int threads) {
-  with_unary(ar, kind, scalar, exp_lax, [&](auto f) { map_unary<A>(x, out, box, threads, f); });
+  with_unary(ar, kind, attrs, exp_lax, [&](auto f) { map_unary<A>(x, out, box, threads, f); });
 }
 
 /// out = a ∘ b elementwise with NumPy broadcasting.
@@ -110,23 +110,30 @@ void binary_op(const A& ar, OpKind kind, const ValueHints& hints, const Tensor<A
   });
 }
 
-/// sum or mean of `x` along padded dim `d`, reducing its extent n to `to` by summing groups of
-/// n/to consecutive elements: out[…, j, …] = Σ_{t<n/to} x[…, j·(n/to) + t, …] (÷ n/to for mean).
+/// The reduction `r` of `x` along padded dim `d`, reducing its extent n to `to` = out's extent by
+/// combining groups of g = n/to consecutive elements: out[…, j, …] = ⊕_{t<g} premap(x[…, j·g + t,
+/// …]) — the combined state, not yet finished (see finish_reduction). For Combine::Max the
+/// premap and ⊕ are the domain's max_premap and max_combine.
 template <class A>
-void reduce_op(const A& ar, bool mean, int d, const ValueHints& hints, const Tensor<A>& x,
-               Tensor<A>& out, const Box& box, int threads) {
+void combine_op(const A& ar, const ReductionInfo& r, int d, const Tensor<A>& x, Tensor<A>& out,
+                const Box& box, int threads) {
   using V = typename A::Value;
   Operand ox = Operand::of(x.shape), oo = Operand::of(out.shape);
   int64_t g = ox.dims[d] / oo.dims[d];
-  V scale = mean ? ar.prepare_divisor(ar.from_int(g), hints) : ar.zero();
+  const bool max = r.combine == Combine::Max, square = r.premap == Premap::Square;
+  auto pre = [&](V v) {
+    if (square) v = ar.mul(v, v);
+    return max ? ar.max_premap(v) : v;
+  };
+  auto comb = [&](V a, V b) { return max ? ar.max_combine(a, b) : ar.add(a, b); };
   for_each_row(box, threads, [&](int64_t i0, int64_t i1, int64_t i2) {
     int64_t obase = oo.row_base(i0, i1, i2);
     if (d == 3) {
       int64_t xb = ox.row_base(i0, i1, i2);
       for (int64_t j = box.lo[3]; j < box.hi[3]; ++j) {
-        V s = x[xb + j * g];
-        for (int64_t t = 1; t < g; ++t) s = ar.add(s, x[xb + j * g + t]);
-        out[obase + j] = mean ? ar.div_prepared(s, scale) : s;
+        V s = pre(x[xb + j * g]);
+        for (int64_t t = 1; t < g; ++t) s = comb(s, pre(x[xb + j * g + t]));
+        out[obase + j] = s;
       }
       return;
     }
@@ -136,35 +143,102 @@ void reduce_op(const A& ar, bool mean, int d, const ValueHints& hints, const Ten
       idx[d] = first + t;
       int64_t xb = ox.row_base(idx[0], idx[1], idx[2]);
       for (int64_t j = box.lo[3]; j < box.hi[3]; ++j)
-        out[obase + j] = t == 0 ? x[xb + j] : ar.add(out[obase + j], x[xb + j]);
+        out[obase + j] = t == 0 ? pre(x[xb + j]) : comb(out[obase + j], pre(x[xb + j]));
     }
-    if (mean)
-      for (int64_t j = box.lo[3]; j < box.hi[3]; ++j)
-        out[obase + j] = ar.div_prepared(out[obase + j], scale);
   });
 }
 
-/// rms_norm along padded dim `d`: x / SQRT(mean(x², d)), composed from the ops above so that
-/// every domain applies its own square, mean, opaque sqrt and division.
+/// Turns a combined state into the reduction's value: max_finish for Max; ÷ count for Mean;
+/// SQRT(÷ count + eps) for RootMean (SQRT the domain's opaque sqrt); nothing for the rest.
+/// `count` is the number of elements combined into each state. `hints` are those of the result.
 template <class A>
-void rms_norm_op(const A& ar, int d, const ValueHints& hints, const Tensor<A>& x, Tensor<A>& out,
-                 const Box& box, int threads) {
+void finish_reduction(const A& ar, const ReductionInfo& r, int64_t count, double eps,
+                      const ValueHints& hints, Tensor<A>& t, const Box& box) {
+  using V = typename A::Value;
+  Operand o = Operand::of(t.shape);
+  auto each = [&](auto f) {
+    for_each_row(box, 1, [&](int64_t i0, int64_t i1, int64_t i2) {
+      int64_t b = o.row_base(i0, i1, i2);
+      for (int64_t j = box.lo[3]; j < box.hi[3]; ++j) t[b + j] = f(t[b + j]);
+    });
+  };
+  if (r.combine == Combine::Max) {
+    each([&](V v) { return ar.max_finish(v); });
+    return;
+  }
+  if (r.finalize == Finalize::None) return;
+  ValueHints h = hints;
+  if (r.finalize == Finalize::RootMean) {  // the mean only feeds the opaque sqrt (keyed on p)
+    h.need_p = true;
+    h.need_q = false;
+  }
+  V scale = ar.prepare_divisor(ar.from_int(count), h);
+  if (r.finalize == Finalize::Mean) {
+    each([&](V v) { return ar.div_prepared(v, scale); });
+    return;
+  }
+  V e = ar.from_scalar(eps);
+  OpAttrs none;
+  each([&](V v) {
+    V m = ar.div_prepared(v, scale);
+    if (eps != 0.0) m = ar.add(m, e);
+    return ar.opaque(OpKind::Sqrt, m, none);
+  });
+}
+
+/// A Reduce op (sum, mean, max, … by the reduction family) of `x` along padded dim `d`.
+template <class A>
+void reduce_op(const A& ar, OpKind kind, int d, const ValueHints& hints, const Tensor<A>& x,
+               Tensor<A>& out, const Box& box, int threads) {
+  const ReductionInfo& r = *op_reduction(kind);
+  combine_op(ar, r, d, x, out, box, threads);
+  int64_t g = padded_dims(x.shape)[d] / padded_dims(out.shape)[d];
+  finish_reduction(ar, r, g, 0.0, hints, out, box);
+}
+
+/// rms_norm along padded dim `d`: x / SQRT(mean(x², d) + eps), composed from the ops above so
+/// that every domain applies its own square, mean, opaque sqrt and division.
+template <class A>
+void rms_norm_op(const A& ar, int d, double eps, const ValueHints& hints, const Tensor<A>& x,
+                 Tensor<A>& out, const Box& box, int threads) {
   Box fibers = box;  // the x elements the norms of `box` read
   fibers.lo[d] = 0;
   fibers.hi[d] = padded_dims(x.shape)[d];
-  Tensor<A> sq(x.shape);
-  unary_op(ar, OpKind::Square, 0.0, true, x, sq, fibers, threads);
   Shape ns = x.shape;
   ns[d - (4 - x.shape.rank())] = 1;
-  Tensor<A> ms(ns), s(ns);
+  Tensor<A> s(ns);
   Box nbox = box;
   nbox.lo[d] = 0;
   nbox.hi[d] = 1;
-  ValueHints key_only;  // the mean only feeds the opaque sqrt, which reads p-components
-  key_only.need_q = false;
-  reduce_op(ar, true, d, key_only, sq, ms, nbox, threads);
-  unary_op(ar, OpKind::Sqrt, 0.0, true, ms, s, nbox, threads);
+  const ReductionInfo& r = *op_reduction(OpKind::RmsNorm);
+  combine_op(ar, r, d, x, s, nbox, threads);
+  finish_reduction(ar, r, padded_dims(x.shape)[d], eps, hints, s, nbox);
   binary_op(ar, OpKind::Div, hints, x, s, out, box, threads);
+}
+
+/// transpose: out[…, i, j] = x[…, j, i] (the last two padded dims swapped).
+template <class A>
+void transpose_op(const Tensor<A>& x, Tensor<A>& out, const Box& box, int threads) {
+  Operand ox = Operand::of(x.shape), oo = Operand::of(out.shape);
+  for_each_row(box, threads, [&](int64_t i0, int64_t i1, int64_t i2) {
+    int64_t ob = oo.row_base(i0, i1, i2);
+    int64_t xb = ox.row_base(i0, i1, 0) + i2;  // x[i0, i1, j, i2]
+    for (int64_t j = box.lo[3]; j < box.hi[3]; ++j) out[ob + j] = x[xb + j * ox.strides[2]];
+  });
+}
+
+/// slice along padded dim d: out[…, i, …] = x[…, start + i, …].
+template <class A>
+void slice_op(int d, int64_t start, const Tensor<A>& x, Tensor<A>& out, const Box& box,
+              int threads) {
+  Operand ox = Operand::of(x.shape), oo = Operand::of(out.shape);
+  for_each_row(box, threads, [&](int64_t i0, int64_t i1, int64_t i2) {
+    int64_t idx[3] = {i0, i1, i2};
+    if (d < 3) idx[d] += start;
+    int64_t xb = ox.row_base(idx[0], idx[1], idx[2]) + (d == 3 ? start : 0);
+    int64_t ob = oo.row_base(i0, i1, i2);
+    for (int64_t j = box.lo[3]; j < box.hi[3]; ++j) out[ob + j] = x[xb + j];
+  });
 }
 
 /// concat(a, b) along padded dim d.
@@ -218,8 +292,9 @@ void matmul_op(const A& ar, const ValueHints& hints, const Tensor<A>& a, const T
   });
 }
 
-/// Any compute op (categories Matmul, Unary, Binary, Reduce, Norm, Concat) on `box` of `out`.
-/// `hints.exp_lax` bit 0 applies to an exp.
+/// Any compute op (categories Matmul, Unary, Binary, Reduce, Norm, Concat, Layout) on `box` of
+/// `out`. `hints.exp_lax` bit 0 applies to an exp. (Scan ops carry state across iterations:
+/// the executor runs them, see scan_update.)
 template <class A>
 void compute_op(const A& ar, OpKind kind, const OpAttrs& attrs,
                 const std::vector<const Tensor<A>*>& in, Tensor<A>& out, const Box& box,
@@ -228,24 +303,35 @@ void compute_op(const A& ar, OpKind kind, const OpAttrs& attrs,
   switch (op_category(kind)) {
     case Category::Matmul:
       matmul_op(ar, hints, *in[0], *in[1], out, box, threads);
-      break;
+      return;
     case Category::Unary:
-      unary_op(ar, kind, attrs.scalar, hints.exp_lax & 1, *in[0], out, box, threads);
-      break;
+      unary_op(ar, kind, attrs, hints.exp_lax & 1, *in[0], out, box, threads);
+      return;
     case Category::Binary:
       binary_op(ar, kind, hints, *in[0], *in[1], out, box, threads);
-      break;
+      return;
     case Category::Reduce:
-      reduce_op(ar, kind == OpKind::Mean, attrs.dim + pad, hints, *in[0], out, box, threads);
-      break;
+      reduce_op(ar, kind, attrs.dim + pad, hints, *in[0], out, box, threads);
+      return;
     case Category::Norm:
-      rms_norm_op(ar, attrs.dim + pad, hints, *in[0], out, box, threads);
-      break;
+      rms_norm_op(ar, attrs.dim + pad, attrs.scalar, hints, *in[0], out, box, threads);
+      return;
     case Category::Concat:
       concat_op<A>(attrs.dim + pad, *in[0], *in[1], out, box, threads);
-      break;
-    default:
-      break;
+      return;
+    case Category::Layout:
+      if (kind == OpKind::Transpose)
+        transpose_op<A>(*in[0], out, box, threads);
+      else
+        slice_op<A>(attrs.dim + pad, attrs.start, *in[0], out, box, threads);
+      return;
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Scan:
+    case Category::Accum:
+    case Category::Fused:
+      return;  // not a stateless compute op
   }
 }
 
@@ -272,7 +358,7 @@ void thread_graph_op(const A& ar, const std::vector<ThreadStep>& chain,
     bool lax = (hints.exp_lax >> j) & 1;
     Box box = Box::full(shape);
     if (n == 1)
-      unary_op(ar, s.kind, s.scalar, lax, *vals[s.args[0]], steps[j], box, 1);
+      unary_op(ar, s.kind, step_attrs(s), lax, *vals[s.args[0]], steps[j], box, 1);
     else
       binary_op(ar, s.kind, sh, *vals[s.args[0]], *vals[s.args[1]], steps[j], box, 1);
     vals.push_back(&steps[j]);

@@ -4,7 +4,9 @@
 
 namespace strata {
 
-char grid_axis_name(int axis) { return "xyz"[axis]; }
+char grid_axis_name(int axis) {
+  return "xyz"[axis];
+}
 
 Result<BlockGraph> BlockGraph::make(Dim3 grid, int block_threads, int forloop) {
   for (int a = 0; a < 3; ++a)
@@ -41,10 +43,9 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
       return make_error(at + ": imap " + axis + "→" + std::to_string(d) +
                         " is not a dimension of " + kernel_shape.str());
     if (grid_[a] == 1)
-      return make_error(at + ": imap maps grid axis " + axis +
-                        " of size 1 to dim " + std::to_string(d) + "; it must map to φ");
-    if (used[d])
-      return make_error(at + ": imap maps two grid axes to dim " + std::to_string(d));
+      return make_error(at + ": imap maps grid axis " + axis + " of size 1 to dim " +
+                        std::to_string(d) + "; it must map to φ");
+    if (used[d]) return make_error(at + ": imap maps two grid axes to dim " + std::to_string(d));
     used[d] = true;
     if (tile[d] % grid_[a] != 0)
       return make_error(at + ": imap " + axis + "→" + std::to_string(d) + " splits extent " +
@@ -97,10 +98,11 @@ Result<int> BlockGraph::add_op(OpKind kind, std::vector<int> inputs, OpAttrs att
   Stage stage = tensors_[inputs[0]].stage;
   Shape out;
   if (accum) {
-    if (stage != Stage::Loop)
-      return make_error(at + ": accumulators take loop-body tensors; tensor #" +
-                        std::to_string(inputs[0]) + " is post-loop");
-    auto s = infer_accum_shape(kind, shapes[0], forloop_, attrs);
+    for (int t : inputs)
+      if (tensors_[t].stage != Stage::Loop)
+        return make_error(at + ": accumulators take loop-body tensors; tensor #" +
+                          std::to_string(t) + " is post-loop");
+    auto s = infer_accum_shape(kind, shapes, forloop_, attrs);
     if (!s.ok()) return make_error(at + ": " + s.error().message);
     out = *s;
     stage = Stage::Post;
@@ -110,6 +112,11 @@ Result<int> BlockGraph::add_op(OpKind kind, std::vector<int> inputs, OpAttrs att
         return make_error(at + ": mixes loop-body and post-loop tensors (#" +
                           std::to_string(inputs[0]) + " and #" + std::to_string(t) +
                           "); a loop result is only available after an accumulator");
+    if (info.category == Category::Scan && stage != Stage::Loop)
+      return make_error(at +
+                        ": a running op carries its value across iterations; it takes "
+                        "loop-body tensors, and tensor #" +
+                        std::to_string(inputs[0]) + " is post-loop");
     auto s = infer_compute_shape(kind, shapes, attrs);
     if (!s.ok()) return make_error(at + ": " + s.error().message);
     out = *s;
@@ -156,8 +163,8 @@ Result<int> BlockGraph::add_output(int tensor, GridMap omap) {
     std::string axis(1, grid_axis_name(a));
     if (grid_[a] == 1) {
       if (d != kReplicate)
-        return make_error(at + ": omap maps grid axis " + axis +
-                          " of size 1 to dim " + std::to_string(d) + "; it must map to φ");
+        return make_error(at + ": omap maps grid axis " + axis + " of size 1 to dim " +
+                          std::to_string(d) + "; it must map to φ");
       continue;
     }
     if (d == kReplicate)
@@ -168,8 +175,7 @@ Result<int> BlockGraph::add_output(int tensor, GridMap omap) {
     if (d < 0 || d >= bt.shape.rank())
       return make_error(at + ": omap " + axis + "→" + std::to_string(d) +
                         " is not a dimension of tile " + bt.shape.str());
-    if (used[d])
-      return make_error(at + ": omap maps two grid axes to dim " + std::to_string(d));
+    if (used[d]) return make_error(at + ": omap maps two grid axes to dim " + std::to_string(d));
     used[d] = true;
     full[d] *= grid_[a];
   }

@@ -1,5 +1,6 @@
 #include "strata/graph_json.h"
 
+#include <climits>
 #include <map>
 
 namespace strata {
@@ -8,39 +9,37 @@ namespace {
 constexpr const char* kFormat = "strata-mugraph";
 constexpr int kVersion = 1;
 
-Json dim_or_null(int d) { return d == kReplicate ? Json(nullptr) : Json(d); }
+Json dim_or_null(int d) {
+  return d == kReplicate ? Json(nullptr) : Json(d);
+}
 
 Json grid_map_json(const GridMap& m) {
   return Json::array({dim_or_null(m[0]), dim_or_null(m[1]), dim_or_null(m[2])});
 }
 
-/// Attributes that the op's category uses, in canonical key order.
+/// The op's attributes (its attribute set in the op table), in canonical key order;
+/// accumulators add their fmap. Optional attributes at their default are left out.
 void write_attrs(Json& j, OpKind kind, const OpAttrs& a) {
-  switch (op_category(kind)) {
-    case Category::Unary:
-      if (kind == OpKind::MulScalar) j["scalar"] = a.scalar;
-      break;
-    case Category::Reduce:
-      j["dim"] = a.dim;
-      if (a.to != 1) j["to"] = a.to;
-      break;
-    case Category::Norm:
-    case Category::Concat:
-      j["dim"] = a.dim;
-      break;
-    case Category::Accum:
-      j["fmap"] = dim_or_null(a.fmap);
-      if (kind == OpKind::AccumSumToDimx) j["to"] = a.to;
-      break;
-    default:
-      break;
+  if (op_category(kind) == Category::Accum) j["fmap"] = dim_or_null(a.fmap);
+  for (const AttrSpec& spec : attr_specs(kind)) {
+    if (spec.is_int) {
+      int64_t v = get_int_attr(a, spec.field);
+      if (spec.required || spec.field == AttrField::Dim ||
+          v != static_cast<int64_t>(spec.default_value))
+        j[std::string(spec.name)] = v;
+    } else {
+      double v = get_real_attr(a, spec.field);
+      if (spec.required || v != spec.default_value) j[std::string(spec.name)] = v;
+    }
   }
 }
 
 // ---- reading ---------------------------------------------------------------------------
 
 /// Error at a JSON path.
-Error at(const std::string& path, const std::string& msg) { return make_error(path + ": " + msg); }
+Error at(const std::string& path, const std::string& msg) {
+  return make_error(path + ": " + msg);
+}
 
 Result<const Json*> member(const Json& obj, const char* key, const std::string& path) {
   if (!obj.is_object()) return at(path, "expected an object");
@@ -62,7 +61,8 @@ Result<std::string> get_string(const Json& v, const std::string& path) {
 /// A dimension index or null (φ).
 Result<int> get_dim_or_null(const Json& v, const std::string& path) {
   if (v.is_null()) return kReplicate;
-  if (!v.is_number_integer()) return at(path, "expected a dimension index or null, got " + v.dump());
+  if (!v.is_number_integer())
+    return at(path, "expected a dimension index or null, got " + v.dump());
   int d = v.get<int>();
   if (d < 0) return at(path, "expected a non-negative dimension index or null, got " + v.dump());
   return d;
@@ -88,49 +88,33 @@ Result<std::vector<int64_t>> get_int_list(const Json& v, const std::string& path
   return out;
 }
 
+/// Reads the attributes of the op's attribute set (defaults for optional ones left out);
+/// accumulators also read fmap.
 Result<OpAttrs> read_attrs(const Json& j, OpKind kind, const std::string& path) {
   OpAttrs a;
-  auto opt_int = [&](const char* key, int64_t& dst) -> Status {
-    if (auto it = j.find(key); it != j.end()) {
-      STRATA_ASSIGN_OR_RETURN(dst, get_int(*it, path + "." + key));
+  if (op_category(kind) == Category::Accum) {
+    if (auto it = j.find("fmap"); it != j.end()) {
+      STRATA_ASSIGN_OR_RETURN(a.fmap, get_dim_or_null(*it, path + ".fmap"));
     }
-    return Status::success();
-  };
-  int64_t dim = a.dim;
-  switch (op_category(kind)) {
-    case Category::Unary:
-      if (kind == OpKind::MulScalar) {
-        STRATA_ASSIGN_OR_RETURN(const Json* s, member(j, "scalar", path));
-        if (!s->is_number()) return at(path + ".scalar", "expected a number, got " + s->dump());
-        a.scalar = s->get<double>();
-      }
-      break;
-    case Category::Reduce:
-      STRATA_RETURN_IF_ERROR(opt_int("dim", dim));
-      STRATA_RETURN_IF_ERROR(opt_int("to", a.to));
-      break;
-    case Category::Norm:
-      dim = -1;
-      STRATA_RETURN_IF_ERROR(opt_int("dim", dim));
-      break;
-    case Category::Concat: {
-      STRATA_ASSIGN_OR_RETURN(const Json* d, member(j, "dim", path));
-      STRATA_ASSIGN_OR_RETURN(dim, get_int(*d, path + ".dim"));
-      break;
-    }
-    case Category::Accum:
-      if (auto it = j.find("fmap"); it != j.end()) {
-        STRATA_ASSIGN_OR_RETURN(a.fmap, get_dim_or_null(*it, path + ".fmap"));
-      }
-      if (kind == OpKind::AccumSumToDimx) {
-        STRATA_ASSIGN_OR_RETURN(const Json* t, member(j, "to", path));
-        STRATA_ASSIGN_OR_RETURN(a.to, get_int(*t, path + ".to"));
-      }
-      break;
-    default:
-      break;
   }
-  a.dim = static_cast<int>(dim);
+  for (const AttrSpec& spec : attr_specs(kind)) {
+    std::string key(spec.name), p = path + "." + key;
+    auto it = j.find(key);
+    if (it == j.end()) {
+      if (spec.required) return at(path, "missing key \"" + key + "\"");
+      set_real_attr(a, spec.field, spec.default_value);
+      continue;
+    }
+    if (spec.is_int) {
+      STRATA_ASSIGN_OR_RETURN(int64_t v, get_int(*it, p));
+      if (spec.field == AttrField::Dim && (v < INT_MIN || v > INT_MAX))
+        return at(p, "expected a dimension index, got " + it->dump());
+      set_int_attr(a, spec.field, v);
+    } else {
+      if (!it->is_number()) return at(p, "expected a number, got " + it->dump());
+      set_real_attr(a, spec.field, it->get<double>());
+    }
+  }
   return a;
 }
 
@@ -172,7 +156,8 @@ Result<std::vector<ThreadStep>> read_steps(const Json& j, const std::string& pat
     std::string p = path + ".steps[" + std::to_string(i) + "]";
     const Json& s = (*steps)[i];
     STRATA_ASSIGN_OR_RETURN(OpKind kind, read_kind(s, p));
-    ThreadStep step{kind, {0, 0}, 0.0};
+    STRATA_ASSIGN_OR_RETURN(OpAttrs attrs, read_attrs(s, kind, p));
+    ThreadStep step = make_step(kind, {0, 0}, attrs);
     STRATA_ASSIGN_OR_RETURN(const Json* args, member(s, "args", p));
     STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> a, get_int_list(*args, p + ".args"));
     if (a.size() > 2) return at(p + ".args", "a thread step takes at most two arguments");
@@ -180,11 +165,6 @@ Result<std::vector<ThreadStep>> read_steps(const Json& j, const std::string& pat
     if (static_cast<int>(a.size()) != op_info(kind).arity)
       return at(p + ".args", std::string(op_name(kind)) + " takes " +
                                  std::to_string(op_info(kind).arity) + " argument(s)");
-    if (kind == OpKind::MulScalar) {
-      STRATA_ASSIGN_OR_RETURN(const Json* sc, member(s, "scalar", p));
-      if (!sc->is_number()) return at(p + ".scalar", "expected a number");
-      step.scalar = sc->get<double>();
-    }
     chain.push_back(step);
   }
   return chain;
@@ -237,7 +217,7 @@ Json block_graph_to_json(const BlockGraph& g) {
         Json args = Json::array();
         for (int a = 0; a < op_info(s.kind).arity; ++a) args.push_back(s.args[a]);
         js["args"] = args;
-        if (s.kind == OpKind::MulScalar) js["scalar"] = s.scalar;
+        write_attrs(js, s.kind, step_attrs(s));
         steps.push_back(js);
       }
       o["steps"] = steps;
@@ -297,9 +277,9 @@ Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shap
   STRATA_ASSIGN_OR_RETURN(int64_t block, get_int(*block_j, path + ".block"));
   STRATA_ASSIGN_OR_RETURN(const Json* loop_j, member(doc, "forloop", path));
   STRATA_ASSIGN_OR_RETURN(int64_t forloop, get_int(*loop_j, path + ".forloop"));
-  auto made = BlockGraph::make(Dim3{static_cast<int>(grid[0]), static_cast<int>(grid[1]),
-                                    static_cast<int>(grid[2])},
-                               static_cast<int>(block), static_cast<int>(forloop));
+  auto made = BlockGraph::make(
+      Dim3{static_cast<int>(grid[0]), static_cast<int>(grid[1]), static_cast<int>(grid[2])},
+      static_cast<int>(block), static_cast<int>(forloop));
   if (!made.ok()) return at(path, made.error().message);
   BlockGraph g = std::move(made).value();
 
@@ -410,8 +390,8 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
       if (!outs_j->is_array()) return at(p + ".outputs", "expected an array of names");
       std::vector<std::string> out_names;
       for (size_t k = 0; k < outs_j->size(); ++k) {
-        STRATA_ASSIGN_OR_RETURN(std::string n,
-                                get_string((*outs_j)[k], p + ".outputs[" + std::to_string(k) + "]"));
+        STRATA_ASSIGN_OR_RETURN(
+            std::string n, get_string((*outs_j)[k], p + ".outputs[" + std::to_string(k) + "]"));
         out_names.push_back(n);
       }
       auto outs = g.add_customized(std::move(refs), std::move(body), out_names);

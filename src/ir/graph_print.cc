@@ -84,20 +84,22 @@ std::string format_grid_map(const GridMap& m) {
 }
 
 std::string format_op_attrs(OpKind kind, const OpAttrs& a) {
-  switch (op_category(kind)) {
-    case Category::Unary:
-      return kind == OpKind::MulScalar ? "scalar=" + format_real(a.scalar) : "";
-    case Category::Reduce:
-      return "dim=" + std::to_string(a.dim) + (a.to != 1 ? ", to=" + std::to_string(a.to) : "");
-    case Category::Norm:
-    case Category::Concat:
-      return "dim=" + std::to_string(a.dim);
-    case Category::Accum:
-      return "fmap=" + format_dim(a.fmap) +
-             (kind == OpKind::AccumSumToDimx ? ", to=" + std::to_string(a.to) : "");
-    default:
-      return "";
+  std::string s;
+  auto add = [&](const std::string& item) { s += (s.empty() ? "" : ", ") + item; };
+  if (op_category(kind) == Category::Accum) add("fmap=" + format_dim(a.fmap));
+  for (const AttrSpec& spec : attr_specs(kind)) {
+    std::string name(spec.name);
+    if (spec.is_int) {
+      int64_t v = get_int_attr(a, spec.field);
+      if (spec.required || spec.field == AttrField::Dim ||
+          v != static_cast<int64_t>(spec.default_value))
+        add(name + "=" + std::to_string(v));
+    } else {
+      double v = get_real_attr(a, spec.field);
+      if (spec.required || v != spec.default_value) add(name + "=" + format_real(v));
+    }
   }
+  return s;
 }
 
 std::string format_thread_chain(const BlockGraph& g, const BlockOp& op) {
@@ -112,7 +114,8 @@ std::string format_thread_chain(const BlockGraph& g, const BlockOp& op) {
     if (j) s += "; ";
     s += "s" + std::to_string(j) + " = " + std::string(op_name(step.kind)) + "(";
     for (int a = 0; a < op_info(step.kind).arity; ++a) s += (a ? ", " : "") + value(step.args[a]);
-    if (step.kind == OpKind::MulScalar) s += ", scalar=" + format_real(step.scalar);
+    std::string attrs = format_op_attrs(step.kind, step_attrs(step));
+    if (!attrs.empty()) s += ", " + attrs;
     s += ")";
   }
   return s;

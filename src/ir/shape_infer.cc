@@ -1,11 +1,14 @@
 #include "strata/shape_infer.h"
 
+#include <cmath>
 #include <string>
 
 namespace strata {
 namespace {
 
-std::string named(OpKind k) { return std::string(op_name(k)); }
+std::string named(OpKind k) {
+  return std::string(op_name(k));
+}
 
 Result<Shape> matmul_shape(const Shape& a, const Shape& b) {
   if (a.rank() < 2 || b.rank() < 2)
@@ -34,6 +37,29 @@ Result<int> checked_dim(OpKind kind, const Shape& s, int dim) {
   return *d;
 }
 
+/// Scalars must be finite; clamp needs lo ≤ hi and norms a non-negative epsilon.
+Status check_scalars(OpKind kind, const OpAttrs& attrs) {
+  for (const AttrSpec& spec : attr_specs(kind)) {
+    if (spec.is_int) continue;
+    double v = get_real_attr(attrs, spec.field);
+    if (!std::isfinite(v))
+      return make_error(named(kind) + ": " + std::string(spec.name) + " must be a finite number");
+  }
+  if (kind == OpKind::Clamp && !(attrs.scalar <= attrs.scalar2))
+    return make_error("clamp: lo must not exceed hi");
+  if (op_info(kind).attrs == AttrSet::Norm || op_info(kind).attrs == AttrSet::Eps) {
+    if (attrs.scalar < 0) return make_error(named(kind) + ": eps must be ≥ 0");
+  }
+  return Status::success();
+}
+
+/// Shape of a reduction of the last dim to 1 (running_max and the _ld accumulators).
+Shape last_dim_reduced(const Shape& s) {
+  Shape out = s;
+  out[s.rank() - 1] = 1;
+  return out;
+}
+
 }  // namespace
 
 Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& attrs) {
@@ -41,6 +67,7 @@ Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpA
   if (info.arity >= 0 && static_cast<int>(in.size()) != info.arity)
     return make_error(named(kind) + " takes " + std::to_string(info.arity) + " input(s), got " +
                       std::to_string(in.size()));
+  STRATA_RETURN_IF_ERROR(check_scalars(kind, attrs));
   switch (info.category) {
     case Category::Matmul:
       return matmul_shape(in[0], in[1]);
@@ -67,6 +94,30 @@ Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpA
       STRATA_ASSIGN_OR_RETURN(attrs.dim, checked_dim(kind, in[0], attrs.dim));
       return in[0];
     }
+    case Category::Layout: {
+      if (kind == OpKind::Transpose) {
+        if (in[0].rank() < 2)
+          return make_error("transpose needs a tensor of rank ≥ 2, got " + in[0].str());
+        Shape out = in[0];
+        int r = out.rank();
+        out[r - 1] = in[0][r - 2];
+        out[r - 2] = in[0][r - 1];
+        return out;
+      }
+      STRATA_ASSIGN_OR_RETURN(attrs.dim, checked_dim(kind, in[0], attrs.dim));
+      int64_t n = in[0][attrs.dim];
+      if (attrs.start < 0 || attrs.end > n || attrs.start >= attrs.end)
+        return make_error("slice: range [" + std::to_string(attrs.start) + ", " +
+                          std::to_string(attrs.end) + ") of dim " + std::to_string(attrs.dim) +
+                          " is not a non-empty part of [0, " + std::to_string(n) + ") in " +
+                          in[0].str());
+      Shape out = in[0];
+      out[attrs.dim] = attrs.end - attrs.start;
+      return out;
+    }
+    case Category::Scan:  // running_max: the last dim reduced to 1, per iteration
+      if (in[0].rank() < 1) return make_error(named(kind) + " needs a tile of rank ≥ 1");
+      return last_dim_reduced(in[0]);
     case Category::Concat: {
       STRATA_ASSIGN_OR_RETURN(attrs.dim, checked_dim(kind, in[0], attrs.dim));
       const Shape &a = in[0], &b = in[1];
@@ -74,45 +125,60 @@ Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpA
       for (int i = 0; same && i < a.rank(); ++i)
         if (i != attrs.dim && a[i] != b[i]) same = false;
       if (!same)
-        return make_error("concat along dim " + std::to_string(attrs.dim) + ": shapes " +
-                          a.str() + " and " + b.str() + " differ in another dimension");
+        return make_error("concat along dim " + std::to_string(attrs.dim) + ": shapes " + a.str() +
+                          " and " + b.str() + " differ in another dimension");
       Shape out = a;
       out[attrs.dim] = a[attrs.dim] + b[attrs.dim];
       return out;
     }
-    default:
-      return make_error(named(kind) + " is not a compute op");
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Accum:
+    case Category::Fused:
+      break;
   }
+  return make_error(named(kind) + " is not a compute op");
 }
 
-Result<Shape> infer_accum_shape(OpKind kind, const Shape& in, int forloop, OpAttrs& attrs) {
-  if (op_category(kind) != Category::Accum) return make_error(named(kind) + " is not an accumulator");
+Result<Shape> infer_accum_shape(OpKind kind, const std::vector<Shape>& ins, int forloop,
+                                OpAttrs& attrs) {
+  if (op_category(kind) != Category::Accum)
+    return make_error(named(kind) + " is not an accumulator");
+  const OpInfo& info = op_info(kind);
+  if (static_cast<int>(ins.size()) != info.arity)
+    return make_error(named(kind) + " takes " + std::to_string(info.arity) + " input(s), got " +
+                      std::to_string(ins.size()));
+  STRATA_RETURN_IF_ERROR(check_scalars(kind, attrs));
+  const Shape& in = ins[0];
   if (attrs.fmap != kReplicate) {
     STRATA_ASSIGN_OR_RETURN(attrs.fmap, checked_dim(kind, in, attrs.fmap));
   }
   if (kind != OpKind::AccumSum && attrs.fmap != kReplicate)
     return make_error(named(kind) + " reduces over the for-loop; its fmap must be φ");
   if (in.rank() < 1) return make_error(named(kind) + " needs a tile of rank ≥ 1");
+  if (info.arity == 2) {  // accum_rescale(_ld)(y, m): m is a per-iteration shift of y's rows
+    auto b = broadcast_shapes(in, ins[1]);
+    if (!b || *b != in)
+      return make_error(named(kind) + ": the shift " + ins[1].str() +
+                        " does not broadcast to the accumulated tile " + in.str());
+  }
   Shape out = in;
   int last = in.rank() - 1;
-  switch (kind) {
-    case OpKind::AccumSum:
-      if (attrs.fmap != kReplicate) out[attrs.fmap] = in[attrs.fmap] * forloop;
-      return out;
-    case OpKind::AccumSumLd:
-    case OpKind::AccumMeanLd:
-    case OpKind::AccumRmsLd:
-      out[last] = 1;
-      return out;
-    case OpKind::AccumSumToDimx:
-      if (attrs.to < 1 || in[last] % attrs.to != 0)
-        return make_error(named(kind) + ": the last dim of " + in.str() +
-                          " is not a multiple of " + std::to_string(attrs.to));
-      out[last] = attrs.to;
-      return out;
-    default:
-      return make_error(named(kind) + " is not an accumulator");
+  if (kind == OpKind::AccumSum) {
+    if (attrs.fmap != kReplicate) out[attrs.fmap] = in[attrs.fmap] * forloop;
+    return out;
   }
+  if (kind == OpKind::AccumRescale) return out;
+  if (kind == OpKind::AccumSumToDimx) {
+    if (attrs.to < 1 || in[last] % attrs.to != 0)
+      return make_error(named(kind) + ": the last dim of " + in.str() + " is not a multiple of " +
+                        std::to_string(attrs.to));
+    out[last] = attrs.to;
+    return out;
+  }
+  // The remaining accumulators reduce the iterations and the tile's last dim.
+  return last_dim_reduced(in);
 }
 
 Result<Shape> infer_thread_graph_shape(const std::vector<ThreadStep>& chain,

@@ -59,6 +59,12 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
     return make_error("kernel plan: " + std::to_string(output_dtypes.size()) +
                       " output dtypes given for a block graph with " +
                       std::to_string(graph->num_outputs()) + " outputs");
+  for (size_t i = 0; i < graph->ops().size(); ++i) {
+    const BlockOp& op = graph->op(static_cast<int>(i));
+    if (!block_codegen_supports(op))
+      return make_error("block op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) +
+                        "): the code generator does not support this op in block graphs yet");
+  }
   KernelPlan plan;
   plan.graph = std::move(graph);
   plan.input_dtypes = std::move(input_dtypes);
@@ -88,9 +94,31 @@ std::vector<int> tensor_consumers(const BlockGraph& g, int t) {
 }
 
 bool is_reduction(const BlockOp& op) {
-  Category c = op_category(op.kind);
-  return c == Category::Reduce || c == Category::Norm ||
-         (c == Category::Accum && op.kind != OpKind::AccumSum);
+  return op_reduction(op.kind) != nullptr;
+}
+
+bool block_codegen_supports(const BlockOp& op) {
+  const ReductionInfo* r = op_reduction(op.kind);
+  if (r && (r->combine != Combine::Add || op.attrs.scalar != 0.0)) return false;  // max, eps
+  switch (op_category(op.kind)) {
+    case Category::Layout:
+    case Category::Scan:
+      return false;
+    case Category::Accum:
+      return op_info(op.kind).arity == 1;  // not yet the rescaling accumulators
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Matmul:
+    case Category::Unary:
+    case Category::Binary:
+    case Category::Reduce:
+    case Category::Norm:
+    case Category::Concat:
+    case Category::Fused:
+      break;
+  }
+  return true;
 }
 
 ReductionShape reduction_shape(const BlockOp& op, const Shape& in) {

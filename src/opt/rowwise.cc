@@ -11,20 +11,30 @@ bool is_elementwise_or_chain(OpKind k) {
   return is_elementwise(k) || op_category(k) == Category::Fused;
 }
 
+/// A reduction of the last dim to one value per row (the reductions a row-wise kernel does).
 bool last_dim_reduction(const BlockOp& op, int rank) {
-  switch (op.kind) {
-    case OpKind::Sum:
-    case OpKind::Mean:
+  const ReductionInfo* r = op_reduction(op.kind);
+  if (!r) return false;
+  switch (op_category(op.kind)) {
+    case Category::Reduce:
       return op.attrs.dim == rank - 1 && op.attrs.to == 1;
-    case OpKind::RmsNorm:
+    case Category::Norm:
       return op.attrs.dim == rank - 1;
-    case OpKind::AccumSumLd:
-    case OpKind::AccumMeanLd:
-    case OpKind::AccumRmsLd:
-      return true;
-    default:
-      return false;
+    case Category::Accum:
+      return op.kind != OpKind::AccumSumToDimx;
+    case Category::Scan:
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Matmul:
+    case Category::Unary:
+    case Category::Binary:
+    case Category::Concat:
+    case Category::Layout:
+    case Category::Fused:
+      break;
   }
+  return false;
 }
 
 }  // namespace

@@ -16,20 +16,13 @@ ClassMask partial_after(OpKind kind, const std::array<const BTensor*, 2>& in, Cl
   ClassMask pa = in[0]->partial;
   switch (op_category(kind)) {
     case Category::Unary:
-      return kind == OpKind::MulScalar ? pa : 0;
+      return kind == OpKind::MulScalar ? pa : 0;  // x + c, exp, … are not linear
     case Category::Binary: {
+      if (op_info(kind).algebra != Algebra::Lax) return 0;
       ClassMask pb = in[1]->partial, da = in[0]->dep, db = in[1]->dep;
-      switch (kind) {
-        case OpKind::Add:
-        case OpKind::Sub:
-          return pa & pb;
-        case OpKind::Mul:
-          return (pa & ~db) | (pb & ~da);
-        case OpKind::Div:
-          return pa & ~db;
-        default:
-          return 0;
-      }
+      if (kind == OpKind::Mul) return (pa & ~db) | (pb & ~da);
+      if (kind == OpKind::Div) return pa & ~db;
+      return pa & pb;  // add, sub
     }
     case Category::Matmul: {
       ClassMask pb = in[1]->partial, da = in[0]->dep, db = in[1]->dep;
@@ -39,9 +32,18 @@ ClassMask partial_after(OpKind kind, const std::array<const BTensor*, 2>& in, Cl
       return pa | reduced;
     case Category::Concat:
       return pa & in[1]->partial;
-    default:
-      return 0;
+    case Category::Layout:  // a view: the same values
+      return pa;
+    case Category::Norm:
+    case Category::Scan:
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Accum:
+    case Category::Fused:
+      break;
   }
+  return 0;
 }
 
 }  // namespace
@@ -102,6 +104,17 @@ void Enumerator::Impl::block_accumulators(OpenBlock& ob) {
     const int r = ob.b.tensor(t).shape.rank();
     const int d = partial_loop ? -1 : dim_of_class(ob.bt[t].cls, r, loop);
     OpAttrs attrs;
+    const int m = ob.bt[t].shift;
+    if (m >= 0) {
+      // A tile shifted by a running max (exp(s − m), and what is linear in it) is accumulated
+      // by the online-softmax recurrence against that max: reduced inside the body (d < 0) by
+      // accum_rescale, still holding the loop class by accum_rescale_ld. The running max
+      // itself is never accumulated (accum_max_ld of its input gives the final max).
+      if (m == t) continue;
+      if (d < 0) try_block_op(ob, OpKind::AccumRescale, Ins{{t, m}, 2}, attrs);
+      if (d == r - 1) try_block_op(ob, OpKind::AccumRescaleLd, Ins{{t, m}, 2}, attrs);
+      continue;
+    }
     if (d < 0) {
       // The loop class was reduced inside the body: sum the per-iteration results. Unless t is
       // a last-dim sum of a tile whose last dim is the loop class: accum_sum_ld of that tile
@@ -130,6 +143,11 @@ void Enumerator::Impl::block_accumulators(OpenBlock& ob) {
         attrs.to = 1;
         continue;
       }
+      if (op_info(kind).attrs != AttrSet::None) {  // accum_rms_ld: the program's eps
+        for (const OpAttrs& a : space.program_attrs[static_cast<int>(kind)])
+          try_block_op(ob, kind, Ins{{t, 0}, 1}, a);
+        continue;
+      }
       try_block_op(ob, kind, Ins{{t, 0}, 1}, attrs);
     }
     if (stopped()) return;
@@ -152,6 +170,24 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     nt.varying |= in[i]->varying;
     nt.dep |= in[i]->dep;
   }
+  // A running max runs over the loop: of a varying tile whose last dim is the loop class.
+  if (op_category(kind) == Category::Scan) {
+    const Shape& s = ob.b.tensor(ins[0]).shape;
+    if (ob.b.forloop() == 1 || !in[0]->varying || ob.b.tensor(ins[0]).stage != Stage::Loop ||
+        dim_of_class(in[0]->cls, s.rank(), ob.loop_class) != s.rank() - 1)
+      return prune(Prune::ReduceClass);
+  }
+  // The running max a new loop tile depends on: a running op starts one (itself), compute ops
+  // inherit it; two different ones do not mix. Accumulators end it.
+  if (op_category(kind) == Category::Scan) {
+    nt.shift = static_cast<int>(ob.bt.size());
+  } else if (op_category(kind) != Category::Accum) {
+    for (int i = 0; i < ins.n; ++i) {
+      if (in[i]->shift < 0) continue;
+      if (nt.shift >= 0 && nt.shift != in[i]->shift) return prune(Prune::ClassMismatch);
+      nt.shift = in[i]->shift;
+    }
+  }
   if (op_category(kind) == Category::Accum) {
     const Shape& s = ob.b.tensor(ins[0]).shape;
     const int last = s.rank() - 1;
@@ -159,8 +195,7 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     nt.prov = in[0]->prov;
     nt.partial = in[0]->partial;
     ClassMask lmask = classes.plain_mask(ob.loop_class);
-    if (kind != OpKind::AccumSum &&
-        !reducible(in[0]->cls[last], kind == OpKind::AccumRmsLd, in[0]->prov[last]))
+    if (op_reduction(kind) && !reducible(in[0]->cls[last], reduction_kind(kind), in[0]->prov[last]))
       return prune(Prune::ReduceClass);
     switch (kind) {
       case OpKind::AccumSumLd:
@@ -170,16 +205,54 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
         nt.partial |= lmask;
         break;
       case OpKind::AccumRmsLd:
+      case OpKind::AccumMaxLd:
+      case OpKind::AccumRescaleLd:
         nt.cls[last] = kNoClass;
         nt.prov[last] = 0;
+        nt.partial = 0;
+        break;
+      case OpKind::AccumRescale:  // per-block results are combined only by rescaling
         nt.partial = 0;
         break;
       case OpKind::AccumSumToDimx:
         nt.cls[last] = classes.grouped(in[0]->cls[last], attrs.to);
         nt.partial |= lmask;
         break;
-      default:
+      case OpKind::AccumSum:
         break;
+      case OpKind::Input:
+      case OpKind::Output:
+      case OpKind::Customized:
+      case OpKind::Matmul:
+      case OpKind::Exp:
+      case OpKind::Square:
+      case OpKind::Sqrt:
+      case OpKind::Silu:
+      case OpKind::Gelu:
+      case OpKind::Relu:
+      case OpKind::Sigmoid:
+      case OpKind::Tanh:
+      case OpKind::Log:
+      case OpKind::MulScalar:
+      case OpKind::AddScalar:
+      case OpKind::Clamp:
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div:
+      case OpKind::Pow:
+      case OpKind::Maximum:
+      case OpKind::Minimum:
+      case OpKind::Sum:
+      case OpKind::Mean:
+      case OpKind::Max:
+      case OpKind::RmsNorm:
+      case OpKind::Concat:
+      case OpKind::Transpose:
+      case OpKind::Slice:
+      case OpKind::RunningMax:
+      case OpKind::ThreadFused:
+        break;  // not an accumulator
     }
   } else {
     if ((kind == OpKind::Sub || kind == OpKind::Div) && ob.exprs[ins[0]] == ob.exprs[ins[1]])
@@ -210,11 +283,12 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     ClassFlow f = flow_classes(classes, kind, attrs, std::span(shapes.data(), ins.n),
                                std::span(cls.data(), ins.n), std::span(prov.data(), ins.n), *out);
     if (!f.mismatch.empty()) return prune(Prune::ClassMismatch);
-    if (!reducible(f.reduced, f.norm, f.reduced_prov)) return prune(Prune::ReduceClass);
+    if (!reducible(f.reduced, f.red, f.reduced_prov)) return prune(Prune::ReduceClass);
     nt.cls = f.out;
     nt.prov = f.prov;
-    ClassMask reduced = f.norm ? 0 : classes.plain_mask(f.reduced);
-    nt.partial = f.norm ? 0 : partial_after(kind, in, reduced);
+    const bool linear = f.red == RedKind::Linear;
+    ClassMask reduced = linear ? classes.plain_mask(f.reduced) : 0;
+    nt.partial = linear ? partial_after(kind, in, reduced) : 0;
   }
   auto r = ob.b.add_op(kind, ins.vec(), attrs);
   if (!r.ok()) return prune(Prune::Shape);

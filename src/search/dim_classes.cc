@@ -50,6 +50,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
   std::vector<Derivation> derivations;
   std::vector<bool> sum_red(static_cast<size_t>(nt) * kMaxRank, false);
   std::vector<bool> norm_red(static_cast<size_t>(nt) * kMaxRank, false);
+  std::vector<bool> max_red(static_cast<size_t>(nt) * kMaxRank, false);
   auto ext = [&](int t, int d) { return program.tensor(t).shape[d]; };
   auto link_if = [&](int ta, int da, int tb, int db) {
     if (ext(ta, da) > 1 && ext(ta, da) == ext(tb, db)) uf.link(node(ta, da), node(tb, db));
@@ -92,7 +93,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
         int in = op.inputs[0], dim = op.attrs.dim;
         for (int d = 0; d < r; ++d)
           if (d != dim) link_if(in, d, out, d);
-        sum_red[node(in, dim)] = true;
+        (reduction_kind(op.kind) == RedKind::Max ? max_red : sum_red)[node(in, dim)] = true;
         if (op.attrs.to > 1) {
           derived_node[node(out, dim)] = true;
           derivations.push_back({node(out, dim), false, node(in, dim), -1, op.attrs.to});
@@ -116,7 +117,24 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
         derivations.push_back({node(out, dim), true, node(a, dim), node(b, dim), 0});
         break;
       }
-      default:
+      case Category::Layout: {
+        int in = op.inputs[0];
+        if (op.kind == OpKind::Transpose) {
+          for (int d = 0; d < r - 2; ++d) link_if(in, d, out, d);
+          link_if(in, r - 2, out, r - 1);
+          link_if(in, r - 1, out, r - 2);
+        } else {  // slice: the sliced dim is a new class; the others are kept
+          for (int d = 0; d < r; ++d)
+            if (d != op.attrs.dim) link_if(in, d, out, d);
+        }
+        break;
+      }
+      case Category::Source:
+      case Category::Sink:
+      case Category::Customized:
+      case Category::Scan:
+      case Category::Accum:
+      case Category::Fused:
         return make_error(where + ": the search does not handle `" + std::string(op_name(op.kind)) +
                           "` in a program");
     }
@@ -149,6 +167,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
     if (c == kNoClass) continue;
     if (sum_red[n]) table.classes_[c].sum_reduced = true;
     if (norm_red[n]) table.classes_[c].norm_reduced = true;
+    if (max_red[n]) table.classes_[c].max_reduced = true;
   }
   for (const Derivation& d : derivations) {
     int root = uf.find(d.target);
@@ -165,6 +184,13 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
   for (int t = 0; t < nt; ++t)
     for (int d = 0; d < program.tensor(t).shape.rank(); ++d)
       if (ext(t, d) > 1) table.tensor_classes_[t][d] = root_class[uf.find(node(t, d))];
+
+  // The classes a slice of the program maps between: (input class, range) → output class.
+  for (const KernelOp& op : program.ops()) {
+    if (op.kind != OpKind::Slice) continue;
+    table.slices_.push_back({table.tensor_classes_[op.inputs[0]][op.attrs.dim], op.attrs,
+                             table.tensor_classes_[op.outputs[0]][op.attrs.dim]});
+  }
 
   // Provenance of every program tensor, and the program's reductions.
   table.tensor_prov_.assign(nt, DimProvVec{});
@@ -188,7 +214,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
         flow_classes(table, op.kind, op.attrs, shapes, cls, prov, program.tensor(out).shape);
     table.tensor_prov_[out] = f.prov;
     if (f.reduced != kNoClass && table.info(f.reduced).kind == ClassKind::Plain) {
-      ProgramReduction red{f.reduced, f.norm, f.reduced_prov};
+      ProgramReduction red{f.reduced, f.red, f.reduced_prov};
       if (std::find(table.reductions_.begin(), table.reductions_.end(), red) ==
           table.reductions_.end())
         table.reductions_.push_back(red);
@@ -197,17 +223,32 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
   return table;
 }
 
-bool ClassTable::has_reduction(DimClass c, bool norm, ProvMask prov) const {
+RedKind reduction_kind(OpKind k) {
+  if (op_category(k) == Category::Norm) return RedKind::Norm;
+  const ReductionInfo* r = op_reduction(k);
+  if (r && r->combine == Combine::Max) return RedKind::Max;
+  if (r && r->finalize == Finalize::RootMean) return RedKind::Norm;  // accum_rms_ld
+  return RedKind::Linear;
+}
+
+bool ClassTable::has_reduction(DimClass c, RedKind kind, ProvMask prov) const {
   for (const ProgramReduction& r : reductions_)
-    if (r.cls == c && r.norm == norm && r.prov == prov) return true;
+    if (r.cls == c && r.kind == kind && r.prov == prov) return true;
   return false;
 }
 
 ClassMask ClassTable::reduced_mask() const {
   ClassMask m = 0;
   for (int c = 0; c < num_plain_; ++c)
-    if (classes_[c].sum_reduced || classes_[c].norm_reduced) m |= class_bit(c);
+    if (classes_[c].sum_reduced || classes_[c].norm_reduced || classes_[c].max_reduced)
+      m |= class_bit(c);
   return m;
+}
+
+DimClass ClassTable::slice_class(DimClass from, const OpAttrs& attrs) const {
+  for (const SliceRule& r : slices_)
+    if (r.from == from && r.attrs.start == attrs.start && r.attrs.end == attrs.end) return r.to;
+  return kNoClass;
 }
 
 DimClass ClassTable::intern(const DimClassInfo& info) {
@@ -351,6 +392,7 @@ ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
       if (attrs.to == 1) f.prov[attrs.dim] = 0;
       f.reduced = c;
       f.reduced_prov = prov(0)[attrs.dim];
+      f.red = reduction_kind(kind);
       break;
     }
     case Category::Norm:
@@ -358,7 +400,32 @@ ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
       f.prov = prov(0);
       f.reduced = in[0][attrs.dim];
       f.reduced_prov = prov(0)[attrs.dim];
-      f.norm = true;
+      f.red = RedKind::Norm;
+      break;
+    case Category::Scan: {  // running_max over the last dim (and the loop)
+      int last = in_shapes[0].rank() - 1;
+      f.out = in[0];
+      f.prov = prov(0);
+      f.out[last] = kNoClass;
+      f.prov[last] = 0;
+      f.reduced = in[0][last];
+      f.reduced_prov = prov(0)[last];
+      f.red = RedKind::Max;
+      break;
+    }
+    case Category::Layout:
+      f.out = in[0];
+      f.prov = prov(0);
+      if (kind == OpKind::Transpose) {
+        std::swap(f.out[r - 1], f.out[r - 2]);
+        std::swap(f.prov[r - 1], f.prov[r - 2]);
+      } else if (out_shape[attrs.dim] != in_shapes[0][attrs.dim]) {
+        f.out[attrs.dim] =
+            out_shape[attrs.dim] > 1 ? table.slice_class(in[0][attrs.dim], attrs) : kNoClass;
+        if (out_shape[attrs.dim] > 1 && f.out[attrs.dim] == kNoClass &&
+            in[0][attrs.dim] != kNoClass && f.mismatch.empty())
+          f.mismatch = "a slice the program does not take";
+      }
       break;
     case Category::Concat:
       for (int d = 0; d < r; ++d) {
@@ -369,7 +436,11 @@ ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
       }
       f.out[attrs.dim] = table.concat(in[0][attrs.dim], in[1][attrs.dim]);
       break;
-    default:
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Accum:
+    case Category::Fused:
       f.mismatch = std::string(op_name(kind)) + " is not a compute op";
       break;
   }
@@ -382,6 +453,10 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
   // A class that is only normalized over cannot be split across blocks: per-block norms of
   // parts do not combine into the norm of the whole.
   if (info.norm_reduced && !info.sum_reduced) return out;
+  // A class that is maxed over (softmax's keys) is also summed over in every program that
+  // uses it; a max-only class is not split: its per-block maxima are combined only by the
+  // rescaling of the online softmax, which needs the sums beside them.
+  if (info.max_reduced && !info.sum_reduced) return out;
   const int64_t e = info.extent;
   const auto& tiles = info.sum_reduced ? policy.reduce_tiles : policy.grid_tiles;
   for (int64_t t : tiles) {

@@ -23,6 +23,9 @@ RankKey rank_key(std::span<const int> inputs, OpKind kind, const OpAttrs& a) {
   push(a.to);
   push(a.fmap);
   push(std::bit_cast<int64_t>(a.scalar));
+  push(std::bit_cast<int64_t>(a.scalar2));
+  push(a.start);
+  push(a.end);
   return k;
 }
 
@@ -62,40 +65,43 @@ std::optional<Shape> quick_shape(OpKind kind, std::span<const Shape> in, const O
       out[attrs.dim] = a[attrs.dim] + b[attrs.dim];
       return out;
     }
-    default:
-      return std::nullopt;
+    case Category::Layout: {
+      Shape out = a;
+      if (kind == OpKind::Transpose) {
+        if (a.rank() < 2) return std::nullopt;
+        std::swap(out[a.rank() - 1], out[a.rank() - 2]);
+        return out;
+      }
+      if (attrs.dim < 0 || attrs.dim >= a.rank() || attrs.start < 0 || attrs.end > a[attrs.dim] ||
+          attrs.start >= attrs.end)
+        return std::nullopt;
+      out[attrs.dim] = attrs.end - attrs.start;
+      return out;
+    }
+    case Category::Scan: {
+      if (a.rank() < 1) return std::nullopt;
+      Shape out = a;
+      out[a.rank() - 1] = 1;
+      return out;
+    }
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Accum:
+    case Category::Fused:
+      break;
   }
+  return std::nullopt;
 }
 
 std::string_view prune_rule_name(Prune p) {
-  static constexpr std::string_view names[] = {"shape",
-                                               "class_mismatch",
-                                               "reduce_class",
-                                               "kernel_tensor",
-                                               "program_op",
-                                               "concat_form",
-                                               "nested_inputs",
-                                               "second_source",
-                                               "sign",
-                                               "trivial",
-                                               "duplicate",
-                                               "unread",
-                                               "single_op_kernel",
-                                               "shared_memory",
-                                               "canonical_order",
-                                               "abstract_expr",
-                                               "invariant_accum",
-                                               "unfused_reduction",
-                                               "block_op_limit",
-                                               "unused_input",
-                                               "dead_tensor",
-                                               "too_many_outputs",
-                                               "replicated_output",
-                                               "partial_output",
-                                               "no_extents",
-                                               "dead_end",
-                                               "not_equivalent",
-                                               "incomplete"};
+  static constexpr std::string_view names[] = {
+      "shape",         "class_mismatch",   "reduce_class",      "kernel_tensor",  "program_op",
+      "concat_form",   "nested_inputs",    "second_source",     "sign",           "trivial",
+      "duplicate",     "unread",           "single_op_kernel",  "shared_memory",  "canonical_order",
+      "abstract_expr", "invariant_accum",  "unfused_reduction", "block_op_limit", "unused_input",
+      "dead_tensor",   "too_many_outputs", "replicated_output", "partial_output", "no_extents",
+      "dead_end",      "not_equivalent",   "incomplete"};
   return names[static_cast<int>(p)];
 }
 
@@ -111,13 +117,32 @@ Result<SearchSpace> SearchSpace::from_program(const KernelGraph& program) {
   s.program = &program;
   STRATA_ASSIGN_OR_RETURN(s.classes, ClassTable::analyze(program));
   std::vector<bool> has(op_table().size(), false);
+  s.program_attrs.assign(op_table().size(), {});
+  auto remember = [&](OpKind k, const OpAttrs& a) {
+    auto& v = s.program_attrs[static_cast<int>(k)];
+    if (std::find(v.begin(), v.end(), a) == v.end()) v.push_back(a);
+  };
   int matmuls = 0;
   for (const KernelOp& op : program.ops()) {
     has[static_cast<int>(op.kind)] = true;
     if (op.kind == OpKind::Matmul) ++matmuls;
     if (op_category(op.kind) == Category::Reduce && op.attrs.to > 1)
       s.reduce_tos.push_back(op.attrs.to);
-    if (op.kind == OpKind::MulScalar) s.scalars.push_back(op.attrs.scalar);
+    // What the search does not enumerate by itself: scalars, bounds, eps, slice ranges.
+    OpAttrs a;
+    a.scalar = op.attrs.scalar;
+    a.scalar2 = op.attrs.scalar2;
+    if (op.kind == OpKind::Slice) {
+      a.dim = op.attrs.dim;
+      a.start = op.attrs.start;
+      a.end = op.attrs.end;
+    }
+    remember(op.kind, a);
+    if (op.kind == OpKind::RmsNorm) {  // the fused accumulator applies the same eps
+      OpAttrs e;
+      e.scalar = op.attrs.scalar;
+      remember(OpKind::AccumRmsLd, e);
+    }
   }
   // Besides the program's own ops: sum (to combine partial results), and div when the
   // program normalizes (rms_norm(x) = x / rms(x): the division can move past a matmul).
@@ -139,12 +164,17 @@ Result<SearchSpace> SearchSpace::from_program(const KernelGraph& program) {
   s.accum_kinds = {OpKind::AccumSum, OpKind::AccumSumLd};
   if (has[static_cast<int>(OpKind::Mean)]) s.accum_kinds.push_back(OpKind::AccumMeanLd);
   if (has[static_cast<int>(OpKind::RmsNorm)]) s.accum_kinds.push_back(OpKind::AccumRmsLd);
+  if (has[static_cast<int>(OpKind::Max)]) {
+    // A max over a looped class: its final value (accum_max_ld), or the running max that the
+    // online softmax shifts by (running_max; accum_rescale(_ld) accumulate what depends on it).
+    s.accum_kinds.push_back(OpKind::AccumMaxLd);
+    s.block_kinds.push_back(OpKind::RunningMax);
+    std::sort(s.block_kinds.begin(), s.block_kinds.end());
+  }
   std::sort(s.reduce_tos.begin(), s.reduce_tos.end());
   s.reduce_tos.erase(std::unique(s.reduce_tos.begin(), s.reduce_tos.end()), s.reduce_tos.end());
   if (!s.reduce_tos.empty()) s.accum_kinds.push_back(OpKind::AccumSumToDimx);
   s.reduce_tos.insert(s.reduce_tos.begin(), 1);
-  std::sort(s.scalars.begin(), s.scalars.end());
-  s.scalars.erase(std::unique(s.scalars.begin(), s.scalars.end()), s.scalars.end());
   s.reduced_classes = s.classes.reduced_mask();
   s.loop_classes = s.reduced_classes;
   return s;
@@ -281,7 +311,7 @@ void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
   ClassFlow f = flow_classes(classes, kind, attrs, std::span(shapes.data(), ins.n),
                              std::span(cls.data(), ins.n), std::span(prov.data(), ins.n), *out);
   if (!f.mismatch.empty()) return prune(Prune::ClassMismatch);
-  if (!reducible(f.reduced, f.norm, f.reduced_prov)) return prune(Prune::ReduceClass);
+  if (!reducible(f.reduced, f.red, f.reduced_prov)) return prune(Prune::ReduceClass);
   if (!program_op(kind, ins, attrs, f.reduced)) return prune(Prune::ProgramOp);
   if (!g.add_op(kind, ins.vec(), attrs).ok()) return prune(Prune::Shape);
   int op_id = static_cast<int>(g.ops().size()) - 1;

@@ -103,11 +103,14 @@ struct SearchSpace {
   std::vector<OpKind> block_kinds;   ///< compute ops the block level may append
   std::vector<OpKind> accum_kinds;   ///< accumulators the block level may append
   std::vector<int64_t> reduce_tos;   ///< `to` values for sum/mean (1 first)
-  std::vector<double> scalars;       ///< mul_scalar constants of the program
-  bool block_concat = false;         ///< concat allowed in block graphs
-  bool program_concat = false;       ///< the program itself concatenates
-  ClassMask loop_classes = 0;        ///< plain classes a for-loop may split
-  ClassMask reduced_classes = 0;     ///< plain classes the program reduces
+  /// Per op kind (indexed by OpKind): the distinct attributes the program uses with it, for
+  /// the attributes the search does not enumerate itself (scalars, clamp bounds, eps, slice
+  /// ranges). The search offers an op with exactly these; accum_rms_ld takes rms_norm's eps.
+  std::vector<std::vector<OpAttrs>> program_attrs;
+  bool block_concat = false;      ///< concat allowed in block graphs
+  bool program_concat = false;    ///< the program itself concatenates
+  ClassMask loop_classes = 0;     ///< plain classes a for-loop may split
+  ClassMask reduced_classes = 0;  ///< plain classes the program reduces
 
   /// Fills everything from the program (kinds, scalars, classes); the caller sets the limits,
   /// pool, oracle and smem limit.

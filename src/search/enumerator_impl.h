@@ -19,7 +19,7 @@ namespace strata::search {
 /// body. An op that reads the output of another always ranks above it, so every graph has
 /// exactly one order in which ranks increase, and only that order is generated.
 struct RankKey {
-  std::array<int64_t, 16> nums{};
+  std::array<int64_t, 20> nums{};
   int len = 0;
   std::string body;
   /// Compares the numeric part only (lexicographically; a prefix ranks first).
@@ -64,6 +64,8 @@ struct BTensor {
   ClassMask dep = 0;      ///< grid-split classes of the input tiles it depends on
   ClassMask partial = 0;  ///< classes it has summed over such that per-block results are
                           ///< still linear in that sum: a later kernel may add them up
+  int shift = -1;         ///< the running max (block tensor id) it depends on, if any: it is
+                          ///< accumulated only by the rescaling accumulators against that max
   int uses = 0;           ///< block ops reading it
 };
 
@@ -140,9 +142,9 @@ struct Enumerator::Impl {
   /// dim a sum runs over).
   /// A plain class must moreover be reduced the same way (linear or normalization) over
   /// the same inputs as in the program (see ProvMask).
-  bool reducible(DimClass c, bool norm, ProvMask prov) const {
+  bool reducible(DimClass c, RedKind kind, ProvMask prov) const {
     if (c == kNoClass) return true;
-    if (classes.info(c).kind == ClassKind::Plain) return classes.has_reduction(c, norm, prov);
+    if (classes.info(c).kind == ClassKind::Plain) return classes.has_reduction(c, kind, prov);
     ClassMask m = classes.plain_mask(c);
     return (m & space.reduced_classes) == m;
   }
@@ -260,14 +262,11 @@ void Enumerator::Impl::for_each_compute(OpKind kind, int n, int lo, ShapeOf shap
   switch (op_category(kind)) {
     case Category::Unary:
       for (int t = lo; t < n; ++t) {
-        if (kind == OpKind::MulScalar) {
-          for (double s : space.scalars) {
-            attrs.scalar = s;
-            fn(one(t), attrs);
-          }
-        } else {
+        if (op_info(kind).attrs == AttrSet::None) {
           fn(one(t), attrs);
+          continue;
         }
+        for (const OpAttrs& a : space.program_attrs[static_cast<int>(kind)]) fn(one(t), a);
       }
       break;
     case Category::Binary:
@@ -314,10 +313,29 @@ void Enumerator::Impl::for_each_compute(OpKind kind, int n, int lo, ShapeOf shap
         const Shape s = shape_of(t);  // a copy: fn may grow the tensor list
         for (int d = 0; d < s.rank(); ++d) {
           if (s[d] <= 1) continue;
-          attrs.dim = d;
-          fn(one(t), attrs);
+          for (const OpAttrs& a : space.program_attrs[static_cast<int>(kind)]) {
+            attrs = a;
+            attrs.dim = d;
+            fn(one(t), attrs);
+          }
         }
       }
+      break;
+    case Category::Layout:
+      for (int t = lo; t < n; ++t) {
+        if (kind == OpKind::Transpose) {
+          if (shape_of(t).rank() >= 2) fn(one(t), attrs);
+          continue;
+        }
+        for (const OpAttrs& a : space.program_attrs[static_cast<int>(kind)]) {
+          const Shape s = shape_of(t);  // a copy: fn may grow the tensor list
+          if (a.dim < s.rank() && a.end <= s[a.dim]) fn(one(t), a);
+        }
+      }
+      break;
+    case Category::Scan:  // running ops: over the last dim of a loop tile (block level)
+      for (int t = lo; t < n; ++t)
+        if (shape_of(t)[shape_of(t).rank() - 1] > 1) fn(one(t), attrs);
       break;
     case Category::Concat:
       for (int a = 0; a < n; ++a)
@@ -334,8 +352,12 @@ void Enumerator::Impl::for_each_compute(OpKind kind, int n, int lo, ShapeOf shap
           }
         }
       break;
-    default:
-      break;
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Accum:
+    case Category::Fused:
+      break;  // not appended as compute ops
   }
 }
 

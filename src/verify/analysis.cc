@@ -163,17 +163,65 @@ Profile reduce_axes(const Profile& x, AxisMask R, double g) {
   return r;
 }
 
+/// The profile of a constant: a polynomial of degree 0 that varies along no axis.
+constexpr Poly kConstant{0, 0, 1, 1, 0, 0};
+
 Profile unary_profile(OpKind kind, const Profile& x, bool lax) {
   if (op_info(kind).algebra == Algebra::Opaque || (kind == OpKind::Exp && !lax))
     return opaque_result({&x});
   Profile r = x;
-  if (kind == OpKind::Exp) {
-    r.v = Poly{0, 0, 1, 1, std::max(1.0, x.v.dn), x.v.dd};
-    r.den = 0;
-    r.expo = x.val;
-  } else if (kind == OpKind::Square) {
-    r.v = pmul(x.v, x.v);
-  }  // mul_scalar: a constant factor changes no degree
+  switch (kind) {
+    case OpKind::Exp:
+      r.v = Poly{0, 0, 1, 1, std::max(1.0, x.v.dn), x.v.dd};
+      r.den = 0;
+      r.expo = x.val;
+      break;
+    case OpKind::Square:
+      r.v = pmul(x.v, x.v);
+      break;
+    case OpKind::AddScalar:  // N/D + c = (N + c·D)/D
+      r.v = padd(x.v, kConstant);
+      break;
+    case OpKind::MulScalar:  // a constant factor changes no degree
+      break;
+    case OpKind::Input:
+    case OpKind::Output:
+    case OpKind::Customized:
+    case OpKind::Matmul:
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Log:
+    case OpKind::Clamp:
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::RmsNorm:
+    case OpKind::Concat:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::RunningMax:
+    case OpKind::AccumSum:
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
+    case OpKind::AccumRmsLd:
+    case OpKind::AccumSumToDimx:
+    case OpKind::AccumMaxLd:
+    case OpKind::AccumRescale:
+    case OpKind::AccumRescaleLd:
+    case OpKind::ThreadFused:
+      break;  // not a Lax or Exp unary op
+  }
   return r;
 }
 
@@ -187,9 +235,47 @@ Profile binary_profile(OpKind kind, const Profile& a, const Profile& b) {
     case OpKind::Div:
       r.v = pmul(a.v, precip(b.v));
       break;
-    default:
+    case OpKind::Add:
+    case OpKind::Sub:
       r.v = padd(a.v, b.v);
-      break;  // add, sub
+      break;
+    case OpKind::Input:
+    case OpKind::Output:
+    case OpKind::Customized:
+    case OpKind::Matmul:
+    case OpKind::Exp:
+    case OpKind::Square:
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Log:
+    case OpKind::MulScalar:
+    case OpKind::AddScalar:
+    case OpKind::Clamp:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::RmsNorm:
+    case OpKind::Concat:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::RunningMax:
+    case OpKind::AccumSum:
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
+    case OpKind::AccumRmsLd:
+    case OpKind::AccumSumToDimx:
+    case OpKind::AccumMaxLd:
+    case OpKind::AccumRescale:
+    case OpKind::AccumRescaleLd:
+    case OpKind::ThreadFused:
+      break;  // not a Lax binary op
   }
   r.sites = a.sites;
   add_sites(r.sites, b.sites);
@@ -214,12 +300,36 @@ Profile matmul_profile(const Profile& a, const Profile& b, int64_t k) {
   return r;
 }
 
+/// A max over the axes R (g elements each): G(Σ F(x_j)) with F and G keyed functions
+/// (docs/verifier.md): g applications of F per result, then one of G.
+Profile max_profile(const Profile& x, AxisMask R, double g) {
+  Profile f = reduce_axes(opaque_result({&x}), R, g);
+  clear(f, R);
+  return opaque_result({&f});
+}
+
+/// The root mean square statistic over the axes R (g elements each), eps under the root.
+Profile rms_profile(const Profile& x, AxisMask R, double g) {
+  Profile ms = reduce_axes(unary_profile(OpKind::Square, x, true), R, g);
+  clear(ms, R);
+  ms.v = padd(ms.v, kConstant);
+  return opaque_result({&ms});
+}
+
 Profile rms_norm_profile(const Profile& x, int d, int64_t n) {
-  Profile ms =
-      reduce_axes(unary_profile(OpKind::Square, x, true), dim_bit(d), static_cast<double>(n));
-  clear(ms, dim_bit(d));
-  Profile s = opaque_result({&ms});
+  Profile s = rms_profile(x, dim_bit(d), static_cast<double>(n));
   return binary_profile(OpKind::Div, x, s);
+}
+
+/// transpose: the last two dims swap places in every mask.
+Profile transpose_profile(const Profile& x) {
+  Profile r = x;
+  for_masks(r, [](AxisMask& m) {
+    AxisMask a = m & dim_bit(2), b = m & dim_bit(3);
+    m = static_cast<AxisMask>((m & ~(dim_bit(2) | dim_bit(3))) | (a ? dim_bit(3) : 0) |
+                              (b ? dim_bit(2) : 0));
+  });
+  return r;
 }
 
 Profile concat_profile(const Profile& a, const Profile& b, int d) {
@@ -258,7 +368,11 @@ Profile compute_profile(OpKind kind, const OpAttrs& attrs, const std::vector<con
       break;
     case Category::Reduce: {
       int d = attrs.dim + pad_of(in_shapes[0]);
-      r = reduce_axes(*in[0], dim_bit(d), static_cast<double>(in_shapes[0][attrs.dim] / attrs.to));
+      double g = static_cast<double>(in_shapes[0][attrs.dim] / attrs.to);
+      if (op_reduction(kind)->combine == Combine::Max)
+        r = max_profile(*in[0], dim_bit(d), g);
+      else
+        r = reduce_axes(*in[0], dim_bit(d), g);
       break;
     }
     case Category::Norm:
@@ -267,8 +381,16 @@ Profile compute_profile(OpKind kind, const OpAttrs& attrs, const std::vector<con
     case Category::Concat:
       r = concat_profile(*in[0], *in[1], attrs.dim + pad_of(in_shapes[0]));
       break;
-    default:
+    case Category::Layout:
+      r = kind == OpKind::Transpose ? transpose_profile(*in[0]) : *in[0];
       break;
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Scan:
+    case Category::Accum:
+    case Category::Fused:
+      break;  // handled by the callers
   }
   clip(r, out_shape);
   return r;
@@ -310,8 +432,19 @@ Profile tile_profile(const Profile& t, const OpAttrs& attrs, const Shape& kernel
   return r;
 }
 
-Profile accum_profile(OpKind kind, const OpAttrs& attrs, const Profile& x, const Shape& tile,
-                      int forloop, const Shape& out_shape) {
+/// The running max of a loop tile: a max over the iterations so far and the last dim; it
+/// varies with the iteration.
+Profile scan_profile(const Profile& x, const Shape& tile, int forloop, const Shape& out_shape) {
+  double n = static_cast<double>(tile[tile.rank() - 1]);
+  Profile r = max_profile(x, kIter | dim_bit(3), forloop * n);
+  for_masks(r, [](AxisMask& m) { m |= kIter; });
+  clip(r, out_shape);
+  return r;
+}
+
+Profile accum_profile(OpKind kind, const OpAttrs& attrs, const std::vector<const Profile*>& in,
+                      const Shape& tile, int forloop, const Shape& out_shape) {
+  const Profile& x = *in[0];
   double F = forloop;
   int pad = pad_of(tile);
   double n = static_cast<double>(tile[tile.rank() - 1]);
@@ -327,18 +460,63 @@ Profile accum_profile(OpKind kind, const OpAttrs& attrs, const Profile& x, const
         });
       }
       break;
-    case OpKind::AccumRmsLd: {
-      Profile ms = reduce_axes(unary_profile(OpKind::Square, x, true), kIter | dim_bit(3), F * n);
-      clear(ms, kIter | dim_bit(3));
-      r = opaque_result({&ms});
+    case OpKind::AccumRmsLd:
+      r = rms_profile(x, kIter | dim_bit(3), F * n);
       break;
-    }
+    case OpKind::AccumMaxLd:
+      r = max_profile(x, kIter | dim_bit(3), F * n);
+      break;
     case OpKind::AccumSumToDimx:
       r = reduce_axes(x, kIter | dim_bit(3), F * (n / static_cast<double>(attrs.to)));
       break;
-    default:  // accum_sum_ld, accum_mean_ld
+    case OpKind::AccumSumLd:
+    case OpKind::AccumMeanLd:
       r = reduce_axes(x, kIter | dim_bit(3), F * n);
       break;
+    case OpKind::AccumRescale:
+    case OpKind::AccumRescaleLd: {
+      // Σ_i y_i · exp(m_i − m_F): each term is y times an exponential of shifts (opaque
+      // values varying with the iteration).
+      Profile shift = binary_profile(OpKind::Sub, *in[1], *in[1]);
+      Profile factor = unary_profile(OpKind::Exp, shift, shift.v.exp_free());
+      Profile term = binary_profile(OpKind::Mul, x, factor);
+      AxisMask R = kind == OpKind::AccumRescale ? kIter : (kIter | dim_bit(3));
+      r = reduce_axes(term, R, kind == OpKind::AccumRescale ? F : F * n);
+      break;
+    }
+    case OpKind::Input:
+    case OpKind::Output:
+    case OpKind::Customized:
+    case OpKind::Matmul:
+    case OpKind::Exp:
+    case OpKind::Square:
+    case OpKind::Sqrt:
+    case OpKind::Silu:
+    case OpKind::Gelu:
+    case OpKind::Relu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::Log:
+    case OpKind::MulScalar:
+    case OpKind::AddScalar:
+    case OpKind::Clamp:
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::RmsNorm:
+    case OpKind::Concat:
+    case OpKind::Transpose:
+    case OpKind::Slice:
+    case OpKind::RunningMax:
+    case OpKind::ThreadFused:
+      break;  // not an accumulator
   }
   clear(r, kIter);
   clip(r, out_shape);
@@ -363,11 +541,20 @@ struct Need {
   bool p = false, q = false;
 };
 
-/// Adds to `in` what an op of this kind needs from an input, given its output needs `out`.
-void need_input(OpKind kind, bool exp_lax, Need out, Need& in) {
+/// Adds to `in` what an op of this kind needs from its input number `index`, given its output
+/// needs `out`.
+void need_input(OpKind kind, bool exp_lax, Need out, Need& in, int index = 0) {
   bool any = out.p || out.q;
-  if (op_info(kind).algebra == Algebra::Opaque && kind != OpKind::RmsNorm) {
+  Algebra alg = op_info(kind).algebra;
+  if ((alg == Algebra::Opaque && kind != OpKind::RmsNorm) || alg == Algebra::Max) {
     in.p |= any;  // keyed on the argument's p-component (also accum_rms_ld's sqrt)
+  } else if (kind == OpKind::AccumRescale || kind == OpKind::AccumRescaleLd) {
+    if (index == 1) {  // the shift: read by ω^(m_prev − m), i.e. its q-component
+      in.q |= out.p;
+    } else {
+      in.p |= out.p;
+      in.q |= out.q;
+    }
   } else if (kind == OpKind::Exp) {
     if (exp_lax)
       in.q |= out.p;  // ω^b reads the q-component
@@ -449,7 +636,9 @@ Result<GraphAnalysis> analyze_graph(const KernelGraph& g) {
         int kt = op.inputs[bop.attrs.input_index];
         out = tile_profile(an.kernel[kt], bop.attrs, g.tensor(kt).shape, shape);
       } else if (op_category(bop.kind) == Category::Accum) {
-        out = accum_profile(bop.kind, bop.attrs, *in[0], shapes[0], bg.forloop(), shape);
+        out = accum_profile(bop.kind, bop.attrs, in, shapes[0], bg.forloop(), shape);
+      } else if (op_category(bop.kind) == Category::Scan) {
+        out = scan_profile(*in[0], shapes[0], bg.forloop(), shape);
       } else if (bop.kind == OpKind::ThreadFused) {
         if (bop.chain.size() > 64)
           return make_error("the verifier supports thread graphs of at most 64 steps; one has " +
@@ -506,7 +695,9 @@ Result<GraphAnalysis> analyze_graph(const KernelGraph& g) {
           bneed[bop.inputs[a]].q |= in[a].q;
         }
       } else {
-        for (int in : bop.inputs) need_input(bop.kind, bh[bop.output].exp_lax & 1, out, bneed[in]);
+        for (size_t a = 0; a < bop.inputs.size(); ++a)
+          need_input(bop.kind, bh[bop.output].exp_lax & 1, out, bneed[bop.inputs[a]],
+                     static_cast<int>(a));
       }
     }
   }

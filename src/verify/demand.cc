@@ -114,8 +114,26 @@ void input_boxes(const KernelGraph& g, const KernelOp& op, const Box& box,
       add_box(need[op.inputs[1]], b);
       break;
     }
-    default:
+    case Category::Layout: {
+      Box b = box;
+      if (op.kind == OpKind::Transpose) {  // the last two dims swapped
+        std::swap(b.lo[2], b.lo[3]);
+        std::swap(b.hi[2], b.hi[3]);
+      } else {  // slice: the same box shifted by start along its dim
+        int d = op.attrs.dim + pad;
+        b.lo[d] += op.attrs.start;
+        b.hi[d] += op.attrs.start;
+      }
+      add_box(need[op.inputs[0]], b);
       break;
+    }
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Scan:
+    case Category::Accum:
+    case Category::Fused:
+      break;  // not a predefined kernel op
   }
 }
 
@@ -141,10 +159,21 @@ double op_work(OpKind kind, const std::vector<Shape>& in, double out_elems) {
       return out_elems * static_cast<double>(in[0][in[0].rank() - 1]);
     case Category::Reduce:
     case Category::Norm:
+    case Category::Scan:
       return out_elems * 2 + static_cast<double>(in[0].numel());
-    default:
-      return out_elems * (kind == OpKind::Exp ? 8 : 1);
+    case Category::Unary:
+    case Category::Binary:
+      return out_elems * (op_info(kind).algebra == Algebra::Lax ? 1 : 8);
+    case Category::Concat:
+    case Category::Layout:
+    case Category::Source:
+    case Category::Sink:
+    case Category::Customized:
+    case Category::Accum:
+    case Category::Fused:
+      break;
   }
+  return out_elems;
 }
 
 /// Rough work of one block of `bg`: every loop-body op F times, post-loop ops once.

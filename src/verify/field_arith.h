@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 
 #include "interp/elementwise.h"
@@ -75,8 +76,22 @@ class FieldArith {
     if (!lax) return opaque(OpKind::Exp, x);
     return {t_.pow_omega(x.q), 0};
   }
-  Value opaque(OpKind kind, Value x) const { return keyed(kind, x.p, 0); }
+  /// A keyed function of the p-component; an op's scalar attributes (clamp's bounds) are part
+  /// of the key, so different bounds give different functions.
+  Value opaque(OpKind kind, Value x, const OpAttrs& a = OpAttrs{}) const {
+    uint64_t k = kind == OpKind::Clamp ? mix64(std::bit_cast<uint64_t>(a.scalar)) ^
+                                             mix64(std::bit_cast<uint64_t>(a.scalar2) + 1)
+                                       : 0;
+    return keyed(kind, x.p, k);
+  }
   Value opaque2(OpKind kind, Value a, Value b) const { return keyed(kind, a.p, mix64(b.p) + 1); }
+  /// Max reductions: max(x_1..x_n) = G(Σ_j F(x_j)) with F and G keyed functions of the
+  /// p-component — a keyed symmetric function of the multiset {x_j}: equal multisets give
+  /// equal results, different ones collide with probability about 1/p (docs/verifier.md).
+  Value max_identity() const { return {0, 0}; }
+  Value max_premap(Value x) const { return keyed(OpKind::Max, x.p, kMaxPremapSalt); }
+  Value max_combine(Value a, Value b) const { return add(a, b); }
+  Value max_finish(Value s) const { return keyed(OpKind::Max, s.p, kMaxFinishSalt); }
   void matmul(const Value* A, int64_t lda, const Value* B, int64_t ldb, Value* C, int64_t ldc,
               int64_t m, int64_t k, int64_t n, const interp::ValueHints& h) const {
     ff::matmul(A, lda, B, ldb, C, ldc, m, k, n, h.need_p, h.need_q);
@@ -93,6 +108,9 @@ class FieldArith {
     uint64_t p = h1 >> 2, q = h2 >> 3;
     return {p >= ff::kP ? p - ff::kP : p, q >= ff::kQ ? q - ff::kQ : q};
   }
+
+  static constexpr uint64_t kMaxPremapSalt = 0x6d61785f70726531ull;
+  static constexpr uint64_t kMaxFinishSalt = 0x6d61785f66696e31ull;
 
   const FieldTrial& t_;
   mutable std::atomic<bool> zero_division_{false};
