@@ -1,5 +1,5 @@
 // Logical dimension classes: which tensor dimensions of a program index the same thing
-// (DESIGN §6; docs/search.md, "Dimension classes").
+// (docs/search.md, "Dimension classes").
 //
 // The search derives its grid, for-loop, imap, fmap and omap candidates from these classes
 // instead of enumerating every mapping: a grid axis splits one class across blocks (every

@@ -1,4 +1,4 @@
-// Op kinds, their static properties, and op attributes (DESIGN §2). Generated from
+// Op kinds, their static properties, and op attributes (docs/mugraph-semantics.md). Generated from
 // op_table.def: adding an op means one table row plus its semantics.
 #pragma once
 
@@ -33,7 +33,7 @@ enum class Category : uint8_t {
   Fused
 };
 
-/// How the finite-field verifier treats an op (DESIGN §5).
+/// How the finite-field verifier treats an op (docs/verifier.md).
 enum class Algebra : uint8_t { Lax, Exp, Opaque };
 
 enum class OpKind : uint8_t {

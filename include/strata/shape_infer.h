@@ -1,4 +1,5 @@
-// Shape rules of the compute ops and accumulators (DESIGN §2.1, §2.2), shared by the
+// Shape rules of the compute ops and accumulators (docs/mugraph-semantics.md §2.1, §3.3), shared by
+// the
 // kernel and block levels.
 #pragma once
 

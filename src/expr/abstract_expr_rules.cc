@@ -1,4 +1,5 @@
-// Per-op rules that give every μGraph tensor its abstract expression (DESIGN §4; the table
+// Per-op rules that give every μGraph tensor its abstract expression (docs/abstract-expressions.md;
+// the table
 // in docs/abstract-expressions.md). The kernel and block levels share one rule per op
 // category; a customized kernel op is evaluated by inlining its block graph.
 #include <optional>

@@ -1,4 +1,5 @@
-// For-loop accumulators of block graphs (DESIGN §2.2): how a per-iteration tile becomes a loop
+// For-loop accumulators of block graphs (docs/mugraph-semantics.md §3): how a per-iteration tile
+// becomes a loop
 // result. Each accumulator's own arithmetic lives here.
 //
 //   accum, fmap φ          Σ_i x_i

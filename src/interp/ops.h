@@ -1,4 +1,5 @@
-// Tensor-level implementations of the compute ops (DESIGN §2.1), shared by kernel tensors and
+// Tensor-level implementations of the compute ops (docs/mugraph-semantics.md §2.1), shared by
+// kernel tensors and
 // block tiles and by every value domain (see elementwise.h for the Arith concept).
 //
 // Contract of every op here: `out` is already allocated with the op's output shape (as shape
