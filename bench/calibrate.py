@@ -475,9 +475,14 @@ def main():
               f"{f3(q['max_abs_log_ratio'])}, Pearson(log) {f3(q['pearson_log'])}, "
               f"Spearman {f3(q['spearman'])}, within programs (mean) "
               f"{f3(q['mean_spearman_within_program'])}")
-    ratio = sorted(((f / p["measured_s"], p["config"], p["index"]) for f, p in zip(fitted, points)))
+    several = len({p.get("record") for p in points}) > 1  # name the record of each miss
+
+    def label(p):
+        return (f"{p['record']}:" if several else "") + f"{p['config']} #{p['index']}"
+
+    ratio = sorted(((f / p["measured_s"], label(p)) for f, p in zip(fitted, points)))
     print("largest misses (fitted / measured):",
-          ", ".join(f"{k} #{i} {r:.2f}" for r, k, i in ratio[:3] + ratio[-3:]))
+          ", ".join(f"{k} {r:.2f}" for r, k in ratio[:3] + ratio[-3:]))
     if a.json:
         Path(a.json).write_text(json.dumps({
             "target": a.target, "points": points, "alpha_c": c,
