@@ -1,4 +1,5 @@
-"""The six paper benchmarks (DESIGN §9): PyTorch definitions, input recipes, traffic and FLOPs.
+"""The six paper benchmarks (bench/README.md): PyTorch definitions, input recipes, traffic and
+FLOPs.
 
 Each benchmark's `fn` computes exactly the program in examples/programs/<name>_b<b>.strata,
 op for op, so the same function serves as the PyTorch eager baseline, as the input to

@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
 """Fit the cost model's constants (src/cost/cost_model.cc, docs/cost-model.md) to measured times.
 
-Input: the output folder of a benchmark run (scripts/gpu-check.sh OUT: `profile/<key>.json`
-strata profile reports and `candidates/<key>/cand<i>.json` μGraphs) or of an emitter sweep
-(scripts/gpu-sweep.sh OUT: reports whose candidates name their μGraph as origin; only the
-default emitter variant is used), or a recorded benchmark result (bench/results/<gpu>-<date>.json:
-its calibration points name their μGraph as `RESULT.json: ranked[i].graph` of this checkout's
-search results). For every correct, timed candidate this script asks `strata cost --json` for
-the model's per-kernel features (DRAM bytes, bytes re-read from L2, tensor and SIMT FLOPs,
-blocks) and fits
+The calibration dataset, bench/calibration/points.json, holds for every timed candidate of the
+recorded benchmark runs the model's per-kernel features (DRAM bytes, bytes re-read from L2,
+bytes in narrow tiles, bytes stored, tensor and SIMT FLOPs, blocks, for-loop iterations) and
+the measured median, with the record it comes from (bench/calibration/README.md). From it this
+script fits
 
     t = Σ_kernels [ (bytes / BW + l2_bytes / BW_L2 + narrow_bytes / BW_narrow) · α_c
                     + (tensor_flops / TP + simt_flops / SP) · u
@@ -20,17 +17,33 @@ blocks) and fits
 of the current and the fitted constants (median and worst |log(pred / measured)|, Pearson of
 logs, Spearman), and writes the points and both fits as JSON with --json.
 
-A result JSON names its candidates by origin in this checkout; `RESULT.json@REV` reads them as
-they were at git revision REV (the search results the run profiled).
+Sources of points:
+  (none)              the dataset (--dataset, default bench/calibration/points.json), only the
+                      points of --target's GPU, optionally only some records (--records);
+  OUT_DIR             a benchmark run (scripts/gpu-check.sh OUT: `profile/<key>.json` strata
+                      profile reports, `candidates/<key>/cand<i>.json` μGraphs) or an emitter
+                      sweep (scripts/gpu-sweep.sh OUT: candidates named by origin; only the
+                      default emitter variant is used);
+  RESULT.json[@REV]   a recorded result (bench/results/<gpu>-<date>.json): its calibration points
+                      name their μGraph as `bench/search/<key>.json: ranked[i].graph`; with @REV
+                      those files are read as they were at git revision REV (the search results
+                      the run profiled), else from this checkout.
+For run folders and records the script asks `strata cost --json` (the build of this checkout)
+for every candidate's features, with the target of the run's GPU where the record names it.
+`--extract FILE SOURCE...` writes those points as a dataset instead of fitting.
 
-Usage: python3 bench/calibrate.py OUT_DIR|RESULT.json[@REV]... [--strata build/strata] [--target h200]
-                                  [--json calibration.json]
+Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
+                                  [--records NAME,...] [--target h200] [--strata build/strata]
+                                  [--tensor-peak FLOPS] [--alpha C] [--json calibration.json]
+       python3 bench/calibrate.py --extract FILE OUT_DIR|RESULT.json[@REV]...
 Pure Python (no numpy), so it runs on a machine without the benchmark's dependencies.
 """
 import argparse
+import hashlib
 import itertools
 import json
 import math
+import re
 import subprocess
 import sys
 import tempfile
@@ -46,6 +59,15 @@ NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/BW_narrow (s/byte)", "1/TP (s/t
 KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor_peak",
         "inv_simt_peak", "launch_s", "iteration_latency_s"]
 TENSOR = 3  # index of the tensor-core rate among the features
+# Per-kernel features of `strata cost --json`, in the order the dataset stores them.
+KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
+                 "simt_flops", "blocks", "forloop"]
+DATASET = ROOT / "bench" / "calibration" / "points.json"
+DATASET_FORMAT = "strata-calibration-points"
+
+
+class DatasetError(Exception):
+    """A calibration dataset that cannot be read; the message names the file and the problem."""
 
 
 def resolve_graph(out, key, c, scratch, rev=None):
@@ -59,12 +81,13 @@ def resolve_graph(out, key, c, scratch, rev=None):
     origin = c.get("origin", "")
     path, _, member = origin.partition(": ")
     if rev:
-        r = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True,
-                           text=True)
-        if r.returncode != 0:
-            return None
         local = scratch / f"{rev}.{Path(path).name}"
-        local.write_text(r.stdout)
+        if not local.exists():
+            r = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                return None
+            local.write_text(r.stdout)
     else:
         candidates = [Path(path), ROOT / path, out / "graphs" / Path(path).name]
         if "/examples/" in path:
@@ -97,31 +120,193 @@ def timed_candidates(out):
                 yield report.stem, c
 
 
-def load_points(spec, strata, target, scratch):
-    """(config, index, measured_s, kernels) for every correct timed candidate of SPEC: a run
-    folder, a result JSON, or RESULT.json@REV (its μGraph origins read at git revision REV)."""
-    path, _, rev = spec.rpartition("@") if "@" in spec else (spec, "", "")
-    out = Path(path)
+def target_of_gpu(name):
+    """The cost-model target of a GPU name ("NVIDIA H100 80GB HBM3" → "h100"), or None."""
+    for t in SM_COUNT:
+        if t in (name or "").lower():
+            return t
+    return None
+
+
+def split_spec(spec):
+    """(path, rev) of a source `PATH` or `PATH@REV` (rev None without one)."""
+    path, sep, rev = spec.rpartition("@")
+    return (Path(path), rev) if sep and rev else (Path(spec), None)
+
+
+def source_info(spec, default_target):
+    """Provenance of a source: record name, GPU, date, git revision of its μGraphs, the commit
+    that added the record (the code that produced its times), and the cost-model target."""
+    out, rev = split_spec(spec)
+    gpu = None
+    if out.is_file():
+        gpu = json.loads(out.read_text()).get("device", {}).get("name")
+    else:
+        for report in sorted((out / "profile").glob("*.json")):
+            dev = json.loads(report.read_text()).get("device")
+            gpu = dev.get("name") if isinstance(dev, dict) else dev
+            if gpu:
+                break
+    name = out.stem if out.is_file() else out.name
+    date = re.search(r"\d{4}-\d{2}-\d{2}", name)
+    added = None
+    if out.is_file():
+        r = subprocess.run(["git", "-C", str(ROOT), "log", "--diff-filter=A", "--format=%h", "--",
+                            str(out.resolve())], capture_output=True, text=True)
+        added = (r.stdout.split() or [None])[-1]
+    return {"name": name, "source": spec, "gpu": gpu, "date": date.group(0) if date else None,
+            "graphs_rev": rev, "added_in": added,
+            "target": target_of_gpu(gpu) or default_target}
+
+
+def graph_digest(path):
+    """A short content hash of a μGraph file (independent of formatting)."""
+    doc = json.loads(Path(path).read_text())
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_points(spec, strata, target, scratch, info=None):
+    """One point per correct timed candidate of SPEC (a run folder, a result JSON, or
+    RESULT.json@REV with its μGraph origins read at git revision REV): its config, index,
+    origin, graph digest, measured time and the features `strata cost` gives for the target of
+    the source's GPU (`target` when the source does not name one)."""
+    info = info or source_info(spec, target)
+    out, rev = split_spec(spec)
     points = []
     for key, c in timed_candidates(out):
-        graph = resolve_graph(out if out.is_dir() else out.parent, key, c, scratch, rev or None)
+        graph = resolve_graph(out if out.is_dir() else out.parent, key, c, scratch, rev)
         if graph is None:
             print(f"calibrate: no μGraph for {key} #{c['index']}, point skipped", file=sys.stderr)
             continue
-        r = subprocess.run([str(strata), "cost", "--json", "--target", target, str(graph)],
+        r = subprocess.run([str(strata), "cost", "--json", "--target", info["target"], str(graph)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             print(f"calibrate: strata cost {graph}: {r.stderr.strip()}", file=sys.stderr)
             continue
         cost = json.loads(r.stdout)
-        points.append({"config": key, "index": c["index"],
+        points.append({"record": info["name"], "target": info["target"], "config": key,
+                       "index": c["index"], "origin": c.get("origin", ""),
+                       "graph": graph_digest(graph),
                        "measured_s": c["timing"]["median_us"] * 1e-6,
                        "predicted_s": cost["predicted_us"] * 1e-6,
-                       "kernels": [{k: kern.get(k, 0) for k in ("load_bytes", "l2_bytes",
-                                                               "narrow_bytes",
-                                                               "store_bytes", "tensor_flops",
-                                                               "simt_flops", "blocks", "forloop")}
+                       "kernels": [{k: kern.get(k, 0) for k in KERNEL_FIELDS}
                                    for kern in cost["kernels"]]})
+    return points
+
+
+def extract(specs, strata, target):
+    """(records, points) of the given sources, for a dataset. A program whose points in one
+    source are exactly those of an earlier source (the same μGraphs with the same measured
+    times: a part of a run joined into a later record by `report.py merge`) is kept once."""
+    records, points, seen = [], [], set()
+    with tempfile.TemporaryDirectory() as scratch:
+        for spec in specs:
+            info = source_info(spec, target)
+            by_config = {}
+            for p in load_points(spec, strata, target, Path(scratch), info):
+                by_config.setdefault(p["config"], []).append(p)
+            kept = 0
+            for config, ps in by_config.items():
+                key = (config, tuple(sorted((p["graph"], p["measured_s"]) for p in ps)))
+                if key in seen:
+                    print(f"calibrate: {info['name']}: {config} repeats an earlier source's "
+                          "points, left out", file=sys.stderr)
+                    continue
+                seen.add(key)
+                points.extend(ps)
+                kept += len(ps)
+            info["points"] = kept
+            records.append(info)
+    return records, points
+
+
+def write_dataset(path, records, points, command):
+    """Writes a dataset: one JSON document, one point per line (readable diffs)."""
+    def point_json(p):
+        return json.dumps({"record": p["record"], "config": p["config"], "index": p["index"],
+                           "origin": p["origin"], "graph": p["graph"],
+                           "measured_us": round(p["measured_s"] * 1e6, 4),
+                           "predicted_us": round(p["predicted_s"] * 1e6, 4),
+                           "kernels": [[kern[k] for k in KERNEL_FIELDS]
+                                       for kern in p["kernels"]]},
+                          ensure_ascii=False, separators=(",", ":"))
+    head = {"format": DATASET_FORMAT, "version": 1, "command": command,
+            "kernel_fields": KERNEL_FIELDS}
+    lines = ["{"]
+    for k, v in head.items():
+        lines.append(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},")
+    lines.append(' "records": [')
+    lines.append(",\n".join("  " + json.dumps(r, ensure_ascii=False) for r in records))
+    lines.append(" ],")
+    lines.append(' "points": [')
+    lines.append(",\n".join("  " + point_json(p) for p in points))
+    lines.append(" ]")
+    lines.append("}")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def read_dataset(path, target=None, records=None):
+    """The points of a dataset whose record's target is `target` (any when None) and, when
+    `records` is given, whose record is one of them. Raises DatasetError naming the file and
+    the problem for anything malformed, and for names in `records` the dataset does not have."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot read: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    if not isinstance(doc, dict) or doc.get("format") != DATASET_FORMAT:
+        raise DatasetError(f"{path}: not a calibration dataset (expected \"format\": "
+                           f"\"{DATASET_FORMAT}\")")
+    if doc.get("version") != 1:
+        raise DatasetError(f"{path}: version {doc.get('version')!r}; expected 1")
+    fields = doc.get("kernel_fields")
+    if not isinstance(fields, list) or sorted(fields) != sorted(KERNEL_FIELDS):
+        raise DatasetError(f"{path}: kernel_fields {fields!r}; expected the fields "
+                           f"{', '.join(KERNEL_FIELDS)}")
+    recs = doc.get("records")
+    if not isinstance(recs, list) or not all(isinstance(r, dict) and "name" in r and "target" in r
+                                             for r in recs):
+        raise DatasetError(f"{path}: records: expected a list of objects with name and target")
+    target_of = {r["name"]: r["target"] for r in recs}
+    if records:
+        unknown = [r for r in records if r not in target_of]
+        if unknown:
+            raise DatasetError(f"{path}: no record {', '.join(unknown)}; it has "
+                               f"{', '.join(target_of)}")
+    if not isinstance(doc.get("points"), list):
+        raise DatasetError(f"{path}: points: expected a list")
+    points = []
+    for i, p in enumerate(doc["points"]):
+        where = f"{path}: points[{i}]"
+        if not isinstance(p, dict):
+            raise DatasetError(f"{where}: expected an object")
+        for key in ("record", "config", "index", "measured_us", "predicted_us", "kernels"):
+            if key not in p:
+                raise DatasetError(f"{where}: missing \"{key}\"")
+        if p["record"] not in target_of:
+            raise DatasetError(f"{where}: record {p['record']!r} is not listed under records")
+        meas, pred = p["measured_us"], p["predicted_us"]
+        if not all(isinstance(v, (int, float)) and v > 0 for v in (meas, pred)):
+            raise DatasetError(f"{where}: measured_us and predicted_us must be positive numbers")
+        kernels = p["kernels"]
+        if (not isinstance(kernels, list) or not kernels or
+                not all(isinstance(k, list) and len(k) == len(fields) and
+                        all(isinstance(v, (int, float)) and v >= 0 for v in k) for k in kernels)):
+            raise DatasetError(f"{where}: kernels: expected a non-empty list of {len(fields)} "
+                               "non-negative numbers per kernel")
+        if target is not None and target_of[p["record"]] != target:
+            continue
+        if records and p["record"] not in records:
+            continue
+        points.append({"record": p["record"], "target": target_of[p["record"]],
+                       "config": p["config"], "index": p["index"],
+                       "origin": p.get("origin", ""), "graph": p.get("graph"),
+                       "measured_s": meas * 1e-6, "predicted_s": pred * 1e-6,
+                       "kernels": [dict(zip(fields, k)) for k in kernels]})
     return points
 
 
@@ -226,9 +411,16 @@ def quality(pred, meas, configs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", nargs="+", help="output folders of benchmark runs or sweeps")
+    ap.add_argument("sources", nargs="*", metavar="SOURCE",
+                    help="run folders or RESULT.json[@REV] records (default: the dataset)")
+    ap.add_argument("--dataset", default=str(DATASET),
+                    help="the calibration dataset to fit from when no SOURCE is given")
+    ap.add_argument("--records", default="",
+                    help="comma-separated record names: fit only their points of the dataset")
+    ap.add_argument("--extract", default="", metavar="FILE",
+                    help="write the points of the SOURCEs as a dataset to FILE and stop")
     ap.add_argument("--strata", default=str(ROOT / "build" / "strata"))
-    ap.add_argument("--target", default="h200")
+    ap.add_argument("--target", default="h200", choices=sorted(SM_COUNT))
     ap.add_argument("--json", default="", help="write points and fits here")
     ap.add_argument("--tensor-peak", type=float, default=0.0,
                     help="hold the tensor rate at this FLOP/s (e.g. the run's measured peak)")
@@ -236,12 +428,34 @@ def main():
                     help="hold c_α at this value (when the points do not constrain small grids)")
     a = ap.parse_args()
     n_sm = SM_COUNT[a.target]
-    with tempfile.TemporaryDirectory() as scratch:
-        points = [p for out in a.out
-                  for p in load_points(out, a.strata, a.target, Path(scratch))]
+    if a.extract:
+        if not a.sources:
+            ap.error("--extract needs the sources to read")
+        records, points = extract(a.sources, a.strata, a.target)
+        command = "python3 bench/calibrate.py --extract " + " ".join([a.extract] + a.sources)
+        write_dataset(a.extract, records, points, command)
+        print(f"{len(points)} points of {len(records)} records written to {a.extract}")
+        return
+    if a.sources:
+        with tempfile.TemporaryDirectory() as scratch:
+            points = [p for out in a.sources
+                      for p in load_points(out, a.strata, a.target, Path(scratch))]
+        other = [p for p in points if p["target"] != a.target]
+        if other:
+            print(f"calibrate: {len(other)} points of another GPU than --target {a.target} "
+                  "left out", file=sys.stderr)
+        points = [p for p in points if p["target"] == a.target]
+        where = " ".join(a.sources)
+    else:
+        records = [r for r in a.records.split(",") if r]
+        try:
+            points = read_dataset(a.dataset, a.target, records)
+        except DatasetError as e:
+            print(f"calibrate: {e}", file=sys.stderr)
+            sys.exit(2)
+        where = f"{a.dataset} ({a.target}" + (f"; {', '.join(records)})" if records else ")")
     if len(points) < 5:
-        sys.exit(f"calibrate: only {len(points)} timed candidates under {' '.join(a.out)}; "
-                 "need at least 5")
+        sys.exit(f"calibrate: only {len(points)} timed candidates in {where}; need at least 5")
     meas = [p["measured_s"] for p in points]
     configs = [p["config"] for p in points]
     current = quality([p["predicted_s"] for p in points], meas, configs)
@@ -253,14 +467,22 @@ def main():
     for name, v in zip(NAMES, x):
         inv = f"  (= {1 / v:.4g} per s)" if v > 0 and name.startswith("1/") else ""
         print(f"  {name:24s} {v:.4g}{inv}")
+    def f3(v):
+        return f"{v:.3f}" if isinstance(v, (int, float)) else "n/a"
+
     for label, q in (("current constants", current), ("fitted constants", new)):
-        print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, worst "
-              f"{q['max_abs_log_ratio']:.3f}, Pearson(log) {q['pearson_log']:.3f}, "
-              f"Spearman {q['spearman']:.3f}, within programs (mean) "
-              f"{q['mean_spearman_within_program']:.3f}")
-    ratio = sorted(((f / p["measured_s"], p["config"], p["index"]) for f, p in zip(fitted, points)))
+        print(f"{label:18s} median |log(pred/meas)| {f3(q['median_abs_log_ratio'])}, worst "
+              f"{f3(q['max_abs_log_ratio'])}, Pearson(log) {f3(q['pearson_log'])}, "
+              f"Spearman {f3(q['spearman'])}, within programs (mean) "
+              f"{f3(q['mean_spearman_within_program'])}")
+    several = len({p.get("record") for p in points}) > 1  # name the record of each miss
+
+    def label(p):
+        return (f"{p['record']}:" if several else "") + f"{p['config']} #{p['index']}"
+
+    ratio = sorted(((f / p["measured_s"], label(p)) for f, p in zip(fitted, points)))
     print("largest misses (fitted / measured):",
-          ", ".join(f"{k} #{i} {r:.2f}" for r, k, i in ratio[:3] + ratio[-3:]))
+          ", ".join(f"{k} {r:.2f}" for r, k in ratio[:3] + ratio[-3:]))
     if a.json:
         Path(a.json).write_text(json.dumps({
             "target": a.target, "points": points, "alpha_c": c,

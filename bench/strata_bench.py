@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""strata vs PyTorch on the six paper benchmarks (DESIGN §9). See bench/README.md.
+"""strata vs PyTorch on the six paper benchmarks. See bench/README.md.
 
 Steps (each logged with its wall time):
   1. device: GPU name, L2 size; DRAM bandwidth (large copy), fp16 tensor peak (large matmul)

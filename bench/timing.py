@@ -1,4 +1,4 @@
-"""The timing method of DESIGN §9, shared by every system the harness measures.
+"""The timing method of bench/README.md, shared by every system the harness measures.
 
 - Enough input/output sets that one pass over them moves more than 4× the L2 cache, so no
   weight is timed while resident in L2.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the bundled examples: the six paper benchmarks (DESIGN §9) as .strata programs and
-their reference μGraphs (DESIGN §2.4) as μGraph JSON, at three sizes each:
+"""Writes the bundled examples: the six paper benchmarks (bench/README.md) as .strata programs and
+their reference μGraphs (docs/mugraph-semantics.md §6) as μGraph JSON, at three sizes each:
 
   b1, b8   the paper shapes for batch 1 and batch 8 (Mirage's artifact)
   small    the same structure at small extents, for tests

@@ -79,7 +79,7 @@ TEST(ExprPool, ConcurrentInterningAgrees) {
 }
 
 TEST(ExprRules, RmsNormReferenceBlockGraph) {
-  // DESIGN §2.4 at X[4,256], W[256,512], grid (8,1,1), forloop 4
+  // docs/mugraph-semantics.md §6 at X[4,256], W[256,512], grid (8,1,1), forloop 4
   exprtest::Benchmark b = exprtest::rmsnorm_benchmark();
   ExprPool pool;
   std::vector<ExprId> ex = kernel_graph_exprs(pool, b.reference);

@@ -23,7 +23,8 @@ O = matmul(Y, W)
 output O
 )";
 
-/// The RMSNorm + MatMul reference μGraph of DESIGN §2.4 at X[16, 4096], W[4096, 6144].
+/// The RMSNorm + MatMul reference μGraph of docs/mugraph-semantics.md §6 at X[16, 4096], W[4096,
+/// 6144].
 const char* kMuGraph = R"({
   "format": "strata-mugraph",
   "version": 1,

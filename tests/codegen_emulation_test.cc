@@ -59,7 +59,8 @@ void check_graph(const Case& c, const KernelGraph* program = nullptr) {
   }
 }
 
-// The reference μGraphs of DESIGN §2.4 at the small shapes of examples/ (the builders must
+// The reference μGraphs of docs/mugraph-semantics.md §6 at the small shapes of examples/ (the
+// builders must
 // agree with examples/reference/*_small.json), checked against their naive programs too.
 TEST(Emulation, RmsNormReference) {
   KernelGraph prog = rmsnorm_program(4, 256, 512);

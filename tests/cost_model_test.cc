@@ -1,4 +1,5 @@
-// Tests of the analytical cost model (DESIGN §8) and `strata cost`: bytes, FLOPs, blocks and α
+// Tests of the analytical cost model (docs/cost-model.md) and `strata cost`: bytes, FLOPs, blocks
+// and α
 // hand-computed for the RMSNorm + MatMul reference μGraph and for the two-op program.
 #include <gtest/gtest.h>
 
@@ -18,7 +19,8 @@ namespace {
 
 constexpr int64_t kM = 16, kK = 4096, kN = 6144;
 
-/// The reference block graph of DESIGN §2.4: grid (n/tile), forloop k/64, X imap φ fmap 1,
+/// The reference block graph of docs/mugraph-semantics.md §6: grid (n/tile), forloop k/64, X imap φ
+/// fmap 1,
 /// W imap x→1 fmap 0, body matmul, accum + accum_rms_ld, post div, omap x→1.
 BlockGraph rmsnorm_body(int64_t tile_n) {
   BlockGraph b = *BlockGraph::make({static_cast<int>(kN / tile_n), 1, 1}, 128, kK / 64);

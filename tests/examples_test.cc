@@ -63,7 +63,8 @@ struct Mutation {
 
 Json dim_json(int d) { return d < 0 ? Json(nullptr) : Json(d); }
 
-/// Every single-field change of a block graph that the §2 rules might still accept: each
+/// Every single-field change of a block graph that the rules (docs/mugraph-semantics.md) might
+/// still accept: each
 /// imap/fmap/omap entry to every other value, each accumulator to every other kind and fmap,
 /// each reduction/norm/concat dim to every other dim, and the operands of non-commutative
 /// binary ops (matmul, sub, div, concat) swapped.
@@ -133,7 +134,7 @@ TEST(Examples, EveryMutationOfAReferenceGraphThatBuildsIsRejected) {
     int rejected = 0;
     for (const Mutation& m : mutations_of(*doc)) {
       auto g = kernel_graph_from_json(m.doc, name + " mutated");
-      if (!g.ok()) continue;  // the §2 rules reject it: nothing to verify
+      if (!g.ok()) continue;  // the IR's rules reject it: nothing to verify
       if (g->outputs().size() != prog.outputs().size() ||
           g->tensor(g->outputs()[0]).shape != prog.tensor(prog.outputs()[0]).shape)
         continue;  // a different interface is rejected by the verifier as bad input

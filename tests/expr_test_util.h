@@ -1,5 +1,6 @@
 // Test helpers for abstract expressions: a reader for the printed notation and the six
-// benchmark programs of DESIGN §9 (at reduced sizes) with their reference μGraphs (§2.4).
+// benchmark programs of bench/README.md (at reduced sizes) with their reference μGraphs
+// (docs/mugraph-semantics.md §6).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -133,7 +134,8 @@ struct Benchmark {
   KernelGraph reference;
 };
 
-/// rms_norm(X)·W at X[4,256], W[256,512]; reference: DESIGN §2.4 with grid (8,1,1), F = 4.
+/// rms_norm(X)·W at X[4,256], W[256,512]; reference: docs/mugraph-semantics.md §6 with grid
+/// (8,1,1), F = 4.
 inline Benchmark rmsnorm_benchmark() {
   Benchmark b{"rmsnorm", {}, {}};
   KernelGraph& p = b.program;

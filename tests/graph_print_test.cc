@@ -14,7 +14,8 @@
 namespace strata {
 namespace {
 
-/// The RMSNorm + MatMul block graph of DESIGN §2.4 at X[16,4096], W[4096,6144], with a
+/// The RMSNorm + MatMul block graph of docs/mugraph-semantics.md §6 at X[16,4096], W[4096,6144],
+/// with a
 /// thread graph `(div · 0.5) · rms` as epilogue before the saver.
 BlockGraph rmsnorm_body() {
   BlockGraph b = *BlockGraph::make({96, 1, 1}, 128, 64);

@@ -288,7 +288,7 @@ TEST(BlockGraphs, EveryFusedAccumulator) {
     }
 }
 
-/// The RMSNorm + MatMul reference μGraph of DESIGN §2.4 at X[m,k], W[k,n].
+/// The RMSNorm + MatMul reference μGraph of docs/mugraph-semantics.md §6 at X[m,k], W[k,n].
 KernelGraph rmsnorm_graph(int64_t m, int64_t k, int64_t n, int grid, int forloop) {
   return customized({{m, k}, {k, n}}, {grid, 1, 1}, forloop, [&](BlockGraph& b) {
     int x = must(b.add_input(Shape{m, k}, kAllReplicated, 1));

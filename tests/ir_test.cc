@@ -7,7 +7,7 @@
 namespace strata {
 namespace {
 
-/// The RMSNorm + MatMul reference block graph of DESIGN §2.4 at X[m,k], W[k,n].
+/// The RMSNorm + MatMul reference block graph of docs/mugraph-semantics.md §6 at X[m,k], W[k,n].
 BlockGraph rmsnorm_body(int64_t m, int64_t k, int64_t n) {
   auto g = BlockGraph::make({static_cast<int>(n / 64), 1, 1}, 128, static_cast<int>(k / 64));
   EXPECT_TRUE(g.ok());

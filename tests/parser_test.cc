@@ -31,7 +31,7 @@ std::vector<OpKind> op_kinds(const KernelGraph& g) {
   return kinds;
 }
 
-// ---- the six benchmark programs of DESIGN §9 (b = 1) -------------------------------------
+// ---- the six benchmark programs of bench/README.md (b = 1) -------------------------------------
 
 const char* kGqa = R"(# grouped-query attention without max-subtraction
 input Q: f16[2, 256, 64]

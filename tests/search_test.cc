@@ -1,4 +1,5 @@
-// Tests of the search (docs/search.md): the graphs of DESIGN §2.4 are rediscovered from the
+// Tests of the search (docs/search.md): the graphs of docs/mugraph-semantics.md §6 are rediscovered
+// from the
 // naive programs (a `program => expected structure` table at small shapes), the answer does
 // not depend on the thread count, a stopped search resumes to the same answer, limits give
 // their stop reasons, and programs the search cannot handle are refused with a message.
@@ -155,7 +156,7 @@ TEST_P(SearchDiscovers, ReferenceStructureFromTheNaiveProgram) {
   auto r = superoptimize(program, config);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
-  EXPECT_GT(matching, 0) << "no candidate with the structure of DESIGN §2.4";
+  EXPECT_GT(matching, 0) << "no candidate with the structure of docs/mugraph-semantics.md §6";
   // The reference graph itself is recognized by the predicate (it tests the predicate).
   EXPECT_TRUE(d.expected(reference));
   // The answer: verified, never slower than the program, at least as fast as the reference.

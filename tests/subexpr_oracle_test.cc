@@ -1,5 +1,6 @@
 // Tests of the subexpression oracle: a table of expected answers, Theorem 1 on the reference
-// μGraphs of DESIGN §2.4, wrong graphs that must fail, random equivalence-preserving rewrites,
+// μGraphs of docs/mugraph-semantics.md §6, wrong graphs that must fail, random
+// equivalence-preserving rewrites,
 // and concurrent use.
 #include "strata/subexpr_oracle.h"
 
@@ -315,7 +316,8 @@ ExprId random_term(ExprPool& pool, std::mt19937& rng, int depth) {
   }
 }
 
-/// The axioms of DESIGN §4, each direction, at the root of e; empty if none applies.
+/// The axioms of docs/abstract-expressions.md §3, each direction, at the root of e; empty if none
+/// applies.
 std::vector<ExprId> rewrites_at(ExprPool& pool, ExprId e) {
   std::vector<ExprId> out;
   auto kind = [&](ExprId x) { return pool.kind(x); };

@@ -1,4 +1,5 @@
-// Tests of rule-based thread-level fusion (DESIGN §2.3): which elementwise chains become
+// Tests of rule-based thread-level fusion (docs/mugraph-semantics.md §4): which elementwise chains
+// become
 // thread graphs, the steps they compute, and that the rest of the μGraph is untouched.
 #include <gtest/gtest.h>
 
@@ -50,7 +51,7 @@ KernelGraph wrap(BlockGraph b) {
   return g;
 }
 
-/// silu(acc1) * acc3, saved: the GatedMLP reference graph of DESIGN §2.4.
+/// silu(acc1) * acc3, saved: the GatedMLP reference graph of docs/mugraph-semantics.md §6.
 KernelGraph gatedmlp() {
   Gated p = gated_prefix();
   int s = *p.b.add_op(OpKind::Silu, {p.acc1});
@@ -92,7 +93,8 @@ void expect_same_interface(const KernelGraph& a, const KernelGraph& b) {
   }
 }
 
-// One element of an elementwise op (the arithmetic of DESIGN §2.1), for the value check below.
+// One element of an elementwise op (the arithmetic of docs/mugraph-semantics.md §2.1), for the
+// value check below.
 double apply(OpKind k, double a, double b, double scalar) {
   switch (k) {
     case OpKind::Exp:

@@ -247,7 +247,7 @@ KernelGraph rmsnorm_program(int64_t m, int64_t k, int64_t n) {
   });
 }
 
-/// The reference RMSNorm μGraph (DESIGN §2.4); `accx` is the accumulator of X.
+/// The reference RMSNorm μGraph (docs/mugraph-semantics.md §6); `accx` is the accumulator of X.
 KernelGraph rmsnorm_graph(int64_t m, int64_t k, int64_t n, int grid, int forloop,
                           OpKind accx = OpKind::AccumRmsLd, int w_fmap = 0) {
   return graph({{m, k}, {k, n}}, [&](KernelGraph& g, auto in) {

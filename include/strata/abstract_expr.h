@@ -1,4 +1,4 @@
-// Abstract expressions of μGraph tensors (DESIGN §4, Mirage paper §4.3).
+// Abstract expressions of μGraph tensors (docs/abstract-expressions.md, Mirage paper §4.3).
 //
 // An abstract expression is a term over the kernel inputs that forgets which elements an op
 // combines and keeps only how: `sum(k, mul(X, W))` for a matmul with inner extent k. Terms are

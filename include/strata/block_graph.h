@@ -1,4 +1,4 @@
-// The block graph: the body of a customized kernel (DESIGN §2.2).
+// The block graph: the body of a customized kernel (docs/mugraph-semantics.md §3).
 //
 // A block graph runs once per thread block of a grid (x, y, z), each block iterating a
 // for-loop F times. Input iterators load, per block and iteration, the tile selected by their

@@ -1,5 +1,6 @@
 // Profiling the candidates of a search on the GPU: the hook `strata optimize` and
-// `strata profile` use to pick the fastest correct candidate (DESIGN §1, §7, §9).
+// `strata profile` use to pick the fastest correct candidate (docs/architecture.md,
+// docs/codegen.md, bench/README.md).
 //
 // Every candidate's generated code is compiled (in parallel, through the binary cache),
 // checked against the float64 reference interpreter (include/strata/interpreter.h) and, when

@@ -1,4 +1,5 @@
-// The analytical cost model (DESIGN §8; MCFuser §IV-A, eq. 2-5). Documented with the source
+// The analytical cost model (docs/cost-model.md; MCFuser §IV-A, eq. 2-5). Documented with the
+// source
 // of every constant in docs/cost-model.md.
 //
 // Every kernel of a kernel graph is predicted independently and the predictions are summed:

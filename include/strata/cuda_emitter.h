@@ -1,4 +1,4 @@
-// The CUDA emitter (DESIGN §7): a μGraph → one self-contained CUDA C++ source.
+// The CUDA emitter (docs/codegen.md): a μGraph → one self-contained CUDA C++ source.
 //
 // The source has one extern "C" __global__ function per kernel-graph op (customized kernels
 // from their KernelPlan, predefined ops from generated kernels) and an extern "C" host API

@@ -1,7 +1,8 @@
 // Canonical normal forms of abstract expressions (docs/abstract-expressions.md).
 //
 // Two terms are equivalent under the equivalence axioms iff their normal forms are the same
-// ExprId. The axioms are those of DESIGN §4 (add and mul associative and commutative,
+// ExprId. The axioms are those of docs/abstract-expressions.md §3 (add and mul associative and
+// commutative,
 // x·z + y·z = (x+y)·z, x/z + y/z = (x+y)/z, x·(y/z) = (x·y)/z, sum(1, x) = x,
 // sum(a, sum(b, x)) = sum(a·b, x), sum(a, x·y) = sum(a, x)·y, sum(a, x/y) = sum(a, x)/y) plus
 // two that those already imply in all but degenerate cases and that make the form canonical:

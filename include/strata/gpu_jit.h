@@ -1,5 +1,5 @@
 // Just-in-time compilation of generated CUDA sources and the persistent binary cache
-// (DESIGN §7, docs/gpu-runtime.md).
+// (docs/gpu-runtime.md).
 //
 // A generated source is a self-contained .cu file with extern "C" host entry points
 // (strata_launch, strata_workspace_bytes, …). It is compiled with nvcc into a shared library

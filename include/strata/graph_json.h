@@ -2,7 +2,8 @@
 //
 // One document holds a kernel graph; customized ops nest their block graph, and thread-graph
 // ops nest their elementwise chain, so every level round-trips through one file. Reading goes
-// through the checking constructors, so a document that violates DESIGN §2 is rejected with a
+// through the checking constructors, so a document that violates docs/mugraph-semantics.md is
+// rejected with a
 // message naming the JSON path of the offending op. Writing emits a canonical form:
 // to_json(from_json(to_json(g))) == to_json(g).
 #pragma once

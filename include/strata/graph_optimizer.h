@@ -1,4 +1,4 @@
-// The graph optimizer (DESIGN §7, paper §6): the straight list of passes that turns a block
+// The graph optimizer (docs/codegen.md, paper §6): the straight list of passes that turns a block
 // graph into the KernelPlan the CUDA emitter follows.
 #pragma once
 

@@ -1,7 +1,8 @@
-// The reference interpreter: μGraph semantics (DESIGN §2) in doubles.
+// The reference interpreter: μGraph semantics (docs/mugraph-semantics.md) in doubles.
 //
 // Predefined ops run on whole tensors; customized ops run block by block and iteration by
-// iteration exactly as DESIGN §2.2 defines (input-iterator tiles, loop body, accumulators,
+// iteration exactly as docs/mugraph-semantics.md §3 defines (input-iterator tiles, loop body,
+// accumulators,
 // post-loop ops, output savers), never by substituting a kernel-level op. Opaque functions:
 // sqrt; silu(x) = x/(1 + e^−x); gelu by the tanh approximation
 // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))); relu(x) = max(x, 0); pow = std::pow.

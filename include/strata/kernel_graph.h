@@ -1,4 +1,4 @@
-// The kernel graph: the top level of a μGraph (DESIGN §2.1).
+// The kernel graph: the top level of a μGraph (docs/mugraph-semantics.md §2.1).
 //
 // Nodes are kernels over the whole GPU; edges are device tensors. A node is a predefined op
 // (matmul, elementwise, sum, rms_norm, concat …) or a customized op whose body is a block

@@ -1,5 +1,5 @@
 // The execution plan of one customized kernel: everything the graph optimizer decides about a
-// block graph without changing what it computes (DESIGN §7, paper §6).
+// block graph without changing what it computes (docs/codegen.md, paper §6).
 //
 // A KernelPlan sits beside an immutable BlockGraph and records, per op, when it runs (phase
 // and barrier-separated level) and how (tensor-core or SIMT matmul, fused epilogue, fragment

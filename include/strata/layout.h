@@ -1,4 +1,4 @@
-// Layout pass of the graph optimizer (DESIGN §7, paper §6): how each block tensor is stored.
+// Layout pass of the graph optimizer (docs/codegen.md, paper §6): how each block tensor is stored.
 #pragma once
 
 #include "strata/kernel_plan.h"

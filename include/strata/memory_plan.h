@@ -1,4 +1,4 @@
-// Shared-memory planning pass of the graph optimizer (DESIGN §7, paper §6).
+// Shared-memory planning pass of the graph optimizer (docs/codegen.md, paper §6).
 #pragma once
 
 #include "strata/kernel_plan.h"

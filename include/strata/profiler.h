@@ -1,4 +1,4 @@
-// Checking and timing compiled graphs on the GPU (DESIGN §9, docs/gpu-runtime.md).
+// Checking and timing compiled graphs on the GPU (bench/README.md, docs/gpu-runtime.md).
 //
 // Method, shared with the benchmark harness (bench/):
 //  - correctness first: inputs are uploaded, every output buffer is poisoned (all bytes 0xFF,
@@ -47,7 +47,7 @@ Result<CheckResult> check_outputs(CompiledGraph& graph,
 
 struct TimingOptions {
   int warmup_runs = 5;       ///< untimed replays of the whole pass
-  int runs = 100;            ///< timed replays (DESIGN §9: ≥ 100)
+  int runs = 100;            ///< timed replays (bench/README.md: ≥ 100)
   double l2_multiple = 4.0;  ///< one pass moves more than this × L2 bytes
   int max_sets = 8192;       ///< upper bound on rotated sets (tiny graphs)
   /// Launches per replay at least this many (passes over the sets repeated): a replay's own

@@ -1,9 +1,9 @@
-// The .strata program parser (DESIGN §3; the format is documented in docs/program-format.md).
+// The .strata program parser (the format is documented in docs/program-format.md).
 //
 // A program is a sequence of line statements: `input NAME: DTYPE[dims]`, `NAME = op(args)`
 // with nested calls allowed, and `output NAME, ...`. The parser builds a kernel graph of
 // predefined ops only, through KernelGraph's checking constructors, so every shape rule of
-// DESIGN §2.1 is enforced there and reported at the call that broke it.
+// docs/mugraph-semantics.md §2.1 is enforced there and reported at the call that broke it.
 #pragma once
 
 #include <string>

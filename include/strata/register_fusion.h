@@ -1,4 +1,4 @@
-// Register-level fusions of the graph optimizer beyond matmul epilogues (DESIGN §7): folding
+// Register-level fusions of the graph optimizer beyond matmul epilogues (docs/codegen.md): folding
 // rms_norm into a matmul as a row / column scale, and chaining two matmuls through registers
 // (FlashAttention style). Both only change where values live, never what is computed (up to
 // f32 rounding).

@@ -1,4 +1,4 @@
-// Scheduling passes of the graph optimizer (DESIGN §7, paper §6): when each block op runs.
+// Scheduling passes of the graph optimizer (docs/codegen.md, paper §6): when each block op runs.
 #pragma once
 
 #include "strata/kernel_plan.h"
@@ -34,7 +34,8 @@ Result<KernelPlan> fuse_matmul_epilogues(KernelPlan plan);
 /// op of the same shape, an output saver or an `accum` in the same phase: the consumer
 /// evaluates them per element where it reads them, so they are never stored and cost no level
 /// (OpPlan::inline_into; the tensor's home becomes Inline). Register-level fusion of elementwise
-/// chains, like a thread graph (DESIGN §2.3). Needs a scheduled plan; schedule again afterwards.
+/// chains, like a thread graph (docs/mugraph-semantics.md §4). Needs a scheduled plan; schedule
+/// again afterwards.
 /// Disabled by PlanOptions::inline_elementwise = false.
 Result<KernelPlan> inline_elementwise_ops(KernelPlan plan);
 

@@ -1,4 +1,4 @@
-// The superoptimizer search (DESIGN §6, Mirage §4.1 and Algorithm 1; docs/search.md).
+// The superoptimizer search (docs/search.md; Mirage §4.1 and Algorithm 1).
 //
 // superoptimize() enumerates μGraphs equivalent to a program: kernel graphs of predefined
 // ops and customized ops whose block graphs are built op by op, pruned by shape validity,
@@ -39,7 +39,7 @@ struct SearchConfig {
   int max_customized_ops = 2;    ///< (key) customized kernels per graph
   int max_block_inputs = 4;      ///< (key) inputs of one customized kernel
   int max_block_outputs = 2;     ///< (key) outputs of one customized kernel
-  bool abstract_pruning = true;  ///< (key) prune by abstract subexpressions (DESIGN §4)
+  bool abstract_pruning = true;  ///< (key) abstract pruning (docs/abstract-expressions.md)
   std::string target = "h100";   ///< (key) GPU of the cost model: h100 | h200 | a100
   int top_k = 4;                 ///< (key) candidates verified and returned, besides the program
   bool resume = false;           ///< continue from the checkpoint of an earlier, stopped run

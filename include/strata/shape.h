@@ -1,4 +1,4 @@
-// Tensor shapes and element types shared by every level of a μGraph (DESIGN §2).
+// Tensor shapes and element types shared by every level of a μGraph (docs/mugraph-semantics.md).
 //
 // A Shape has rank 0..kMaxRank; every extent is ≥ 1. Tensors are stored row-major: the last
 // dimension is contiguous.

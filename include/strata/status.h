@@ -3,7 +3,7 @@
 // Contract: library code never asserts or aborts on user input. A fallible function returns
 // Result<T> (a value or an Error) or Status (success or an Error). An Error carries one
 // human-readable message that already says where the problem is (file:line:col, graph op,
-// rule of DESIGN §2) and what was expected.
+// rule of docs/mugraph-semantics.md) and what was expected.
 #pragma once
 
 #include <string>

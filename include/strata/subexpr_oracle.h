@@ -1,4 +1,5 @@
-// The abstract-subexpression oracle that prunes the search (DESIGN §4, Mirage paper §4.3).
+// The abstract-subexpression oracle that prunes the search (docs/abstract-expressions.md, Mirage
+// paper §4.3).
 //
 // A graph prefix is kept only if the expression of each new tensor is an abstract
 // subexpression of the program's output expression: e ⊑ T' for some T' equivalent to a
@@ -11,7 +12,8 @@
 // an argument of an atom of T or a denominator of T (recursively), the primitive part of e
 // times a single monomial ρ is a sub-multiset of R's monomials, where ρ's count is at least
 // the gcd of e's counts. This is exact for the axioms of expr_normal_form.h, which include
-// DESIGN §4's (so it never rejects a prefix that Theorem 1 must keep) and add two more.
+// docs/abstract-expressions.md §3's (so it never rejects a prefix that Theorem 1 must keep) and add
+// two more.
 //
 // Thread safety: all members may be called concurrently. Answers are cached per ExprId in a
 // lock-free table shared by all threads; a repeated query is one atomic load.

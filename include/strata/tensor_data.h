@@ -1,4 +1,4 @@
-// Dense tensor values, as the interpreters compute them (DESIGN §2).
+// Dense tensor values, as the interpreters compute them (docs/mugraph-semantics.md).
 //
 // A TensorData<V> holds one value per element of its shape, row-major (the last dimension is
 // contiguous), so element [i0, …, ir-1] lives at Σ i_d · shape.stride(d). V is the value domain:

@@ -1,4 +1,4 @@
-// Rule-based thread-level fusion (DESIGN §2.3, Mirage §4.2).
+// Rule-based thread-level fusion (docs/mugraph-semantics.md §4, Mirage §4.2).
 //
 // After search, chains of elementwise block ops are turned into thread graphs: one
 // `thread_graph` block op whose steps are evaluated per element in registers, so that the

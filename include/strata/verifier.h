@@ -1,4 +1,4 @@
-// The equivalence verifier (DESIGN §5; derivation and assumptions in docs/verifier.md).
+// The equivalence verifier (docs/verifier.md: its definition, derivation and assumptions).
 //
 // Two kernel graphs are evaluated on the same random inputs over the finite fields Z_p × Z_q
 // (p = 2^62 − 10565, q = (p − 1)/2) and all outputs are compared. Equivalent graphs always pass

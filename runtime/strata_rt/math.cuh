@@ -1,5 +1,5 @@
 // strata device runtime: the scalar arithmetic of every elementwise op
-// (docs/mugraph-semantics.md), in f32.
+// (docs/mugraph-semantics.md §2.1), in f32.
 //
 // Generated code evaluates elementwise ops, thread graphs, fused epilogues and accumulator
 // finalizers through these functions only, so the semantics of an op live in one place. The

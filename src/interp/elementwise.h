@@ -1,5 +1,6 @@
 // Per-op arithmetic of the interpreters: the one place that switches on individual op kinds
-// (DESIGN §11). Everything else dispatches on the op table's category and algebra columns.
+// (docs/architecture.md). Everything else dispatches on the op table's category and algebra
+// columns.
 //
 // An arithmetic ("Arith") is a value domain with the operations below; the executor and the
 // tensor ops are templates over it. DoubleArith is the reference semantics in doubles; the

@@ -1,7 +1,9 @@
-// The executor: one implementation of the μGraph semantics (DESIGN §2) for every value domain.
+// The executor: one implementation of the μGraph semantics (docs/mugraph-semantics.md) for every
+// value domain.
 //
 // Kernel graphs run op by op. Predefined ops are applied to whole tensors (or to the parts a
-// PartialPlan asks for). A customized op runs its block graph exactly as DESIGN §2.2 defines
+// PartialPlan asks for). A customized op runs its block graph exactly as docs/mugraph-semantics.md
+// §3 defines
 // it: for every block (bx, by, bz) and iteration i, each input iterator's tile is cut from its
 // device tensor by imap/fmap, the loop-body ops compute on tiles, accumulators combine the
 // iterations; after the loop the post-loop ops run and every output saver places the block's

@@ -1,4 +1,5 @@
-// Boxes and regions of tensor elements, for evaluating part of a graph (DESIGN §2; used by the
+// Boxes and regions of tensor elements, for evaluating part of a graph (docs/mugraph-semantics.md;
+// used by the
 // verifier's demand-driven screening).
 //
 // Interpreter ops view every shape as rank 4 by prepending extents of 1 ("padded" shapes), so a

@@ -1,4 +1,4 @@
-// The finite fields of the verifier (DESIGN §5).
+// The finite fields of the verifier (docs/verifier.md).
 //
 // p = 2^62 − 10565 and q = (p − 1)/2 = 2^61 − 5283 are both prime (checked by field_test), so
 // p = 2q + 1: the multiplicative group Z_p* has a subgroup of order q (the quadratic residues),

@@ -1,4 +1,4 @@
-// The finite-field value domain of the executor (DESIGN §5): an Arith (see
+// The finite-field value domain of the executor (docs/verifier.md): an Arith (see
 // src/interp/elementwise.h) over pairs (a mod p, b mod q), one instance per random trial.
 //
 //  - add, sub, mul: componentwise; division multiplies by the Fermat inverse, with x/0 = 0 in

@@ -1,5 +1,6 @@
-// Test support: the six paper benchmarks (DESIGN §9) built with the IR API — both the naive
-// program (predefined kernel ops) and the reference μGraph of DESIGN §2.4 — at any extents.
+// Test support: the six paper benchmarks (bench/README.md) built with the IR API — both the naive
+// program (predefined kernel ops) and the reference μGraph of docs/mugraph-semantics.md §6 — at any
+// extents.
 #pragma once
 
 #include <stdexcept>

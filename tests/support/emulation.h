@@ -1,5 +1,5 @@
 // Test support: runs emitted CUDA on the CPU emulator (runtime/strata_rt/emulate.h) and compares
-// it with the reference interpreter (run_reference, DESIGN §2 semantics in doubles).
+// it with the reference interpreter (run_reference, docs/mugraph-semantics.md in doubles).
 #pragma once
 
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// `strata equiv A B`: decides whether two graphs compute the same outputs (DESIGN §5).
+// `strata equiv A B`: decides whether two graphs compute the same outputs (docs/verifier.md).
 //
 // Exit codes: 0 equivalent (with the error bound printed), 1 not equivalent (the first
 // differing output and element printed), 2 unreadable graphs or mismatched interfaces.

@@ -70,7 +70,8 @@ Result<std::vector<std::string>> parse_variants(const std::vector<std::string>& 
   return variants;
 }
 
-/// With a GPU: emits every ranked candidate once per emitter variant, compiles them, checks each against the float64 reference and times it (DESIGN §7, §9),
+/// With a GPU: emits every ranked candidate once per emitter variant, compiles them, checks each
+/// against the float64 reference and times it (docs/codegen.md, bench/README.md),
 /// prints a table and returns the report for the result document (null without a GPU). The
 /// fastest correct (candidate, variant) pair is the report's "fastest" / "fastest_variant".
 /// Failures of single candidates are statuses, never fatal.

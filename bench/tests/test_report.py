@@ -1,0 +1,220 @@
+"""Tests of bench/report.py: statistics, the report built from a small synthetic run, the
+Markdown table and "Targets:" line, and `merge` of a run made in parts."""
+
+import contextlib
+import io
+import json
+import math
+import statistics
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import report  # noqa: E402
+
+DEVICE = {"name": "Test GPU", "arch": "sm_90a", "sm_count": 132, "l2_bytes": 60 * 2**20,
+          "torch": "2.11", "cuda": "13.0", "python": "3.11",
+          "bandwidth_Bps": 4.0e12, "tensor_peak_flops": 700e12, "launch_us": 1.0}
+
+
+def result(bench, batch, nbytes, flops, times, strata=None):
+    """A raw benchmark result: PyTorch systems with the given medians (None: failed), and
+    strata's fastest candidate."""
+    systems = {}
+    for mode, t in times.items():
+        systems[mode] = {"ok": False} if t is None else {"ok": True, "median_us": t}
+    if strata is not None:
+        systems["strata"] = {"ok": True, "median_us": strata, "index": 0,
+                             "origin": f"bench/search/{bench}_b{batch}.json: ranked[0].graph",
+                             "variant": "default"}
+    return {"benchmark": bench, "batch": batch, "bytes": nbytes, "flops": flops,
+            "systems": systems}
+
+
+def profile(*cands):
+    """A `strata profile` report of candidates (predicted, measured, status, variant)."""
+    out = []
+    for i, (pred, meas, status, variant) in enumerate(cands):
+        c = {"index": i, "origin": f"cand{i}", "status": status, "variant": variant,
+             "predicted_us": pred}
+        if meas is not None:
+            c["timing"] = {"median_us": meas}
+        out.append(c)
+    return {"candidates": out}
+
+
+class Statistics(unittest.TestCase):
+    def test_pearson_matches_the_textbook_formula(self):
+        xs, ys = [1.0, 2.0, 3.0, 4.0, 7.5], [2.0, 4.0, 5.0, 4.0, 9.0]
+        self.assertAlmostEqual(report.pearson(xs, ys), statistics.correlation(xs, ys), places=12)
+        self.assertAlmostEqual(report.pearson(xs, [2 * x + 1 for x in xs]), 1.0, places=12)
+        self.assertAlmostEqual(report.pearson(xs, [-x for x in xs]), -1.0, places=12)
+
+    def test_pearson_is_undefined_for_few_or_constant_values(self):
+        self.assertIsNone(report.pearson([1, 2], [3, 4]))
+        self.assertIsNone(report.pearson([1, 1, 1], [1, 2, 3]))
+        self.assertIsNone(report.pearson([1, 2, 3], [5, 5, 5]))
+
+    def test_ranks_share_the_mean_rank_on_ties(self):
+        self.assertEqual(report.ranks([30, 10, 20, 20]), [3.0, 0.0, 1.5, 1.5])
+        self.assertEqual(report.ranks([5, 5, 5]), [1.0, 1.0, 1.0])
+
+    def test_spearman(self):
+        xs = [1, 2, 3, 4, 5]
+        self.assertAlmostEqual(report.spearman(xs, [x ** 3 for x in xs]), 1.0)  # monotone
+        self.assertAlmostEqual(report.spearman(xs, [-math.exp(x) for x in xs]), -1.0)
+        # 1 − 6 Σd² / (n(n² − 1)) without ties: d = (0, 0, 1, −1, 0) → 1 − 12/120.
+        self.assertAlmostEqual(report.spearman(xs, [1, 2, 4, 3, 5]), 0.9)
+        # With ties, Pearson of the mean ranks.
+        self.assertAlmostEqual(report.spearman([1, 2, 2, 3], [1, 2, 3, 4]),
+                               statistics.correlation([0, 1.5, 1.5, 3], [0, 1, 2, 3]))
+        self.assertIsNone(report.spearman([1, 2], [2, 1]))
+
+    def test_floor_is_the_largest_of_memory_compute_and_launch(self):
+        dev = {"bandwidth_Bps": 1e12, "tensor_peak_flops": 1e15, "launch_us": 2.0}
+        self.assertAlmostEqual(report.floor_us({"bytes": 5e6, "flops": 1e9}, dev), 5.0)
+        self.assertAlmostEqual(report.floor_us({"bytes": 1e6, "flops": 8e9}, dev), 8.0)
+        self.assertAlmostEqual(report.floor_us({"bytes": 1e3, "flops": 1e3}, dev), 2.0)
+
+
+class Build(unittest.TestCase):
+    def setUp(self):
+        # rmsnorm_b1: floor 40 MB / 4 TB/s = 10 µs; gqa_b1: floor = launch (1 µs).
+        self.results = [
+            result("rmsnorm", 1, 40e6, 1e9, {"eager": 30.0, "compile": 20.0, "max-autotune": None},
+                   strata=11.0),
+            result("gqa", 1, 1e3, 1e3, {"eager": 40.0, "compile": 50.0}, strata=10.0),
+            result("lora", 1, 1e3, 1e3, {"eager": 5.0}),  # strata missing
+        ]
+        self.profiles = {
+            "rmsnorm_b1": profile((10.0, 11.0, "ok", "default"), (12.0, 13.0, "ok", "default"),
+                                  (14.0, 12.0, "ok", "default"), (9.0, 30.0, "ok", "groups=4"),
+                                  (9.0, None, "wrong_answer", "default")),
+            "gqa_b1": profile((5.0, 10.0, "ok", "default"), (6.0, 12.0, "ok", "source")),
+        }
+        self.plans = {"rmsnorm_b1": {"source": "search result"}, "gqa_b1": {"source": "x"}}
+        self.doc = report.build(DEVICE, self.results, self.profiles, self.plans, {"bench": 1.5},
+                                0.01)
+
+    def test_rows(self):
+        rows = {r["config"]: r for r in self.doc["results"]}
+        r = rows["rmsnorm_b1"]
+        self.assertAlmostEqual(r["floor_us"], 10.0)
+        self.assertEqual(r["best_pytorch"]["mode"], "compile")  # the failed mode is ignored
+        self.assertAlmostEqual(r["speedup"], 20.0 / 11.0)
+        self.assertAlmostEqual(r["strata_fraction_of_floor"], 10.0 / 11.0)
+        self.assertAlmostEqual(rows["gqa_b1"]["speedup"], 4.0)
+        self.assertNotIn("speedup", rows["lora_b1"])
+
+    def test_summary(self):
+        sm = self.doc["summary"]
+        self.assertEqual((sm["configs"], sm["configs_with_strata"]), (3, 2))
+        self.assertAlmostEqual(sm["geomean_speedup"], math.sqrt(20.0 / 11.0 * 4.0))
+        self.assertAlmostEqual(sm["min_speedup"], 20.0 / 11.0)
+        self.assertEqual(list(sm["time_over_floor"]), ["rmsnorm_b1"])  # bandwidth-bound only
+        self.assertAlmostEqual(sm["time_over_floor"]["rmsnorm_b1"], 1.1)
+
+    def test_calibration_uses_correct_default_variant_candidates(self):
+        cal = self.doc["calibration"]
+        got = sorted((p["config"], p["index"]) for p in cal["points"])
+        # The tuned variant and the wrong answer are left out; a `.cu` source is kept.
+        self.assertEqual(got, [("gqa_b1", 0), ("gqa_b1", 1), ("rmsnorm_b1", 0),
+                               ("rmsnorm_b1", 1), ("rmsnorm_b1", 2)])
+        self.assertEqual(cal["candidates_by_status"], {"ok": 6, "wrong_answer": 1})
+        self.assertAlmostEqual(cal["spearman_within_program"]["rmsnorm_b1"], 0.5)
+        self.assertIsNone(cal["spearman_within_program"]["gqa_b1"])  # two points
+        self.assertAlmostEqual(cal["mean_spearman_within_program"], 0.5)
+        pred = [p["predicted_us"] for p in cal["points"]]
+        meas = [p["measured_us"] for p in cal["points"]]
+        self.assertAlmostEqual(cal["pearson_log"], statistics.correlation(
+            [math.log(x) for x in pred], [math.log(y) for y in meas]))
+
+    def test_markdown_table_and_targets(self):
+        md = report.markdown(self.doc)
+        self.assertIn("# strata vs PyTorch on Test GPU", md)
+        self.assertIn("| rmsnorm_b1 | 30.00 | 20.00 | failed | 11.00 | 1.82× | 10.00 | 0.91 | "
+                      "0.50 |", md)
+        self.assertIn("| lora_b1 | 5.00 | — | — | — | — | 1.00 | — | 0.20 |", md)
+        self.assertIn("floor / strata", md)
+        target_lines = [l for l in md.splitlines() if l.startswith("Targets:")]
+        self.assertEqual(len(target_lines), 1)
+        line = target_lines[0]
+        self.assertIn("geometric-mean speedup ≥ 1.5× holds", line)
+        self.assertIn("lowest ≥ 0.95× holds", line)
+        self.assertIn("within 1.15× of the floor holds (strata time / floor: rmsnorm_b1 1.100)",
+                      line)
+        self.assertIn("- rmsnorm_b1: search result; fastest bench/search/rmsnorm_b1.json: "
+                      "ranked[0].graph [default]", md)
+        self.assertIn("Wall time per step (s): bench 1.5", md)
+
+    def test_targets_missed(self):
+        sm = {"geomean_speedup": 1.2, "min_speedup": 0.9,
+              "time_over_floor": {"rmsnorm_b8": 1.2, "gatedmlp_b1": 1.05}}
+        line = report.targets(sm)[0]
+        self.assertIn("≥ 1.5× MISSED", line)
+        self.assertIn("≥ 0.95× MISSED", line)
+        self.assertIn("of the floor MISSED", line)
+        sm = {"geomean_speedup": 1.6, "min_speedup": 1.0, "time_over_floor": {}}
+        line = report.targets(sm)[0]
+        self.assertNotIn("floor", line)
+        self.assertTrue(line.endswith("holds."))
+        self.assertEqual(report.targets({"geomean_speedup": None}), [])
+
+    def test_repo_relative(self):
+        p = report.REPO_ROOT + "build-gpu/cache/bin/x.so"
+        self.assertEqual(report.repo_relative({"a": [p, 3]}), {"a": ["build-gpu/cache/bin/x.so", 3]})
+
+
+class Merge(unittest.TestCase):
+    def write_part(self, root, name, results, profiles, device, phases):
+        d = Path(root) / name
+        (d / "profile").mkdir(parents=True)
+        plans = {k: {"source": f"search result {k}"} for k in profiles}
+        doc = report.build(device, results, profiles, plans, phases, 0.01)
+        (d / "testgpu-2026-01-02.json").write_text(json.dumps(doc))
+        for key, prof in profiles.items():
+            (d / "profile" / f"{key}.json").write_text(json.dumps(prof))
+        return d
+
+    def test_merge_joins_parts(self):
+        dev2 = dict(DEVICE, bandwidth_Bps=2.0e12)
+        with tempfile.TemporaryDirectory() as tmp:
+            p1 = self.write_part(tmp, "p1", [result("rmsnorm", 1, 40e6, 1e9, {"eager": 22.0},
+                                                     strata=11.0)],
+                                 {"rmsnorm_b1": profile((10.0, 11.0, "ok", "default"),
+                                                        (12.0, 13.0, "ok", "default"))},
+                                 DEVICE, {"bench": 1.0, "compile": 2.0})
+            p2 = self.write_part(tmp, "p2", [result("gqa", 1, 1e3, 1e3, {"eager": 40.0},
+                                                     strata=10.0)],
+                                 {"gqa_b1": profile((5.0, 10.0, "ok", "default"))},
+                                 dev2, {"bench": 0.5})
+            stem = Path(tmp) / "out" / "merged"
+            stem.parent.mkdir()
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                report.merge([p1, p2], str(stem))
+            doc = json.loads(Path(f"{stem}.json").read_text())
+            md = Path(f"{stem}.md").read_text()
+        self.assertEqual([r["config"] for r in doc["results"]], ["rmsnorm_b1", "gqa_b1"])
+        # Floors use the first part's device figures; every part's are kept.
+        self.assertEqual(doc["device"]["bandwidth_Bps"], 4.0e12)
+        self.assertEqual([p["bandwidth_Bps"] for p in doc["device"]["parts"]], [4.0e12, 2.0e12])
+        self.assertAlmostEqual(doc["results"][0]["floor_us"], 10.0)
+        self.assertAlmostEqual(doc["summary"]["geomean_speedup"], math.sqrt(2.0 * 4.0))
+        self.assertEqual(doc["phases_s"], {"bench": 1.5, "compile": 2.0})
+        self.assertEqual(len(doc["calibration"]["points"]), 3)
+        self.assertEqual(set(doc["candidates"]), {"rmsnorm_b1", "gqa_b1"})
+        self.assertIn("| gqa_b1 |", md)
+        self.assertIn("Targets:", md)
+        self.assertEqual(printed.getvalue().rstrip("\n"), md.rstrip("\n"))
+
+    def test_merge_without_a_report_fails(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(SystemExit) as e:
+                report.merge([tmp], str(Path(tmp) / "x"))
+        self.assertIn("no <gpu>-<date>.json report", str(e.exception.code))
+
+
+if __name__ == "__main__":
+    unittest.main()
