@@ -210,6 +210,11 @@ ExprId block_op_expr(ExprPool& pool, const BlockGraph& b, int op_id,
                      const std::vector<ExprId>& block_tensor_exprs,
                      const std::vector<ExprId>& kernel_input_exprs);
 
+/// Expression of an elementwise op (or thread-graph step) `kind` with attributes `attrs` on
+/// operands with expressions a and b (b = kNoExpr for a unary op).
+ExprId elementwise_op_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId a,
+                           ExprId b);
+
 /// Expressions of every block tensor of b (indexed by block tensor id).
 std::vector<ExprId> block_graph_exprs(ExprPool& pool, const BlockGraph& b,
                                       const std::vector<ExprId>& kernel_input_exprs);

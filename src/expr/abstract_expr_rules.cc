@@ -244,6 +244,11 @@ ExprId accum_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId x, c
 
 }  // namespace
 
+ExprId elementwise_op_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId a,
+                           ExprId b) {
+  return elementwise_expr(pool, kind, attrs, a, b);
+}
+
 ExprId block_op_expr(ExprPool& pool, const BlockGraph& b, int op_id,
                      const std::vector<ExprId>& block_tensor_exprs,
                      const std::vector<ExprId>& kernel_input_exprs) {

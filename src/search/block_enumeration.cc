@@ -313,6 +313,10 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     ob.b.pop_op();
     return prune(Prune::Sign);
   }
+  if (!constant_site(kind, attrs, ob.exprs[ins[0]])) {
+    ob.b.pop_op();
+    return prune(Prune::ConstantSite);
+  }
   if (key.len == 0) key = rank_key(ins, kind, attrs);
   if (enter()) {
     if (trace_enabled()) {

@@ -101,7 +101,8 @@ std::string_view prune_rule_name(Prune p) {
       "duplicate",     "unread",           "single_op_kernel",  "shared_memory",  "canonical_order",
       "abstract_expr", "invariant_accum",  "unfused_reduction", "block_op_limit", "unused_input",
       "dead_tensor",   "too_many_outputs", "replicated_output", "partial_output", "no_extents",
-      "dead_end",      "not_equivalent",   "incomplete"};
+      "dead_end",      "not_equivalent",   "incomplete",        "constant_site"};
+  static_assert(std::size(names) == static_cast<size_t>(Prune::kCount));
   return names[static_cast<int>(p)];
 }
 
@@ -332,6 +333,10 @@ void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
     g.pop_op();
     return prune(Prune::Sign);
   }
+  if (!constant_site(kind, attrs, kexprs[ins[0]])) {
+    g.pop_op();
+    return prune(Prune::ConstantSite);
+  }
   if (enter()) {
     if (trace_enabled())
       std::fprintf(stderr, "%*s%s(%d%s) = %s  %s\n", 2 * depth, "",
@@ -410,6 +415,18 @@ void Enumerator::Impl::customized_ops() {
     patterns(ins, prefix);
     if (stopped()) return;
   }
+}
+
+bool Enumerator::Impl::constant_site(OpKind kind, const OpAttrs& attrs, ExprId in) const {
+  if (!space.tensor_oracle || op_category(kind) != Category::Unary ||
+      op_info(kind).attrs == AttrSet::None)
+    return true;
+  const KernelGraph& p = *space.program;
+  for (const KernelOp& op : p.ops())
+    if (op.kind == kind && op.attrs.scalar == attrs.scalar && op.attrs.scalar2 == attrs.scalar2 &&
+        space.tensor_oracle->is_equivalent(in, op.inputs[0]))
+      return true;
+  return false;
 }
 
 bool Enumerator::Impl::sign_consistent(OpKind kind, std::array<ExprId, 2> in, ExprId e) const {

@@ -19,6 +19,7 @@
 #include "search/enumerator.h"
 #include "strata/abstract_expr.h"
 #include "strata/graph_optimizer.h"
+#include "strata/kernel_plan.h"
 #include "strata/search_cache.h"
 #include "strata/search_report.h"
 #include "strata/subexpr_oracle.h"
@@ -274,21 +275,25 @@ Status read_checkpoint(const std::string& path, const std::string& key, size_t t
   return Status::success();
 }
 
-/// Whether the code generator can build every customized kernel of g on target t: its plan
-/// (graph_optimizer.h) must fit the target's shared memory. The enumeration's estimate allows
-/// kSmemPruneSlack over the limit, so a candidate can pass it and still not fit.
-bool emittable(const KernelGraph& g, const Target& t) {
+/// Whether the code generator can build every customized kernel of g on target t: it must
+/// support every block op (block_codegen_supports), and the plan (graph_optimizer.h) must fit
+/// the target's shared memory — the enumeration's estimate allows kSmemPruneSlack over the
+/// limit, so a candidate can pass it and still not fit. Returns the prune rule that rejects
+/// g, or "" if it is emittable.
+std::string not_emittable(const KernelGraph& g, const Target& t) {
   PlanOptions options;
   options.smem_limit = t.smem_per_block_bytes;
   options.sm_count = t.sm_count;
   for (const KernelOp& op : g.ops()) {
     if (op.kind != OpKind::Customized) continue;
+    for (const BlockOp& bop : op.body->ops())
+      if (!block_codegen_supports(bop)) return "codegen_unsupported";
     std::vector<DType> in, out;
     for (int x : op.inputs) in.push_back(g.tensor(x).dtype);
     for (int x : op.outputs) out.push_back(g.tensor(x).dtype);
-    if (!optimize_block_graph(op.body, in, out, options).ok()) return false;
+    if (!optimize_block_graph(op.body, in, out, options).ok()) return "codegen_shared_memory";
   }
-  return true;
+  return "";
 }
 
 /// The structure of g without its extents: the op kinds of every kernel and of every block
@@ -540,8 +545,8 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
       cut = true;
       break;
     }
-    if (!emittable(e.graph, target)) {
-      ++result.stats.prunes_by_rule["codegen_shared_memory"];
+    if (std::string rule = not_emittable(e.graph, target); !rule.empty()) {
+      ++result.stats.prunes_by_rule[rule];
       continue;
     }
     const CandidateCheck c = check_candidate(checker, e);

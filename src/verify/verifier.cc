@@ -10,6 +10,7 @@
 #include "interp/ops.h"
 #include "util/parallel.h"
 #include "verify/analysis.h"
+#include "verify/exp_safety.h"
 #include "verify/demand.h"
 #include "verify/field_arith.h"
 
@@ -177,6 +178,7 @@ Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
 Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
   State& s = *state_;
   STRATA_RETURN_IF_ERROR(check_interfaces(s.program, candidate));
+  if (!verify::exp_safety_violation(s.program, candidate).empty()) return false;
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
   FieldTrial ft = s.trial(0, 0);
   std::vector<FTensor> full;  // the trial's full inputs, drawn only to evaluate the program
@@ -203,6 +205,11 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
 Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) const {
   State& s = *state_;
   STRATA_RETURN_IF_ERROR(check_interfaces(s.program, candidate));
+  if (std::string why = verify::exp_safety_violation(s.program, candidate); !why.empty()) {
+    VerifyResult unsafe;
+    unsafe.detail = why;
+    return unsafe;
+  }
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
   double per_trial = -1000;  // log2 of the per-trial bound: the weakest output's
   for (size_t o = 0; o < s.program.outputs().size(); ++o)
@@ -254,6 +261,13 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) co
 Result<VerifyResult> verify_equivalent(const KernelGraph& a, const KernelGraph& b,
                                        const VerifyOptions& options) {
   STRATA_RETURN_IF_ERROR(check_interfaces(a, b));
+  // Safety is asked of both directions: whichever graph shifts its exponentials by their max,
+  // the other must too.
+  if (std::string why = verify::exp_safety_violation(b, a); !why.empty()) {
+    VerifyResult unsafe;
+    unsafe.detail = why;
+    return unsafe;
+  }
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker, EquivalenceChecker::make(a, options));
   return checker.verify(b);
 }
