@@ -446,7 +446,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   STRATA_ASSIGN_OR_RETURN(auto setup, search::SearchSetup::make(program, config, target));
   const search::SearchSpace& space = setup->space;
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
-                          EquivalenceChecker::make(program, VerifyOptions{}));
+                          EquivalenceChecker::make(program, VerifyOptions{}));  // target 2^-60
   const double setup_s = seconds_since(t0);
   // Tasks: the collection pass never stops early, so task ids mean the same in every run.
   search::StopControl collect_stop;
@@ -532,6 +532,9 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                 [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
   diversify(entries);
   bool screen_error = false, cut = false;
+  const VerifyOptions verify_options;  // the checker's: bound target 2^-60
+  int64_t unproved = 0;                // passed every trial, but no bound reaching the target
+  std::string first_unproved;
   for (const search::PoolEntry& e : entries) {
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
     if (config.interrupt && config.interrupt->load()) {
@@ -557,6 +560,16 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
     ++result.stats.candidates_verified;
     if (!c.error.empty()) {
       warn(result, "verification failed with an error: " + c.error);
+    } else if (c.verification.unknown ||
+               (c.verification.equivalent &&
+                c.verification.log2_bound > verify_options.target_log2_bound)) {
+      // Not proved: kept out of the ranking (docs/search.md, "Verification").
+      if (unproved++ == 0) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "bound 2^%.1f after %d trials", c.verification.log2_bound,
+                      c.verification.trials);
+        first_unproved = c.verification.unknown ? c.verification.detail : std::string(buf);
+      }
     } else if (!c.verification.equivalent) {
       warn(result, "a screened candidate failed full verification (" + c.verification.detail +
                        "); dropped");
@@ -564,6 +577,12 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
       result.ranked.push_back({e.graph, e.cost, c.verification, false});
     }
   }
+  if (unproved > 0)
+    warn(result, std::to_string(unproved) +
+                     " candidate(s) agreed with the program on every trial but could not be "
+                     "proved equivalent to 2^" +
+                     std::to_string(std::lround(verify_options.target_log2_bound)) +
+                     " (first: " + first_unproved + "); not reported");
   VerifyResult identity;
   identity.equivalent = true;
   identity.log2_bound = -INFINITY;
