@@ -14,6 +14,7 @@
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
 #include "strata/verifier.h"
+#include "verify/analysis.h"
 #include "verify/demand.h"
 
 namespace strata {
@@ -720,6 +721,31 @@ TEST(Coefficients, VacuousDegreeBoundIsNotAYes) {
   EXPECT_TRUE(r.unknown);
   EXPECT_EQ(r.trials, 8);
   EXPECT_NE(r.detail.find("degree up to 4.61e+18"), std::string::npos) << r.detail;
+}
+
+TEST(Coefficients, ConcatOfDifferentConstantsSumsOverAllTheirDenominators) {
+  // mean over 3 of X next to mean over 5 of Y, then summed across the seam: the sum's integer
+  // denominator is 3·5, not max(3, 5) (the parts' constants differ, so their denominators do).
+  auto g = graph({{2, 3}, {2, 5}}, [](KernelGraph& g, auto in) {
+    int c =
+        op(g, OpKind::Concat,
+           {op(g, OpKind::Mean, {in[0]}, dim(1)), op(g, OpKind::Mean, {in[1]}, dim(1))}, dim(1));
+    return std::vector<int>{op(g, OpKind::Sum, {c}, dim(1))};
+  });
+  auto an = verify::analyze_graph(g);
+  ASSERT_TRUE(an.ok()) << an.error().message;
+  const verify::Coef& c = an->kernel[g.outputs()[0]].v.coef;
+  EXPECT_GE(c.hd + c.c.log2_v(), std::log2(15.0) - 1e-9) << c.hd;
+  // Within one tensor a shared constant stays exact: mean over 3 keeps 1/3 as its constant.
+  auto m = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Mean, {in[0]}, dim(1))};
+  });
+  auto am = verify::analyze_graph(m);
+  ASSERT_TRUE(am.ok());
+  const verify::Coef& cm = am->kernel[m.outputs()[0]].v.coef;
+  EXPECT_EQ(cm.c, (verify::Content{0, 1, 3}));
+  EXPECT_EQ(cm.hd, 0);
+  EXPECT_NEAR(cm.hn, std::log2(3.0), 1e-12);
 }
 
 TEST(Coefficients, ScalarsWithLongMantissasKeepTheirBound) {

@@ -184,8 +184,10 @@ Poly pscale_inverse(Poly p, int64_t n) {
   return p;
 }
 
+/// The denominator may be more than the number 1 (an integer constant from folded contents
+/// counts: elements of a concat may carry different ones).
 bool has_denominator(const Poly& p) {
-  return p.dd > 0 || p.kd > 1;
+  return p.dd > 0 || p.kd > 1 || p.coef.hd > 0;
 }
 
 // ---- rules on Profile -------------------------------------------------------------------
@@ -363,7 +365,10 @@ Profile concat_profile(const Profile& a, const Profile& b, int d) {
   r.val = a.val | b.val | dim_bit(d);
   r.den = a.den | b.den;
   r.expo = a.expo | b.expo;
-  if (has_denominator(a.v) || has_denominator(b.v)) r.den |= dim_bit(d);
+  // The parts' denominators differ when either has one, or when their constants differed
+  // (pmax moved them into the integer polynomials).
+  if (has_denominator(a.v) || has_denominator(b.v) || !(a.v.coef.c == b.v.coef.c))
+    r.den |= dim_bit(d);
   if (!a.v.exp_free() || !b.v.exp_free()) r.expo |= dim_bit(d);
   return r;
 }
