@@ -262,5 +262,77 @@ TEST_F(Cli, Help) {
   EXPECT_NE(r.out.find("FILE"), std::string::npos) << r.out;
 }
 
+// ---- strata equiv: verdicts, exit codes and options ----------------------------------------
+
+/// A μGraph of one input X: f16[2, 3] (or `dtype`) whose output is X multiplied by n through
+/// doublings and additions of the running value (`combine` = "add"), or X^n (`combine` = "mul").
+std::string doubling_graph(uint64_t n, const std::string& combine,
+                           const std::string& dtype = "f16") {
+  std::string ops, cur = "X";
+  int top = 63, k = 0;
+  while (!((n >> top) & 1)) --top;
+  auto step = [&](const std::string& rhs) {
+    std::string out = "T" + std::to_string(k++);
+    ops += std::string(ops.empty() ? "" : ", ") + "{\"op\": \"" + combine + "\", \"inputs\": [\"" +
+           cur + "\", \"" + rhs + "\"], \"output\": \"" + out + "\"}";
+    cur = out;
+  };
+  for (int b = top - 1; b >= 0; --b) {
+    step(cur);
+    if ((n >> b) & 1) step("X");
+  }
+  return "{\"inputs\": [{\"name\": \"X\", \"shape\": [2, 3], \"dtype\": \"" + dtype +
+         "\"}], \"ops\": [" + ops + "], \"outputs\": [\"" + cur + "\"]}";
+}
+
+TEST_F(Cli, EquivVerdictsAndExitCodes) {
+  std::string big = file("big.json", doubling_graph(uint64_t{1} << 62, "add"));
+  std::string small = file("small.json", doubling_graph(10565, "add"));
+  std::string small2 = file("small2.json", doubling_graph(10565, "add"));
+  // 2^62·X and 10565·X agree modulo p on every trial: not a yes.
+  RunResult r = strata("equiv '" + big + "' '" + small + "'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("unknown: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("not a proof of equivalence"), std::string::npos) << r.out;
+  // X^p against X (Fermat): the degree bound gives nothing either.
+  const uint64_t p = (uint64_t{1} << 62) - 10565;
+  r = strata("equiv '" + file("xp.json", doubling_graph(p, "mul")) + "' '" +
+             file("x.json",
+                  "{\"inputs\": [{\"name\": \"X\", \"shape\": [2, 3]}], \"ops\": [{\"op\": "
+                  "\"mul_scalar\", \"inputs\": [\"X\"], \"output\": \"Y\", \"scalar\": 1}], "
+                  "\"outputs\": [\"Y\"]}") +
+             "'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("unknown: ", 0), 0u) << r.out;
+  r = strata("equiv '" + small + "' '" + small2 + "'");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("equivalent: 1 trial(s)", 0), 0u) << r.out;
+  // Interfaces that differ are a "no", naming the pair.
+  r = strata("equiv '" + small + "' '" + file("f32.json", doubling_graph(10565, "add", "f32")) +
+             "'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("not equivalent: input 0 differs in dtype: `X` is f16"), std::string::npos)
+      << r.out;
+  std::string wide = doubling_graph(10565, "add");
+  wide.replace(wide.find("[2, 3]"), 6, "[3, 2]");
+  r = strata("equiv '" + small + "' '" + file("wide.json", wide) + "'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("not equivalent: input 0 differs in shape: `X` is [2, 3]"),
+            std::string::npos)
+      << r.out;
+  // Options: any target is safe; a bad one is bad input naming the flag.
+  r = strata("equiv '" + small + "' '" + small2 + "' --target -1e12");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("equivalent: 64 trial(s)", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("misses the target"), std::string::npos) << r.err;
+  for (const char* bad : {"--target -inf", "--target 0", "--target nan", "--target 5",
+                          "--trials 65", "--trials -1", "--threads -2"}) {
+    r = strata("equiv '" + small + "' '" + small2 + "' " + bad);
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.out << r.err;
+    std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));
+    EXPECT_NE(r.err.find(flag + ": expected"), std::string::npos) << bad << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace strata

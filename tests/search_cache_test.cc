@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "strata/dim_classes.h"
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
+#include "strata/hash.h"
 #include "strata/search.h"
 #include "strata/search_cache.h"
 #include "strata/search_report.h"
@@ -56,14 +58,14 @@ std::vector<std::string> ranked_json(const SearchResult& r) {
   return out;
 }
 
-TEST(SearchCache, ContentHashAndKeys) {
-  EXPECT_EQ(content_hash("abc"), content_hash("abc"));
-  EXPECT_NE(content_hash("abc"), content_hash("abd"));
-  EXPECT_EQ(content_hash("").size(), 32u);
+TEST(SearchCache, KeysAndHashes) {
   KernelGraph p = rmsnorm_program();
   SearchConfig c;
   std::string key = search_cache_key(p, c);
   EXPECT_EQ(key, search_cache_key(p, c));
+  EXPECT_EQ(key.size(), 64u);  // SHA-256, the project's one content hash
+  EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos) << key;
+  EXPECT_EQ(program_hash(p), sha256_hex(kernel_graph_to_json(p).dump()));
   // Result-affecting fields change the key; limits and threads do not.
   EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_max_block_ops(9)));
   EXPECT_NE(key, search_cache_key(p, SearchConfig(c).with_target("a100")));
@@ -79,33 +81,90 @@ TEST(SearchCache, ContentHashAndKeys) {
   auto other = load_graph("examples/programs/rmsnorm_b1.strata");
   ASSERT_TRUE(other.ok());
   EXPECT_NE(key, search_cache_key(*other, c));
+  // The sources of the search are part of the key.
+  EXPECT_EQ(key, search_cache_key(p, c, search_source_hash()));
+  EXPECT_NE(key, search_cache_key(p, c, std::string(64, '0')));
+}
+
+/// The hash of the sources that determine search results, recomputed from the files here the
+/// way cmake/source_hash.cmake computes it at build time.
+std::string current_source_hash() {
+  std::vector<std::string> files;
+  auto add = [&](const fs::path& dir, std::initializer_list<const char*> exts) {
+    for (const auto& e : fs::directory_iterator(dir))
+      for (const char* ext : exts)
+        if (e.is_regular_file() && e.path().extension() == ext)
+          files.push_back(e.path().lexically_relative(".").generic_string());
+  };
+  add("include/strata", {".h", ".def"});
+  for (const char* d : {"search", "expr", "verify", "opt", "cost", "ir", "interp", "util"})
+    add(fs::path("src") / d, {".h", ".cc"});
+  std::sort(files.begin(), files.end());
+  std::string lines;
+  for (const std::string& f : files) lines += f + " " + sha256_hex(slurp(f)) + "\n";
+  return sha256_hex(lines);
+}
+
+TEST(SearchCache, KeyFollowsTheSources) {
+  // The build recomputes the hash whenever a source changes: it matches the files here.
+  EXPECT_EQ(search_source_hash(), current_source_hash())
+      << "the build's source hash is stale (rebuild), or cmake/source_hash.cmake and this "
+         "test disagree on the file set";
+  // A result cached by a build with other sources (a stale key) is not served.
+  fs::path dir = fresh_dir("stale");
+  KernelGraph p = rmsnorm_program();
+  auto first = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  fs::path entry = dir / (first->cache_key + ".json");
+  std::string stale_key = search_cache_key(p, cached_config(dir), std::string(64, 'a'));
+  fs::rename(entry, dir / (stale_key + ".json"));
+  auto second = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->from_cache);
+  EXPECT_EQ(second->cache_key, first->cache_key);
 }
 
 TEST(SearchCache, CheckedEnvelopeDetectsDamage) {
   fs::path dir = fresh_dir("envelope");
   fs::path p = dir / "sub" / "doc.json";
   Json payload = {{"answer", 42}, {"list", {1, 2, 3}}};
-  ASSERT_TRUE(write_checked_json(p.string(), "test-doc", "k1", payload).ok());
-  auto back = read_checked_json(p.string(), "test-doc", "k1");
+  ASSERT_TRUE(write_checked_json(p.string(), "test-doc", "k1", "prog1", payload).ok());
+  auto back = read_checked_json(p.string(), "test-doc", "k1", "prog1");
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(*back, payload);
   auto fails_with = [&](const std::string& format, const std::string& key,
                         const std::string& part) {
-    auto r = read_checked_json(p.string(), format, key);
+    auto r = read_checked_json(p.string(), format, key, "prog1");
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().message.find(part), std::string::npos) << r.error().message;
   };
   fails_with("test-doc", "k2", "key mismatch");
   fails_with("other-doc", "k1", "not a other-doc document");
+  auto other_program = read_checked_json(p.string(), "test-doc", "k1", "prog2");
+  ASSERT_FALSE(other_program.ok());
+  EXPECT_NE(other_program.error().message.find("answers another program"), std::string::npos);
   std::string text = slurp(p);
   spit(p, std::string(text).replace(text.find("42"), 2, "43"));
   fails_with("test-doc", "k1", "checksum mismatch");
+  // The checksum covers the key and the program too: editing either is detected.
+  spit(p, std::string(text).replace(text.find("\"k1\""), 4, "\"k3\""));
+  fails_with("test-doc", "k3", "checksum mismatch");
+  // Damage the JSON reader throws on, or rejects, is an error naming the file, never fatal.
+  for (const std::string& damaged :
+       {std::string(text).replace(text.find("42"), 2, "1e400"),
+        std::string(text).replace(text.find("42"), 2, "\"\xff\""),
+        std::string(text).replace(text.find("\"k1\""), 4, "\"k\xc3\"")}) {
+    spit(p, damaged);
+    auto r = read_checked_json(p.string(), "test-doc", "k1", "prog1");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find(p.string()), std::string::npos) << r.error().message;
+  }
   spit(p, text.substr(0, text.size() / 2));
   fails_with("test-doc", "k1", "invalid JSON");
   spit(p, "");
   fails_with("test-doc", "k1", "empty");
   fails_with("test-doc", "k1", "");
-  auto missing = read_checked_json((dir / "none.json").string(), "test-doc", "k1");
+  auto missing = read_checked_json((dir / "none.json").string(), "test-doc", "k1", "prog1");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message.rfind("missing: ", 0), 0u);
 }
@@ -138,6 +197,27 @@ TEST(SearchCache, RepeatedRunAnswersFromTheCache) {
   EXPECT_FALSE(other->from_cache);
 }
 
+/// Runs the search on `p` and expects a bad cache entry to be reported (stderr and notes, with
+/// `part` in the message), ignored and rewritten: the answer equals `expected`, and the next run
+/// is answered from the cache.
+void expect_bad_entry_replaced(const KernelGraph& p, const fs::path& dir,
+                               const std::vector<std::string>& expected, const std::string& part) {
+  auto r = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->from_cache);
+  EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes[0].find("bad cache entry ignored"), std::string::npos) << r->notes[0];
+  EXPECT_NE(r->notes[0].find(part), std::string::npos) << r->notes[0];
+  EXPECT_EQ(ranked_json(*r), expected);
+  // The result (notes included) is valid JSON even when the message quotes damaged bytes.
+  EXPECT_NO_THROW(search_result_to_json(*r, cached_config(dir)).dump());
+  auto again = superoptimize(p, cached_config(dir));  // rewritten: a hit again
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->from_cache);
+  EXPECT_EQ(ranked_json(*again), expected);
+}
+
 TEST(SearchCache, CorruptEntryIsReportedIgnoredAndRewritten) {
   fs::path dir = fresh_dir("corrupt");
   KernelGraph p = rmsnorm_program();
@@ -145,23 +225,114 @@ TEST(SearchCache, CorruptEntryIsReportedIgnoredAndRewritten) {
   ASSERT_TRUE(first.ok());
   fs::path entry = dir / (first->cache_key + ".json");
   std::string good = slurp(entry);
-  for (const std::string& damaged :
-       {good.substr(0, good.size() / 3),                                        // truncated
-        std::string(good).replace(good.find("\"states\":"), 9, "\"stateZ\":"),  // edited
-        std::string("{not json")}) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {good.substr(0, good.size() / 3), "invalid JSON"},  // truncated
+      {std::string(good).replace(good.find("\"states\":"), 9, "\"stateZ\":"),
+       "checksum mismatch"},  // edited
+      {std::string("{not json"), "invalid JSON"},
+      // one byte that is not UTF-8 (the parser's message quotes it)
+      {std::string(good).replace(good.find("\"detail\":\"\""), 11, "\"detail\":\"\xff\""),
+       "invalid JSON"},
+      // a number beyond double range (the JSON reader throws on it)
+      {std::string(good).replace(good.find("\"elapsed_s\":") + 12, 1, "1e400,\"x\":"), "1e400"},
+  };
+  for (const auto& [damaged, part] : cases) {
     spit(entry, damaged);
-    auto r = superoptimize(p, cached_config(dir));
+    expect_bad_entry_replaced(p, dir, ranked_json(*first), part);
+  }
+}
+
+TEST(SearchCache, EntryForAnotherProgramIsNotServed) {
+  fs::path dir = fresh_dir("transplant");
+  KernelGraph p = rmsnorm_program();
+  auto mine = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(mine.ok());
+  fs::path entry = dir / (mine->cache_key + ".json");
+  auto gated = load_graph("examples/programs/gatedmlp_small.strata");
+  ASSERT_TRUE(gated.ok());
+  auto theirs = superoptimize(*gated, cached_config(dir));
+  ASSERT_TRUE(theirs.ok());
+  std::string their_text = slurp(dir / (theirs->cache_key + ".json"));
+  auto their_doc = parse_json_text(their_text, "theirs");
+  ASSERT_TRUE(their_doc.ok());
+  const Json& their_payload = (*their_doc)["payload"];
+
+  // 1. Copied over with its key edited: it records the program it answers (and the checksum,
+  //    which covers the key, no longer matches either).
+  std::string copied = their_text;
+  copied.replace(copied.find(theirs->cache_key), theirs->cache_key.size(), mine->cache_key);
+  spit(entry, copied);
+  expect_bad_entry_replaced(p, dir, ranked_json(*mine), "answers another program");
+  // 2. Re-signed for this key (checksum valid): it still records the program it answers.
+  ASSERT_TRUE(write_checked_json(entry.string(), "strata-search-cache", mine->cache_key,
+                                 program_hash(*gated), their_payload)
+                  .ok());
+  expect_bad_entry_replaced(p, dir, ranked_json(*mine), "answers another program");
+  // 3. Re-signed for this key and this program: the served graphs are screened against the
+  //    program, and a gatedmlp graph is not an rmsnorm graph.
+  ASSERT_TRUE(write_checked_json(entry.string(), "strata-search-cache", mine->cache_key,
+                                 program_hash(p), their_payload)
+                  .ok());
+  expect_bad_entry_replaced(p, dir, ranked_json(*mine), "ranked[");
+  // 4. This program's own entry with the winner changed to compute something else (a mean
+  //    of squares where the rms is due), at the same cost: the screen of the winner catches it.
+  Json doctored = search_result_to_json(*mine, cached_config(dir));
+  ASSERT_FALSE(doctored["ranked"][0]["is_program"].get<bool>());
+  std::string winner = doctored["ranked"][0]["graph"].dump();
+  ASSERT_NE(winner.find("accum_rms_ld"), std::string::npos) << winner;
+  winner.replace(winner.find("accum_rms_ld"), 12, "accum_mean_ld");
+  doctored["ranked"][0]["graph"] = Json::parse(winner);
+  auto target = Target::by_name("h100");
+  ASSERT_TRUE(target.ok());
+  auto reread = search_result_from_json(doctored, *target);
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  ASSERT_EQ(kernel_graph_to_json(reread->ranked[0].graph).dump(), winner);  // still the winner
+  ASSERT_TRUE(write_checked_json(entry.string(), "strata-search-cache", mine->cache_key,
+                                 program_hash(p), doctored)
+                  .ok());
+  expect_bad_entry_replaced(p, dir, ranked_json(*mine), "fails the equivalence screen");
+}
+
+TEST(SearchCache, DamagedCheckpointIsNotFatal) {
+  fs::path dir = fresh_dir("checkpoint");
+  KernelGraph p = rmsnorm_program();
+  fs::path ckpt = dir / "run.ckpt.json";
+  SearchConfig stopped =
+      cached_config(dir).with_cache(false).with_max_states(5).with_checkpoint_path(ckpt.string());
+  auto partial = superoptimize(p, stopped);
+  ASSERT_TRUE(partial.ok()) << partial.error().message;
+  ASSERT_EQ(partial->stats.stop, StopReason::StateLimit);
+  std::string good = slurp(ckpt);
+  ASSERT_FALSE(good.empty());
+  auto full = superoptimize(p, cached_config(dir).with_cache(false));
+  ASSERT_TRUE(full.ok());
+  SearchConfig resume =
+      cached_config(dir).with_cache(false).with_resume(true).with_checkpoint_path(ckpt.string());
+  for (const std::string& damaged :
+       {std::string(good).replace(good.find("\"tasks_total\":"), 14,
+                                  "\"tasks_total\":1e400,\"y\":"),
+        std::string(good).replace(good.find("\"completed\":"), 12, "\"completed\":\"\xfe\",\"z\":"),
+        good.substr(0, good.size() / 2)}) {
+    spit(ckpt, damaged);
+    auto r = superoptimize(p, resume);
     ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_FALSE(r->from_cache);
     EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
     ASSERT_FALSE(r->notes.empty());
-    EXPECT_NE(r->notes[0].find("corrupt cache entry"), std::string::npos) << r->notes[0];
-    EXPECT_EQ(ranked_json(*r), ranked_json(*first));
-    // rewritten: the next run is a hit again
-    auto again = superoptimize(p, cached_config(dir));
-    ASSERT_TRUE(again.ok());
-    EXPECT_TRUE(again->from_cache);
+    EXPECT_NE(r->notes[0].find("checkpoint ignored"), std::string::npos) << r->notes[0];
+    EXPECT_NO_THROW(search_result_to_json(*r, resume).dump());
+    EXPECT_EQ(ranked_json(*r), ranked_json(*full));
   }
+  // A checkpoint of another program (re-signed for this key) is refused too.
+  auto doc = parse_json_text(good, "ckpt");
+  ASSERT_TRUE(doc.ok());
+  ASSERT_TRUE(write_checked_json(ckpt.string(), "strata-search-checkpoint",
+                                 (*doc)["key"].get<std::string>(), std::string(64, 'b'),
+                                 (*doc)["payload"])
+                  .ok());
+  auto r = superoptimize(p, resume);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes[0].find("answers another program"), std::string::npos) << r->notes[0];
 }
 
 TEST(SearchReport, ResultJsonRoundTrips) {
@@ -228,6 +399,30 @@ TEST(OptimizeCli, WritesTheResultAndSummary) {
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("answered from the cache"), std::string::npos) << again.out;
   EXPECT_TRUE(again.err.empty()) << again.err;
+}
+
+TEST(OptimizeCli, BadCacheEntryIsNotFatal) {
+  fs::path dir = fresh_dir("cli_bad_entry");
+  const std::string args = "optimize examples/programs/lora_small.strata --top 1 --quiet";
+  CliRun first = strata(dir, args);
+  ASSERT_EQ(first.code, 0) << first.err;
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(dir / "cache"))
+    if (e.path().extension() == ".json") entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  std::string good = slurp(entries[0]);
+  for (const std::string& damaged :
+       {std::string(good).replace(good.find("\"detail\":\"\""), 11, "\"detail\":\"\xff\""),
+        std::string(good).replace(good.find("\"elapsed_s\":") + 12, 1, "1e400,\"x\":")}) {
+    spit(entries[0], damaged);
+    CliRun r = strata(dir, args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("bad cache entry ignored"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')), first.out.substr(0, first.out.find('\n')));
+    CliRun again = strata(dir, args);
+    EXPECT_EQ(again.code, 0) << again.err;
+    EXPECT_NE(again.out.find("answered from the cache"), std::string::npos) << again.out;
+  }
 }
 
 TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {

@@ -397,5 +397,27 @@ TEST(Search, UnsupportedProgramsGetAClearMessage) {
   }
 }
 
+TEST(Search, CandidatesWithoutABoundAreNotReported) {
+  // Σ_k y_k / (e^x_k + e^z_k): 64 different denominators; no candidate can be proved (the
+  // verifier answers "unknown"), so none is reported as verified, and a note says why.
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{2, 64}, DType::f16);
+  int y = *g.add_input("Y", Shape{2, 64}, DType::f16);
+  int z = *g.add_input("Z", Shape{2, 64}, DType::f16);
+  int d = *g.add_op(OpKind::Add, {*g.add_op(OpKind::Exp, {x}), *g.add_op(OpKind::Exp, {z})});
+  OpAttrs rows;
+  rows.dim = 1;
+  ASSERT_TRUE(g.mark_output(*g.add_op(OpKind::Sum, {*g.add_op(OpKind::Div, {y, d})}, rows)).ok());
+  auto r = superoptimize(g, base_config("unproved"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_GT(r->stats.candidates_verified, 0);
+  ASSERT_EQ(r->ranked.size(), 1u);  // the program alone
+  EXPECT_TRUE(r->ranked[0].is_program);
+  bool noted = false;
+  for (const std::string& n : r->notes)
+    noted |= n.find("could not be proved equivalent") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace
 }  // namespace strata

@@ -3,8 +3,10 @@
 // errors, and the EquivalenceChecker agrees with verify_equivalent.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include <sys/wait.h>
@@ -12,6 +14,7 @@
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
 #include "strata/verifier.h"
+#include "verify/analysis.h"
 #include "verify/demand.h"
 
 namespace strata {
@@ -460,15 +463,17 @@ TEST(Verifier, TrialsAndBound) {
   o.threads = 1;
   EXPECT_TRUE(verify(prog, ref, o).equivalent);
   // Σ_k y_k / (e^x_k + e^z_k): 64 different two-term denominators multiply out to 2^64 terms;
-  // the analysis gives no useful bound, so a few trials run and the bound stays 2^0.
+  // the analysis gives no bound below 1, so a few trials run and agreement is "unknown".
   auto fractions = graph({{2, 64}, {2, 64}, {2, 64}}, [](KernelGraph& g, auto in) {
     int den = op(g, OpKind::Add, {op(g, OpKind::Exp, {in[0]}), op(g, OpKind::Exp, {in[2]})});
     return std::vector<int>{op(g, OpKind::Sum, {op(g, OpKind::Div, {in[1], den})}, dim(1))};
   });
   VerifyResult weak = verify(fractions, fractions);
-  EXPECT_TRUE(weak.equivalent);
+  EXPECT_FALSE(weak.equivalent);
+  EXPECT_TRUE(weak.unknown);
   EXPECT_EQ(weak.trials, 8);
   EXPECT_EQ(weak.log2_bound, 0);
+  EXPECT_NE(weak.detail.find("no error bound below 1"), std::string::npos) << weak.detail;
   // Attention: sums of 16 exponentials per element still need only a few trials.
   VerifyResult att = verify(attention_program(), attention_flash());
   EXPECT_LE(att.trials, 3);
@@ -528,36 +533,264 @@ TEST(Screening, ScreensMultiKernelCandidatesOnDemand) {
   expect_equivalent(prog, chained);
 }
 
-TEST(Verifier, InterfaceMismatchesAreErrors) {
+TEST(Verifier, InterfaceMismatchesAreNotEquivalent) {
   auto a = graph({{4, 8}}, [](KernelGraph& g, auto in) {
     return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
   });
   auto b = graph({{8, 4}}, [](KernelGraph& g, auto in) {
     return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
   });
-  auto r = verify_equivalent(a, b);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find(
-                "input 0 differs in shape: `I0` is [4, 8] in the first graph but `I0` is [8, 4]"),
-            std::string::npos)
-      << r.error().message;
+  auto not_equivalent = [](const KernelGraph& x, const KernelGraph& y, const std::string& part) {
+    auto r = verify_equivalent(x, y);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_FALSE(r->equivalent);
+    EXPECT_FALSE(r->unknown);
+    EXPECT_EQ(r->trials, 0);
+    EXPECT_NE(r->detail.find(part), std::string::npos) << r->detail;
+    auto checker = EquivalenceChecker::make(x, {});
+    ASSERT_TRUE(checker.ok());
+    auto s = checker->screen(y);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_FALSE(*s);
+    auto once = checker->screen_once(y);
+    ASSERT_TRUE(once.ok()) << once.error().message;
+    EXPECT_FALSE(*once);
+    auto v = checker->verify(y);
+    ASSERT_TRUE(v.ok());
+    EXPECT_FALSE(v->equivalent);
+    EXPECT_EQ(v->detail, r->detail);
+  };
+  not_equivalent(a, b,
+                 "input 0 differs in shape: `I0` is [4, 8] in the first graph but `I0` is [8, 4]");
   auto c = graph({{4, 8}, {4, 8}}, [](KernelGraph& g, auto in) {
     return std::vector<int>{op(g, OpKind::Add, {in[0], in[1]})};
   });
-  EXPECT_FALSE(verify_equivalent(a, c).ok());
+  not_equivalent(a, c, "different numbers of inputs: 1 in the first graph, 2 in the second");
   auto two = graph({{4, 8}}, [](KernelGraph& g, auto in) {
     return std::vector<int>{op(g, OpKind::Exp, {in[0]}), op(g, OpKind::Square, {in[0]})};
   });
-  EXPECT_FALSE(verify_equivalent(a, two).ok());
+  not_equivalent(a, two, "different numbers of outputs");
   auto sum = graph({{4, 8}}, [](KernelGraph& g, auto in) {
     return std::vector<int>{op(g, OpKind::Sum, {in[0]}, dim(1))};
   });
-  auto checker = EquivalenceChecker::make(a, {});
-  ASSERT_TRUE(checker.ok());
-  EXPECT_FALSE(checker->screen(sum).ok());
-  EXPECT_FALSE(checker->verify(sum).ok());
+  not_equivalent(a, sum, "output 0 differs in shape: `t1` is [4, 8] in the first graph but");
+  EXPECT_EQ(verify_equivalent(a, sum)->output, 0);
+  // Same computation on inputs (or to outputs) of another dtype: a different function.
+  KernelGraph f32;
+  int x = *f32.add_input("X", Shape{4, 8}, DType::f32);
+  ASSERT_TRUE(f32.mark_output(op(f32, OpKind::Exp, {x})).ok());
+  not_equivalent(a, f32, "input 0 differs in dtype: `I0` is f16 in the first graph but `X` is f32");
   KernelGraph incomplete;
   EXPECT_FALSE(EquivalenceChecker::make(incomplete, {}).ok());
+  EXPECT_FALSE(verify_equivalent(a, incomplete).ok());
+}
+
+TEST(Verifier, OptionsAreChecked) {
+  auto a = graph({{4, 8}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Exp, {in[0]})};
+  });
+  for (double target :
+       {0.0, 5.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::quiet_NaN()}) {
+    VerifyOptions o;
+    o.target_log2_bound = target;
+    auto c = EquivalenceChecker::make(a, o);
+    ASSERT_FALSE(c.ok()) << target;
+    EXPECT_NE(c.error().message.find("finite negative"), std::string::npos) << c.error().message;
+  }
+  VerifyOptions o;
+  o.trials = 65;
+  EXPECT_FALSE(EquivalenceChecker::make(a, o).ok());
+  o.trials = -1;
+  EXPECT_FALSE(EquivalenceChecker::make(a, o).ok());
+  // A target beyond reach runs the most trials, 64, and reports the bound they reach (the
+  // trial count was once converted from a huge double and came out as 1).
+  o.trials = 0;
+  for (double target : {-1e12, -1e300, -5000.0}) {
+    o.target_log2_bound = target;
+    VerifyResult r = verify(a, a, o);
+    EXPECT_TRUE(r.equivalent);
+    EXPECT_EQ(r.trials, 64) << target;
+    EXPECT_LE(r.log2_bound, -60 * 64);
+  }
+}
+
+// ---- coefficients divisible by p or q --------------------------------------------------------
+//
+// The fields see integer coefficients only modulo p and q. Programs that build coefficients of
+// p's size without any constant (repeated doubling) agree modulo p with programs that are not
+// equivalent; the verifier must not call them equivalent.
+
+/// X multiplied by n through doublings and additions of the running value (no constant):
+/// `combine(a, b)` adds (add) or multiplies (mul: then the result is X^n).
+int by_doubling(KernelGraph& g, int x, uint64_t n, OpKind combine) {
+  int top = 63;
+  while (!((n >> top) & 1)) --top;
+  int cur = x;
+  for (int b = top - 1; b >= 0; --b) {
+    cur = op(g, combine, {cur, cur});
+    if ((n >> b) & 1) cur = op(g, combine, {cur, x});
+  }
+  return cur;
+}
+
+constexpr uint64_t kP = (uint64_t{1} << 62) - 10565;
+
+TEST(Coefficients, MultiplesOfPAreNotEquivalent) {
+  // 2^62·X against 10565·X: 2^62 ≡ 10565 (mod p), so every trial agrees.
+  auto big = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{by_doubling(g, in[0], uint64_t{1} << 62, OpKind::Add)};
+  });
+  auto small = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{by_doubling(g, in[0], 10565, OpKind::Add)};
+  });
+  for (auto [x, y] : {std::pair{&big, &small}, std::pair{&small, &big}}) {
+    VerifyResult r = verify(*x, *y);
+    EXPECT_FALSE(r.equivalent);
+    EXPECT_TRUE(r.unknown);
+    EXPECT_EQ(r.log2_bound, 0);
+    EXPECT_NE(r.detail.find("p ≈ 2^62 could divide them"), std::string::npos) << r.detail;
+  }
+  // The same with constants: mul_scalar by 2^62 and by 10565.
+  auto scaled = [](double c) {
+    return graph({{2, 3}}, [c](KernelGraph& g, auto in) {
+      OpAttrs a;
+      a.scalar = c;
+      return std::vector<int>{op(g, OpKind::MulScalar, {in[0]}, a)};
+    });
+  };
+  VerifyResult r = verify(scaled(std::ldexp(1.0, 62)), scaled(10565));
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_TRUE(r.unknown);
+  // 2^61 is not safe either: 2^61 − (10565 − 2^61) = p. Doubling 60 times keeps every
+  // difference below p: a real bound, and 2^60·X is told apart from 10565·X.
+  auto b61 = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{by_doubling(g, in[0], uint64_t{1} << 61, OpKind::Add)};
+  });
+  auto b61_other = graph({{2, 3}}, [](KernelGraph& g, auto in) {  // (10565 − 2^61)·X
+    return std::vector<int>{op(g, OpKind::Sub,
+                               {by_doubling(g, in[0], 10565, OpKind::Add),
+                                by_doubling(g, in[0], uint64_t{1} << 61, OpKind::Add)})};
+  });
+  EXPECT_TRUE(verify(b61, b61_other).unknown);
+  auto b60 = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{by_doubling(g, in[0], uint64_t{1} << 60, OpKind::Add)};
+  });
+  expect_rejected(b60, small, 0, 0);
+  expect_equivalent(b60, scaled(std::ldexp(1.0, 60)));
+}
+
+TEST(Coefficients, ExponentMultiplesOfQAreNotEquivalent) {
+  // exp(X) squared 62 times is exp(2^62·X); 2^62 ≡ 10566 (mod q) and ω has order q, so it
+  // agrees on every trial with exp(X)^10566 (square-and-multiply) and with exp(10566·X).
+  auto squared = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    int e = op(g, OpKind::Exp, {in[0]});
+    for (int i = 0; i < 62; ++i) e = op(g, OpKind::Square, {e});
+    return std::vector<int>{e};
+  });
+  auto power = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{by_doubling(g, op(g, OpKind::Exp, {in[0]}), 10566, OpKind::Mul)};
+  });
+  OpAttrs c;
+  c.scalar = 10566;
+  auto scaled = graph({{2, 3}}, [&](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Exp, {op(g, OpKind::MulScalar, {in[0]}, c)})};
+  });
+  for (const KernelGraph* other : {&power, &scaled}) {
+    VerifyResult r = verify(squared, *other);
+    EXPECT_FALSE(r.equivalent);
+    EXPECT_TRUE(r.unknown);
+    EXPECT_NE(r.detail.find("q ≈ 2^61 could divide them"), std::string::npos) << r.detail;
+  }
+  // The smaller power is a real identity: exp(X)^10566 = exp(10566·X).
+  expect_equivalent(power, scaled);
+}
+
+TEST(Coefficients, VacuousDegreeBoundIsNotAYes) {
+  // X^p = X on Z_p (Fermat), but not as polynomials: the degree bound p gives nothing.
+  auto xp = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{by_doubling(g, in[0], kP, OpKind::Mul)};
+  });
+  auto x = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    OpAttrs one;
+    one.scalar = 1;
+    return std::vector<int>{op(g, OpKind::MulScalar, {in[0]}, one)};
+  });
+  VerifyResult r = verify(xp, x);
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_TRUE(r.unknown);
+  EXPECT_EQ(r.trials, 8);
+  EXPECT_NE(r.detail.find("degree up to 4.61e+18"), std::string::npos) << r.detail;
+}
+
+TEST(Coefficients, ConcatOfDifferentConstantsSumsOverAllTheirDenominators) {
+  // mean over 3 of X next to mean over 5 of Y, then summed across the seam: the sum's integer
+  // denominator is 3·5, not max(3, 5) (the parts' constants differ, so their denominators do).
+  auto g = graph({{2, 3}, {2, 5}}, [](KernelGraph& g, auto in) {
+    int c =
+        op(g, OpKind::Concat,
+           {op(g, OpKind::Mean, {in[0]}, dim(1)), op(g, OpKind::Mean, {in[1]}, dim(1))}, dim(1));
+    return std::vector<int>{op(g, OpKind::Sum, {c}, dim(1))};
+  });
+  auto an = verify::analyze_graph(g);
+  ASSERT_TRUE(an.ok()) << an.error().message;
+  const verify::Coef& c = an->kernel[g.outputs()[0]].v.coef;
+  EXPECT_GE(c.hd + c.c.log2_v(), std::log2(15.0) - 1e-9) << c.hd;
+  // Within one tensor a shared constant stays exact: mean over 3 keeps 1/3 as its constant.
+  auto m = graph({{2, 3}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Mean, {in[0]}, dim(1))};
+  });
+  auto am = verify::analyze_graph(m);
+  ASSERT_TRUE(am.ok());
+  const verify::Coef& cm = am->kernel[m.outputs()[0]].v.coef;
+  EXPECT_EQ(cm.c, (verify::Content{0, 1, 3}));
+  EXPECT_EQ(cm.hd, 0);
+  EXPECT_NEAR(cm.hn, std::log2(3.0), 1e-12);
+}
+
+TEST(Coefficients, ScalarsWithLongMantissasKeepTheirBound) {
+  // Constants are tracked exactly (2^e·u/v), so graphs that apply the same scalars in other
+  // places keep a real bound even when the scalars' numerators and denominators are large.
+  const double scale = 1 / std::sqrt(128.0), tenth = 0.1, third = 1.0 / 3;
+  auto scalar = [](double c) {
+    OpAttrs a;
+    a.scalar = c;
+    return a;
+  };
+  std::vector<Shape> att{{2, 4, 8}, {2, 8, 16}, {2, 16, 8}};
+  auto scaled_scores = graph(att, [&](KernelGraph& g, auto in) {
+    int s = op(g, OpKind::MulScalar, {op(g, OpKind::Matmul, {in[0], in[1]})}, scalar(scale));
+    int e = op(g, OpKind::Exp, {s});
+    int p = op(g, OpKind::Div, {e, op(g, OpKind::Sum, {e}, dim(2))});
+    return std::vector<int>{op(g, OpKind::Matmul, {p, in[2]})};
+  });
+  auto scaled_query = graph(att, [&](KernelGraph& g, auto in) {
+    int q = op(g, OpKind::MulScalar, {in[0]}, scalar(scale));
+    int e = op(g, OpKind::Exp, {op(g, OpKind::Matmul, {q, in[1]})});
+    int n = op(g, OpKind::Matmul, {e, in[2]});
+    return std::vector<int>{op(g, OpKind::Div, {n, op(g, OpKind::Sum, {e}, dim(2))})};
+  });
+  expect_equivalent(scaled_scores, scaled_query);
+  // Two different scalars, summed in either order; and a mean over 3 (an odd denominator).
+  std::vector<Shape> s{{6, 3}, {6, 3}};
+  auto mix = [&](bool swapped) {
+    return graph(s, [&](KernelGraph& g, auto in) {
+      int a = op(g, OpKind::MulScalar, {in[0]}, scalar(tenth));
+      int b = op(g, OpKind::MulScalar, {in[1]}, scalar(third));
+      return std::vector<int>{
+          op(g, OpKind::Add, swapped ? std::vector<int>{b, a} : std::vector<int>{a, b})};
+    });
+  };
+  expect_equivalent(mix(false), mix(true));
+  auto mean = graph(s, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::Mean, {in[0]}, dim(1))};
+  });
+  auto thirds = graph(s, [&](KernelGraph& g, auto in) {
+    return std::vector<int>{
+        op(g, OpKind::Sum, {op(g, OpKind::MulScalar, {in[0]}, scalar(third))}, dim(1))};
+  });
+  // 1/3 as a double is not exactly 1/3: these differ, and the difference is found.
+  expect_rejected(mean, thirds, 0, -1);
 }
 
 }  // namespace
@@ -604,7 +837,7 @@ TEST(Cli, EquivExitCodes) {
   EXPECT_EQ(code(xy + " " + yx), 1);
   EXPECT_EQ(code(xy + " " + yx + " --screen"), 1);
   EXPECT_EQ(code(xy + " " + xy2 + " --screen --trials 1"), 0);
-  EXPECT_EQ(code(xy + " " + other), 2);
+  EXPECT_EQ(code(xy + " " + other), 1);  // different interfaces: not equivalent
   EXPECT_EQ(code(xy + " " + dir + "/missing.json"), 2);
 }
 

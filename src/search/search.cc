@@ -24,6 +24,7 @@
 #include "strata/search_report.h"
 #include "strata/subexpr_oracle.h"
 #include "strata/thread_fusion.h"
+#include "util/utf8.h"
 
 namespace strata {
 namespace {
@@ -83,7 +84,10 @@ Status check_config(const SearchConfig& c) {
   return Status::success();
 }
 
-void warn(SearchResult& r, const std::string& msg) {
+/// Records a warning in the result's notes and prints it. Messages may quote damaged files:
+/// bytes that are not UTF-8 are escaped, so that the result stays valid JSON.
+void warn(SearchResult& r, const std::string& raw) {
+  std::string msg = printable_utf8(raw);
   r.notes.push_back(msg);
   std::cerr << "strata: warning: " << msg << "\n";
 }
@@ -233,8 +237,8 @@ struct Progress {
   std::vector<KernelGraph> pool;
 };
 
-Status write_checkpoint(const std::string& path, const std::string& key, const Progress& p,
-                        const std::vector<search::PoolEntry>& pool) {
+Status write_checkpoint(const std::string& path, const std::string& key, const std::string& program,
+                        const Progress& p, const std::vector<search::PoolEntry>& pool) {
   Json j;
   j["tasks_total"] = p.done.size();
   std::vector<int64_t> done;
@@ -245,14 +249,13 @@ Status write_checkpoint(const std::string& path, const std::string& key, const P
   Json graphs = Json::array();
   for (const search::PoolEntry& e : pool) graphs.push_back(kernel_graph_to_json(e.graph));
   j["pool"] = graphs;
-  return write_checked_json(path, kCheckpointFormat, key, j);
+  return write_checked_json(path, kCheckpointFormat, key, program, j);
 }
 
-/// Loads a checkpoint into `p`; errors leave `p` untouched.
-Status read_checkpoint(const std::string& path, const std::string& key, size_t tasks_total,
-                       Progress& p) {
-  STRATA_ASSIGN_OR_RETURN(Json j, read_checked_json(path, kCheckpointFormat, key));
-  if (j.value("tasks_total", int64_t{-1}) != static_cast<int64_t>(tasks_total))
+Status read_checkpoint_impl(const std::string& path, const std::string& key,
+                            const std::string& program, size_t tasks_total, Progress& p) {
+  STRATA_ASSIGN_OR_RETURN(Json j, read_checked_json(path, kCheckpointFormat, key, program));
+  if (!j.is_object() || j.value("tasks_total", int64_t{-1}) != static_cast<int64_t>(tasks_total))
     return make_error(path + ": written by a different enumeration (task count differs)");
   Progress q;
   q.done.assign(tasks_total, 0);
@@ -273,6 +276,55 @@ Status read_checkpoint(const std::string& path, const std::string& key, size_t t
     }
   p = std::move(q);
   return Status::success();
+}
+
+/// Loads a checkpoint into `p`; errors (never exceptions: a damaged file is not fatal) leave
+/// `p` untouched. Pool graphs restored from it are screened and verified like any other.
+Status read_checkpoint(const std::string& path, const std::string& key, const std::string& program,
+                       size_t tasks_total, Progress& p) {
+  try {
+    return read_checkpoint_impl(path, key, program, tasks_total, p);
+  } catch (const std::exception& e) {
+    return make_error(path + ": " + e.what());
+  }
+}
+
+/// The cached answer at `path` for `program`, checked before it is served: the envelope (key,
+/// program hash, checksum), the result document, exactly one entry that is the program
+/// itself, every other entry marked verified, and the winner passing the equivalence screen
+/// against the program (EquivalenceChecker::screen_once: one trial on a few blocks; the GPU
+/// profile checks every candidate it runs against the reference interpreter anyway). Any
+/// failure is an error naming the file (a missing file's message starts with "missing: ");
+/// never throws.
+Result<SearchResult> load_cached_result(const std::string& path, const std::string& key,
+                                        const KernelGraph& program, const Target& target) {
+  try {
+    STRATA_ASSIGN_OR_RETURN(Json doc,
+                            read_checked_json(path, kCacheFormat, key, program_hash(program)));
+    auto r = search_result_from_json(doc, target);
+    if (!r.ok()) return make_error(path + ": " + r.error().message);
+    STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
+                            EquivalenceChecker::make(program, VerifyOptions{}));
+    int programs = 0;
+    for (size_t i = 0; i < r->ranked.size(); ++i) {
+      const Candidate& c = r->ranked[i];
+      std::string where = path + ": ranked[" + std::to_string(i) + "]";
+      if (c.is_program) {
+        if (++programs > 1 || !c.graph.structurally_equal(program))
+          return make_error(where + " is marked as the program but is not this program");
+        continue;
+      }
+      if (!c.verification.equivalent)
+        return make_error(where + " is not marked as verified equivalent");
+      if (i > 0) continue;  // the winner is screened
+      auto passes = checker.screen_once(c.graph);
+      if (!passes.ok()) return make_error(where + ": " + passes.error().message);
+      if (!*passes) return make_error(where + " fails the equivalence screen against this program");
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return make_error(path + ": " + e.what());
+  }
 }
 
 /// Whether the code generator can build every customized kernel of g on target t: it must
@@ -429,29 +481,25 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   const std::string ckpt_path = config.checkpoint_path.empty()
                                     ? dir + "/" + result.cache_key + ".ckpt.json"
                                     : config.checkpoint_path;
+  const std::string prog_hash = program_hash(program);
   if (config.use_cache) {
-    auto cached = read_checked_json(cache_path, kCacheFormat, result.cache_key);
+    auto cached = load_cached_result(cache_path, result.cache_key, program, target);
     if (cached.ok()) {
-      auto r = search_result_from_json(*cached, target);
-      if (r.ok()) {
-        r->from_cache = true;
-        r->cache_key = result.cache_key;
-        r->stats.stop = StopReason::CacheHit;
-        r->stats.elapsed_s = seconds_since(t0);
-        return r;
-      }
-      warn(result, "cache entry " + cache_path + " is unusable (" + r.error().message +
-                       "); ignored, it will be rewritten");
-    } else if (cached.error().message.rfind("missing: ", 0) != 0) {
-      warn(result, "corrupt cache entry ignored, it will be rewritten: " + cached.error().message);
+      cached->from_cache = true;
+      cached->cache_key = result.cache_key;
+      cached->stats.stop = StopReason::CacheHit;
+      cached->stats.elapsed_s = seconds_since(t0);
+      return cached;
     }
+    if (cached.error().message.rfind("missing: ", 0) != 0)
+      warn(result, "bad cache entry ignored, it will be rewritten: " + cached.error().message);
   }
 
   // Search space (program analysis, expressions, oracles) and the verifier.
   STRATA_ASSIGN_OR_RETURN(auto setup, search::SearchSetup::make(program, config, target));
   const search::SearchSpace& space = setup->space;
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
-                          EquivalenceChecker::make(program, VerifyOptions{}));
+                          EquivalenceChecker::make(program, VerifyOptions{}));  // target 2^-60
   const double setup_s = seconds_since(t0);
   // Tasks: the collection pass never stops early, so task ids mean the same in every run.
   search::StopControl collect_stop;
@@ -470,7 +518,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   progress.done.assign(tasks.size(), 0);
   progress.done_stats = collect_stats;
   if (config.resume) {
-    Status s = read_checkpoint(ckpt_path, result.cache_key, tasks.size(), progress);
+    Status s = read_checkpoint(ckpt_path, result.cache_key, prog_hash, tasks.size(), progress);
     if (!s.ok()) {
       bool missing = s.error().message.rfind("missing: ", 0) == 0;
       warn(result, missing ? "no checkpoint at " + ckpt_path + "; starting from scratch"
@@ -537,6 +585,9 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                 [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
   diversify(entries);
   bool screen_error = false, cut = false;
+  const VerifyOptions verify_options;  // the checker's: bound target 2^-60
+  int64_t unproved = 0;                // passed every trial, but no bound reaching the target
+  std::string first_unproved;
   for (const search::PoolEntry& e : entries) {
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
     if (config.interrupt && config.interrupt->load()) {
@@ -562,6 +613,16 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
     ++result.stats.candidates_verified;
     if (!c.error.empty()) {
       warn(result, "verification failed with an error: " + c.error);
+    } else if (c.verification.unknown ||
+               (c.verification.equivalent &&
+                c.verification.log2_bound > verify_options.target_log2_bound)) {
+      // Not proved: kept out of the ranking (docs/search.md, "Verification").
+      if (unproved++ == 0) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "bound 2^%.1f after %d trials", c.verification.log2_bound,
+                      c.verification.trials);
+        first_unproved = c.verification.unknown ? c.verification.detail : std::string(buf);
+      }
     } else if (!c.verification.equivalent) {
       warn(result, "a screened candidate failed full verification (" + c.verification.detail +
                        "); dropped");
@@ -569,6 +630,12 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
       result.ranked.push_back({e.graph, e.cost, c.verification, false});
     }
   }
+  if (unproved > 0)
+    warn(result, std::to_string(unproved) +
+                     " candidate(s) agreed with the program on every trial but could not be "
+                     "proved equivalent to 2^" +
+                     std::to_string(std::lround(verify_options.target_log2_bound)) +
+                     " (first: " + first_unproved + "); not reported");
   VerifyResult identity;
   identity.equivalent = true;
   identity.log2_bound = -INFINITY;
@@ -583,12 +650,12 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
     std::error_code ec;
     std::filesystem::remove(ckpt_path, ec);
     if (config.use_cache) {
-      Status s = write_checked_json(cache_path, kCacheFormat, result.cache_key,
+      Status s = write_checked_json(cache_path, kCacheFormat, result.cache_key, prog_hash,
                                     search_result_to_json(result, config));
       if (!s.ok()) warn(result, "could not write the cache: " + s.error().message);
     }
   } else {
-    Status s = write_checkpoint(ckpt_path, result.cache_key, progress, entries);
+    Status s = write_checkpoint(ckpt_path, result.cache_key, prog_hash, progress, entries);
     if (!s.ok())
       warn(result, "could not write the checkpoint: " + s.error().message);
     else

@@ -5,47 +5,42 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "search_source_hash.h"
 #include "strata/cost_model.h"
 #include "strata/dim_classes.h"
 #include "strata/graph_io.h"
+#include "strata/hash.h"
 
 namespace strata {
 namespace {
 
-constexpr int kEnvelopeVersion = 1;
+constexpr int kEnvelopeVersion = 2;
 
-uint64_t fnv1a(std::string_view data, uint64_t basis, uint64_t prime) {
-  uint64_t h = basis;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= prime;
-  }
-  return h;
+/// JSON text that never throws: invalid UTF-8 in a string becomes U+FFFD.
+std::string dump_safe(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-/// The splitmix64 finalizer: spreads FNV's weak low-order mixing over all bits.
-uint64_t mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+/// What the checksum covers: the key, the program and the payload.
+std::string checksum_of(const std::string& key, const std::string& program,
+                        const std::string& payload_text) {
+  Sha256 h;
+  h.update(key);
+  h.update("\n");
+  h.update(program);
+  h.update("\n");
+  h.update(payload_text);
+  return h.finish_hex();
 }
 
 }  // namespace
 
-std::string content_hash(std::string_view data) {
-  uint64_t a = mix(fnv1a(data, 0xcbf29ce484222325ULL, 0x100000001b3ULL) ^ data.size());
-  uint64_t b =
-      mix(fnv1a(data, 0x84222325cbf29ce4ULL, 0x100000000000233ULL) + 0x9e3779b97f4a7c15ULL);
-  return hex64(a) + hex64(b);
+std::string_view search_source_hash() {
+  return STRATA_SEARCH_SOURCE_HASH;
+}
+
+std::string program_hash(const KernelGraph& program) {
+  return sha256_hex(dump_safe(kernel_graph_to_json(program)));
 }
 
 std::string resolve_cache_dir(const std::string& configured) {
@@ -90,7 +85,12 @@ Json search_model_fingerprint(const std::string& target) {
   return f;
 }
 
-std::string search_cache_key(const KernelGraph& program, const SearchConfig& c) {
+std::string search_cache_key(const KernelGraph& program, const SearchConfig& config) {
+  return search_cache_key(program, config, search_source_hash());
+}
+
+std::string search_cache_key(const KernelGraph& program, const SearchConfig& c,
+                             std::string_view source_hash) {
   Json k;
   k["program"] = kernel_graph_to_json(program);
   k["max_kernel_ops"] = c.max_kernel_ops;
@@ -103,11 +103,12 @@ std::string search_cache_key(const KernelGraph& program, const SearchConfig& c) 
   k["top_k"] = c.top_k;
   k["model"] = search_model_fingerprint(c.target);
   k["strata_version"] = STRATA_VERSION;
-  return content_hash(k.dump());
+  k["sources"] = std::string(source_hash);
+  return sha256_hex(dump_safe(k));
 }
 
 Status write_checked_json(const std::string& path, std::string_view format, const std::string& key,
-                          const Json& payload) {
+                          const std::string& program, const Json& payload) {
   std::error_code ec;
   auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
@@ -116,39 +117,57 @@ Status write_checked_json(const std::string& path, std::string_view format, cons
   doc["format"] = std::string(format);
   doc["version"] = kEnvelopeVersion;
   doc["key"] = key;
-  std::string body = payload.dump();
-  doc["checksum"] = content_hash(body);
+  doc["program"] = program;
+  doc["checksum"] = checksum_of(key, program, dump_safe(payload));
   doc["payload"] = payload;
-  return write_text_file(path, doc.dump() + "\n");
+  return write_text_file(path, dump_safe(doc) + "\n");
 }
 
-Result<Json> read_checked_json(const std::string& path, std::string_view format,
-                               const std::string& key) {
+namespace {
+
+Result<Json> read_checked_json_impl(const std::string& path, std::string_view format,
+                                    const std::string& key, const std::string& program) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return make_error("missing: " + path);
   STRATA_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
   if (text.empty()) return make_error(path + ": empty file (truncated?)");
   STRATA_ASSIGN_OR_RETURN(Json doc, parse_json_text(text, path));
-  auto field = [&](const char* name) -> const Json* {
+  if (!doc.is_object()) return make_error(path + ": not a " + std::string(format) + " document");
+  auto string_field = [&](const char* name) -> const std::string* {
     auto it = doc.find(name);
-    return it == doc.end() ? nullptr : &*it;
+    return it != doc.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
   };
-  const Json* f = field("format");
-  if (!doc.is_object() || !f || !f->is_string() || f->get<std::string>() != format)
-    return make_error(path + ": not a " + std::string(format) + " document");
-  const Json* v = field("version");
-  if (!v || !v->is_number_integer() || v->get<int>() != kEnvelopeVersion)
+  const std::string* f = string_field("format");
+  if (!f || *f != format) return make_error(path + ": not a " + std::string(format) + " document");
+  auto v = doc.find("version");
+  if (v == doc.end() || !v->is_number_integer() || *v != kEnvelopeVersion)
     return make_error(path + ": unsupported version (expected " + std::to_string(kEnvelopeVersion) +
                       ")");
-  const Json* k = field("key");
-  if (!k || !k->is_string() || k->get<std::string>() != key)
+  const std::string* k = string_field("key");
+  if (!k || *k != key)
     return make_error(path + ": written for another program or configuration (key mismatch)");
-  const Json* c = field("checksum");
-  const Json* p = field("payload");
-  if (!c || !c->is_string() || !p) return make_error(path + ": checksum or payload missing");
-  if (content_hash(p->dump()) != c->get<std::string>())
+  const std::string* prog = string_field("program");
+  if (!prog || *prog != program)
+    return make_error(path + ": answers another program (its program hash differs)");
+  const std::string* c = string_field("checksum");
+  auto p = doc.find("payload");
+  if (!c || p == doc.end()) return make_error(path + ": checksum or payload missing");
+  if (checksum_of(*k, *prog, dump_safe(*p)) != *c)
     return make_error(path + ": checksum mismatch (the file was changed or damaged)");
   return *p;
+}
+
+}  // namespace
+
+Result<Json> read_checked_json(const std::string& path, std::string_view format,
+                               const std::string& key, const std::string& program) {
+  // The JSON reader reports most damage as errors but throws on some (a number out of range
+  // such as 1e400): a damaged file is never fatal.
+  try {
+    return read_checked_json_impl(path, format, key, program);
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(path + ": invalid JSON: " + e.what());
+  }
 }
 
 }  // namespace strata

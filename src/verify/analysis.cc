@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
 #include "verify/field.h"
 
@@ -9,6 +11,10 @@ namespace strata::verify {
 namespace {
 
 constexpr AxisMask kIter = 1 << 4;
+/// log2 of the largest integer coefficient size the bound accepts: just below log2 p (and
+/// log2 q); the margin absorbs rounding in the computed sizes.
+const double kLog2CoefLimitP = std::log2(static_cast<double>(ff::kP)) - 1e-6;
+const double kLog2CoefLimitQ = std::log2(static_cast<double>(ff::kQ)) - 1e-6;
 constexpr AxisMask kGridAxes = 0b111 << 5;
 constexpr AxisMask kScratch = 1 << 8;  // the reduction axis of a matmul while it is summed
 constexpr AxisMask grid_bit(int g) {
@@ -22,24 +28,91 @@ int pad_of(const Shape& s) {
   return 4 - s.rank();
 }
 
+// ---- rules on Coef: sizes of integer coefficients -----------------------------------------
+
+/// log2(2^a + 2^b).
+double log2_sum(double a, double b) {
+  if (a < b) std::swap(a, b);
+  if (!std::isfinite(a)) return a;
+  return a + std::log2(1 + std::exp2(b - a));
+}
+
+/// Moves the odd parts of x's content, and its power of two above 2^e, into the integer
+/// polynomials: κ·Ñ/D̃ = 2^e·(2^(κ.e−e)·u·Ñ)/(v·D̃). Requires e ≤ x.c.e.
+void fold_to(Coef& x, int64_t e) {
+  x.hn += x.c.log2_u() + static_cast<double>(x.c.e - e);
+  x.hd += x.c.log2_v();
+  x.c = Content{e, 1, 1};
+}
+
+/// Gives a and b the same content (unchanged if they already share one).
+void unify(Coef& a, Coef& b) {
+  if (a.c == b.c) return;
+  int64_t e = std::min(a.c.e, b.c.e);
+  fold_to(a, e);
+  fold_to(b, e);
+}
+
+Coef coef_mul(Coef a, Coef b) {  // κa·κb·(Ña·Ñb)/(D̃a·D̃b)
+  auto c = Content::product(a.c, b.c);
+  if (!c) {
+    fold_to(a, a.c.e);
+    fold_to(b, b.c.e);
+    c = Content{a.c.e + b.c.e, 1, 1};
+  }
+  return {a.hn + b.hn, a.hd + b.hd, *c};
+}
+
+Coef coef_inv(const Coef& a) {
+  return {a.hd, a.hn, a.c.inverse()};
+}
+
+Coef coef_add(Coef a, Coef b) {  // κ·(Ña·D̃b + Ñb·D̃a)/(D̃a·D̃b) after unify
+  unify(a, b);
+  return {log2_sum(a.hn + b.hd, b.hn + a.hd), a.hd + b.hd, a.c};
+}
+
+Coef coef_max(Coef a, Coef b) {  // a bound valid for both
+  unify(a, b);
+  return {std::max(a.hn, b.hn), std::max(a.hd, b.hd), a.c};
+}
+
+/// Σ of g terms: over a common denominator (Σ Ñ_i)/D̃, else (Σ_i Ñ_i Π_{j≠i} D̃_j) / Π_j D̃_j.
+Coef coef_sum(const Coef& x, double g, bool common_denominator) {
+  if (common_denominator) return {x.hn + std::log2(g), x.hd, x.c};
+  return {std::log2(g) + x.hn + (g - 1) * x.hd, g * x.hd, x.c};
+}
+
+/// x·k for an exact constant k.
+Coef coef_scale(const Coef& x, const Content& k) {
+  return coef_mul(x, Coef{0, 0, k});
+}
+
 // ---- rules on Poly: the value N/D under the field operations ----------------------------
 
 Poly normalize(Poly p) {
-  if (p.exp_free()) p.kn = p.kd = 1;  // terms with exponent 0 merge into one
+  if (p.exp_free()) {
+    p.kn = p.kd = 1;  // terms with exponent 0 merge into one
+    p.exp_coef = Coef{};
+  }
   return p;
 }
 
-/// Degrees of the sum of an exponent of `a` and an exponent of `b` (rational over Z_q).
+/// Degrees and coefficient sizes of the sum of an exponent of `a` and an exponent of `b`
+/// (rational functions over Z_q).
 void exponent_sum(const Poly& a, const Poly& b, Poly& r) {
   if (a.exp_free()) {
     r.en = b.en;
     r.ed = b.ed;
+    r.exp_coef = b.exp_coef;
   } else if (b.exp_free()) {
     r.en = a.en;
     r.ed = a.ed;
+    r.exp_coef = a.exp_coef;
   } else {
     r.en = std::max(a.en + b.ed, b.en + a.ed);
     r.ed = a.ed + b.ed;
+    r.exp_coef = coef_add(a.exp_coef, b.exp_coef);
   }
 }
 
@@ -49,6 +122,7 @@ Poly pmul(const Poly& a, const Poly& b) {  // (Na·Nb) / (Da·Db)
   r.dd = a.dd + b.dd;
   r.kn = a.kn * b.kn;
   r.kd = a.kd * b.kd;
+  r.coef = coef_mul(a.coef, b.coef);
   exponent_sum(a, b, r);
   return normalize(r);
 }
@@ -56,6 +130,7 @@ Poly pmul(const Poly& a, const Poly& b) {  // (Na·Nb) / (Da·Db)
 Poly precip(Poly a) {  // D / N
   std::swap(a.dn, a.dd);
   std::swap(a.kn, a.kd);
+  a.coef = coef_inv(a.coef);
   return a;
 }
 
@@ -65,17 +140,54 @@ Poly padd(const Poly& a, const Poly& b) {  // (Na·Db + Nb·Da) / (Da·Db)
   r.dd = a.dd + b.dd;
   r.kn = a.kn * b.kd + b.kn * a.kd;
   r.kd = a.kd * b.kd;
+  r.coef = coef_add(a.coef, b.coef);
   exponent_sum(a, b, r);
   return normalize(r);
 }
 
 Poly pmax(const Poly& a, const Poly& b) {
-  return {std::max(a.dn, b.dn), std::max(a.dd, b.dd), std::max(a.kn, b.kn),
-          std::max(a.kd, b.kd), std::max(a.en, b.en), std::max(a.ed, b.ed)};
+  Poly r;
+  r.dn = std::max(a.dn, b.dn);
+  r.dd = std::max(a.dd, b.dd);
+  r.kn = std::max(a.kn, b.kn);
+  r.kd = std::max(a.kd, b.kd);
+  r.en = std::max(a.en, b.en);
+  r.ed = std::max(a.ed, b.ed);
+  r.coef = coef_max(a.coef, b.coef);
+  r.exp_coef = a.exp_free()   ? b.exp_coef
+               : b.exp_free() ? a.exp_coef
+                              : coef_max(a.exp_coef, b.exp_coef);
+  return r;
 }
 
+/// The value times the exact constant k (mul_scalar, the 1/n of a mean).
+Poly pscale(Poly p, const Content& k) {
+  p.coef = coef_scale(p.coef, k);
+  return p;
+}
+
+/// The value times the constant c = mul_scalar's scalar. 0 leaves a zero polynomial (any
+/// bound holds); a non-finite c has no rational value, so no coefficient bound holds.
+Poly pscale_scalar(Poly p, double c) {
+  if (!std::isfinite(c)) {
+    p.coef.hn = std::numeric_limits<double>::infinity();
+    return p;
+  }
+  if (auto k = Content::of_scalar(c)) return pscale(std::move(p), *k);
+  return p;
+}
+
+/// The value divided by the positive integer n (mean, accum_mean_ld, accum_rms_ld).
+Poly pscale_inverse(Poly p, int64_t n) {
+  if (auto k = Content::of_int(n)) return pscale(std::move(p), k->inverse());
+  p.coef.hd += std::log2(static_cast<double>(n));  // n itself joins the integer denominator
+  return p;
+}
+
+/// The denominator may be more than the number 1 (an integer constant from folded contents
+/// counts: elements of a concat may carry different ones).
 bool has_denominator(const Poly& p) {
-  return p.dd > 0 || p.kd > 1;
+  return p.dd > 0 || p.kd > 1 || p.coef.hd > 0;
 }
 
 // ---- rules on Profile -------------------------------------------------------------------
@@ -130,12 +242,25 @@ Profile input_profile(const Shape& s) {
   return p;
 }
 
+/// Componentwise bound on the opaque arguments of a and b (an operand without sites has none).
+Poly merged_arg(const Profile& a, const Profile& b) {
+  if (a.sites.empty()) return b.arg;
+  if (b.sites.empty()) return a.arg;
+  return pmax(a.arg, b.arg);
+}
+
 /// The result of an opaque function applied to `args`: a fresh variable.
 Profile opaque_result(std::initializer_list<const Profile*> args) {
   Profile r;
+  bool any = false;
+  auto take = [&](const Poly& p) {
+    r.arg = any ? pmax(r.arg, p) : p;
+    any = true;
+  };
   for (const Profile* a : args) {
     add_sites(r.sites, a->sites);
-    r.arg = pmax(r.arg, pmax(a->arg, a->v));
+    if (!a->sites.empty()) take(a->arg);
+    take(a->v);
     r.val |= a->val;
   }
   add_sites(r.sites, {SiteGroup{1, r.val}});  // the new application varies with its argument
@@ -147,14 +272,17 @@ Profile reduce_axes(const Profile& x, AxisMask R, double g) {
   Profile r = x;
   if (!(x.den & R) || !has_denominator(x.v)) {  // one common denominator
     if (!x.v.exp_free() && (x.expo & R)) r.v.kn = x.v.kn * g;
+    r.v.coef = coef_sum(x.v.coef, g, true);
   } else {  // Σ_i N_i/D_i = (Σ_i N_i Π_{j≠i} D_j) / Π_j D_j
     r.v.kn = g * x.v.kn * std::pow(x.v.kd, g - 1);
     r.v.dn = x.v.dn + (g - 1) * x.v.dd;
     r.v.kd = std::pow(x.v.kd, g);
     r.v.dd = g * x.v.dd;
-    if (!x.v.exp_free()) {
+    r.v.coef = coef_sum(x.v.coef, g, false);
+    if (!x.v.exp_free()) {  // the exponents of the products Π D_j are sums of g exponents
       r.v.en = x.v.en + (g - 1) * x.v.ed;
       r.v.ed = g * x.v.ed;
+      r.v.exp_coef = coef_sum(x.v.exp_coef, g, false);
     }
   }
   for (SiteGroup& sg : r.sites)
@@ -163,26 +291,32 @@ Profile reduce_axes(const Profile& x, AxisMask R, double g) {
   return r;
 }
 
-/// The profile of a constant: a polynomial of degree 0 that varies along no axis.
-constexpr Poly kConstant{0, 0, 1, 1, 0, 0};
+/// The profile of the constant c: degree 0, varying along no axis, coefficient c (exact when
+/// it is a finite double; else folded into the integer polynomials as a bound).
+Poly constant_poly(double c) {
+  Poly k{0, 0, 1, 1, 0, 0, Coef{}, Coef{}};
+  return pscale_scalar(k, c);
+}
 
-Profile unary_profile(OpKind kind, const Profile& x, bool lax) {
+/// `scalar` is the op's constant (mul_scalar, add_scalar).
+Profile unary_profile(OpKind kind, const Profile& x, bool lax, double scalar = 0) {
   if (op_info(kind).algebra == Algebra::Opaque || (kind == OpKind::Exp && !lax))
     return opaque_result({&x});
   Profile r = x;
   switch (kind) {
-    case OpKind::Exp:
-      r.v = Poly{0, 0, 1, 1, std::max(1.0, x.v.dn), x.v.dd};
+    case OpKind::Exp:  // ω^x: coefficient 1, exponent x
+      r.v = Poly{0, 0, 1, 1, std::max(1.0, x.v.dn), x.v.dd, Coef{}, x.v.coef};
       r.den = 0;
       r.expo = x.val;
       break;
     case OpKind::Square:
       r.v = pmul(x.v, x.v);
       break;
-    case OpKind::AddScalar:  // N/D + c = (N + c·D)/D
-      r.v = padd(x.v, kConstant);
-      break;
     case OpKind::MulScalar:  // a constant factor changes no degree
+      r.v = pscale_scalar(x.v, scalar);
+      break;
+    case OpKind::AddScalar:  // N/D + c = (N + c·D)/D
+      r.v = padd(x.v, constant_poly(scalar));
       break;
     case OpKind::Input:
     case OpKind::Output:
@@ -279,7 +413,7 @@ Profile binary_profile(OpKind kind, const Profile& a, const Profile& b) {
   }
   r.sites = a.sites;
   add_sites(r.sites, b.sites);
-  r.arg = pmax(a.arg, b.arg);
+  r.arg = merged_arg(a, b);
   r.val = a.val | b.val;
   r.expo = a.expo | b.expo;
   r.den = kind == OpKind::Div ? (a.den | b.val) : (a.den | b.den);
@@ -308,16 +442,18 @@ Profile max_profile(const Profile& x, AxisMask R, double g) {
   return opaque_result({&f});
 }
 
-/// The root mean square statistic over the axes R (g elements each), eps under the root.
-Profile rms_profile(const Profile& x, AxisMask R, double g) {
-  Profile ms = reduce_axes(unary_profile(OpKind::Square, x, true), R, g);
+/// The root-mean-square statistic over the axes R (n elements each): the opaque sqrt of
+/// mean(x²) + eps.
+Profile rms_profile(const Profile& x, AxisMask R, int64_t n, double eps) {
+  Profile ms = reduce_axes(unary_profile(OpKind::Square, x, true), R, static_cast<double>(n));
+  ms.v = pscale_inverse(ms.v, n);  // mean(x²)
+  if (eps != 0.0) ms.v = padd(ms.v, constant_poly(eps));
   clear(ms, R);
-  ms.v = padd(ms.v, kConstant);
   return opaque_result({&ms});
 }
 
-Profile rms_norm_profile(const Profile& x, int d, int64_t n) {
-  Profile s = rms_profile(x, dim_bit(d), static_cast<double>(n));
+Profile rms_norm_profile(const Profile& x, int d, int64_t n, double eps) {
+  Profile s = rms_profile(x, dim_bit(d), n, eps);
   return binary_profile(OpKind::Div, x, s);
 }
 
@@ -339,11 +475,14 @@ Profile concat_profile(const Profile& a, const Profile& b, int d) {
   add_sites(r.sites, b.sites);
   for (SiteGroup& g : r.sites) g.vary |= dim_bit(d);
   merge_groups(r.sites);
-  r.arg = pmax(a.arg, b.arg);
+  r.arg = merged_arg(a, b);
   r.val = a.val | b.val | dim_bit(d);
   r.den = a.den | b.den;
   r.expo = a.expo | b.expo;
-  if (has_denominator(a.v) || has_denominator(b.v)) r.den |= dim_bit(d);
+  // The parts' denominators differ when either has one, or when their constants differed
+  // (pmax moved them into the integer polynomials).
+  if (has_denominator(a.v) || has_denominator(b.v) || !(a.v.coef.c == b.v.coef.c))
+    r.den |= dim_bit(d);
   if (!a.v.exp_free() || !b.v.exp_free()) r.expo |= dim_bit(d);
   return r;
 }
@@ -360,7 +499,7 @@ Profile compute_profile(OpKind kind, const OpAttrs& attrs, const std::vector<con
     case Category::Unary: {
       bool l = in[0]->v.exp_free();
       if (kind == OpKind::Exp && !l) *lax &= ~uint64_t{1};
-      r = unary_profile(kind, *in[0], l);
+      r = unary_profile(kind, *in[0], l, attrs.scalar);
       break;
     }
     case Category::Binary:
@@ -368,15 +507,19 @@ Profile compute_profile(OpKind kind, const OpAttrs& attrs, const std::vector<con
       break;
     case Category::Reduce: {
       int d = attrs.dim + pad_of(in_shapes[0]);
-      double g = static_cast<double>(in_shapes[0][attrs.dim] / attrs.to);
-      if (op_reduction(kind)->combine == Combine::Max)
-        r = max_profile(*in[0], dim_bit(d), g);
-      else
-        r = reduce_axes(*in[0], dim_bit(d), g);
+      int64_t group = in_shapes[0][attrs.dim] / attrs.to;
+      const ReductionInfo& red = *op_reduction(kind);
+      if (red.combine == Combine::Max) {
+        r = max_profile(*in[0], dim_bit(d), static_cast<double>(group));
+      } else {
+        r = reduce_axes(*in[0], dim_bit(d), static_cast<double>(group));
+        if (red.finalize == Finalize::Mean) r.v = pscale_inverse(r.v, group);
+      }
       break;
     }
     case Category::Norm:
-      r = rms_norm_profile(*in[0], attrs.dim + pad_of(in_shapes[0]), in_shapes[0][attrs.dim]);
+      r = rms_norm_profile(*in[0], attrs.dim + pad_of(in_shapes[0]), in_shapes[0][attrs.dim],
+                           attrs.scalar);
       break;
     case Category::Concat:
       r = concat_profile(*in[0], *in[1], attrs.dim + pad_of(in_shapes[0]));
@@ -409,7 +552,7 @@ Profile thread_graph_profile(const std::vector<ThreadStep>& chain,
     if (op_info(s.kind).arity == 1) {
       bool l = value(s.args[0]).v.exp_free();
       if (s.kind == OpKind::Exp && !l) *lax &= ~(uint64_t{1} << j);
-      steps.push_back(unary_profile(s.kind, value(s.args[0]), l));
+      steps.push_back(unary_profile(s.kind, value(s.args[0]), l, s.scalar));
     } else {
       steps.push_back(binary_profile(s.kind, value(s.args[0]), value(s.args[1])));
     }
@@ -448,6 +591,7 @@ Profile accum_profile(OpKind kind, const OpAttrs& attrs, const std::vector<const
   double F = forloop;
   int pad = pad_of(tile);
   double n = static_cast<double>(tile[tile.rank() - 1]);
+  int64_t count = int64_t{forloop} * tile[tile.rank() - 1];  // what the mean ones divide by
   Profile r;
   switch (kind) {
     case OpKind::AccumSum:
@@ -461,7 +605,7 @@ Profile accum_profile(OpKind kind, const OpAttrs& attrs, const std::vector<const
       }
       break;
     case OpKind::AccumRmsLd:
-      r = rms_profile(x, kIter | dim_bit(3), F * n);
+      r = rms_profile(x, kIter | dim_bit(3), count, attrs.scalar);
       break;
     case OpKind::AccumMaxLd:
       r = max_profile(x, kIter | dim_bit(3), F * n);
@@ -472,6 +616,7 @@ Profile accum_profile(OpKind kind, const OpAttrs& attrs, const std::vector<const
     case OpKind::AccumSumLd:
     case OpKind::AccumMeanLd:
       r = reduce_axes(x, kIter | dim_bit(3), F * n);
+      if (kind == OpKind::AccumMeanLd) r.v = pscale_inverse(r.v, count);
       break;
     case OpKind::AccumRescale:
     case OpKind::AccumRescaleLd: {
@@ -480,8 +625,8 @@ Profile accum_profile(OpKind kind, const OpAttrs& attrs, const std::vector<const
       Profile shift = binary_profile(OpKind::Sub, *in[1], *in[1]);
       Profile factor = unary_profile(OpKind::Exp, shift, shift.v.exp_free());
       Profile term = binary_profile(OpKind::Mul, x, factor);
-      AxisMask R = kind == OpKind::AccumRescale ? kIter : (kIter | dim_bit(3));
-      r = reduce_axes(term, R, kind == OpKind::AccumRescale ? F : F * n);
+      const bool ld = kind == OpKind::AccumRescaleLd;
+      r = reduce_axes(term, ld ? (kIter | dim_bit(3)) : kIter, ld ? F * n : F);
       break;
     }
     case OpKind::Input:
@@ -708,26 +853,63 @@ Result<GraphAnalysis> analyze_graph(const KernelGraph& g) {
   return an;
 }
 
-double identity_test_bound(const Poly& a, const Poly& b) {
+TrialBound identity_test_bound(const Poly& a, const Poly& b) {
   const double p = static_cast<double>(ff::kP), q = static_cast<double>(ff::kQ);
+  char buf[160];
   Poly w = padd(a, b);  // the numerator of a − b
+  // The proof needs W ≢ 0 mod p: a non-zero integer coefficient below p in absolute value is
+  // not divisible by p. Likewise every difference of two exponents must stay non-zero mod q:
+  // its numerator Ñ_t·D̃_* − Ñ_*·D̃_t has coefficients below 2^(hn + hd + 1).
+  if (!(w.coef.hn < kLog2CoefLimitP)) {
+    std::snprintf(buf, sizeof buf,
+                  "the integer coefficients of the difference may reach 2^%.1f, so p ≈ 2^62 "
+                  "could divide them",
+                  w.coef.hn);
+    return {1, buf};
+  }
   double e = w.dn / p;
   if (!w.exp_free()) {
+    double h = w.exp_coef.hn + w.exp_coef.hd + 1;
+    if (!(h < kLog2CoefLimitQ)) {
+      std::snprintf(buf, sizeof buf,
+                    "the integer coefficients of differences of exponents may reach 2^%.1f, "
+                    "so q ≈ 2^61 could divide them",
+                    h);
+      return {1, buf};
+    }
     double K = w.kn, g = w.en + w.ed;
     e += (K - 1) * g / q + (K - 1) / (q - 1);
   }
-  return std::min(1.0, e);
+  if (!(e < 1)) {
+    if (w.exp_free())
+      std::snprintf(buf, sizeof buf, "the difference has degree up to %.3g, not below p", w.dn);
+    else
+      std::snprintf(buf, sizeof buf,
+                    "the difference has degree up to %.3g and %.3g exponential terms with "
+                    "exponents of degree %.3g",
+                    w.dn, w.kn, w.en + w.ed);
+    return {1, buf};
+  }
+  return {e, ""};
 }
 
-double log2_output_bound(const Profile& a, const Profile& b) {
-  double e = identity_test_bound(a.v, b.v);
+OutputBound output_bound(const Profile& a, const Profile& b) {
+  TrialBound t = identity_test_bound(a.v, b.v);
+  double e = t.e;
+  std::string limit = t.limit;
   double S = a.site_count() + b.site_count();
-  if (S >= 2) {
-    Poly arg = pmax(a.arg, b.arg);
-    e += S * (S - 1) / 2 * identity_test_bound(arg, arg);
+  if (S >= 2 && limit.empty()) {
+    Poly arg = merged_arg(a, b);
+    TrialBound c = identity_test_bound(arg, arg);
+    e += S * (S - 1) / 2 * c.e;
+    if (!c.limit.empty())
+      limit = "arguments of opaque functions: " + c.limit;
+    else if (!(e < 1))
+      limit = "collisions among " + std::to_string(static_cast<long long>(S)) +
+              " opaque applications bound one trial only by 1";
   }
-  e = std::min(1.0, e);
-  return e <= 0 ? -1000.0 : std::max(-1000.0, std::log2(e));
+  if (!(e < 1)) return {0, limit.empty() ? "no bound below 1" : limit};
+  return {e <= 0 ? -1000.0 : std::max(-1000.0, std::log2(e)), ""};
 }
 
 }  // namespace strata::verify

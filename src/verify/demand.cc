@@ -212,6 +212,46 @@ double plan_work(const KernelGraph& g, const DemandPlan& dp) {
   return w;
 }
 
+/// Step 2: from the elements `need` of each tensor that must be computed, what each op computes
+/// (dp.plan) and what it reads, down to the graph inputs (dp.inputs).
+void plan_backward(const KernelGraph& g, std::vector<Region>& need, DemandPlan& dp) {
+  const size_t nops = g.ops().size();
+  dp.plan.blocks.resize(nops);
+  dp.plan.regions.resize(nops);
+  for (int i = static_cast<int>(nops) - 1; i >= 0; --i) {
+    const KernelOp& op = g.op(i);
+    if (op.kind == OpKind::Input) continue;
+    if (op.kind != OpKind::Customized) {
+      const Region& r = need[op.outputs[0]];
+      dp.plan.regions[i] = r;
+      for (const Box& b : r) input_boxes(g, op, b, need);
+      continue;
+    }
+    const BlockGraph& bg = *op.body;
+    std::vector<int64_t> ids;
+    for (int64_t id = 0; id < bg.grid().count(); ++id) {
+      bool wanted = false;
+      for (int o = 0; o < bg.num_outputs() && !wanted; ++o)
+        for (const Box& b : need[op.outputs[o]])
+          if (write_box(bg, o, id).intersects(b)) {
+            wanted = true;
+            break;
+          }
+      if (wanted) ids.push_back(id);
+    }
+    std::vector<char> live = interp::live_block_ops(bg);
+    for (int64_t id : ids)
+      for (int k = 0; k < bg.num_inputs(); ++k) {
+        int iop = bg.input_op(k);
+        if (!live[iop]) continue;
+        int kt = op.inputs[k];
+        add_box(need[kt], read_box(bg, bg.op(iop).attrs, g.tensor(kt).shape, id));
+      }
+    dp.plan.blocks[i] = std::move(ids);
+  }
+  for (int t : g.inputs()) dp.inputs.push_back(need[t]);
+}
+
 }  // namespace
 
 DemandPlan plan_with_samples(const KernelGraph& g, uint64_t seed, int samples) {
@@ -253,39 +293,17 @@ DemandPlan plan_with_samples(const KernelGraph& g, uint64_t seed, int samples) {
     dp.compare.push_back(std::move(cmp));
   }
 
-  // 2. Backwards: what each op must compute and what it reads.
-  for (int i = static_cast<int>(nops) - 1; i >= 0; --i) {
-    const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input) continue;
-    if (op.kind != OpKind::Customized) {
-      const Region& r = need[op.outputs[0]];
-      dp.plan.regions[i] = r;
-      for (const Box& b : r) input_boxes(g, op, b, need);
-      continue;
-    }
-    const BlockGraph& bg = *op.body;
-    std::vector<int64_t> ids;
-    for (int64_t id = 0; id < bg.grid().count(); ++id) {
-      bool wanted = false;
-      for (int o = 0; o < bg.num_outputs() && !wanted; ++o)
-        for (const Box& b : need[op.outputs[o]])
-          if (write_box(bg, o, id).intersects(b)) {
-            wanted = true;
-            break;
-          }
-      if (wanted) ids.push_back(id);
-    }
-    std::vector<char> live = interp::live_block_ops(bg);
-    for (int64_t id : ids)
-      for (int k = 0; k < bg.num_inputs(); ++k) {
-        int iop = bg.input_op(k);
-        if (!live[iop]) continue;
-        int kt = op.inputs[k];
-        add_box(need[kt], read_box(bg, bg.op(iop).attrs, g.tensor(kt).shape, id));
-      }
-    dp.plan.blocks[i] = std::move(ids);
-  }
-  for (int t : g.inputs()) dp.inputs.push_back(need[t]);
+  plan_backward(g, need, dp);
+  return dp;
+}
+
+DemandPlan plan_for_compare(const KernelGraph& g, const std::vector<Region>& compare) {
+  DemandPlan dp;
+  std::vector<Region> need(g.tensors().size());
+  for (size_t j = 0; j < g.outputs().size() && j < compare.size(); ++j)
+    for (const Box& b : compare[j]) add_box(need[g.outputs()[j]], b);
+  dp.compare = compare;
+  plan_backward(g, need, dp);
   return dp;
 }
 

@@ -35,4 +35,9 @@ struct DemandPlan {
 /// Plans a partial evaluation of complete graph `g` (see the header comment).
 DemandPlan plan_demand(const KernelGraph& g, uint64_t seed, int samples = 4, double budget = 5e7);
 
+/// Plans the evaluation of complete graph `g` restricted to the given elements of its outputs
+/// (compare[j] for output j; step 2 above only): to evaluate a second graph with the same
+/// outputs on the elements plan_demand chose for the first.
+DemandPlan plan_for_compare(const KernelGraph& g, const std::vector<Region>& compare);
+
 }  // namespace strata::verify

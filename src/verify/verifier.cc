@@ -2,9 +2,11 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "interp/executor.h"
 #include "interp/ops.h"
@@ -77,31 +79,61 @@ Result<FieldRun> run_field(const KernelGraph& g, const GraphAnalysis& an,
   return FieldRun{std::move(outs), ar.zero_division()};
 }
 
-/// Checks that candidate `b` can be compared with program `a` position by position.
-Status check_interfaces(const KernelGraph& a, const KernelGraph& b) {
-  STRATA_RETURN_IF_ERROR(a.check_complete());
-  STRATA_RETURN_IF_ERROR(b.check_complete());
+Status check_options(const VerifyOptions& o) {
+  if (!std::isfinite(o.target_log2_bound) || o.target_log2_bound >= 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", o.target_log2_bound);
+    return make_error(std::string("the bound target must be a finite negative number of bits "
+                                  "(log2 of the error bound, e.g. -60), got ") +
+                      buf);
+  }
+  if (o.trials < 0 || o.trials > kMaxTrials)
+    return make_error("the number of trials must be between 0 (automatic) and " +
+                      std::to_string(kMaxTrials) + ", got " + std::to_string(o.trials));
+  if (o.threads < 0)
+    return make_error("the number of threads must not be negative, got " +
+                      std::to_string(o.threads));
+  return Status::success();
+}
+
+/// The "not equivalent" verdict when candidate `b` cannot compute the same function as
+/// program `a` by its interface alone (inputs and outputs matched by position: counts, shapes,
+/// dtypes; the detail names the pair), or nullopt when the interfaces match.
+std::optional<VerifyResult> interface_difference(const KernelGraph& a, const KernelGraph& b) {
+  VerifyResult r;
+  auto count = [&](const char* what, size_t na, size_t nb) {
+    r.detail = std::string("the graphs have different numbers of ") + what + ": " +
+               std::to_string(na) + " in the first graph, " + std::to_string(nb) + " in the second";
+    return r;
+  };
   if (a.inputs().size() != b.inputs().size())
-    return make_error(
-        "the graphs have different numbers of inputs: " + std::to_string(a.inputs().size()) +
-        " and " + std::to_string(b.inputs().size()));
+    return count("inputs", a.inputs().size(), b.inputs().size());
   if (a.outputs().size() != b.outputs().size())
-    return make_error(
-        "the graphs have different numbers of outputs: " + std::to_string(a.outputs().size()) +
-        " and " + std::to_string(b.outputs().size()));
-  auto pair = [&](const char* what, size_t i, int ta, int tb) -> Status {
-    const Shape &sa = a.tensor(ta).shape, &sb = b.tensor(tb).shape;
-    if (sa != sb)
-      return make_error(std::string(what) + " " + std::to_string(i) + " differs in shape: `" +
-                        a.tensor_name(ta) + "` is " + sa.str() + " in the first graph but `" +
-                        b.tensor_name(tb) + "` is " + sb.str() + " in the second");
-    return Status::success();
+    return count("outputs", a.outputs().size(), b.outputs().size());
+  auto differs = [&](const char* what, size_t i, int ta, int tb) {
+    const KernelTensor &x = a.tensor(ta), &y = b.tensor(tb);
+    std::string head = std::string(what) + " " + std::to_string(i) + " differs in ";
+    std::string ours = "`" + a.tensor_name(ta) + "` is ",
+                theirs = "`" + b.tensor_name(tb) + "` is ";
+    if (x.shape != y.shape)
+      r.detail = head + "shape: " + ours + x.shape.str() + " in the first graph but " + theirs +
+                 y.shape.str() + " in the second";
+    else if (x.dtype != y.dtype)
+      r.detail = head + "dtype: " + ours + std::string(dtype_name(x.dtype)) +
+                 " in the first graph but " + theirs + std::string(dtype_name(y.dtype)) +
+                 " in the second";
+    else
+      return false;
+    return true;
   };
   for (size_t i = 0; i < a.inputs().size(); ++i)
-    STRATA_RETURN_IF_ERROR(pair("input", i, a.inputs()[i], b.inputs()[i]));
+    if (differs("input", i, a.inputs()[i], b.inputs()[i])) return r;
   for (size_t i = 0; i < a.outputs().size(); ++i)
-    STRATA_RETURN_IF_ERROR(pair("output", i, a.outputs()[i], b.outputs()[i]));
-  return Status::success();
+    if (differs("output", i, a.outputs()[i], b.outputs()[i])) {
+      r.output = static_cast<int>(i);
+      return r;
+    }
+  return std::nullopt;
 }
 
 /// First (output, flat element) whose p-components differ, within `regions` when given.
@@ -167,6 +199,7 @@ struct EquivalenceChecker::State {
 
 Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
                                                     const VerifyOptions& opts) {
+  STRATA_RETURN_IF_ERROR(check_options(opts));
   auto s = std::make_shared<State>();
   STRATA_ASSIGN_OR_RETURN(s->analysis, verify::analyze_graph(program));
   s->program = program;
@@ -177,7 +210,8 @@ Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
 
 Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
   State& s = *state_;
-  STRATA_RETURN_IF_ERROR(check_interfaces(s.program, candidate));
+  STRATA_RETURN_IF_ERROR(candidate.check_complete());
+  if (interface_difference(s.program, candidate)) return false;
   if (!verify::exp_safety_violation(s.program, candidate).empty()) return false;
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
   FieldTrial ft = s.trial(0, 0);
@@ -202,26 +236,59 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
   return prog->zero_division || cand.zero_division;
 }
 
+Result<bool> EquivalenceChecker::screen_once(const KernelGraph& candidate) const {
+  const State& s = *state_;
+  STRATA_RETURN_IF_ERROR(candidate.check_complete());
+  if (interface_difference(s.program, candidate)) return false;
+  STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
+  FieldTrial ft = s.trial(0, 0);
+  // The candidate's sampled elements, and the program restricted to the same elements; each
+  // graph draws only the input elements it reads (the streams make them agree where both do).
+  verify::DemandPlan dc = verify::plan_demand(candidate, s.options.seed);
+  verify::DemandPlan dp = verify::plan_for_compare(s.program, dc.compare);
+  std::vector<FTensor> in_c, in_p;
+  field_inputs_into(s.program, ft, s.threads, in_c, &dc.inputs);
+  STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, in_c, ft, s.threads, &dc.plan));
+  std::vector<FTensor>().swap(in_c);
+  field_inputs_into(s.program, ft, s.threads, in_p, &dp.inputs);
+  STRATA_ASSIGN_OR_RETURN(FieldRun prog,
+                          run_field(s.program, s.analysis, in_p, ft, s.threads, &dp.plan));
+  auto [o, e] = first_difference(prog.outputs, cand.outputs, &dc.compare);
+  if (o < 0) return true;
+  return prog.zero_division || cand.zero_division;
+}
+
 Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) const {
   State& s = *state_;
-  STRATA_RETURN_IF_ERROR(check_interfaces(s.program, candidate));
+  STRATA_RETURN_IF_ERROR(candidate.check_complete());
+  if (auto differs = interface_difference(s.program, candidate)) return *differs;
   if (std::string why = verify::exp_safety_violation(s.program, candidate); !why.empty()) {
     VerifyResult unsafe;
     unsafe.detail = why;
     return unsafe;
   }
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
-  double per_trial = -1000;  // log2 of the per-trial bound: the weakest output's
-  for (size_t o = 0; o < s.program.outputs().size(); ++o)
-    per_trial =
-        std::max(per_trial, verify::log2_output_bound(s.analysis.kernel[s.program.outputs()[o]],
-                                                      an.kernel[candidate.outputs()[o]]));
+  // log2 of the per-trial bound: the weakest output's. A bound of 1 (log2 0) means that the
+  // analysis proves nothing about one trial; `limit` says why.
+  verify::OutputBound per_trial{-1000, ""};
+  for (size_t o = 0; o < s.program.outputs().size() && per_trial.log2 < 0; ++o) {
+    verify::OutputBound b = verify::output_bound(s.analysis.kernel[s.program.outputs()[o]],
+                                                 an.kernel[candidate.outputs()[o]]);
+    if (b.log2 >= 0) {
+      per_trial = b;
+      per_trial.limit = "output " + std::to_string(o) + " (" +
+                        candidate.tensor_name(candidate.outputs()[o]) + "): " + b.limit;
+    } else {
+      per_trial.log2 = std::max(per_trial.log2, b.log2);
+    }
+  }
+  const bool vacuous = per_trial.log2 >= 0;
   int trials = s.options.trials;
   if (trials <= 0) {
-    trials = per_trial >= 0
-                 ? kTrialsWithoutBound
-                 : static_cast<int>(std::ceil(s.options.target_log2_bound / per_trial - 1e-9));
-    trials = std::clamp(trials, 1, kMaxTrials);
+    // In double, clamped before the conversion: any finite negative target is safe.
+    double need = vacuous ? kTrialsWithoutBound
+                          : std::ceil(s.options.target_log2_bound / per_trial.log2 - 1e-9);
+    trials = need >= kMaxTrials ? kMaxTrials : std::max(1, static_cast<int>(need));
   }
   VerifyResult res;
   std::vector<FTensor> fresh;  // one buffer for the inputs of every trial
@@ -253,14 +320,21 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) co
       }
     }
   }
+  if (vacuous) {  // agreement proves nothing: never a yes
+    res.unknown = true;
+    res.detail = "every trial agreed, but no error bound below 1 holds: " + per_trial.limit;
+    return res;
+  }
   res.equivalent = true;
-  res.log2_bound = std::max(-1e9, per_trial * trials);
+  res.log2_bound = std::max(-1e9, per_trial.log2 * trials);
   return res;
 }
 
 Result<VerifyResult> verify_equivalent(const KernelGraph& a, const KernelGraph& b,
                                        const VerifyOptions& options) {
-  STRATA_RETURN_IF_ERROR(check_interfaces(a, b));
+  STRATA_RETURN_IF_ERROR(a.check_complete());
+  STRATA_RETURN_IF_ERROR(b.check_complete());
+  if (auto differs = interface_difference(a, b)) return *differs;
   // Safety is asked of both directions: whichever graph shifts its exponentials by their max,
   // the other must too.
   if (std::string why = verify::exp_safety_violation(b, a); !why.empty()) {

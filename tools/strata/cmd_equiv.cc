@@ -1,8 +1,11 @@
 // `strata equiv A B`: decides whether two graphs compute the same outputs (docs/verifier.md).
 //
-// Exit codes: 0 equivalent (with the error bound printed), 1 not equivalent (the first
-// differing output and element printed), 2 unreadable graphs or mismatched interfaces.
+// Exit codes: 0 equivalent (with the error bound printed); 1 not equivalent (the first
+// differing output and element, or the mismatched input/output pair, printed) or unknown
+// (every trial agreed but no error bound below 1 holds: not a yes); 2 unreadable or
+// incomplete graphs, bad options.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -24,11 +27,34 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// The option errors of `equiv`, named by flag (the library checks the same ranges).
+std::string option_error(const VerifyOptions& o) {
+  char buf[200];
+  if (!std::isfinite(o.target_log2_bound) || o.target_log2_bound >= 0) {
+    std::snprintf(buf, sizeof buf,
+                  "--target: expected a finite negative number of bits (log2 of the error "
+                  "bound, e.g. -60), got %g",
+                  o.target_log2_bound);
+    return buf;
+  }
+  if (o.trials < 0 || o.trials > 64)
+    return "--trials: expected 0 (as many as the target needs) to 64, got " +
+           std::to_string(o.trials);
+  if (o.threads < 0)
+    return "--threads: expected 0 (all cores) or more, got " + std::to_string(o.threads);
+  return "";
+}
+
 int run_equiv(const EquivArgs& args) {
+  if (std::string e = option_error(args.options); !e.empty()) return fail_bad_input(e);
   auto a = load_graph(args.a);
   if (!a.ok()) return fail_bad_input(a.error().message);
   auto b = load_graph(args.b);
   if (!b.ok()) return fail_bad_input(b.error().message);
+  if (auto c = a->check_complete(); !c.ok())
+    return fail_bad_input(args.a + ": " + c.error().message);
+  if (auto c = b->check_complete(); !c.ok())
+    return fail_bad_input(args.b + ": " + c.error().message);
   auto t0 = std::chrono::steady_clock::now();
   auto checker = EquivalenceChecker::make(*a, args.options);
   if (!checker.ok()) return fail_bad_input(args.a + ": " + checker.error().message);
@@ -48,14 +74,27 @@ int run_equiv(const EquivArgs& args) {
   auto r = checker->verify(*b);
   if (!r.ok()) return fail_bad_input(r.error().message);
   if (args.timing) std::cerr << "strata: verification took " << seconds_since(t0) << " s\n";
+  if (r->unknown) {
+    std::cout << "unknown: " << r->detail << " (" << r->trials
+              << " trial(s)); this is not a proof of equivalence\n";
+    return kExitFalse;
+  }
   if (!r->equivalent) {
-    std::cout << "not equivalent: " << r->detail << " (trial " << r->trials << ")\n";
+    std::cout << "not equivalent: " << r->detail;
+    if (r->trials > 0) std::cout << " (trial " << r->trials << ")";
+    std::cout << "\n";
     return kExitFalse;
   }
   char bound[64];
   std::snprintf(bound, sizeof bound, "%.1f", r->log2_bound);
   std::cout << "equivalent: " << r->trials << " trial(s), P[non-equivalent graphs pass] ≤ 2^"
             << bound << "\n";
+  if (r->log2_bound > args.options.target_log2_bound)
+    std::cerr << "strata: note: the bound 2^" << bound << " misses the target 2^"
+              << args.options.target_log2_bound
+              << (args.options.trials > 0 ? " with the trials asked for"
+                                          : " (64 trials, the most that run)")
+              << "\n";
   return kExitOk;
 }
 
@@ -66,9 +105,10 @@ CommandRegistrar reg{
               app.add_option("A", args->a, "Program or μGraph (reference)")->required();
               app.add_option("B", args->b, "Program or μGraph to compare with A")->required();
               app.add_option("--trials", args->options.trials,
-                             "Trials to run (default: as many as the bound target needs)");
+                             "Trials to run, 0-64 (default 0: as many as the bound target needs)");
               app.add_option("--target", args->options.target_log2_bound,
-                             "log2 of the error bound to reach (default -60)");
+                             "log2 of the error bound to reach, a finite negative number "
+                             "(default -60)");
               app.add_option("--seed", args->options.seed, "Seed of all randomness (default 1)");
               app.add_option("--threads", args->options.threads, "Worker threads (default: all)");
               app.add_flag("--screen", args->screen,
