@@ -209,6 +209,8 @@ bool Enumerator::Impl::enter() {
   if (++unflushed >= 64) flush_states();
   if (static_cast<int>(chosen.size()) <= depth) chosen.resize(depth + 1);
   chosen[depth] = idx;
+  if (static_cast<int>(class_marks.size()) <= depth) class_marks.resize(depth + 1);
+  class_marks[depth] = classes.size();
   ++depth;
   if (static_cast<int>(counters.size()) <= depth) counters.resize(depth + 1);
   counters[depth] = 0;
@@ -216,6 +218,7 @@ bool Enumerator::Impl::enter() {
 }
 
 void Enumerator::Impl::reset() {
+  classes.truncate(space.classes.size());
   g = KernelGraph();
   kt.clear();
   kexprs.clear();

@@ -110,6 +110,7 @@ struct Enumerator::Impl {
   std::vector<TaskPath>* tasks = nullptr;  // Collect: output
   std::vector<int> counters{0};            // children seen so far, per depth
   std::vector<int> chosen;                 // child chosen at each depth above the node
+  std::vector<int> class_marks;            // classes.size() when the node at each depth opened
   int depth = 0;
   int64_t unflushed = 0;         // states not yet added to stop.live_states
   int64_t unflushed_prunes = 0;  // prunes not yet added to stop.live_prunes
@@ -161,7 +162,12 @@ struct Enumerator::Impl {
   void flush_states();
   /// Called for a child that passed every check: whether to explore it.
   bool enter();
-  void leave() { --depth; }
+  /// Called after a child's subtree was explored (or abandoned when stopped): forgets the
+  /// classes interned below it (ClassTable::truncate).
+  void leave() {
+    --depth;
+    classes.truncate(class_marks[depth]);
+  }
   void reset();
 
   // enumerator.cc: kernel level and patterns
