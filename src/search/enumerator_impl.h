@@ -107,6 +107,9 @@ struct Enumerator::Impl {
   bool collecting = false;
   int split_depth = 0;
   TaskPath path;                           // Run: the task's path
+  TaskPath after;                          // Run: continue after this finished subtree (or empty)
+  int resume_match = 0;                    // the current node is on `after` iff this == depth
+  TaskResume* resume = nullptr;            // Run: where the task is, updated as subtrees finish
   std::vector<TaskPath>* tasks = nullptr;  // Collect: output
   std::vector<int> counters{0};            // children seen so far, per depth
   std::vector<int> chosen;                 // child chosen at each depth above the node
@@ -125,11 +128,20 @@ struct Enumerator::Impl {
   int num_program_inputs = 0;
 
   bool stopped() const { return stop.stop.load(std::memory_order_relaxed); }
+  /// Whether the current node lies on the path `after` of a resumed task (its own subtree not
+  /// finished: the node is an ancestor of the finished subtree `after`).
+  bool on_resume_path() const {
+    return resume_match == depth && depth < static_cast<int>(after.size());
+  }
   /// Whether events at the children of the current node are counted in this pass (so that
-  /// every event is counted exactly once over the collection pass and all tasks).
+  /// every event is counted exactly once over the collection pass and all tasks, and over the
+  /// runs of a resumed task: at a node on `after`, the events before its child on `after` was
+  /// entered were counted before the task stopped).
   bool counting_child() const {
     int child = depth + 1;
-    return collecting ? child <= split_depth : child > static_cast<int>(path.size());
+    if (collecting) return child <= split_depth;
+    if (child <= static_cast<int>(path.size())) return false;
+    return !on_resume_path() || counters[depth] > after[depth];
   }
   void prune(Prune p) {
     ++unflushed_prunes;
@@ -163,11 +175,9 @@ struct Enumerator::Impl {
   /// Called for a child that passed every check: whether to explore it.
   bool enter();
   /// Called after a child's subtree was explored (or abandoned when stopped): forgets the
-  /// classes interned below it (ClassTable::truncate).
-  void leave() {
-    --depth;
-    classes.truncate(class_marks[depth]);
-  }
+  /// classes interned below it (ClassTable::truncate) and, when the subtree was finished,
+  /// makes it the task's resume point.
+  void leave();
   void reset();
 
   // enumerator.cc: kernel level and patterns
