@@ -109,10 +109,10 @@ def find_candidates(cfg, args, out, strata, program, has_optimize):
     if has_optimize and args.search_time > 0:
         result = out / "search" / f"{cfg.key}.json"
         result.parent.mkdir(parents=True, exist_ok=True)
-        r = run([strata, "optimize", program, "-o", result, "--time-limit", args.search_time,
+        r = run([strata, "optimize", program, "-o", result, "--enum-time-limit", args.search_time,
                  "--top", args.top, "--quiet"])
         if result.exists():
-            return [result], f"strata optimize --time-limit {args.search_time}"
+            return [result], f"strata optimize --enum-time-limit {args.search_time}"
         log(f"   optimize failed ({r.returncode}): {r.stderr.strip()[:400]}")
     documents = [reference]
     if program != reference:
@@ -282,7 +282,8 @@ def main():
     p.add_argument("--search-dir", default=os.environ.get("STRATA_SEARCH_DIR", ""),
                    help="directory of precomputed `strata optimize` results <bench>_b<b>.json")
     p.add_argument("--search-time", type=float, default=10.0,
-                   help="time limit of each search run here when no result is given (0: none)")
+                   help="enumeration time limit (--enum-time-limit) of each search run here "
+                        "when no result is given (0: none); verification is not bounded")
     p.add_argument("--runs", type=int, default=100, help="timed CUDA-graph replays (>= 100)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", default="",

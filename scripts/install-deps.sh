@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages strata needs to build and test, if any are missing.
+# Installs the Debian packages strata needs to build and test, if any are missing. A CUDA
+# toolkit is optional and not installed here: without one, strata builds everything but the GPU
+# runtime, and `make test` leaves out the tests that need nvcc (README, "Quick start").
 # Safe to run repeatedly: it does nothing when everything is present.
 set -euo pipefail
 

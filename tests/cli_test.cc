@@ -91,11 +91,12 @@ class Cli : public testing::Test {
     return p.string();
   }
 
-  /// Runs `strata <args>` with stdout and stderr captured to files.
-  RunResult strata(const std::string& args) {
+  /// Runs `strata <args>` with stdout and stderr captured to files; `env` (e.g. "A=1 B=2")
+  /// is set for the command.
+  RunResult strata(const std::string& args, const std::string& env = "") {
     fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string cmd =
-        "'" + bin_ + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    std::string cmd = (env.empty() ? "" : "env " + env + " ") + "'" + bin_ + "' " + args + " >'" +
+                      out.string() + "' 2>'" + err.string() + "'";
     int status = std::system(cmd.c_str());
     RunResult r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -245,6 +246,38 @@ TEST_F(Cli, ShowJsonRoundTrips) {
     EXPECT_EQ(again.code, 0) << again.err;
     EXPECT_EQ(again.out, r.out) << name;
   }
+}
+
+// Where emitted CUDA's runtime headers are found (docs/gpu-runtime.md, "Finding the runtime
+// headers and nvcc"): a tool in its build tree uses the source tree's runtime/;
+// STRATA_RUNTIME_DIR overrides that, and a directory without the headers is an error naming it.
+TEST_F(Cli, DeviceNamesTheRuntimeHeaders) {
+  RunResult r = strata("device", "-u STRATA_RUNTIME_DIR");
+  EXPECT_TRUE(r.code == 0 || r.code == 1) << r.out << r.err;  // 1: no GPU
+  const std::string source = fs::canonical("runtime").string();
+  EXPECT_NE(r.out.find("runtime headers: " + source + "\n"), std::string::npos) << r.out;
+
+  fs::create_directories(dir_ / "rt" / "strata_rt");
+  file("rt/strata_rt/strata_rt.cuh", "// a stand-in\n");
+  const std::string rt = fs::canonical(dir_ / "rt").string();
+  r = strata("device", "STRATA_RUNTIME_DIR='" + rt + "'");
+  EXPECT_NE(r.out.find("runtime headers: " + rt + "\n"), std::string::npos) << r.out;
+
+  r = strata("device", "STRATA_RUNTIME_DIR='" + (dir_ / "none").string() + "'");
+  EXPECT_NE(r.out.find("STRATA_RUNTIME_DIR="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not hold strata_rt/strata_rt.cuh"), std::string::npos) << r.out;
+}
+
+// `strata equiv` prints a progress line once a second on stderr while it checks; --quiet
+// silences it (and nothing else is printed there on success).
+TEST_F(Cli, EquivQuietPrintsNothingOnStderr) {
+  RunResult r = strata(
+      "equiv --quiet examples/programs/rmsnorm_small.strata examples/reference/rmsnorm_small.json");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("equivalent: "), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  r = strata("equiv --help");
+  EXPECT_NE(r.out.find("--quiet"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, Help) {

@@ -18,6 +18,7 @@
 #include "strata/search.h"
 #include "support/coverage_graphs.h"
 #include "support/cuda_tools.h"
+#include "support/test_steps.h"
 
 namespace strata::testing {
 namespace {
@@ -66,6 +67,7 @@ struct Outcome {
 };
 
 Outcome compile_one(const Target& t, const std::string& nvcc, const std::string& dir) {
+  test_step("nvcc " + t.name);
   Outcome o;
   o.name = t.name;
   EmitOptions opts;
@@ -98,6 +100,7 @@ std::vector<Target> targets() {
     }
   // The search results at small shapes: every ranked graph but the program itself.
   for (const char* bench : {"rmsnorm", "gatedmlp", "lora", "ntrans", "gqa", "qknorm"}) {
+    test_step(std::string("search ") + bench + "_small");
     auto program = load_graph(std::string("examples/programs/") + bench + "_small.strata");
     if (!program.ok()) throw std::runtime_error(program.error().message);
     auto r = superoptimize(*program, SearchConfig{}.with_quiet(true).with_cache(false));

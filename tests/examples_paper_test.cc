@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "support/test_steps.h"
+
 namespace {
 
 struct ToolRun {
@@ -31,8 +33,9 @@ class PaperShapes : public testing::TestWithParam<std::string> {};
 TEST_P(PaperShapes, ReferenceGraphIsEquivalentToItsProgram) {
   for (const char* size : {"b1", "b8"}) {
     std::string stem = GetParam() + "_" + size;
-    ToolRun r = run_tool("equiv examples/programs/" + stem + ".strata examples/reference/" + stem +
-                     ".json");
+    strata::testing::test_step("strata equiv " + stem);
+    ToolRun r = run_tool("equiv --quiet examples/programs/" + stem + ".strata examples/reference/" +
+                         stem + ".json");
     EXPECT_EQ(r.exit_code, 0) << stem << ": " << r.out;
     auto at = r.out.find("≤ 2^");
     ASSERT_NE(at, std::string::npos) << r.out;

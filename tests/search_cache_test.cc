@@ -445,9 +445,12 @@ TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
   int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(dir / "err.txt");
-  std::string out = slurp(dir / "out.txt");
-  EXPECT_NE(out.find("stop: interrupted"), std::string::npos) << out;
+  std::string out = slurp(dir / "out.txt"), err = slurp(dir / "err.txt");
+  EXPECT_NE(out.find("stop: interrupted (in the enumeration)"), std::string::npos) << out;
   EXPECT_NE(out.find("checkpoint written"), std::string::npos) << out;
+  // The message names the phase that was interrupted.
+  EXPECT_NE(err.find("interrupted during the enumeration"), std::string::npos) << err;
+  EXPECT_EQ(err.find("during verification"), std::string::npos) << err;
   CliRun resumed = strata(dir,
                           "optimize examples/programs/qknorm_small.strata --threads 1 --top 2 "
                           "--resume --quiet");
@@ -456,6 +459,24 @@ TEST(OptimizeCli, CtrlCCheckpointsAndResumeFinishes) {
   // the uninterrupted run of the first line and the resumed one agree on the winner
   EXPECT_EQ(resumed.out.substr(0, resumed.out.find('\n')),
             stopped.out.substr(0, stopped.out.find('\n')));
+}
+
+// --time-limit bounds the whole search (enumeration, screening, verification): a run past its
+// limit reports the time limit, exits 0 and leaves a checkpoint; --enum-time-limit is checked.
+TEST(OptimizeCli, TimeLimitBoundsTheWholeSearch) {
+  fs::path dir = fresh_dir("cli_time");
+  CliRun r = strata(dir,
+                    "optimize examples/programs/gatedmlp_small.strata --threads 2 --top 2 "
+                    "--time-limit 0.000001 --no-show");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("stop: time_limit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("checkpoint written"), std::string::npos) << r.out;
+  CliRun bad = strata(dir, "optimize examples/programs/gatedmlp_small.strata --enum-time-limit -1");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.err.find("--enum-time-limit"), std::string::npos) << bad.err;
+  CliRun help = strata(dir, "optimize --help");
+  EXPECT_NE(help.out.find("--enum-time-limit"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("bound on the whole search"), std::string::npos) << help.out;
 }
 
 TEST(OptimizeCli, BadInputExitsTwo) {

@@ -6,14 +6,21 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 
+#include "search/enumerator.h"
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
 #include "strata/search.h"
+#include "strata/search_cache.h"
+#include "strata/search_report.h"
+#include "util/progress.h"
 
 namespace strata {
 namespace {
@@ -230,6 +237,17 @@ TEST(Search, SameResultForAnyThreadCount) {
   EXPECT_GT(one->stats.states, 1000);
 }
 
+/// The checkpoint a stopped search of `program` left in `dir`.
+Json read_checkpoint(const std::string& dir, const std::string& key, const KernelGraph& program) {
+  auto j = read_checked_json(dir + "/" + key + ".ckpt.json", "strata-search-checkpoint", key,
+                             program_hash(program));
+  EXPECT_TRUE(j.ok()) << (j.ok() ? "" : j.error().message);
+  return j.ok() ? *j : Json::object();
+}
+
+// A search stopped again and again by a state limit, each run resuming the last one's
+// checkpoint (finished tasks skipped, unfinished ones continued after the last subtree they
+// finished), ends with the answer and statistics of an uninterrupted run.
 TEST(Search, ResumeReachesTheUninterruptedResult) {
   KernelGraph program = load("examples/programs/gatedmlp_small.strata");
   auto full = superoptimize(program, base_config("full"));
@@ -242,19 +260,121 @@ TEST(Search, ResumeReachesTheUninterruptedResult) {
   auto first = superoptimize(program, limited);
   ASSERT_TRUE(first.ok()) << first.error().message;
   EXPECT_EQ(first->stats.stop, StopReason::StateLimit);
+  EXPECT_EQ(first->stats.stop_phase, SearchPhase::Enumeration);
   EXPECT_LT(first->stats.tasks_done, first->stats.tasks_total);
   std::string ckpt = dir + "/" + first->cache_key + ".ckpt.json";
   ASSERT_TRUE(std::filesystem::exists(ckpt));
   // The interrupted run still answers with what it found, program included.
   EXPECT_GE(first->program_index(), 0);
 
-  auto resumed = superoptimize(program, limited.with_max_states(0).with_resume(true));
-  ASSERT_TRUE(resumed.ok()) << resumed.error().message;
-  EXPECT_EQ(resumed->stats.stop, StopReason::Exhausted);
-  EXPECT_EQ(resumed->stats.tasks_done, resumed->stats.tasks_total);
-  EXPECT_EQ(ranked_json(*resumed), ranked_json(*full));
-  EXPECT_EQ(resumed->stats.states, full->stats.states);  // finished tasks counted once
-  EXPECT_FALSE(std::filesystem::exists(ckpt));           // removed once finished
+  int runs = 1, runs_with_partial_tasks = 0;
+  int64_t tasks_done = first->stats.tasks_done;
+  SearchResult last = *first;
+  while (last.stats.stop != StopReason::Exhausted && runs < 40) {
+    Json ck = read_checkpoint(dir, first->cache_key, program);
+    if (!ck.value("partial", Json::array()).empty()) ++runs_with_partial_tasks;
+    auto next = superoptimize(program, SearchConfig(limited).with_resume(true));
+    ASSERT_TRUE(next.ok()) << next.error().message;
+    EXPECT_GE(next->stats.tasks_done, tasks_done);
+    tasks_done = next->stats.tasks_done;
+    last = *next;
+    ++runs;
+  }
+  ASSERT_EQ(last.stats.stop, StopReason::Exhausted) << runs << " runs";
+  EXPECT_GE(runs, 4);
+  EXPECT_GT(runs_with_partial_tasks, 0) << "no run stopped inside a task";
+  EXPECT_EQ(last.stats.tasks_done, last.stats.tasks_total);
+  EXPECT_EQ(ranked_json(last), ranked_json(*full));
+  EXPECT_EQ(last.stats.states, full->stats.states);  // every state counted once
+  EXPECT_EQ(last.stats.prunes_by_rule, full->stats.prunes_by_rule);
+  EXPECT_EQ(last.stats.candidates_found, full->stats.candidates_found);
+  EXPECT_FALSE(std::filesystem::exists(ckpt));  // removed once finished
+}
+
+/// Collects the graphs an enumeration offers, as canonical JSON.
+class CollectingSink : public search::CandidateSink {
+ public:
+  void offer(KernelGraph&& g) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    graphs.insert(kernel_graph_to_json(g).dump());
+  }
+  std::set<std::string> graphs;
+
+ private:
+  std::mutex mu_;
+};
+
+// One task stopped several times by a state limit, each run continuing after the last subtree
+// the previous one finished: it still finishes, every run gets further, and the task's
+// statistics and candidates are exactly those of an uninterrupted run of it.
+TEST(Search, ResumeInsideATaskContinuesWhereItStopped) {
+  KernelGraph program = load("examples/programs/gatedmlp_small.strata");
+  SearchConfig config = base_config("intask");
+  auto target = Target::by_name(config.target);
+  ASSERT_TRUE(target.ok());
+  auto setup = search::SearchSetup::make(program, config, *target);
+  ASSERT_TRUE(setup.ok()) << setup.error().message;
+  const search::SearchSpace& space = (*setup)->space;
+  search::StopControl collect_stop;
+  search::TaskStats collect_stats;
+  search::Enumerator root(space, collect_stop, nullptr);
+  const std::vector<search::TaskPath> tasks = root.collect_tasks(2, collect_stats);
+  ASSERT_FALSE(tasks.empty());
+
+  // The largest task, run without interruption.
+  size_t big = 0;
+  search::TaskStats full;
+  std::set<std::string> full_graphs;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    search::StopControl stop;
+    CollectingSink sink;
+    search::Enumerator e(space, stop, &sink);
+    search::TaskStats ts;
+    ASSERT_TRUE(e.run_task(tasks[i], ts));
+    if (ts.states > full.states) {
+      big = i;
+      full = ts;
+      full_graphs = sink.graphs;
+    }
+  }
+  ASSERT_GT(full.states, 300) << "the largest task is too small to stop several times";
+  ASSERT_FALSE(full_graphs.empty());
+
+  std::optional<search::TaskResume> from;
+  std::set<std::string> graphs;
+  search::TaskStats final_stats;
+  int stops = 0;
+  for (bool finished = false; !finished;) {
+    ASSERT_LT(stops, 200) << "no progress";
+    search::StopControl stop;
+    stop.max_states = 100;  // each run (a fresh enumerator, as in a new process) stops early
+    CollectingSink sink;
+    search::Enumerator e(space, stop, &sink);
+    search::TaskResume resume = from.value_or(search::TaskResume{});
+    search::TaskStats ts;
+    finished = e.run_task(tasks[big], ts, from ? &*from : nullptr, &resume);
+    graphs.insert(sink.graphs.begin(), sink.graphs.end());
+    if (finished) {
+      final_stats = ts;
+      break;
+    }
+    ++stops;
+    // Every stopped run finished at least one more subtree, below the task's own path.
+    ASSERT_GT(resume.after.size(), tasks[big].size());
+    EXPECT_TRUE(std::equal(tasks[big].begin(), tasks[big].end(), resume.after.begin()));
+    if (from) {
+      EXPECT_NE(resume.after, from->after);
+      EXPECT_GT(resume.stats.states, from->stats.states);
+    }
+    EXPECT_LE(resume.stats.states, full.states);
+    from = resume;
+  }
+  EXPECT_GE(stops, 3);
+  EXPECT_EQ(final_stats.states, full.states);
+  EXPECT_EQ(final_stats.prunes, full.prunes);
+  EXPECT_EQ(final_stats.recipes, full.recipes);
+  EXPECT_EQ(final_stats.candidates, full.candidates);
+  EXPECT_EQ(graphs, full_graphs);
 }
 
 TEST(Search, ResumeWithoutCheckpointStartsOver) {
@@ -266,24 +386,110 @@ TEST(Search, ResumeWithoutCheckpointStartsOver) {
   EXPECT_NE(r->notes[0].find("no checkpoint"), std::string::npos) << r->notes[0];
 }
 
+bool has_note(const SearchResult& r, const std::string& text) {
+  for (const std::string& n : r.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
 TEST(Search, LimitsGiveTheirStopReasons) {
   KernelGraph program = load("examples/programs/qknorm_small.strata");
   auto timed = superoptimize(program, base_config("time").with_time_limit(0.2));
   ASSERT_TRUE(timed.ok());
   EXPECT_EQ(timed->stats.stop, StopReason::TimeLimit);
+  EXPECT_EQ(timed->stats.stop_phase, SearchPhase::Enumeration);
   EXPECT_LT(timed->stats.tasks_done, timed->stats.tasks_total);
 
   auto states = superoptimize(program, base_config("states").with_max_states(100));
   ASSERT_TRUE(states.ok());
   EXPECT_EQ(states->stats.stop, StopReason::StateLimit);
+  EXPECT_EQ(states->stats.stop_phase, SearchPhase::Enumeration);
   EXPECT_LT(states->stats.states, 100000);
+  EXPECT_TRUE(states->stats.verification_complete);  // a state limit bounds the enumeration
 
+  // An interrupt during the enumeration ends the search there, and the note says so.
   std::atomic<bool> interrupted{true};
   auto stopped = superoptimize(program, base_config("sigint").with_interrupt(&interrupted));
   ASSERT_TRUE(stopped.ok());
   EXPECT_EQ(stopped->stats.stop, StopReason::Interrupted);
+  EXPECT_EQ(stopped->stats.stop_phase, SearchPhase::Enumeration);
+  EXPECT_TRUE(has_note(*stopped, "interrupted during the enumeration"));
+  EXPECT_FALSE(has_note(*stopped, "during verification"));
+  EXPECT_NE(search_summary(*stopped).find("stop: interrupted (in the enumeration)"),
+            std::string::npos)
+      << search_summary(*stopped);
   // Every stopped run keeps the program as its fallback answer.
   for (const auto* r : {&*timed, &*states, &*stopped}) EXPECT_GE(r->program_index(), 0);
+}
+
+// The time limit bounds screening and verification too, and so does an interrupt. A
+// checkpoint whose tasks are all finished (made here from a stopped run's) resumes straight
+// into verification; a limit or an interrupt there cuts it short: the result says so and
+// ranks only verified graphs.
+TEST(Search, TimeLimitAndInterruptCutVerificationShort) {
+  KernelGraph program = load("examples/programs/gatedmlp_small.strata");
+  std::string dir = temp_dir("verifycut");
+  SearchConfig config = base_config("verifycut").with_cache_dir(dir);
+  auto stopped = superoptimize(program, SearchConfig(config).with_max_states(2500));
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  ASSERT_EQ(stopped->stats.stop, StopReason::StateLimit);
+  const std::string key = stopped->cache_key, path = dir + "/" + key + ".ckpt.json";
+  auto write_all_done = [&] {
+    Json ck = read_checkpoint(dir, key, program);
+    std::vector<int64_t> all(ck["tasks_total"].get<size_t>());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+    ck["completed"] = all;
+    ck["partial"] = Json::array();
+    ASSERT_TRUE(
+        write_checked_json(path, "strata-search-checkpoint", key, program_hash(program), ck).ok());
+  };
+  write_all_done();
+  ASSERT_FALSE(read_checkpoint(dir, key, program)["pool"].empty());
+
+  std::atomic<bool> interrupted{true};
+  auto cut =
+      superoptimize(program, SearchConfig(config).with_resume(true).with_interrupt(&interrupted));
+  ASSERT_TRUE(cut.ok()) << cut.error().message;
+  EXPECT_EQ(cut->stats.tasks_done, cut->stats.tasks_total);
+  EXPECT_EQ(cut->stats.stop, StopReason::Interrupted);
+  EXPECT_EQ(cut->stats.stop_phase, SearchPhase::Verification);
+  EXPECT_FALSE(cut->stats.verification_complete);
+  EXPECT_TRUE(has_note(*cut, "interrupted during verification (0 of 4 graphs verified)"));
+  EXPECT_FALSE(has_note(*cut, "during the enumeration"));
+  ASSERT_EQ(cut->ranked.size(), 1u);  // nothing verified: the program only
+  EXPECT_TRUE(cut->ranked[0].is_program);
+  EXPECT_NE(search_summary(*cut).find("verification cut short"), std::string::npos);
+  ASSERT_TRUE(std::filesystem::exists(path));  // a checkpoint to resume from again
+
+  write_all_done();
+  auto timed = superoptimize(program, SearchConfig(config).with_resume(true).with_time_limit(1e-6));
+  ASSERT_TRUE(timed.ok()) << timed.error().message;
+  EXPECT_EQ(timed->stats.stop, StopReason::TimeLimit);
+  EXPECT_EQ(timed->stats.stop_phase, SearchPhase::Verification);
+  EXPECT_FALSE(timed->stats.verification_complete);
+  EXPECT_TRUE(has_note(*timed, "time limit reached during verification"));
+  for (const Candidate& c : timed->ranked)
+    EXPECT_TRUE(c.is_program || (c.verification.equivalent && c.verification.trials > 0));
+  Json doc = search_result_to_json(*timed, config);
+  EXPECT_EQ(doc["stats"]["stop"], "time_limit");
+  EXPECT_EQ(doc["stats"]["stop_phase"], "verification");
+  EXPECT_EQ(doc["stats"]["verification_complete"], false);
+
+  // Without an interrupt or a limit, the resumed run verifies and finishes.
+  write_all_done();
+  auto done = superoptimize(program, SearchConfig(config).with_resume(true));
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  EXPECT_EQ(done->stats.stop, StopReason::Exhausted);
+  EXPECT_EQ(done->stats.stop_phase, SearchPhase::None);
+  EXPECT_TRUE(done->stats.verification_complete);
+  EXPECT_GE(done->ranked.size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  // An enumeration limit longer than the whole search's is bounded by the latter.
+  auto both = superoptimize(
+      program, base_config("bothlimits").with_time_limit(1e-6).with_enum_time_limit(100));
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->stats.stop, StopReason::TimeLimit);
 }
 
 TEST(Search, SmallLimitsRestrictTheAnswer) {
@@ -348,6 +554,46 @@ TEST(Search, AccumulatesLastDimSumsFused) {
   EXPECT_GT(r->stats.prunes_by_rule.at("unfused_reduction"), 0);
   EXPECT_EQ(unfused, 0);
   EXPECT_GT(fused, 0);
+}
+
+// ---- progress lines -------------------------------------------------------------------
+
+// Progress lines on stderr: plain lines when stderr is not a terminal (as under ctest), none
+// when disabled; the ticker calls its status function from its own thread and prints it.
+TEST(Progress, LinesAndTicker) {
+  ::testing::internal::CaptureStderr();
+  {
+    ProgressLine on(true), off(false);
+    on.print("phase one");
+    off.print("never");
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int calls = 0;
+  {
+    ProgressTicker ticker(
+        true,
+        [&](double elapsed) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++calls;
+          cv.notify_all();
+          return "ticker at " + std::to_string(elapsed >= 0);
+        },
+        /*first_after_s=*/0);
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return calls > 0; }));
+  }
+  {
+    ProgressTicker quiet(false, [](double) -> std::string {
+      ADD_FAILURE() << "a disabled ticker called its status function";
+      return "";
+    });
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("phase one\n"), std::string::npos) << err;
+  EXPECT_EQ(err.find("never"), std::string::npos) << err;
+  EXPECT_NE(err.find("ticker at 1\n"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\r'), std::string::npos) << err;
 }
 
 // ---- programs the search refuses ----------------------------------------------------------

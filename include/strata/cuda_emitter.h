@@ -77,7 +77,8 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
 /// emit_cuda_source(...).code.
 Result<std::string> emit_cuda(const KernelGraph& g, const EmitOptions& options = {});
 
-/// The directory to pass with -I when compiling emitted code (holds strata_rt/).
+/// The directory to pass with -I when compiling emitted code (holds strata_rt/): the one
+/// find_runtime_dir() finds (include/strata/runtime_dir.h), or "" when none holds the headers.
 std::string cuda_runtime_include_dir();
 
 }  // namespace strata

@@ -154,6 +154,13 @@ class ClassTable {
     DimClass to = kNoClass;
   };
 
+  /// Forgets the derived classes numbered n and above, returning to the table as it was when
+  /// size() was n (n ≥ num_plain()). The search calls it when it backtracks, so that the
+  /// number of a derived class depends only on the current prefix, never on the subtrees
+  /// explored before it: enumeration order (which sorts by class number) is then the same
+  /// in every run, on every thread and when a task resumes in the middle.
+  void truncate(int n);
+
  private:
   DimClass intern(const DimClassInfo& info);
 

@@ -35,7 +35,7 @@ struct JitOptions {
   /// Root of the cache; binaries live in <cache_dir>/bin. Empty = $STRATA_CACHE_DIR, else
   /// ~/.cache/strata.
   std::string cache_dir;
-  /// nvcc executable. Empty = $STRATA_NVCC, else the toolkit found at build time, else "nvcc".
+  /// nvcc executable. Empty = nvcc_executable()'s lookup.
   std::string nvcc;
   /// false: ignore existing entries (always compile); the fresh binary still replaces the entry.
   bool use_cache = true;
@@ -57,9 +57,15 @@ struct CompiledBinary {
 };
 
 /// The include directories used when JitOptions::include_dirs is empty: the device runtime
-/// directory named by $STRATA_RUNTIME_DIR, else those of the source tree that exist
-/// (<src>/runtime and <src>/include).
+/// headers' directory (find_runtime_dir, include/strata/runtime_dir.h); empty when none is
+/// found (compiling then fails with find_runtime_dir's error, naming the places searched).
 std::vector<std::string> default_include_dirs();
+
+/// The nvcc that compiles (docs/gpu-runtime.md, "Finding the runtime headers and nvcc"), the
+/// first of: JitOptions::nvcc; $STRATA_NVCC; the toolkit's nvcc found at build time, if that
+/// file exists; $CUDA_HOME/bin/nvcc; `nvcc` on $PATH; /usr/local/cuda/bin/nvcc. "nvcc" when
+/// none exists (starting it then fails with a message naming these settings).
+std::string nvcc_executable(const JitOptions& options);
 
 /// <cache_dir>/bin for these options (see JitOptions::cache_dir); not created.
 std::string binary_cache_dir(const JitOptions& options);

@@ -9,8 +9,9 @@
 //
 // A search is a job with explicit limits (time, states, kernel ops, block ops) and a typed
 // stop reason. It runs on all cores and returns the same ranked set whatever the thread
-// count; it can be interrupted and resumed from a checkpoint; its results are cached on disk
-// keyed by the program, the result-affecting configuration and the strata version.
+// count; it can be interrupted and resumed from a checkpoint, also inside a task; its results
+// are cached on disk keyed by the program, the result-affecting configuration and the strata
+// version.
 #pragma once
 
 #include <atomic>
@@ -31,8 +32,14 @@ namespace strata {
 /// Configuration of one search job. Fields can be set directly or through the chainable
 /// setters. The fields marked (key) change the result and are part of the cache key.
 struct SearchConfig {
-  int threads = 0;               ///< worker threads; 0 = all hardware threads
-  double time_limit_s = 0;       ///< bound on the enumeration in seconds; 0 = none
+  int threads = 0;  ///< worker threads; 0 = all hardware threads
+  /// Bound on the whole search in seconds (setup, enumeration, screening, verification);
+  /// 0 = none. Checked between candidates after the enumeration: a screening or verification
+  /// in flight finishes first (docs/search.md, "Limits").
+  double time_limit_s = 0;
+  /// Bound on the enumeration in seconds (from the start of the search); 0 = half of
+  /// time_limit_s when that is set (the rest is left to screening and verification), else none.
+  double enum_time_limit_s = 0;
   int64_t max_states = 0;        ///< bound on explored states; 0 = none
   int max_kernel_ops = 5;        ///< (key) kernel ops per graph, predefined and customized
   int max_block_ops = 11;        ///< (key) ops per block graph, output savers not counted
@@ -61,6 +68,10 @@ struct SearchConfig {
   }
   SearchConfig& with_time_limit(double s) {
     time_limit_s = s;
+    return *this;
+  }
+  SearchConfig& with_enum_time_limit(double s) {
+    enum_time_limit_s = s;
     return *this;
   }
   SearchConfig& with_max_states(int64_t n) {
@@ -117,10 +128,17 @@ struct SearchConfig {
   }
 };
 
-/// Why the enumeration ended.
+/// Why the search ended: it ran to the end (Exhausted), was answered from the cache, or a limit
+/// or an interrupt stopped it (in the phase SearchStats::stop_phase names).
 enum class StopReason { Exhausted, TimeLimit, StateLimit, Interrupted, CacheHit };
 /// "exhausted", "time_limit", "state_limit", "interrupted", "cache_hit".
 std::string_view stop_reason_name(StopReason r);
+
+/// The phase a limit or an interrupt stopped: the enumeration, or the screening and
+/// verification of the best graphs after it.
+enum class SearchPhase { None, Enumeration, Verification };
+/// "none", "enumeration", "verification".
+std::string_view search_phase_name(SearchPhase p);
 
 struct SearchStats {
   int64_t states = 0;  ///< graph prefixes explored (each op, block-graph opening or closing)
@@ -135,6 +153,11 @@ struct SearchStats {
   double screen_s = 0;              ///< of which: screening (summed over threads)
   double verify_s = 0;              ///< of which: full verification of the top graphs
   StopReason stop = StopReason::Exhausted;
+  SearchPhase stop_phase = SearchPhase::None;  ///< where the limit or interrupt struck first
+  /// False when screening and verification were cut short (time limit, interrupt) before
+  /// top_k graphs were verified or the candidates ran out: `ranked` then holds only the graphs
+  /// verified so far (and the program).
+  bool verification_complete = true;
 };
 
 /// One verified graph of the answer.

@@ -99,10 +99,6 @@ int streamed_input(const KernelGraph& g, const KernelOp& op, const BlockGraph& b
 
 }  // namespace
 
-std::string cuda_runtime_include_dir() {
-  return std::string(STRATA_SOURCE_DIR) + "/runtime";
-}
-
 Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options) {
   STRATA_RETURN_IF_ERROR(g.check_complete());
   const int ntensors = static_cast<int>(g.tensors().size());

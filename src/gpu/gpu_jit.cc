@@ -22,6 +22,7 @@
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
 #include "strata/hash.h"
+#include "strata/runtime_dir.h"
 
 extern char** environ;
 
@@ -40,13 +41,9 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
-std::string nvcc_path(const JitOptions& o) {
-  if (!o.nvcc.empty()) return o.nvcc;
-#ifdef STRATA_NVCC_PATH
-  return env_or("STRATA_NVCC", STRATA_NVCC_PATH);
-#else
-  return env_or("STRATA_NVCC", "nvcc");
-#endif
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return !p.empty() && fs::is_regular_file(p, ec);
 }
 
 std::string clip_log(std::string log) {
@@ -70,7 +67,7 @@ Result<int> run_process(const std::vector<std::string>& argv, const std::string&
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0)
     return make_error("cannot start `" + argv[0] + "`: " + std::strerror(rc) +
-                      " (set STRATA_NVCC or put nvcc on PATH)");
+                      " (set STRATA_NVCC or CUDA_HOME, or put nvcc on PATH)");
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return make_error("waitpid failed for `" + argv[0] + "`");
@@ -135,8 +132,12 @@ Result<std::string> resolve_arch(const JitOptions& o) {
   return dev->arch();
 }
 
-std::vector<std::string> include_dirs_of(const JitOptions& o) {
-  return o.include_dirs.empty() ? default_include_dirs() : o.include_dirs;
+/// The -I directories: JitOptions::include_dirs, else the runtime headers' directory
+/// (find_runtime_dir, whose error names every place searched).
+Result<std::vector<std::string>> include_dirs_of(const JitOptions& o) {
+  if (!o.include_dirs.empty()) return o.include_dirs;
+  STRATA_ASSIGN_OR_RETURN(std::string dir, find_runtime_dir());
+  return std::vector<std::string>{dir};
 }
 
 /// Why the cache entry (`so`, `meta`) cannot be used for `key`; empty if it can.
@@ -162,15 +163,31 @@ std::string entry_problem(const fs::path& so, const fs::path& meta, const std::s
 }  // namespace
 
 std::vector<std::string> default_include_dirs() {
-  std::vector<std::string> dirs;
-  std::string env = env_or("STRATA_RUNTIME_DIR", "");
-  if (!env.empty()) return {env};
-  std::error_code ec;
-  for (const char* sub : {"runtime", "include"}) {
-    fs::path p = fs::path(STRATA_SOURCE_DIR) / sub;
-    if (fs::is_directory(p, ec)) dirs.push_back(p.string());
+  auto dir = find_runtime_dir();
+  if (!dir.ok()) return {};
+  return {*dir};
+}
+
+std::string nvcc_executable(const JitOptions& options) {
+  if (!options.nvcc.empty()) return options.nvcc;
+  std::string env = env_or("STRATA_NVCC", "");
+  if (!env.empty()) return env;
+#ifdef STRATA_NVCC_PATH
+  if (is_file(STRATA_NVCC_PATH)) return STRATA_NVCC_PATH;
+#endif
+  std::string cuda_home = env_or("CUDA_HOME", "");
+  if (!cuda_home.empty() && is_file(fs::path(cuda_home) / "bin" / "nvcc"))
+    return (fs::path(cuda_home) / "bin" / "nvcc").string();
+  const std::string path = env_or("PATH", "");
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    fs::path cand = fs::path(path.substr(start, end - start)) / "nvcc";
+    if (end > start && is_file(cand)) return cand.string();
+    start = end + 1;
   }
-  return dirs;
+  if (is_file("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  return "nvcc";
 }
 
 std::string binary_cache_dir(const JitOptions& options) {
@@ -183,7 +200,7 @@ std::string binary_cache_dir(const JitOptions& options) {
 Result<std::string> toolkit_version(const JitOptions& options) {
   static std::mutex mu;
   static std::map<std::string, std::string> known;
-  std::string nvcc = nvcc_path(options);
+  std::string nvcc = nvcc_executable(options);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = known.find(nvcc); it != known.end()) return it->second;
@@ -210,10 +227,11 @@ Result<std::string> toolkit_version(const JitOptions& options) {
 
 Result<std::vector<std::string>> nvcc_flags(const JitOptions& options) {
   STRATA_ASSIGN_OR_RETURN(std::string arch, resolve_arch(options));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> includes, include_dirs_of(options));
   std::vector<std::string> flags = {
-      nvcc_path(options), "-shared",       "-Xcompiler", "-fPIC", "-O3",
-      "-std=c++17",       "-arch=" + arch, "-Xptxas",    "-v"};
-  for (const std::string& dir : include_dirs_of(options)) flags.push_back("-I" + dir);
+      nvcc_executable(options), "-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17",
+      "-arch=" + arch,          "-Xptxas", "-v"};
+  for (const std::string& dir : includes) flags.push_back("-I" + dir);
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
   return flags;
 }
@@ -227,7 +245,8 @@ Result<std::string> binary_cache_key(const std::string& source, const JitOptions
   h.update("arch " + arch + "\n");
   h.update("toolkit " + toolkit + "\n");
   for (size_t i = 1; i < flags.size(); ++i) h.update("flag " + flags[i] + "\n");
-  h.update("includes " + include_dirs_digest(include_dirs_of(options)) + "\n");
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> includes, include_dirs_of(options));
+  h.update("includes " + include_dirs_digest(includes) + "\n");
   h.update("source " + std::to_string(source.size()) + "\n");
   h.update(source);
   return h.finish_hex();

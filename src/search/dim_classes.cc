@@ -262,6 +262,16 @@ DimClass ClassTable::intern(const DimClassInfo& info) {
   return c;
 }
 
+void ClassTable::truncate(int n) {
+  n = std::max(n, num_plain_);
+  while (size() > n) {
+    const DimClassInfo& info = classes_.back();
+    derived_.erase(std::make_tuple(static_cast<int>(info.kind), info.a, info.b, info.inner_extent,
+                                   info.parts, info.origin, info.axis));
+    classes_.pop_back();
+  }
+}
+
 DimClass ClassTable::concat(DimClass a, DimClass b) {
   DimClassInfo info;
   info.kind = ClassKind::Concat;

@@ -224,8 +224,10 @@ void Enumerator::Impl::flush_states() {
 bool Enumerator::Impl::enter() {
   int idx = counters[depth]++;
   int child = depth + 1;
+  bool count = true;  // a child counted in this pass (a new state)
   if (collecting) {
     ++stats->states;
+    count = false;
     if (child == split_depth) {
       TaskPath p(chosen.begin(), chosen.begin() + depth);
       p.push_back(idx);
@@ -234,19 +236,46 @@ bool Enumerator::Impl::enter() {
     }
   } else if (child <= static_cast<int>(path.size())) {
     if (idx != path[depth]) return false;
-  } else {
-    ++stats->states;
+    count = false;
+  } else if (on_resume_path()) {
+    // Resuming: the children before the one on `after` are finished, and so is the subtree
+    // `after` itself; the node on `after` above it was counted when first entered.
+    if (idx < after[depth]) return false;
+    if (idx == after[depth]) {
+      if (child == static_cast<int>(after.size())) return false;
+      count = false;
+    }
   }
+  if (count) ++stats->states;
+  if (!collecting && resume_match == depth && depth < static_cast<int>(after.size()) &&
+      idx == after[depth])
+    resume_match = child;
   if (++unflushed >= 64) flush_states();
   if (static_cast<int>(chosen.size()) <= depth) chosen.resize(depth + 1);
   chosen[depth] = idx;
+  if (static_cast<int>(class_marks.size()) <= depth) class_marks.resize(depth + 1);
+  class_marks[depth] = classes.size();
   ++depth;
   if (static_cast<int>(counters.size()) <= depth) counters.resize(depth + 1);
   counters[depth] = 0;
   return true;
 }
 
+void Enumerator::Impl::leave() {
+  --depth;
+  // Classes interned below this child are forgotten (ClassTable::truncate).
+  classes.truncate(class_marks[depth]);
+  if (resume_match > depth) resume_match = depth;
+  // A subtree inside the task was explored to the end (stop is monotonic: not set now means it
+  // was never set while the subtree ran): the task can continue after it.
+  if (resume && depth >= static_cast<int>(path.size()) && !stopped()) {
+    resume->after.assign(chosen.begin(), chosen.begin() + depth + 1);
+    resume->stats = *stats;
+  }
+}
+
 void Enumerator::Impl::reset() {
+  classes.truncate(space.classes.size());
   g = KernelGraph();
   kt.clear();
   kexprs.clear();
@@ -612,6 +641,9 @@ std::vector<TaskPath> Enumerator::collect_tasks(int split_depth, TaskStats& stat
   m.split_depth = split_depth;
   m.tasks = &tasks;
   m.path.clear();
+  m.after.clear();
+  m.resume_match = 0;
+  m.resume = nullptr;
   m.reset();
   m.kernel_level();
   m.flush_states();
@@ -620,13 +652,23 @@ std::vector<TaskPath> Enumerator::collect_tasks(int split_depth, TaskStats& stat
 }
 
 bool Enumerator::run_task(const TaskPath& path, TaskStats& stats) {
+  return run_task(path, stats, nullptr, nullptr);
+}
+
+bool Enumerator::run_task(const TaskPath& path, TaskStats& stats, const TaskResume* from,
+                          TaskResume* resume) {
   Impl& m = *impl_;
+  if (from) stats = from->stats;
   m.stats = &stats;
   m.collecting = false;
   m.path = path;
+  m.after = from ? from->after : TaskPath{};
+  m.resume_match = 0;
+  m.resume = resume;
   m.reset();
   m.kernel_level();
   m.flush_states();
+  m.resume = nullptr;
   return !m.stopped();
 }
 

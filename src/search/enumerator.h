@@ -7,7 +7,9 @@
 // lists the paths to the nodes at that depth (and to complete graphs above it), run_task()
 // replays one path and explores the subtree below it. Enumeration order is deterministic, so
 // task i denotes the same subtree in every run and on every thread; statistics are counted
-// so that their sums over tasks do not depend on how tasks are scheduled.
+// so that their sums over tasks do not depend on how tasks are scheduled. A stopped task
+// reports the last subtree it finished (TaskResume), and a later run continues after it with
+// the statistics an uninterrupted run would have (docs/search.md, "Resuming inside a task").
 #pragma once
 
 #include <array>
@@ -73,6 +75,14 @@ struct TaskStats {
 
 /// A path from the root: the index of the chosen child at each depth.
 using TaskPath = std::vector<int>;
+
+/// How far an unfinished task got: `after` is the path (from the root, extending the task's
+/// path) of the last subtree it finished, depth first; every subtree before it in enumeration
+/// order is finished too. `stats` counts exactly the task's events up to that point.
+struct TaskResume {
+  TaskPath after;
+  TaskStats stats;
+};
 
 /// Receives complete concrete graphs (thread-safe).
 class CandidateSink {
@@ -150,6 +160,13 @@ class Enumerator {
   std::vector<TaskPath> collect_tasks(int split_depth, TaskStats& stats);
   /// Explores the subtree of one task. Returns false if stopped before it was finished.
   bool run_task(const TaskPath& path, TaskStats& stats);
+  /// Explores the subtree of one task, continuing after `from->after` when `from` is given:
+  /// the subtrees up to it are skipped and their events are not counted again. `stats` starts
+  /// at from->stats and counts on; when the task finishes (true) it holds the task's whole
+  /// statistics, equal to an uninterrupted run's. When stopped (false), `stats` holds every
+  /// event counted so far and `*resume` (if given) the latest point to continue from: updated
+  /// whenever a subtree finishes, else left as it was (the caller initializes it to *from).
+  bool run_task(const TaskPath& path, TaskStats& stats, const TaskResume* from, TaskResume* resume);
   /// Number of block graphs opened so far (patterns whose representative extents fit).
   int64_t blocks_opened() const;
 

@@ -109,9 +109,13 @@ struct Enumerator::Impl {
   bool collecting = false;
   int split_depth = 0;
   TaskPath path;                           // Run: the task's path
+  TaskPath after;                          // Run: continue after this finished subtree (or empty)
+  int resume_match = 0;                    // the current node is on `after` iff this == depth
+  TaskResume* resume = nullptr;            // Run: where the task is, updated as subtrees finish
   std::vector<TaskPath>* tasks = nullptr;  // Collect: output
   std::vector<int> counters{0};            // children seen so far, per depth
   std::vector<int> chosen;                 // child chosen at each depth above the node
+  std::vector<int> class_marks;            // classes.size() when the node at each depth opened
   int depth = 0;
   int64_t unflushed = 0;         // states not yet added to stop.live_states
   int64_t unflushed_prunes = 0;  // prunes not yet added to stop.live_prunes
@@ -126,11 +130,20 @@ struct Enumerator::Impl {
   int num_program_inputs = 0;
 
   bool stopped() const { return stop.stop.load(std::memory_order_relaxed); }
+  /// Whether the current node lies on the path `after` of a resumed task (its own subtree not
+  /// finished: the node is an ancestor of the finished subtree `after`).
+  bool on_resume_path() const {
+    return resume_match == depth && depth < static_cast<int>(after.size());
+  }
   /// Whether events at the children of the current node are counted in this pass (so that
-  /// every event is counted exactly once over the collection pass and all tasks).
+  /// every event is counted exactly once over the collection pass and all tasks, and over the
+  /// runs of a resumed task: at a node on `after`, the events before its child on `after` was
+  /// entered were counted before the task stopped).
   bool counting_child() const {
     int child = depth + 1;
-    return collecting ? child <= split_depth : child > static_cast<int>(path.size());
+    if (collecting) return child <= split_depth;
+    if (child <= static_cast<int>(path.size())) return false;
+    return !on_resume_path() || counters[depth] > after[depth];
   }
   void prune(Prune p) {
     ++unflushed_prunes;
@@ -163,7 +176,10 @@ struct Enumerator::Impl {
   void flush_states();
   /// Called for a child that passed every check: whether to explore it.
   bool enter();
-  void leave() { --depth; }
+  /// Called after a child's subtree was explored (or abandoned when stopped): forgets the
+  /// classes interned below it (ClassTable::truncate) and, when the subtree was finished,
+  /// makes it the task's resume point.
+  void leave();
   void reset();
 
   // enumerator.cc: kernel level and patterns

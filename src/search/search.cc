@@ -2,8 +2,6 @@
 // tasks on a thread pool, limits and progress, checkpoints, verification and ranking.
 #include "strata/search.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,8 +9,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <mutex>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "search/candidate_pool.h"
@@ -25,6 +24,7 @@
 #include "strata/subexpr_oracle.h"
 #include "strata/thread_fusion.h"
 #include "util/utf8.h"
+#include "util/progress.h"
 
 namespace strata {
 namespace {
@@ -79,7 +79,7 @@ Status check_config(const SearchConfig& c) {
   if (c.top_k < 1) return make_error("top must be at least 1, got " + std::to_string(c.top_k));
   if (c.max_block_inputs < 1 || c.max_block_outputs < 1 || c.max_customized_ops < 0)
     return make_error("block input/output and customized-op limits must be positive");
-  if (c.time_limit_s < 0 || c.max_states < 0)
+  if (c.time_limit_s < 0 || c.enum_time_limit_s < 0 || c.max_states < 0)
     return make_error("time and state limits must not be negative");
   return Status::success();
 }
@@ -123,22 +123,49 @@ TaskStats task_stats_from_json(const Json& j) {
   return t;
 }
 
-/// Prints the progress line at most once a second, and enforces the time limit and the
-/// interrupt flag, while the workers run.
+/// The time the enumeration may run (from the start of the search), or 0 for no limit: the
+/// enumeration's own limit, else half of the whole search's, and never more than the latter.
+double enumeration_deadline(const SearchConfig& c) {
+  double d = c.enum_time_limit_s > 0 ? c.enum_time_limit_s : c.time_limit_s / 2;
+  if (c.time_limit_s > 0 && (d <= 0 || d > c.time_limit_s)) d = c.time_limit_s;
+  return d;
+}
+
+/// Watches a search from a thread of its own, from setup to the end of verification: during
+/// the enumeration it enforces the enumeration's deadline and the interrupt flag (by setting
+/// the stop flag), and in every phase it prints a progress line at most once a second
+/// (ProgressLine; none with `quiet`).
 class Monitor {
  public:
-  Monitor(const SearchConfig& config, search::StopControl& stop, Clock::time_point t0,
-          size_t tasks_total, const std::atomic<size_t>& tasks_done)
+  enum class Phase { Setup, Enumeration, Verification };
+  /// Counters of the verification phase, updated by the verification loop.
+  struct VerifyCounts {
+    std::atomic<int64_t> considered{0}, screened{0}, verified{0};
+    std::atomic<bool> verifying{false};  ///< the current candidate passed its screen
+  };
+
+  Monitor(const SearchConfig& config, search::StopControl& stop, Clock::time_point t0)
       : config_(config),
         stop_(stop),
         t0_(t0),
-        total_(tasks_total),
-        done_(tasks_done),
-        tty_(isatty(fileno(stderr))) {
+        enum_deadline_(enumeration_deadline(config)),
+        line_(!config.quiet) {
     thread_ = std::thread([this] { loop(); });
   }
   ~Monitor() { finish(); }
 
+  void enter_enumeration(size_t tasks_total, const std::atomic<size_t>* tasks_done) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_total_ = tasks_total;
+    tasks_done_ = tasks_done;
+    phase_ = Phase::Enumeration;
+  }
+  void enter_verification(size_t candidates) {
+    std::lock_guard<std::mutex> lock(mu_);
+    candidates_ = candidates;
+    phase_ = Phase::Verification;
+  }
+  VerifyCounts& verify_counts() { return counts_; }
   void finish() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -147,8 +174,13 @@ class Monitor {
     }
     cv_.notify_all();
     thread_.join();
-    if (printed_ && tty_) std::cerr << "\n";
+    line_.finish();
   }
+  /// Stops the enumeration for an interrupt (seen by this thread or by a worker).
+  void stop_for_interrupt() {
+    if (!stop_.stop.exchange(true)) interrupted_ = true;
+  }
+  /// Whether the enumeration was stopped by its deadline / by the interrupt flag.
   bool time_limit_hit() const { return time_hit_; }
   bool interrupted() const { return interrupted_; }
 
@@ -160,44 +192,66 @@ class Monitor {
     while (!finished_) {
       cv_.wait_for(lock, std::chrono::milliseconds(50));
       if (finished_) break;
-      double t = seconds_since(t0_);
-      if (config_.time_limit_s > 0 && t >= config_.time_limit_s && !stop_.stop.load()) {
-        time_hit_ = true;
-        stop_.stop.store(true);
+      const double t = seconds_since(t0_);
+      if (phase_ == Phase::Enumeration) {
+        if (enum_deadline_ > 0 && t >= enum_deadline_) {
+          if (!stop_.stop.exchange(true)) time_hit_ = true;
+        } else if (config_.interrupt && config_.interrupt->load()) {
+          stop_for_interrupt();
+        }
       }
-      if (config_.interrupt && config_.interrupt->load() && !stop_.stop.load()) {
-        interrupted_ = true;
-        stop_.stop.store(true);
-      }
-      double since = std::chrono::duration<double>(Clock::now() - last_print).count();
-      if (config_.quiet || since < 1.0) continue;
-      int64_t states = stop_.live_states.load();
+      const double since = std::chrono::duration<double>(Clock::now() - last_print).count();
+      if (!line_.enabled() || since < 1.0) continue;
       char buf[256];
-      std::snprintf(buf, sizeof buf,
-                    "search: %.0f s, %lld states (%.0f/s), %lld pruned, %lld found, "
-                    "%zu/%zu tasks",
-                    t, static_cast<long long>(states), (states - last_states) / since,
-                    static_cast<long long>(stop_.live_prunes.load()),
-                    static_cast<long long>(stop_.live_found.load()), done_.load(), total_);
-      std::cerr << (tty_ ? "\r\033[K" : "") << buf << (tty_ ? "" : "\n") << std::flush;
-      printed_ = true;
+      switch (phase_) {
+        case Phase::Setup:
+          std::snprintf(buf, sizeof buf,
+                        "search: %.0f s, preparing (program analysis, splitting the tree into "
+                        "tasks)",
+                        t);
+          break;
+        case Phase::Enumeration: {
+          const int64_t states = stop_.live_states.load();
+          std::snprintf(buf, sizeof buf,
+                        "search: %.0f s, %lld states (%.0f/s), %lld pruned, %lld found, "
+                        "%zu/%zu tasks",
+                        t, static_cast<long long>(states), (states - last_states) / since,
+                        static_cast<long long>(stop_.live_prunes.load()),
+                        static_cast<long long>(stop_.live_found.load()), tasks_done_->load(),
+                        tasks_total_);
+          last_states = states;
+          break;
+        }
+        case Phase::Verification:
+          std::snprintf(buf, sizeof buf,
+                        "search: %.0f s, candidate %lld of %zu: %s (%lld of %d graphs verified, "
+                        "%lld screened)",
+                        t, static_cast<long long>(counts_.considered.load()), candidates_,
+                        counts_.verifying.load() ? "verifying" : "screening",
+                        static_cast<long long>(counts_.verified.load()), config_.top_k,
+                        static_cast<long long>(counts_.screened.load()));
+          break;
+      }
+      line_.print(buf);
       last_print = Clock::now();
-      last_states = states;
     }
   }
 
   const SearchConfig& config_;
   search::StopControl& stop_;
   Clock::time_point t0_;
-  size_t total_;
-  const std::atomic<size_t>& done_;
-  bool tty_;
+  const double enum_deadline_;
+  ProgressLine line_;
   std::mutex mu_;
   std::condition_variable cv_;
+  Phase phase_ = Phase::Setup;
+  size_t tasks_total_ = 0;
+  const std::atomic<size_t>* tasks_done_ = nullptr;
+  size_t candidates_ = 0;
+  VerifyCounts counts_;
   bool finished_ = false;
-  bool printed_ = false;
-  bool time_hit_ = false;
-  bool interrupted_ = false;
+  std::atomic<bool> time_hit_{false};
+  std::atomic<bool> interrupted_{false};
   std::thread thread_;
 };
 
@@ -209,9 +263,12 @@ struct CandidateCheck {
   double screen_s = 0, verify_s = 0;
 };
 
-CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::PoolEntry& e) {
+/// `verifying` is set while verification runs (for the progress line).
+CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::PoolEntry& e,
+                               std::atomic<bool>& verifying) {
   CandidateCheck c;
   auto t = Clock::now();
+  verifying = false;
   auto ok = checker.screen(e.graph);
   c.screen_s = seconds_since(t);
   if (!ok.ok()) {
@@ -219,6 +276,7 @@ CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::
     return c;
   }
   if (!*ok) return c;
+  verifying = true;
   t = Clock::now();
   auto v = checker.verify(e.graph);
   c.verify_s = seconds_since(t);
@@ -234,6 +292,9 @@ CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::
 struct Progress {
   std::vector<char> done;  ///< per task
   TaskStats done_stats;    ///< collection pass + finished tasks
+  /// Unfinished tasks that finished some subtrees: where to continue, and their statistics
+  /// up to there (docs/search.md, "Resuming inside a task").
+  std::map<size_t, search::TaskResume> partial;
   std::vector<KernelGraph> pool;
 };
 
@@ -246,15 +307,48 @@ Status write_checkpoint(const std::string& path, const std::string& key, const s
     if (p.done[i]) done.push_back(static_cast<int64_t>(i));
   j["completed"] = done;
   j["stats"] = task_stats_json(p.done_stats);
+  Json partial = Json::array();
+  for (const auto& [task, r] : p.partial)
+    partial.push_back({{"task", task}, {"after", r.after}, {"stats", task_stats_json(r.stats)}});
+  j["partial"] = partial;
   Json graphs = Json::array();
   for (const search::PoolEntry& e : pool) graphs.push_back(kernel_graph_to_json(e.graph));
   j["pool"] = graphs;
   return write_checked_json(path, kCheckpointFormat, key, program, j);
 }
 
+/// The resume point of an unfinished task from a checkpoint: a path below the task's own.
+Result<search::TaskResume> read_resume_point(const Json& e, const std::string& where,
+                                             const std::vector<search::TaskPath>& tasks,
+                                             const std::vector<char>& done, size_t& task) {
+  auto id = e.is_object() ? e.find("task") : e.end();
+  if (!e.is_object() || id == e.end() || !id->is_number_integer() || id->get<int64_t>() < 0 ||
+      id->get<int64_t>() >= static_cast<int64_t>(tasks.size()))
+    return make_error(where + ": expected {\"task\": a task id below " +
+                      std::to_string(tasks.size()) + ", \"after\": [...], \"stats\": {...}}");
+  task = id->get<size_t>();
+  if (done[task]) return make_error(where + ": task " + std::to_string(task) + " is finished");
+  search::TaskResume r;
+  auto after = e.find("after");
+  if (after == e.end() || !after->is_array())
+    return make_error(where + ": \"after\" must be an array of child indices");
+  for (const Json& v : *after) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+      return make_error(where + ": bad child index " + v.dump() + " in \"after\"");
+    r.after.push_back(v.get<int>());
+  }
+  const search::TaskPath& root = tasks[task];
+  if (r.after.size() <= root.size() || !std::equal(root.begin(), root.end(), r.after.begin()))
+    return make_error(where + ": \"after\" does not lie below task " + std::to_string(task));
+  if (auto st = e.find("stats"); st != e.end()) r.stats = task_stats_from_json(*st);
+  return r;
+}
+
 Status read_checkpoint_impl(const std::string& path, const std::string& key,
-                            const std::string& program, size_t tasks_total, Progress& p) {
+                            const std::string& program, const std::vector<search::TaskPath>& tasks,
+                            Progress& p) {
   STRATA_ASSIGN_OR_RETURN(Json j, read_checked_json(path, kCheckpointFormat, key, program));
+  const size_t tasks_total = tasks.size();
   if (!j.is_object() || j.value("tasks_total", int64_t{-1}) != static_cast<int64_t>(tasks_total))
     return make_error(path + ": written by a different enumeration (task count differs)");
   Progress q;
@@ -267,6 +361,15 @@ Status read_checkpoint_impl(const std::string& path, const std::string& key,
       q.done[v.get<size_t>()] = 1;
     }
   if (auto s = j.find("stats"); s != j.end()) q.done_stats = task_stats_from_json(*s);
+  if (auto part = j.find("partial"); part != j.end() && part->is_array())
+    for (size_t i = 0; i < part->size(); ++i) {
+      size_t task = 0;
+      STRATA_ASSIGN_OR_RETURN(
+          search::TaskResume r,
+          read_resume_point((*part)[i], path + ": partial[" + std::to_string(i) + "]", tasks,
+                            q.done, task));
+      q.partial[task] = std::move(r);
+    }
   if (auto g = j.find("pool"); g != j.end() && g->is_array())
     for (size_t i = 0; i < g->size(); ++i) {
       STRATA_ASSIGN_OR_RETURN(
@@ -281,9 +384,9 @@ Status read_checkpoint_impl(const std::string& path, const std::string& key,
 /// Loads a checkpoint into `p`; errors (never exceptions: a damaged file is not fatal) leave
 /// `p` untouched. Pool graphs restored from it are screened and verified like any other.
 Status read_checkpoint(const std::string& path, const std::string& key, const std::string& program,
-                       size_t tasks_total, Progress& p) {
+                       const std::vector<search::TaskPath>& tasks, Progress& p) {
   try {
-    return read_checkpoint_impl(path, key, program, tasks_total, p);
+    return read_checkpoint_impl(path, key, program, tasks, p);
   } catch (const std::exception& e) {
     return make_error(path + ": " + e.what());
   }
@@ -425,6 +528,18 @@ std::string_view stop_reason_name(StopReason r) {
   return "?";
 }
 
+std::string_view search_phase_name(SearchPhase p) {
+  switch (p) {
+    case SearchPhase::None:
+      return "none";
+    case SearchPhase::Enumeration:
+      return "enumeration";
+    case SearchPhase::Verification:
+      return "verification";
+  }
+  return "?";
+}
+
 std::string search_summary(const SearchResult& r) {
   char buf[512];
   std::string out;
@@ -454,15 +569,19 @@ std::string search_summary(const SearchResult& r) {
   }
   int64_t pruned = 0;
   for (const auto& [rule, n] : r.stats.prunes_by_rule) pruned += n;
+  std::string stop(stop_reason_name(r.stats.stop));
+  if (r.stats.stop_phase != SearchPhase::None)
+    stop += " (in the " + std::string(search_phase_name(r.stats.stop_phase)) + ")";
+  if (!r.stats.verification_complete) stop += ", verification cut short";
+  if (r.from_cache) stop += " (answered from the cache)";
   std::snprintf(buf, sizeof buf,
                 "search: %lld states, %lld pruned, %lld found, %lld screened, %lld verified, "
-                "%.1f s, stop: %s%s\n",
+                "%.1f s, stop: %s\n",
                 static_cast<long long>(r.stats.states), static_cast<long long>(pruned),
                 static_cast<long long>(r.stats.candidates_found),
                 static_cast<long long>(r.stats.candidates_screened),
                 static_cast<long long>(r.stats.candidates_verified), r.stats.elapsed_s,
-                std::string(stop_reason_name(r.stats.stop)).c_str(),
-                r.from_cache ? " (answered from the cache)" : "");
+                stop.c_str());
   out += buf;
   return out;
 }
@@ -496,11 +615,13 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   }
 
   // Search space (program analysis, expressions, oracles) and the verifier.
+  search::StopControl stop;
+  stop.max_states = config.max_states;
+  Monitor monitor(config, stop, t0);
   STRATA_ASSIGN_OR_RETURN(auto setup, search::SearchSetup::make(program, config, target));
   const search::SearchSpace& space = setup->space;
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
                           EquivalenceChecker::make(program, VerifyOptions{}));  // target 2^-60
-  const double setup_s = seconds_since(t0);
   // Tasks: the collection pass never stops early, so task ids mean the same in every run.
   search::StopControl collect_stop;
   TaskStats collect_stats;
@@ -513,12 +634,13 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
         target.name +
         " and no dimension splits into the tile sizes "
         "of the split policy (docs/search.md)");
+  const double setup_s = seconds_since(t0);
 
   Progress progress;
   progress.done.assign(tasks.size(), 0);
   progress.done_stats = collect_stats;
   if (config.resume) {
-    Status s = read_checkpoint(ckpt_path, result.cache_key, prog_hash, tasks.size(), progress);
+    Status s = read_checkpoint(ckpt_path, result.cache_key, prog_hash, tasks, progress);
     if (!s.ok()) {
       bool missing = s.error().message.rfind("missing: ", 0) == 0;
       warn(result, missing ? "no checkpoint at " + ckpt_path + "; starting from scratch"
@@ -528,34 +650,49 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   search::CandidatePool cpool(target, pool_capacity(config), config.observer);
   for (const KernelGraph& g : progress.pool) cpool.restore(g);
 
-  // Run the remaining tasks on the workers.
-  search::StopControl stop;
-  stop.max_states = config.max_states;
+  // Run the remaining tasks on the workers; a task stopped in the middle by an earlier run
+  // continues after the last subtree it finished.
   std::vector<size_t> todo;
   for (size_t i = 0; i < tasks.size(); ++i)
     if (!progress.done[i]) todo.push_back(i);
   std::atomic<size_t> next{0};
   std::atomic<size_t> tasks_done{tasks.size() - todo.size()};
   std::mutex mu;
-  TaskStats partial_stats;
+  // Statistics of the unfinished tasks as far as they got (reported by a stopped run).
+  std::map<size_t, TaskStats> unfinished_stats;
+  for (const auto& [task, r] : progress.partial) unfinished_stats[task] = r.stats;
   int threads =
       config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(todo.size(), 1))));
-  Monitor monitor(config, stop, t0, tasks.size(), tasks_done);
+  monitor.enter_enumeration(tasks.size(), &tasks_done);
   auto work = [&] {
     search::Enumerator e(space, stop, &cpool);
     while (!stop.stop.load()) {
+      if (config.interrupt && config.interrupt->load()) {
+        monitor.stop_for_interrupt();
+        break;
+      }
       size_t k = next.fetch_add(1);
       if (k >= todo.size()) break;
+      const size_t id = todo[k];
+      std::optional<search::TaskResume> from;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (auto it = progress.partial.find(id); it != progress.partial.end()) from = it->second;
+      }
+      search::TaskResume resume = from.value_or(search::TaskResume{});
       TaskStats ts;
-      bool finished = e.run_task(tasks[todo[k]], ts);
+      bool finished = e.run_task(tasks[id], ts, from ? &*from : nullptr, &resume);
       std::lock_guard<std::mutex> lock(mu);
       if (finished) {
-        progress.done[todo[k]] = 1;
+        progress.done[id] = 1;
         progress.done_stats.add(ts);
+        progress.partial.erase(id);
+        unfinished_stats.erase(id);
         ++tasks_done;
       } else {
-        partial_stats.add(ts);
+        unfinished_stats[id] = ts;
+        if (!resume.after.empty()) progress.partial[id] = std::move(resume);
       }
     }
   };
@@ -563,47 +700,69 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   for (int i = 1; i < threads; ++i) pool_threads.emplace_back(work);
   work();
   for (std::thread& t : pool_threads) t.join();
-  monitor.finish();
 
   const bool all_done = tasks_done.load() == tasks.size();
   TaskStats run_stats = progress.done_stats;
-  run_stats.add(partial_stats);
+  for (const auto& [task, ts] : unfinished_stats) run_stats.add(ts);
   result.stats = to_stats(run_stats);
   result.stats.tasks_total = static_cast<int64_t>(tasks.size());
   result.stats.tasks_done = static_cast<int64_t>(tasks_done.load());
-  result.stats.stop = all_done                   ? StopReason::Exhausted
-                      : monitor.interrupted()    ? StopReason::Interrupted
-                      : monitor.time_limit_hit() ? StopReason::TimeLimit
-                                                 : StopReason::StateLimit;
+  if (!all_done) {
+    result.stats.stop = monitor.interrupted()      ? StopReason::Interrupted
+                        : monitor.time_limit_hit() ? StopReason::TimeLimit
+                                                   : StopReason::StateLimit;
+    result.stats.stop_phase = SearchPhase::Enumeration;
+  }
   result.stats.setup_s = setup_s;
 
   // Best first: screen by one field trial, then verify, until top_k are proved equivalent.
   // One at a time: checking two candidates at once on two cores was measured to take as
-  // long as checking them one after the other.
-  std::vector<search::PoolEntry> entries = cpool.entries();
+  // long as checking them one after the other. The time limit and the interrupt flag are
+  // checked before each candidate; an interrupt during the enumeration ends the search there.
+  const std::vector<search::PoolEntry> pool_entries = cpool.entries();
+  std::vector<search::PoolEntry> entries = pool_entries;
   std::erase_if(entries,
                 [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
   diversify(entries);
-  bool screen_error = false, cut = false;
+  monitor.enter_verification(entries.size());
+  Monitor::VerifyCounts& counts = monitor.verify_counts();
+  if (result.stats.stop == StopReason::Interrupted) {
+    result.stats.verification_complete = entries.empty();
+    warn(result, "interrupted during the enumeration (" + std::to_string(tasks_done.load()) +
+                     " of " + std::to_string(tasks.size()) +
+                     " tasks done); the graphs found were not verified");
+  }
+  bool screen_error = false;
   const VerifyOptions verify_options;  // the checker's: bound target 2^-60
   int64_t unproved = 0;                // passed every trial, but no bound reaching the target
   std::string first_unproved;
   for (const search::PoolEntry& e : entries) {
+    if (!result.stats.verification_complete) break;
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
-    if (config.interrupt && config.interrupt->load()) {
-      warn(result, "interrupted during verification; the ranking is incomplete");
-      result.stats.stop = StopReason::Interrupted;
-      cut = true;
+    const bool interrupted = config.interrupt && config.interrupt->load();
+    const bool out_of_time = config.time_limit_s > 0 && seconds_since(t0) >= config.time_limit_s;
+    if (interrupted || out_of_time) {
+      result.stats.verification_complete = false;
+      if (result.stats.stop_phase == SearchPhase::None) {
+        result.stats.stop = interrupted ? StopReason::Interrupted : StopReason::TimeLimit;
+        result.stats.stop_phase = SearchPhase::Verification;
+      }
+      warn(result, std::string(interrupted ? "interrupted" : "time limit reached") +
+                       " during verification (" + std::to_string(result.ranked.size()) + " of " +
+                       std::to_string(config.top_k) +
+                       " graphs verified); the ranking holds only the graphs verified so far");
       break;
     }
+    ++counts.considered;
     if (std::string rule = not_emittable(e.graph, target); !rule.empty()) {
       ++result.stats.prunes_by_rule[rule];
       continue;
     }
-    const CandidateCheck c = check_candidate(checker, e);
+    const CandidateCheck c = check_candidate(checker, e, counts.verifying);
     result.stats.screen_s += c.screen_s;
     result.stats.verify_s += c.verify_s;
     ++result.stats.candidates_screened;
+    ++counts.screened;
     if (!c.error.empty() && !c.verified) {
       if (!screen_error) warn(result, "screening failed with an error: " + c.error);
       screen_error = true;
@@ -628,6 +787,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                        "); dropped");
     } else {
       result.ranked.push_back({e.graph, e.cost, c.verification, false});
+      ++counts.verified;
     }
   }
   if (unproved > 0)
@@ -636,6 +796,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                      "proved equivalent to 2^" +
                      std::to_string(std::lround(verify_options.target_log2_bound)) +
                      " (first: " + first_unproved + "); not reported");
+  monitor.finish();
   VerifyResult identity;
   identity.equivalent = true;
   identity.log2_bound = -INFINITY;
@@ -645,8 +806,10 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   result.stats.elapsed_s = seconds_since(t0);
 
   // Persist: a finished search is cached and its checkpoint removed; a stopped one leaves a
-  // checkpoint to resume from (with every task done when verification was cut short).
-  if (all_done && !cut) {
+  // checkpoint to resume from (with every task done when only verification was cut short).
+  // The checkpoint keeps the whole pool (program included), so that a resumed run's pool is
+  // the one an uninterrupted run would have.
+  if (all_done && result.stats.verification_complete) {
     std::error_code ec;
     std::filesystem::remove(ckpt_path, ec);
     if (config.use_cache) {
@@ -655,7 +818,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
       if (!s.ok()) warn(result, "could not write the cache: " + s.error().message);
     }
   } else {
-    Status s = write_checkpoint(ckpt_path, result.cache_key, prog_hash, progress, entries);
+    Status s = write_checkpoint(ckpt_path, result.cache_key, prog_hash, progress, pool_entries);
     if (!s.ok())
       warn(result, "could not write the checkpoint: " + s.error().message);
     else

@@ -46,6 +46,8 @@ Json stats_json(const SearchStats& s) {
   j["screen_s"] = s.screen_s;
   j["verify_s"] = s.verify_s;
   j["stop"] = std::string(stop_reason_name(s.stop));
+  j["stop_phase"] = std::string(search_phase_name(s.stop_phase));
+  j["verification_complete"] = s.verification_complete;
   return j;
 }
 

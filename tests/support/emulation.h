@@ -12,6 +12,7 @@
 #include "strata/cuda_emitter.h"
 #include "strata/interpreter.h"
 #include "support/cuda_tools.h"
+#include "support/test_steps.h"
 
 namespace strata::testing {
 
@@ -147,6 +148,8 @@ class EmulatedGraph {
   /// Emits `g`, compiles it with the host compiler against the emulator. Check ok() / log().
   EmulatedGraph(const KernelGraph& g, const EmitOptions& opts, const std::string& tag)
       : g_(g), dir_(tag) {
+    tag_ = tag;
+    test_step(tag + ": emit and compile on the emulator");
     auto src = emit_cuda_source(g, opts);
     if (!src.ok()) {
       log_ = "emit failed: " + src.error().message;
@@ -174,6 +177,7 @@ class EmulatedGraph {
 
   /// Runs on `inputs`; fills `outputs` (one per graph output) or returns false with log().
   bool run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs, bool reverse) {
+    test_step(tag_ + ": run" + (reverse ? " (threads in reverse)" : ""));
     std::string args;
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::string p = dir_.file("in" + std::to_string(i) + ".bin");
@@ -206,6 +210,7 @@ class EmulatedGraph {
  private:
   const KernelGraph& g_;
   TempDir dir_;
+  std::string tag_;
   std::string source_, log_;
   bool ok_ = false;
 };

@@ -1,7 +1,9 @@
-// `strata device`: the GPU this process sees (exit 1 when there is none).
+// `strata device`: the GPU this process sees (exit 1 when there is none), the device runtime
+// headers and the toolkit that compile emitted code.
 #include <cstdio>
 
 #include "command.h"
+#include "strata/runtime_dir.h"
 
 #ifdef STRATA_HAVE_CUDA
 #include "strata/gpu_device.h"
@@ -13,8 +15,12 @@ namespace {
 
 std::function<int()> setup(CLI::App& app) {
   return []() -> int {
+    auto runtime = find_runtime_dir();
+    std::printf("runtime headers: %s\n",
+                runtime.ok() ? runtime->c_str() : runtime.error().message.c_str());
 #ifdef STRATA_HAVE_CUDA
     JitOptions jit;
+    std::printf("nvcc: %s\n", nvcc_executable(jit).c_str());
     auto toolkit = toolkit_version(jit);
     std::printf("toolkit: %s\n", toolkit.ok() ? toolkit->c_str() : toolkit.error().message.c_str());
     std::printf("binary cache: %s\n", binary_cache_dir(jit).c_str());
@@ -48,6 +54,8 @@ std::function<int()> setup(CLI::App& app) {
 }  // namespace
 
 static CommandRegistrar reg{Command{
-    "device", "show the GPU, the CUDA toolkit and the binary cache (exit 1 if no GPU)", setup, 70}};
+    "device",
+    "show the GPU, the runtime headers, the CUDA toolkit and the binary cache (exit 1 if no GPU)",
+    setup, 70}};
 
 }  // namespace strata::cli

@@ -239,7 +239,13 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--threads", c.threads, "worker threads (0 = all cores)")
       ->default_val(0)
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--time-limit", c.time_limit_s, "stop the enumeration after S seconds (0 = none)")
+  app.add_option("--time-limit", c.time_limit_s,
+                 "bound on the whole search in seconds: setup, enumeration, screening and "
+                 "verification (not GPU profiling); 0 = none")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--enum-time-limit", c.enum_time_limit_s,
+                 "bound on the enumeration in seconds (default: half of --time-limit, leaving "
+                 "the rest to verification; else none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--max-states", c.max_states, "stop after N explored states (0 = none)")
       ->check(CLI::NonNegativeNumber);
@@ -255,7 +261,7 @@ std::function<int()> setup(CLI::App& app) {
       ->default_val(c.target);
   app.add_option("--top", c.top_k, "candidates to verify and report")->default_val(c.top_k);
   app.add_flag("--resume", c.resume, "continue from the checkpoint of a stopped run");
-  app.add_flag("--quiet", c.quiet, "no progress line");
+  app.add_flag("--quiet", c.quiet, "no progress lines");
   app.add_flag_callback(
       "--no-show", [o] { o->show_best = false; }, "do not print the winning μGraph");
   app.add_flag_callback(
