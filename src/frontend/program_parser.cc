@@ -76,11 +76,6 @@ std::string signature_text(OpKind kind) {
   return s + ")";
 }
 
-/// Ops a program may call: kernel-level predefined ops.
-bool is_program_op(OpKind k) {
-  return (op_info(k).levels & kKernel) && k != OpKind::Input && k != OpKind::Customized;
-}
-
 std::string program_op_list() {
   std::string s;
   for (const OpInfo& info : op_table()) {
@@ -601,6 +596,31 @@ class ProgramParser {
 Result<KernelGraph> parse_program(std::string_view text, const std::string& filename) {
   ProgramParser parser(filename);
   return parser.run(text);
+}
+
+bool is_program_op(OpKind kind) {
+  return (op_info(kind).levels & kKernel) && kind != OpKind::Input && kind != OpKind::Customized;
+}
+
+std::vector<ProgramParam> program_op_signature(OpKind kind) {
+  std::vector<ProgramParam> out;
+  if (!is_program_op(kind)) return out;
+  for (const Param& p : signature(kind)) {
+    ProgramParam q;
+    q.name = p.name;
+    q.kind = p.type == ParamType::Tensor ? ProgramParam::Kind::Tensor
+             : p.type == ParamType::Int  ? ProgramParam::Kind::Int
+                                         : ProgramParam::Kind::Real;
+    q.required = p.required;
+    q.default_value = p.default_value;
+    q.alias = p.alias ? p.alias : "";
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::string program_op_signature_text(OpKind kind) {
+  return signature_text(kind);
 }
 
 }  // namespace strata
