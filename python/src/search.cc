@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -28,6 +29,7 @@ struct SearchArgs {
   bool profile = true;
   std::vector<std::string> variants;
   std::vector<std::string> include_dirs;
+  std::vector<std::vector<double>> profile_inputs;  ///< per program input; empty = random
 };
 
 /// Runs the search on a worker thread while this thread (without the GIL) reports progress
@@ -71,6 +73,10 @@ std::string run_search(const KernelGraph& program, SearchArgs args, nb::object p
     SearchProfileOptions po;
     if (!args.variants.empty()) po.variants = args.variants;
     po.jit.include_dirs = args.include_dirs;
+    if (!args.profile_inputs.empty()) {
+      po.inputs = args.profile_inputs;
+      po.inputs_description = "given by the caller";
+    }
     Result<Json> report = make_error("not profiled");
     {
       nb::gil_scoped_release release;
@@ -98,7 +104,9 @@ void bind_search(nb::module_& m) {
          int max_kernel_ops, int max_block_ops, int max_customized_ops, bool abstract_pruning,
          const std::string& target, int top_k, bool resume, bool use_cache,
          const std::string& cache_dir, bool profile, const std::vector<std::string>& variants,
-         const std::vector<std::string>& include_dirs, nb::object progress) {
+         const std::vector<std::string>& include_dirs,
+         const std::vector<nb::ndarray<const double, nb::c_contig, nb::device::cpu>>& inputs,
+         nb::object progress) {
         SearchArgs a;
         a.config.threads = threads;
         a.config.time_limit_s = time_limit;
@@ -115,6 +123,7 @@ void bind_search(nb::module_& m) {
         a.profile = profile;
         a.variants = variants;
         a.include_dirs = include_dirs;
+        for (const auto& x : inputs) a.profile_inputs.emplace_back(x.data(), x.data() + x.size());
         return run_search(program, std::move(a), std::move(progress));
       },
       nb::arg("program"), nb::arg("threads") = 0, nb::arg("time_limit") = 0.0,
@@ -125,9 +134,13 @@ void bind_search(nb::module_& m) {
       nb::arg("top_k") = SearchConfig{}.top_k, nb::arg("resume") = false,
       nb::arg("use_cache") = true, nb::arg("cache_dir") = "", nb::arg("profile") = true,
       nb::arg("variants") = std::vector<std::string>{},
-      nb::arg("include_dirs") = std::vector<std::string>{}, nb::arg("progress") = nb::none(),
+      nb::arg("include_dirs") = std::vector<std::string>{},
+      nb::arg("profile_inputs") =
+          std::vector<nb::ndarray<const double, nb::c_contig, nb::device::cpu>>{},
+      nb::arg("progress") = nb::none(),
       "Runs the search (docs/search.md) and, when a GPU is present and `profile` is set, "
-      "profiles the ranked candidates; returns the result document as JSON text. `progress` is "
+      "profiles the ranked candidates (on `profile_inputs`: float64 arrays, one per program input, "
+      "else uniform random ones); returns the result document as JSON text. `progress` is "
       "called about once a second with (elapsed seconds, complete graphs found).");
 }
 

@@ -139,6 +139,25 @@ class OptimizeResult:
                 f"{self.stats.get('stop')}>")
 
 
+def profile_inputs(program, seed=1, scale=0.5):
+    """Inputs for the GPU profile of `program` as float64 arrays: bound inputs take their
+    values (a lifted epsilon must stay an epsilon: a random one could make a square root of a
+    negative number), free inputs are uniform in ±scale (the profiler's own recipe)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in program.inputs:
+        v = program.bound.get(s.name)
+        if v is None:
+            out.append(rng.uniform(-scale, scale, size=s.shape))
+        elif isinstance(v, float):
+            out.append(np.full(s.shape, v, dtype=np.float64))
+        else:
+            out.append(np.ascontiguousarray(v.detach().cpu().double().numpy()))
+    return out
+
+
 def _progress(elapsed, found):
     log.info("search: %.0f s, %d complete graphs found", elapsed, found)
 
@@ -146,7 +165,7 @@ def _progress(elapsed, found):
 def optimize(program_or_fn, example_inputs=None, *, time_limit=None, target=None, top_k=4,
              threads=0, max_states=0, max_kernel_ops=5, max_block_ops=11, max_customized_ops=2,
              abstract_pruning=True, use_cache=True, cache_dir=None, resume=False, profile=None,
-             variants=None):
+             variants=None, inputs=None):
     """Superoptimizes a program.
 
     ``program_or_fn``: a ``Program``, a ``.strata``/μGraph file path, or a PyTorch function /
@@ -155,8 +174,9 @@ def optimize(program_or_fn, example_inputs=None, *, time_limit=None, target=None
     model's GPU (h100, h200, a100; default: the current GPU's, else h100). The remaining
     arguments are the fields of SearchConfig (docs/search.md). ``profile`` (default: when a
     GPU is present) compiles, checks and times the ranked graphs once per emitter variant
-    (``variants``, knob specs). Returns an ``OptimizeResult``; errors (an unsupported program,
-    bad limits) raise ``StrataError``.
+    (``variants``, knob specs) on ``inputs`` (NumPy arrays or tensors, one per program input;
+    default: the bound inputs' values and uniform ±0.5 for the others). Returns an
+    ``OptimizeResult``; errors (an unsupported program, bad limits) raise ``StrataError``.
     """
     if isinstance(program_or_fn, Program):
         program = program_or_fn
@@ -175,13 +195,27 @@ def optimize(program_or_fn, example_inputs=None, *, time_limit=None, target=None
     if profile is None:
         profile = bool(_core.cuda_built and _core.gpu_count() > 0)
     log.info("search: %s (target %s)", program._graph.summary(), target)
+    given = []
+    if profile:
+        import numpy as np
+
+        if inputs is not None:
+            given = [np.ascontiguousarray(x.detach().cpu().double().numpy() if hasattr(x, "detach")
+                                          else np.asarray(x, dtype=np.float64)) for x in inputs]
+            if [g.shape for g in given] != [s.shape for s in program.inputs]:
+                from .errors import InputError
+
+                raise InputError(f"optimize: inputs have shapes {[g.shape for g in given]}; "
+                                 f"expected {[s.shape for s in program.inputs]}")
+        elif program.bound:
+            given = profile_inputs(program)
     text = _core.superoptimize(
         program._graph, threads=threads, time_limit=float(time_limit or 0),
         max_states=max_states, max_kernel_ops=max_kernel_ops, max_block_ops=max_block_ops,
         max_customized_ops=max_customized_ops, abstract_pruning=abstract_pruning,
         target=target, top_k=top_k, resume=resume, use_cache=use_cache,
         cache_dir=str(cache_dir or ""), profile=profile, variants=list(variants or []),
-        include_dirs=runtime_dir(), progress=_progress)
+        include_dirs=runtime_dir(), profile_inputs=given, progress=_progress)
     result = OptimizeResult(program, json.loads(text))
     for note in result.notes:
         log.warning("search: %s", note)

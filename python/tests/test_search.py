@@ -60,3 +60,19 @@ def test_optimize_errors(tmp_path):
         strata.optimize(q, target="tpu", cache_dir=tmp_path, profile=False)
     with pytest.raises(TypeError):
         strata.optimize(42)
+    with pytest.raises(strata.InputError, match="inputs have shapes"):
+        strata.optimize(q, inputs=[np.zeros((4, 9))], profile=True, cache_dir=tmp_path)
+
+
+def test_profile_inputs_keep_bound_values():
+    from strata.search import profile_inputs
+
+    p = strata.capture(lambda x: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6),
+                       torch.randn(4, 8))
+    arrays = profile_inputs(p)
+    assert [a.shape for a in arrays] == [s.shape for s in p.inputs]
+    for a, s in zip(arrays, p.inputs):
+        if s.name in p.bound:
+            assert (a == p.bound[s.name]).all()
+        else:
+            assert a.dtype == np.float64 and np.abs(a).max() <= 0.5
