@@ -40,6 +40,12 @@ fi
 if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null 2>&1; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache
 fi
+# The compiler of `make build` (CMake's choice, often /usr/bin/c++), so that ccache sees the same
+# command lines; scikit-build-core would otherwise take Python's (often g++).
+if [ -z "${CXX:-}" ] && [ -f build/CMakeCache.txt ]; then
+  CXX=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)
+  [ -n "$CXX" ] && export CXX
+fi
 export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 echo "python-test: pip install . (build directory build/python)" >&2
 start=$(date +%s)
