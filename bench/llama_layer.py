@@ -48,7 +48,6 @@ def systems(layer, search_time):
 
 
 def bench_one(layer, batch, cache_len, modes, search_time, runs):
-    cfg = layer.cfg
     inputs = layer.make_inputs(batch, cache_len)
     weight_bytes = sum(p.numel() * p.element_size() for p in layer.parameters())
     set_bytes = sum(t.numel() * t.element_size() for t in inputs)

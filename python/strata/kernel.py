@@ -20,7 +20,6 @@ import torch
 
 from . import _core
 from .errors import GpuUnavailableError, InputError
-from .lowering import dtype_name
 from .program import Program
 from .search import runtime_dir
 
@@ -192,4 +191,4 @@ class Kernel:
         return f"<strata.Kernel ({ins}) -> ({outs}) on {self.device}>"
 
 
-__all__ = ["Kernel", "dtype_name"]
+__all__ = ["Kernel", "require_gpu", "register_interpreted"]

@@ -1,6 +1,5 @@
 """The GPU entry points on a machine without a GPU raise the documented error."""
 import pytest
-import torch
 
 import strata
 
