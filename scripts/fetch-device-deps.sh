@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the Debian packages that scripts/gpu-check.sh needs on a GPU machine that lacks them
 # (and has no network): run it here, then carry the ignored folder .devdeps/ with the repo.
+# Also the Python wheels scripts/gpu-python.sh needs to build the package there.
 # It downloads the .deb files with `apt-get download` and unpacks them with `dpkg -x`, so
 # headers land in .devdeps/usr/include, libraries in .devdeps/usr/lib/x86_64-linux-gnu and
 # CMake package configs under .devdeps/usr/{lib/x86_64-linux-gnu,share}/cmake.
@@ -22,4 +23,7 @@ for deb in "$tmp"/*.deb; do
   echo "unpacked $(basename "$deb")"
 done
 rm -rf "$dest/usr/share/doc" "$dest/usr/share/man"
+# The Python package's build tools and test runner (scripts/gpu-python.sh installs them offline;
+# PyTorch and NumPy come with the GPU machine's Python).
+python3 -m pip download -q -d "$dest/wheels" "scikit-build-core>=0.10" "nanobind>=2.0" pytest
 du -sh "$dest"

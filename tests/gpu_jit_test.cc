@@ -20,6 +20,8 @@
 #include "strata/profiler.h"
 #include "strata/result_graphs.h"
 #include "strata/runtime_api.h"
+#include "strata/search.h"
+#include "strata/search_profile.h"
 
 namespace strata {
 namespace {
@@ -467,6 +469,37 @@ TEST(ProfileCommand, CompileOnlyReportsEachCandidate) {
   EXPECT_NE(message->find("B.f64: expected 1024 float64 values for B[4, 256], found 8000 bytes"),
             std::string::npos)
       << *message;
+}
+
+// The emitter variants of a search profile: normalized, repeats dropped, bad specs named.
+TEST(SearchProfile, VariantsAreNormalized) {
+  auto v = normalize_variants({"default", "", "groups=4", "groups=4", "minblocks=2"});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(*v, (std::vector<std::string>{"default", "groups=4", "minblocks=2"}));
+  auto none = normalize_variants({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, std::vector<std::string>{"default"});
+  auto bad = normalize_variants({"default", "groups=x"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("variant \"groups=x\""), std::string::npos)
+      << bad.error().message;
+  auto defaults = normalize_variants(default_tuning_variants());
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(*defaults, default_tuning_variants());
+}
+
+// Without a GPU, profiling a search result is an Error (the search's answer stands).
+TEST(SearchProfile, NoDeviceIsAnError) {
+  if (gpu_count() > 0) GTEST_SKIP() << "a GPU is present (runtime_gpu_test covers it)";
+  auto program = load_graph("examples/programs/rmsnorm_small.strata");
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  auto result =
+      superoptimize(*program, SearchConfig{}.with_quiet(true).with_cache(false).with_top_k(1));
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  auto report = profile_search_result(*program, *result, {});
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.error().message.find("no CUDA device"), std::string::npos)
+      << report.error().message;
 }
 
 }  // namespace

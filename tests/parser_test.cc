@@ -579,5 +579,37 @@ TEST(ParserFuzz, RandomBytesNeverCrash) {
   }
 }
 
+/// The signatures front ends read (docs/python.md) are the ones the parser binds to.
+TEST(ProgramOpSignature, MatchesWhatTheParserAccepts) {
+  for (const OpInfo& info : op_table()) {
+    auto sig = program_op_signature(info.kind);
+    if (!is_program_op(info.kind)) {
+      EXPECT_TRUE(sig.empty()) << info.name;
+      continue;
+    }
+    ASSERT_FALSE(sig.empty()) << info.name;
+    int tensors = 0;
+    for (const ProgramParam& p : sig) tensors += p.kind == ProgramParam::Kind::Tensor;
+    if (info.arity >= 0) EXPECT_EQ(tensors, info.arity) << info.name;
+    EXPECT_EQ(program_op_signature_text(info.kind).rfind(std::string(info.name) + "(", 0), 0u);
+  }
+  auto sum = program_op_signature(OpKind::Sum);
+  ASSERT_EQ(sum.size(), 3u);
+  EXPECT_EQ(sum[1].name, "dim");
+  EXPECT_EQ(sum[1].kind, ProgramParam::Kind::Int);
+  EXPECT_TRUE(sum[1].required);
+  EXPECT_EQ(sum[2].name, "to");
+  EXPECT_FALSE(sum[2].required);
+  EXPECT_EQ(sum[2].default_value, 1);
+  auto ms = program_op_signature(OpKind::MulScalar);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[1].kind, ProgramParam::Kind::Real);
+  EXPECT_EQ(ms[1].alias, "c");
+  EXPECT_EQ(program_op_signature_text(OpKind::Sum), "sum(x, dim, to=1)");
+  // Every keyword of a signature is accepted by the parser for that op.
+  std::string text = "input X: f32[4, 8]\nO = sum(X, dim=1, to=2)\noutput O\n";
+  EXPECT_TRUE(parse_program(text, kFile).ok());
+}
+
 }  // namespace
 }  // namespace strata

@@ -8,6 +8,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "strata/kernel_graph.h"
 #include "strata/status.h"
@@ -23,5 +24,23 @@ namespace strata {
 /// `file:line:col: error: <what was found>; expected <what>` with the column of the
 /// offending token. Never aborts on any input.
 Result<KernelGraph> parse_program(std::string_view text, const std::string& filename);
+
+/// One parameter of a program op's call signature (docs/program-format.md, "Ops").
+struct ProgramParam {
+  enum class Kind { Tensor, Int, Real };
+  std::string name;
+  Kind kind = Kind::Tensor;
+  bool required = true;
+  double default_value = 0;  ///< when not required
+  std::string alias;         ///< a second accepted keyword, or ""
+};
+
+/// True for the ops a program may call: kernel-level predefined ops of the op table.
+bool is_program_op(OpKind kind);
+/// The call signature the parser binds arguments to, in positional order; empty for ops a
+/// program cannot call. Front ends (the Python bindings) read it instead of keeping a copy.
+std::vector<ProgramParam> program_op_signature(OpKind kind);
+/// "sum(x, dim, to=1)".
+std::string program_op_signature_text(OpKind kind);
 
 }  // namespace strata

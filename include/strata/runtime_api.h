@@ -61,6 +61,9 @@ struct LoadOptions {
   /// Emitter knobs (include/strata/emit_knobs.h) for graphs; empty = the document's (the
   /// profiled fastest's knobs) or the emitter's defaults.
   std::string knobs;
+  /// Allocate the workspace at load (cudaMalloc on the current device). false: the caller
+  /// passes one of workspace_bytes() to each run (e.g. from its own allocator).
+  bool allocate_workspace = true;
 };
 
 /// The largest per-kernel shared memory ("smem") in a generated source's `// strata-meta:`
@@ -92,12 +95,16 @@ class CompiledGraph {
   /// Loads an already compiled library. If `graph` is given, its signature is used and checked
   /// against the library's signature functions when it exports them.
   static Result<CompiledGraph> from_binary(const CompiledBinary& binary,
-                                           const KernelGraph* graph = nullptr);
+                                           const KernelGraph* graph = nullptr,
+                                           bool allocate_workspace = true);
 
   /// Enqueues the graph on `stream`: inputs[i] / outputs[i] are device pointers to dense
   /// row-major tensors of the signature. Errors: missing pointers, or the status returned by
   /// strata_launch (a launch failure; asynchronous faults surface at the next synchronize).
   Status run(const void* const* inputs, void* const* outputs, cudaStream_t stream);
+  /// As run, with the caller's workspace: device memory of at least workspace_bytes() bytes,
+  /// 256-byte aligned, not used by anything else until the graph has finished on `stream`.
+  Status run(const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream);
 
   /// Signatures (empty when unknown: a library without signature functions).
   const std::vector<TensorSignature>& inputs() const { return inputs_; }

@@ -116,11 +116,6 @@ std::string signature_text(std::string_view op, const std::vector<Param>& sig) {
   return s + ")";
 }
 
-/// Ops a program may call: kernel-level predefined ops.
-bool is_program_op(OpKind k) {
-  return (op_info(k).levels & kKernel) && k != OpKind::Input && k != OpKind::Customized;
-}
-
 /// Every name a program may call: table ops, then composites.
 std::vector<std::string> program_op_names() {
   std::vector<std::string> names;
@@ -694,6 +689,31 @@ class ProgramParser {
 Result<KernelGraph> parse_program(std::string_view text, const std::string& filename) {
   ProgramParser parser(filename);
   return parser.run(text);
+}
+
+bool is_program_op(OpKind kind) {
+  return (op_info(kind).levels & kKernel) && kind != OpKind::Input && kind != OpKind::Customized;
+}
+
+std::vector<ProgramParam> program_op_signature(OpKind kind) {
+  std::vector<ProgramParam> out;
+  if (!is_program_op(kind)) return out;
+  for (const Param& p : signature(kind)) {
+    ProgramParam q;
+    q.name = std::string(p.name);
+    q.kind = p.type == ParamType::Tensor ? ProgramParam::Kind::Tensor
+             : p.type == ParamType::Int  ? ProgramParam::Kind::Int
+                                         : ProgramParam::Kind::Real;
+    q.required = p.required;
+    q.default_value = p.default_value;
+    q.alias = std::string(p.alias);
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::string program_op_signature_text(OpKind kind) {
+  return signature_text(op_name(kind), signature(kind));
 }
 
 }  // namespace strata

@@ -178,17 +178,18 @@ Result<CompiledGraph> CompiledGraph::from_graph(const KernelGraph& g, const Load
   STRATA_ASSIGN_OR_RETURN(std::string source,
                           emit_graph_source(g, resolved_arch(options.jit), options.knobs));
   STRATA_ASSIGN_OR_RETURN(CompiledBinary binary, compile_cuda(source, options.jit));
-  return from_binary(binary, &g);
+  return from_binary(binary, &g, options.allocate_workspace);
 }
 
 Result<CompiledGraph> CompiledGraph::from_source(const std::string& cuda_source,
                                                  const LoadOptions& options) {
   STRATA_ASSIGN_OR_RETURN(CompiledBinary binary, compile_cuda(cuda_source, options.jit));
-  return from_binary(binary, nullptr);
+  return from_binary(binary, nullptr, options.allocate_workspace);
 }
 
 Result<CompiledGraph> CompiledGraph::from_binary(const CompiledBinary& binary,
-                                                 const KernelGraph* graph) {
+                                                 const KernelGraph* graph,
+                                                 bool allocate_workspace) {
   STRATA_ASSIGN_OR_RETURN(SharedLibrary lib, SharedLibrary::open(binary.path));
   CompiledGraph cg;
   cg.binary_ = binary;
@@ -215,7 +216,7 @@ Result<CompiledGraph> CompiledGraph::from_binary(const CompiledBinary& binary,
     cg.outputs_ = lib_sig->second;
   }
 
-  if (cg.workspace_bytes_ > 0) {
+  if (allocate_workspace && cg.workspace_bytes_ > 0) {
     void* ptr = nullptr;
     cudaError_t e = cudaMalloc(&ptr, cg.workspace_bytes_);
     if (e != cudaSuccess)
@@ -227,7 +228,19 @@ Result<CompiledGraph> CompiledGraph::from_binary(const CompiledBinary& binary,
 }
 
 Status CompiledGraph::run(const void* const* inputs, void* const* outputs, cudaStream_t stream) {
+  if (workspace_bytes_ > 0 && !workspace_)
+    return make_error(
+        "CompiledGraph::run: the graph was loaded without a workspace "
+        "(LoadOptions::allocate_workspace = false); pass one");
+  return run(inputs, outputs, workspace_.get(), stream);
+}
+
+Status CompiledGraph::run(const void* const* inputs, void* const* outputs, void* workspace,
+                          cudaStream_t stream) {
   if (!launch_) return make_error("CompiledGraph::run on an empty graph");
+  if (workspace_bytes_ > 0 && !workspace)
+    return make_error("CompiledGraph::run: the graph needs a workspace of " +
+                      std::to_string(workspace_bytes_) + " bytes; got a null pointer");
   if ((!inputs && !inputs_.empty()) || (!outputs && !outputs_.empty()))
     return make_error("CompiledGraph::run: null input or output pointer array");
   for (size_t i = 0; inputs && i < inputs_.size(); ++i)
@@ -238,7 +251,7 @@ Status CompiledGraph::run(const void* const* inputs, void* const* outputs, cudaS
     if (!outputs[i])
       return make_error("CompiledGraph::run: output " + std::to_string(i) + " (" +
                         outputs_[i].name + ") is a null pointer");
-  int rc = launch_(inputs, outputs, workspace_.get(), stream);
+  int rc = launch_(inputs, outputs, workspace, stream);
   if (rc != 0)
     return gpu::cuda_error(binary_.path + ": strata_launch failed", static_cast<cudaError_t>(rc));
   return Status::success();

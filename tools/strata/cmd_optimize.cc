@@ -1,22 +1,19 @@
 // `strata optimize PROGRAM`: the superoptimizer search (docs/search.md).
-#include <algorithm>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 
 #include "command.h"
 #include "input_files.h"
-#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/graph_print.h"
 #include "strata/search.h"
 #include "strata/search_report.h"
+#include "strata/tuning_variants.h"
 
 #ifdef STRATA_HAVE_CUDA
-#include "strata/candidate_profiler.h"
 #include "strata/gpu_device.h"
-#include "strata/runtime_api.h"
+#include "strata/search_profile.h"
 #endif
 
 namespace strata::cli {
@@ -30,19 +27,12 @@ extern "C" void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
-/// Emitter variants profiled per candidate on the GPU unless --variants says otherwise: the
-/// emitter's own choice, four loop groups, registers capped so that two blocks share an SM, two
-/// row tiles per warp in matmul chains, and four loop groups with the flat chunk loops (the
-/// knobs that won on the H200 sweeps, docs/gpu-runtime.md and bench/results).
-const std::vector<std::string> kTuningVariants = {"default", "groups=4", "minblocks=2",
-                                                    "chainmt=2", "groups=4,walk=0"};
-
 struct Options {
   std::string program;
   std::string output;
   bool show_best = true;
   bool use_gpu = true;
-  std::vector<std::string> variants = kTuningVariants;
+  std::vector<std::string> variants;  ///< empty: default_tuning_variants()
   std::string inputs_dir;    ///< profiling inputs as files (input_files.h); else uniform random
   double input_scale = 0.5;  ///< the random inputs' range ±scale
   SearchConfig config;
@@ -55,23 +45,7 @@ struct ProfileInputs {
   std::string description;  ///< recorded in the result's gpu_profile
 };
 
-/// The --variants knob specs, normalized and without repeats.
-Result<std::vector<std::string>> parse_variants(const std::vector<std::string>& specs) {
-  std::vector<std::string> variants;
-  for (const std::string& given : specs) {
-    EmitOptions parsed;
-    Status ok = apply_emit_knobs(given, parsed);
-    if (!ok.ok()) return make_error("--variants: " + ok.error().message);
-    std::string spec = format_emit_knobs(parsed);
-    if (std::find(variants.begin(), variants.end(), spec) == variants.end())
-      variants.push_back(spec);
-  }
-  if (variants.empty()) variants.push_back("default");
-  return variants;
-}
-
-/// With a GPU: emits every ranked candidate once per emitter variant, compiles them, checks each
-/// against the float64 reference and times it (docs/codegen.md, bench/README.md),
+/// With a GPU: profiles every ranked candidate once per emitter variant (search_profile.h),
 /// prints a table and returns the report for the result document (null without a GPU). The
 /// fastest correct (candidate, variant) pair is the report's "fastest" / "fastest_variant".
 /// Failures of single candidates are statuses, never fatal.
@@ -79,81 +53,23 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
                     const std::vector<std::string>& variants, const ProfileInputs& inputs) {
 #ifdef STRATA_HAVE_CUDA
   if (gpu_count() == 0) return nullptr;
-  auto dev = query_device();
-  if (!dev.ok()) {
-    std::cerr << "strata: no usable GPU, candidates not profiled: " << dev.error().message << "\n";
-    return nullptr;
-  }
-  const std::string arch = dev->arch();
-  std::vector<KernelGraph> graphs;
-  std::vector<std::string> sources;
-  std::vector<std::pair<int, int>> slot_of;  // profiled index → (rank, variant)
-  Json entries = Json::array();
-  for (size_t i = 0; i < result.ranked.size(); ++i) {
-    Json e = Json::object();
-    e["rank"] = i;
-    e["variants"] = Json::array();
-    for (size_t v = 0; v < variants.size(); ++v) {
-      Json ve = Json::object();
-      ve["knobs"] = variants[v];
-      auto source = emit_graph_source(result.ranked[i].graph, arch, variants[v]);
-      if (!source.ok()) {
-        ve["status"] = candidate_status_name(CandidateStatus::CompileError);
-        ve["error"] = "CUDA emitter: " + source.error().message;
-      } else {
-        graphs.push_back(result.ranked[i].graph);
-        sources.push_back(*source);
-        slot_of.emplace_back(static_cast<int>(i), static_cast<int>(v));
-      }
-      e["variants"].push_back(ve);
-    }
-    entries.push_back(e);
-  }
-  ProfileOptions options;
-  options.jit.arch = arch;
-  options.reference = program;
+  SearchProfileOptions options;
+  options.variants = variants;
   options.inputs = inputs.values;
   options.input_scale = inputs.scale;
-  auto profiled = profile_candidates(graphs, sources, options);
+  options.inputs_description = inputs.description;
+  auto profiled = profile_search_result(program, result, options);
   if (!profiled.ok()) {
     std::cerr << "strata: candidates not profiled: " << profiled.error().message << "\n";
     return nullptr;
   }
-  int fastest = -1, fastest_variant = -1;
-  double fastest_us = 0;
-  for (const ProfiledCandidate& pc : *profiled) {
-    const auto [rank, v] = slot_of[pc.index];
-    Json& ve = entries[rank]["variants"][v];
-    ve["status"] = candidate_status_name(pc.status);
-    if (!pc.error.empty()) ve["error"] = pc.error;
-    if (pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error)) ve["rel_l2_error"] = pc.rel_l2_error;
-    if (pc.same_as >= 0 && slot_of[pc.same_as].first == rank)  // knobs that change nothing here
-      ve["same_code_as"] = variants[slot_of[pc.same_as].second];
-    if (pc.timing) {
-      ve["measured_us"] = pc.timing->median_us;
-      if (fastest < 0 || pc.timing->median_us < fastest_us) {
-        fastest = rank;
-        fastest_variant = v;
-        fastest_us = pc.timing->median_us;
-      }
-    }
-  }
-  // Per candidate: the status and time of its fastest correct variant (else of the first).
-  // (A copy: inserting into an ordered_json object may move its members.)
-  for (Json& e : entries) {
-    Json best = e["variants"][0];
-    for (const Json& ve : e["variants"])
-      if (ve.contains("measured_us") &&
-          (!best.contains("measured_us") ||
-           ve["measured_us"].get<double>() < best["measured_us"].get<double>()))
-        best = ve;
-    for (const char* key : {"status", "knobs", "measured_us", "error"})
-      if (best.contains(key)) e[key] = best[key];
-  }
-  std::printf("\nprofiled on %s (%s), median of CUDA-graph replays, best of %zu emitter "
-              "variant(s) each:\n",
-              dev->name.c_str(), arch.c_str(), variants.size());
-  for (const Json& e : entries) {
+  const Json& report = *profiled;
+  std::printf(
+      "\nprofiled on %s (%s), median of CUDA-graph replays, best of %zu emitter "
+      "variant(s) each:\n",
+      report["device"].get<std::string>().c_str(), report["arch"].get<std::string>().c_str(),
+      variants.size());
+  for (const Json& e : report["candidates"]) {
     const int rank = e["rank"].get<int>();
     std::printf("  #%-2d %-14s predicted %8.2f µs", rank, e["status"].get<std::string>().c_str(),
                 result.ranked[rank].cost.predicted_us);
@@ -163,19 +79,10 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
     if (result.ranked[rank].is_program) std::printf("  (the program)");
     std::printf("\n");
   }
-  if (fastest >= 0)
-    std::printf("fastest correct candidate: #%d [%s], %.2f µs\n", fastest,
-                variants[fastest_variant].c_str(), fastest_us);
-  Json report = {{"device", dev->name},
-                 {"arch", arch},
-                 {"variants", variants},
-                 {"inputs", inputs.description},
-                 {"fastest", fastest >= 0 ? Json(fastest) : Json(nullptr)},
-                 {"candidates", entries}};
-  if (fastest >= 0) {
-    report["fastest_variant"] = variants[fastest_variant];
-    report["fastest_us"] = fastest_us;
-  }
+  if (!report["fastest"].is_null())
+    std::printf("fastest correct candidate: #%d [%s], %.2f µs\n", report["fastest"].get<int>(),
+                report["fastest_variant"].get<std::string>().c_str(),
+                report["fastest_us"].get<double>());
   return report;
 #else
   (void)program;
@@ -189,8 +96,8 @@ Json profile_on_gpu(const KernelGraph& program, const SearchResult& result,
 int run(const Options& o) {
   auto graph = load_graph(o.program);
   if (!graph.ok()) return fail_bad_input(graph.error().message);
-  auto variants = parse_variants(o.variants);
-  if (!variants.ok()) return fail_bad_input(variants.error().message);
+  auto variants = normalize_variants(o.variants.empty() ? default_tuning_variants() : o.variants);
+  if (!variants.ok()) return fail_bad_input("--variants: " + variants.error().message);
   // Input files are read before the search, so that a bad one stops the run at once.
   ProfileInputs inputs;
   inputs.scale = o.input_scale;
@@ -277,8 +184,7 @@ std::function<int()> setup(CLI::App& app) {
                  "directory with <input name>.f64 files (raw little-endian float64) to profile "
                  "with on the GPU, e.g. from `python3 bench/benchmarks.py inputs KEY DIR` "
                  "(default: uniform random inputs)");
-  app.add_option("--input-scale", o->input_scale,
-                 "random profiling inputs are uniform in ±scale")
+  app.add_option("--input-scale", o->input_scale, "random profiling inputs are uniform in ±scale")
       ->default_val(o->input_scale);
   app.add_flag_callback(
       "--no-cache", [o] { o->config.use_cache = false; },

@@ -1,0 +1,106 @@
+"""torch.compile(model, backend="strata") on the CPU: partitioning, fallback, the interpreter
+path, and agreement with eager."""
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import strata
+from strata.backend import node_supported, register, strata_backend
+
+register()
+
+
+class Mixed(torch.nn.Module):
+    """Supported ops around unsupported ones (tanh without the op, cumsum, abs)."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.w = torch.nn.Parameter(torch.randn(16, 32, generator=g) / 4, requires_grad=False)
+
+    def forward(self, x):
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        y = F.silu(h @ self.w)
+        z = torch.cumsum(y, -1).abs()
+        return z.sum(-1, keepdim=True) * 0.5 + z
+
+
+def _messages(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == "strata"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_interpreter_path_matches_eager(caplog):
+    m, x = Mixed(), torch.randn(4, 16)
+    f = torch.compile(m, backend="strata", options={"cpu": "interpret", "fallback": "eager"})
+    with caplog.at_level(logging.INFO, logger="strata"):
+        got = f(x)
+    torch.testing.assert_close(got, m(x), atol=1e-4, rtol=1e-4)
+    msgs = _messages(caplog)
+    assert any("2 partition(s), 2 run by strata" in s for s in msgs), msgs
+    assert any("reference interpreter" in s and "matmul" in s for s in msgs), msgs
+
+
+def test_no_gpu_falls_back_with_reason(caplog):
+    if strata.gpu_available():
+        pytest.skip("a GPU is present: the GPU tests cover the kernel path")
+    m, x = Mixed(), torch.randn(4, 16)
+    f = torch.compile(m, backend="strata", options={"fallback": "eager"})
+    with caplog.at_level(logging.INFO, logger="strata"):
+        got = f(x)
+    torch.testing.assert_close(got, m(x))
+    msgs = _messages(caplog)
+    assert any("falls back to eager: no GPU" in s for s in msgs), msgs
+
+
+def test_inductor_handles_the_rest(caplog):
+    m, x = Mixed(), torch.randn(4, 16)
+    f = torch.compile(m, backend="strata", options={"cpu": "interpret"})
+    with caplog.at_level(logging.INFO, logger="strata"):
+        got = f(x)
+    torch.testing.assert_close(got, m(x), atol=1e-4, rtol=1e-4)
+    assert any("the rest by inductor" in s for s in _messages(caplog))
+
+
+def test_partitions_are_maximal_and_cut_at_unsupported_nodes():
+    m, x = Mixed(), torch.randn(4, 16)
+    gm = torch.fx.symbolic_trace(m)
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    ShapeProp(gm).propagate(x)
+    reasons = {n.name: node_supported(n, gm) for n in gm.graph.nodes
+               if n.op.startswith("call_")}
+    assert reasons["cumsum"] is not None and "no strata lowering" in reasons["cumsum"]
+    assert reasons["abs_1"] is not None
+    supported = [k for k, v in reasons.items() if v is None]
+    assert {"pow_1", "mean", "add", "rsqrt", "mul", "matmul", "silu"} <= set(supported)
+
+
+def test_failing_partition_falls_back_per_partition(caplog, monkeypatch):
+    import strata.backend as backend
+
+    def boom(*a, **k):
+        raise strata.StrataError("search found nothing")
+
+    monkeypatch.setattr(backend, "lower_graph", boom)
+    m, x = Mixed(), torch.randn(4, 16)
+    f = torch.compile(m, backend="strata", options={"cpu": "interpret", "fallback": "eager"})
+    with caplog.at_level(logging.INFO, logger="strata"):
+        got = f(x)
+    torch.testing.assert_close(got, m(x))
+    assert sum("falls back to eager: StrataError: search found nothing" in s
+               for s in _messages(caplog)) == 2
+
+
+def test_unknown_option():
+    with pytest.raises(strata.StrataError, match="unknown option"):
+        strata_backend(torch.fx.symbolic_trace(torch.nn.ReLU()), [torch.randn(2)],
+                       options={"tim_limit": 3})
