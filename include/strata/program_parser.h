@@ -43,4 +43,11 @@ std::vector<ProgramParam> program_op_signature(OpKind kind);
 /// "sum(x, dim, to=1)".
 std::string program_op_signature_text(OpKind kind);
 
+/// The composite ops a program may call besides the table's (softmax, layer_norm: the parser
+/// expands them into table ops; docs/program-format.md), in a fixed order.
+std::vector<std::string> program_composite_names();
+/// The call signature of a composite op (empty for an unknown name), and its text.
+std::vector<ProgramParam> program_composite_signature(std::string_view name);
+std::string program_composite_signature_text(std::string_view name);
+
 }  // namespace strata

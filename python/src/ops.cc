@@ -30,6 +30,10 @@ const char* category_name(Category c) {
       return "norm";
     case Category::Concat:
       return "concat";
+    case Category::Layout:
+      return "layout";
+    case Category::Scan:
+      return "scan";
     case Category::Accum:
       return "accum";
     case Category::Fused:
@@ -46,6 +50,8 @@ const char* algebra_name(Algebra a) {
       return "exp";
     case Algebra::Opaque:
       return "opaque";
+    case Algebra::Max:
+      return "max";
   }
   return "unknown";
 }
@@ -92,11 +98,35 @@ void bind_ops(nb::module_& m) {
           row["signature"] = is_program_op(info.kind) ? program_op_signature_text(info.kind) : "";
           rows.append(row);
         }
+        // Composite program ops (softmax, layer_norm): the parser expands them.
+        for (const std::string& name : program_composite_names()) {
+          nb::dict row;
+          row["name"] = name;
+          row["arity"] = 1;
+          row["category"] = "composite";
+          row["algebra"] = "composite";
+          row["kernel_level"] = true;
+          row["block_level"] = false;
+          row["program_op"] = true;
+          nb::list params;
+          for (const ProgramParam& p : program_composite_signature(name)) {
+            nb::dict d;
+            d["name"] = p.name;
+            d["kind"] = param_kind_name(p.kind);
+            d["required"] = p.required;
+            d["default"] = p.default_value;
+            d["alias"] = p.alias;
+            params.append(d);
+          }
+          row["params"] = params;
+          row["signature"] = program_composite_signature_text(name);
+          rows.append(row);
+        }
         return rows;
       },
       "The op table: one dict per op (name, arity, category, algebra, levels, and for program "
       "ops the call signature: params with name, kind tensor|int|real, required, default, "
-      "alias).");
+      "alias), then the composite program ops (category 'composite').");
 }
 
 }  // namespace strata::py

@@ -203,7 +203,7 @@ def _clamp(cx, x, min=None, max=None):
         raise Unsupported("clamp with tensor bounds")
     names = op_params("clamp") or []
     attrs = {}
-    for value, choices in ((min, ("min", "lo", "low")), (max, ("max", "hi", "high"))):
+    for value, choices in ((min, ("lo", "min", "low")), (max, ("hi", "max", "high"))):
         if value is None:
             continue
         key = next((c for c in choices if c in names), None)
@@ -213,6 +213,10 @@ def _clamp(cx, x, min=None, max=None):
         attrs[key] = float(cx.number(value))
     if not attrs:
         return x
+    # A missing bound is the largest f32 (strata's constants are finite; f16 and f32 values
+    # never pass it).
+    attrs.setdefault("lo", -3.4028234663852886e38)
+    attrs.setdefault("hi", 3.4028234663852886e38)
     return cx.op("clamp", x, **attrs)
 
 
@@ -292,14 +296,18 @@ def _transpose(cx, x, dim0, dim1):
     d0, d1 = _dim_arg(cx, x, dim0, "transpose"), _dim_arg(cx, x, dim1, "transpose")
     if d0 == d1:
         return x
-    return cx.op("transpose", x, min(d0, d1), max(d0, d1))
+    r = len(x.shape)
+    if {d0, d1} != {r - 2, r - 1}:
+        raise Unsupported(f"transpose of dims {d0} and {d1} of a rank-{r} tensor (strata's "
+                          f"transpose swaps the last two dims)")
+    return cx.op("transpose", x)
 
 
 def _t(cx, x):
     x = cx.tensor(x)
     if len(x.shape) != 2:
         raise Unsupported(f"t() of a rank-{len(x.shape)} tensor")
-    return cx.op("transpose", x, 0, 1)
+    return cx.op("transpose", x)
 
 
 def _slice(cx, x, dim, start, end):

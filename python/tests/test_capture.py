@@ -30,8 +30,10 @@ def test_rmsnorm_matmul_with_scalars():
 
     p = check(f, torch.randn(4, 16), torch.randn(16, 8))
     assert "mul_scalar" in p.op_names and "silu" in p.op_names
-    # The scalars no attribute takes are bound inputs of shape [1].
-    assert sorted(p.bound.values()) == [1e-6, 1.0, 1.0]
+    # Scalars that an op's attribute takes stay constants (eps and + 1 through add_scalar);
+    # the rest (rsqrt's 1 / ·) are bound inputs of shape [1].
+    assert "add_scalar" in p.op_names
+    assert sorted(p.bound.values()) == [1.0]
     assert [s.name for s in p.free_inputs] == ["x", "w"]
 
 

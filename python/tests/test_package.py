@@ -16,8 +16,11 @@ def test_version_is_cmake_project_version(root):
 def test_op_names_come_from_the_cpp_op_table(root):
     rows = re.findall(r'^STRATA_OP\(\s*\w+,\s*"(\w+)",\s*(-?\d+),\s*(\w+),\s*([^,]+),',
                       (root / "include/strata/op_table.def").read_text(), re.M)
-    table = {r["name"]: r for r in strata.op_table()}
+    table = {r["name"]: r for r in strata.op_table() if r["category"] != "composite"}
     assert [r[0] for r in rows] == list(table)
+    composites = [r["name"] for r in strata.op_table() if r["category"] == "composite"]
+    assert composites == ["softmax", "layer_norm"]
+    assert all(name in strata.op_names() for name in composites)
     for name, arity, category, levels in rows:
         assert table[name]["arity"] == int(arity)
         assert table[name]["category"] == category.lower()
@@ -28,7 +31,8 @@ def test_op_names_come_from_the_cpp_op_table(root):
 
 def test_signatures_are_the_parsers():
     assert strata.signature("sum") == "sum(x, dim, to=1)"
-    assert strata.signature("rms_norm") == "rms_norm(x, dim=-1)"
+    assert strata.signature("rms_norm") == "rms_norm(x, dim=-1, eps=0)"
+    assert strata.signature("softmax") == "softmax(x, dim=-1)"
     assert strata.signature("accum") is None
     assert strata.has_op("sum", "dim", "to")
     assert strata.has_op("mul_scalar", "c")  # the alias counts

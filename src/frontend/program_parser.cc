@@ -716,4 +716,40 @@ std::string program_op_signature_text(OpKind kind) {
   return signature_text(op_name(kind), signature(kind));
 }
 
+namespace {
+
+std::vector<ProgramParam> public_params(const std::vector<Param>& sig) {
+  std::vector<ProgramParam> out;
+  for (const Param& p : sig) {
+    ProgramParam q;
+    q.name = std::string(p.name);
+    q.kind = p.type == ParamType::Tensor ? ProgramParam::Kind::Tensor
+             : p.type == ParamType::Int  ? ProgramParam::Kind::Int
+                                         : ProgramParam::Kind::Real;
+    q.required = p.required;
+    q.default_value = p.default_value;
+    q.alias = std::string(p.alias);
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> program_composite_names() {
+  std::vector<std::string> out;
+  for (const Composite& c : composites()) out.emplace_back(c.name);
+  return out;
+}
+
+std::vector<ProgramParam> program_composite_signature(std::string_view name) {
+  const Composite* c = find_composite(name);
+  return c ? public_params(c->params) : std::vector<ProgramParam>{};
+}
+
+std::string program_composite_signature_text(std::string_view name) {
+  const Composite* c = find_composite(name);
+  return c ? signature_text(c->name, c->params) : "";
+}
+
 }  // namespace strata
