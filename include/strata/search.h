@@ -42,7 +42,10 @@ struct SearchConfig {
   double enum_time_limit_s = 0;
   int64_t max_states = 0;        ///< bound on explored states; 0 = none
   int max_kernel_ops = 5;        ///< (key) kernel ops per graph, predefined and customized
-  int max_block_ops = 11;        ///< (key) ops per block graph, output savers not counted
+  /// (key) ops per block graph, output savers not counted; 0 = from the program:
+  /// auto_max_block_ops (a fused kernel holds the program's inputs and compute ops, plus
+  /// accumulators).
+  int max_block_ops = 0;
   int max_customized_ops = 2;    ///< (key) customized kernels per graph
   int max_block_inputs = 4;      ///< (key) inputs of one customized kernel
   int max_block_outputs = 2;     ///< (key) outputs of one customized kernel
@@ -82,6 +85,9 @@ struct SearchConfig {
     max_kernel_ops = n;
     return *this;
   }
+  /// The limit max_block_ops = 0 stands for: max(11, program inputs + compute ops + 2), at
+  /// most 16.
+  static int auto_max_block_ops(const KernelGraph& program);
   SearchConfig& with_max_block_ops(int n) {
     max_block_ops = n;
     return *this;

@@ -163,7 +163,7 @@ def _progress(elapsed, found):
 
 
 def optimize(program_or_fn, example_inputs=None, *, time_limit=None, target=None, top_k=4,
-             threads=0, max_states=0, max_kernel_ops=5, max_block_ops=11, max_customized_ops=2,
+             threads=0, max_states=0, max_kernel_ops=5, max_block_ops=0, max_customized_ops=2,
              abstract_pruning=True, use_cache=True, cache_dir=None, resume=False, profile=None,
              variants=None, inputs=None):
     """Superoptimizes a program.

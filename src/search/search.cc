@@ -69,12 +69,21 @@ Status check_program(const KernelGraph& program) {
   return Status::success();
 }
 
+}  // namespace
+
+int SearchConfig::auto_max_block_ops(const KernelGraph& program) {
+  int n = static_cast<int>(program.ops().size());  // inputs and compute ops
+  return std::clamp(n + 2, 11, 16);
+}
+
+namespace {
+
 Status check_config(const SearchConfig& c) {
   if (c.max_kernel_ops < 1 || c.max_kernel_ops > 8)
     return make_error("max kernel ops must be between 1 and 8, got " +
                       std::to_string(c.max_kernel_ops));
-  if (c.max_block_ops < 2 || c.max_block_ops > 16)
-    return make_error("max block ops must be between 2 and 16, got " +
+  if (c.max_block_ops != 0 && (c.max_block_ops < 2 || c.max_block_ops > 16))
+    return make_error("max block ops must be 0 (from the program) or between 2 and 16, got " +
                       std::to_string(c.max_block_ops));
   if (c.top_k < 1) return make_error("top must be at least 1, got " + std::to_string(c.top_k));
   if (c.max_block_inputs < 1 || c.max_block_outputs < 1 || c.max_customized_ops < 0)
@@ -540,6 +549,39 @@ std::string_view search_phase_name(SearchPhase p) {
   return "?";
 }
 
+std::string no_candidate_reason(const SearchResult& r) {
+  const SearchStats& st = r.stats;
+  auto count = [&](const char* rule) -> int64_t {
+    auto it = st.prunes_by_rule.find(rule);
+    return it == st.prunes_by_rule.end() ? 0 : it->second;
+  };
+  std::string limit;
+  if (st.stop != StopReason::Exhausted && st.stop != StopReason::CacheHit)
+    limit = " (the search stopped early: " + std::string(stop_reason_name(st.stop)) +
+            "; a longer run may find more)";
+  // The program itself is one of the complete graphs the enumeration finds.
+  const int64_t found = st.candidates_found - 1;
+  if (found <= 0) {
+    if (count("no_extents") > 0)
+      return "no tiling fits: no grid, loop and tile extents of the split policy fit the "
+             "program's extents within the shared memory of the target" + limit;
+    return "the enumeration found no other complete graph within the limits (max block ops, "
+           "kernel ops; docs/search.md, \"Pruning rules\")" + limit;
+  }
+  std::string s = std::to_string(found) + " other candidate(s) found";
+  const int64_t unsupported = count("codegen_unsupported"), smem = count("codegen_shared_memory");
+  if (unsupported + smem > 0 && st.candidates_screened == 0)
+    return s + ", but the code generator cannot emit the best ones (" +
+           std::to_string(unsupported) + " use ops it does not support, " +
+           std::to_string(smem) + " do not fit shared memory)" + limit;
+  if (st.candidates_screened > 0 && st.candidates_verified == 0)
+    return s + "; every one screened (" + std::to_string(st.candidates_screened) +
+           ") failed the equivalence screen" + limit;
+  if (st.candidates_verified > 0)
+    return s + "; none of the verified ones is predicted faster than the program" + limit;
+  return s + limit;
+}
+
 std::string search_summary(const SearchResult& r) {
   char buf[512];
   std::string out;
@@ -550,9 +592,9 @@ std::string search_summary(const SearchResult& r) {
   if (best.is_program) {
     std::snprintf(buf, sizeof buf,
                   "best: the input program itself (%zu kernels), predicted %.2f µs; no faster "
-                  "equivalent graph was found\n",
+                  "equivalent graph was found: %s\n",
                   program.graph.ops().size() - program.graph.inputs().size(),
-                  program.cost.predicted_us);
+                  program.cost.predicted_us, no_candidate_reason(r).c_str());
     out += buf;
   } else {
     std::snprintf(
@@ -587,10 +629,13 @@ std::string search_summary(const SearchResult& r) {
 }
 
 
-Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& config) {
+Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& given) {
   const auto t0 = Clock::now();
-  STRATA_RETURN_IF_ERROR(check_config(config));
+  STRATA_RETURN_IF_ERROR(check_config(given));
   STRATA_RETURN_IF_ERROR(check_program(program));
+  SearchConfig config = given;  // with the limits that depend on the program resolved
+  if (config.max_block_ops == 0)
+    config.max_block_ops = SearchConfig::auto_max_block_ops(program);
   STRATA_ASSIGN_OR_RETURN(Target target, Target::by_name(config.target));
 
   SearchResult result;

@@ -85,17 +85,20 @@ Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
   j["format"] = kFormat;
   j["version"] = kVersion;
   j["strata_version"] = STRATA_VERSION;
+  const int prog = r.program_index();
   Json c;
   c["target"] = config.target;
   c["max_kernel_ops"] = config.max_kernel_ops;
-  c["max_block_ops"] = config.max_block_ops;
+  // The limit the search used: 0 stands for the program's (SearchConfig::auto_max_block_ops).
+  c["max_block_ops"] = config.max_block_ops == 0 && prog >= 0
+                           ? SearchConfig::auto_max_block_ops(r.ranked[prog].graph)
+                           : config.max_block_ops;
   c["max_customized_ops"] = config.max_customized_ops;
   c["max_block_inputs"] = config.max_block_inputs;
   c["max_block_outputs"] = config.max_block_outputs;
   c["abstract_pruning"] = config.abstract_pruning;
   c["top_k"] = config.top_k;
   j["config"] = c;
-  int prog = r.program_index();
   double program_us = prog >= 0 ? r.ranked[prog].cost.predicted_us : 0;
   j["best"] = r.ranked.empty() ? Json(nullptr) : Json(0);
   j["program_index"] = prog;

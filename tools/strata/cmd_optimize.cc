@@ -159,7 +159,8 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--max-kernel-ops", c.max_kernel_ops, "kernel ops per graph")
       ->default_val(c.max_kernel_ops);
   app.add_option("--max-block-ops", c.max_block_ops,
-                 "ops per block graph (input iterators, compute ops, accumulators)")
+                 "ops per block graph (input iterators, compute ops, accumulators); 0 = from "
+                 "the program: max(11, its inputs and ops + 2), at most 16")
       ->default_val(c.max_block_ops);
   app.add_flag_callback(
       "--no-abstract-pruning", [o] { o->config.abstract_pruning = false; },
