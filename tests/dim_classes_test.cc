@@ -198,9 +198,9 @@ TEST(DimClasses, SplitCandidatesComeFromExtents) {
   EXPECT_TRUE(grid_extent_candidates(prime, policy).empty());
   policy.max_blocks = 100;
   EXPECT_EQ(grid_extent_candidates(cols, policy), (std::vector<int64_t>{48, 96}));
-  EXPECT_EQ(loop_extent_candidates(4096, policy), (std::vector<int64_t>{32, 64, 128, 256}));
-  EXPECT_EQ(loop_extent_candidates(64, policy), (std::vector<int64_t>{2, 4}));
-  EXPECT_TRUE(loop_extent_candidates(16, policy).empty());
+  EXPECT_EQ(loop_extent_candidates(4096, 4096, policy), (std::vector<int64_t>{32, 64, 128, 256}));
+  EXPECT_EQ(loop_extent_candidates(64, 64, policy), (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(loop_extent_candidates(16, 16, policy).empty());
 }
 
 TEST(DimClasses, CustomizedProgramsAreRejected) {

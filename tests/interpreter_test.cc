@@ -465,5 +465,140 @@ TEST(Domains, DoubleAndFieldAgreeOnLaxGraphs) {
       8);
 }
 
+
+// ---- new ops, the online softmax, ragged splits ---------------------------------------------
+
+TEST(KernelOps, NewElementwiseReductionAndLayoutOps) {
+  HostTensor x = T({2, 3}, {-2, 0.5, 3, 1, -1, 4});
+  auto un = [&](OpKind k, OpAttrs a = {}) { return run(one_op(k, {{2, 3}}, a), {x})[0]; };
+  EXPECT_NEAR(un(OpKind::Sigmoid)[0], 1 / (1 + std::exp(2.0)), 1e-15);
+  EXPECT_NEAR(un(OpKind::Tanh)[2], std::tanh(3.0), 1e-15);
+  EXPECT_NEAR(un(OpKind::Log)[5], std::log(4.0), 1e-15);
+  OpAttrs c;
+  c.scalar = -1;
+  c.scalar2 = 2;
+  EXPECT_EQ(un(OpKind::Clamp, c).data, (std::vector<double>{-1, 0.5, 2, 1, -1, 2}));
+  OpAttrs add;
+  add.scalar = 0.25;
+  EXPECT_EQ(un(OpKind::AddScalar, add).data, (std::vector<double>{-1.75, 0.75, 3.25, 1.25, -0.75, 4.25}));
+  HostTensor y = T({2, 3}, {0, 1, 1, 2, 2, 2});
+  EXPECT_EQ(run(one_op(OpKind::Maximum, {{2, 3}, {2, 3}}), {x, y})[0].data,
+            (std::vector<double>{0, 1, 3, 2, 2, 4}));
+  EXPECT_EQ(run(one_op(OpKind::Minimum, {{2, 3}, {2, 3}}), {x, y})[0].data,
+            (std::vector<double>{-2, 0.5, 1, 1, -1, 2}));
+  OpAttrs red;
+  red.dim = 1;
+  EXPECT_EQ(un(OpKind::Max, red).data, (std::vector<double>{3, 4}));
+  red.dim = 0;
+  EXPECT_EQ(un(OpKind::Max, red).data, (std::vector<double>{1, 0.5, 4}));
+  HostTensor t = un(OpKind::Transpose);
+  EXPECT_EQ(t.shape, (Shape{3, 2}));
+  EXPECT_EQ(t.data, (std::vector<double>{-2, 1, 0.5, -1, 3, 4}));
+  OpAttrs sl;
+  sl.dim = 1;
+  sl.start = 1;
+  sl.end = 3;
+  EXPECT_EQ(un(OpKind::Slice, sl).data, (std::vector<double>{0.5, 3, -1, 4}));
+  // rms_norm's epsilon sits under the root
+  OpAttrs eps;
+  eps.dim = 1;
+  eps.scalar = 0.5;
+  EXPECT_NEAR(un(OpKind::RmsNorm, eps)[0], -2 / std::sqrt((4 + 0.25 + 9) / 3.0 + 0.5), 1e-15);
+}
+
+/// Safe attention over S = Q·K (optionally scaled): the program (with max, sub, exp, sum,
+/// div) and the fused μGraph with the online softmax, F iterations over the keys.
+KernelGraph attention_program(int64_t b, int64_t m, int64_t d, int64_t n, double scale) {
+  KernelGraph g;
+  int q = *g.add_input("Q", Shape{b, m, d}, DType::f32);
+  int k = *g.add_input("K", Shape{b, d, n}, DType::f32);
+  int v = *g.add_input("V", Shape{b, n, d}, DType::f32);
+  OpAttrs sc;
+  sc.scalar = scale;
+  OpAttrs r;
+  r.dim = 2;
+  int s = *g.add_op(OpKind::MulScalar, {*g.add_op(OpKind::Matmul, {q, k})}, sc);
+  int e = *g.add_op(OpKind::Exp, {*g.add_op(OpKind::Sub, {s, *g.add_op(OpKind::Max, {s}, r)})});
+  int p = *g.add_op(OpKind::Div, {e, *g.add_op(OpKind::Sum, {e}, r)});
+  EXPECT_TRUE(g.mark_output(*g.add_op(OpKind::Matmul, {p, v})).ok());
+  return g;
+}
+
+KernelGraph flash_graph(int64_t b, int64_t m, int64_t d, int64_t n, double scale, int forloop,
+                        OpKind o_accum = OpKind::AccumRescale, bool shift = true) {
+  return customized({{b, m, d}, {b, d, n}, {b, n, d}}, {static_cast<int>(b), 1, 1}, forloop,
+                    [&](BlockGraph& g) {
+                      int q = must(g.add_input(Shape{b, m, d}, {0, kPhi, kPhi}, kPhi));
+                      int k = must(g.add_input(Shape{b, d, n}, {0, kPhi, kPhi}, 2));
+                      int v = must(g.add_input(Shape{b, n, d}, {0, kPhi, kPhi}, 1));
+                      OpAttrs sc;
+                      sc.scalar = scale;
+                      int s = must(g.add_op(OpKind::MulScalar,
+                                            {must(g.add_op(OpKind::Matmul, {q, k}))}, sc));
+                      int mx = must(g.add_op(OpKind::RunningMax, {s}));
+                      int e = shift ? must(g.add_op(OpKind::Exp,
+                                                    {must(g.add_op(OpKind::Sub, {s, mx}))}))
+                                    : must(g.add_op(OpKind::Exp, {s}));
+                      int pv = must(g.add_op(OpKind::Matmul, {e, v}));
+                      int o = op_info(o_accum).arity == 2 ? must(g.add_op(o_accum, {pv, mx}))
+                                                          : must(g.add_op(o_accum, {pv}));
+                      int l = must(g.add_op(OpKind::AccumRescaleLd, {e, mx}));
+                      EXPECT_TRUE(
+                          g.add_output(must(g.add_op(OpKind::Div, {o, l})), {0, kPhi, kPhi}).ok());
+                    });
+}
+
+TEST(BlockGraphs, OnlineSoftmaxEqualsTheSafeProgram) {
+  KernelGraph prog = attention_program(2, 4, 8, 32, 0.125);
+  auto in = random_inputs(prog, 7);
+  // Large scores: the unshifted exponentials would overflow doubles (e^(40·8·…)).
+  for (double& v : in[0].data) v *= 40;
+  for (double& v : in[1].data) v *= 40;
+  HostTensor want = run(prog, in)[0];
+  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_TRUE(std::isfinite(want[i]));
+  for (int F : {1, 2, 4}) expect_near(run(flash_graph(2, 4, 8, 32, 0.125, F), in)[0], want, 1e-9);
+}
+
+TEST(BlockGraphs, RaggedSplitsClipTheLastTile) {
+  // X[5, 40]·W[40, 50]: W's 50 columns over 4 blocks of 13 (the last one 11), K = 40 over 3
+  // iterations of 14 (the last one 12); the row RMS (a mean over a ragged loop) too.
+  Shape xs{5, 40}, ws{40, 50};
+  KernelGraph g = customized({xs, ws}, {4, 1, 1}, 3, [&](BlockGraph& b) {
+    int x = must(b.add_input(xs, kAllReplicated, 1));
+    int w = must(b.add_input(ws, {1, kPhi, kPhi}, 0));
+    EXPECT_EQ(b.tensor(w).shape, (Shape{14, 13}));
+    int am = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {x, w}))}));
+    int ax = must(b.add_op(OpKind::AccumRmsLd, {x}));
+    EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {am, ax})), {1, kPhi, kPhi}).ok());
+  });
+  EXPECT_EQ(g.tensor(g.outputs()[0]).shape, (Shape{5, 50}));
+  KernelGraph prog = rmsnorm_program(5, 40, 50);
+  auto in = random_inputs(prog, 9);
+  expect_near(run(g, in)[0], run(prog, in)[0], 1e-12);
+  // Ragged extents must agree where tiles meet, and a ragged dim must be saved.
+  auto b = *BlockGraph::make({4, 1, 1}, 128, 1);
+  int w = must(b.add_input(ws, {1, kPhi, kPhi}, kPhi));       // 50 in 4: tiles of 13
+  int u = must(b.add_input(Shape{40, 52}, {1, kPhi, kPhi}, kPhi));  // 52 in 4: 13 exactly
+  EXPECT_FALSE(b.add_op(OpKind::Add, {w, u}).ok());
+  OpAttrs sl;
+  sl.dim = 1;
+  sl.start = 0;
+  sl.end = 4;
+  EXPECT_FALSE(b.add_op(OpKind::Slice, {w}, sl).ok());
+  EXPECT_FALSE(b.add_output(must(b.add_op(OpKind::AccumSum, {w})), kAllReplicated).ok());
+}
+
+TEST(Domains, FieldRunsTheNewOpsLikeDoubles) {
+  OpAttrs add;
+  add.scalar = 3;  // an exact constant
+  expect_domains_agree(one_op(OpKind::AddScalar, {{2, 5}}, add), 11);
+  expect_domains_agree(one_op(OpKind::Transpose, {{2, 3, 5}}), 12);
+  OpAttrs sl;
+  sl.dim = 0;
+  sl.start = 1;
+  sl.end = 3;
+  expect_domains_agree(one_op(OpKind::Slice, {{4, 5}}, sl), 13);
+}
+
 }  // namespace
 }  // namespace strata

@@ -11,10 +11,19 @@
 //  - every tensor has a stage: Loop (per iteration) or Post (after the loop);
 //    inputs produce Loop tensors, accumulators map Loop to Post, compute ops keep the stage
 //    of their inputs (which must agree), output savers take Post tensors;
-//  - imap/fmap splits divide exactly; at most one grid axis maps to a data dim; a grid axis
-//    of size 1 maps to φ; omap maps each grid axis of size > 1 to a distinct data dim.
+//  - an imap/fmap split of extent n into k parts gives tiles of ⌈n/k⌉ and leaves no part
+//    empty; a split that does not divide is *ragged*: the last part is shorter, and its missing
+//    elements are absent (docs/mugraph-semantics.md §3.1); at most one grid axis maps to a data
+//    dim; a grid axis of size 1 maps to φ; omap maps each grid axis of size > 1 to a distinct
+//    data dim;
+//  - a tile dim split raggedly across the grid records the device tensor's extent n along it
+//    (BlockTensor::ragged): ops carry it like the extent itself, combine only operands whose
+//    ragged extents agree, never slice, concatenate or group-reduce along it, and an output
+//    saver writes n elements along it; a ragged for-loop split is never concatenated by an
+//    accumulator.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,7 +45,11 @@ struct Dim3 {
 enum class Stage : uint8_t { Loop, Post };
 
 struct BlockTensor {
-  Shape shape;  ///< tile shape seen by one block (per iteration for Loop tensors)
+  Shape shape;  ///< tile shape seen by one block (per iteration for Loop tensors); the
+                ///< nominal shape: the last part of a ragged split holds fewer elements
+  /// Per dim: 0, or — for a dim split raggedly across the grid — the device extent n the
+  /// blocks' tiles cover together (the last block's tile is shorter than `shape`).
+  std::array<int64_t, kMaxRank> ragged{};
   Stage stage;
   int producer;      ///< op id
   std::string name;  ///< optional, unique within the block graph when set
@@ -87,6 +100,18 @@ class BlockGraph {
   int num_outputs() const { return static_cast<int>(output_ops_.size()); }
   /// Device-tensor shape of kernel input i as declared by add_input.
   const Shape& input_shape(int i) const { return input_shapes_[i]; }
+  /// The part of kernel input i that block `block` sees in iteration `iter`: per dim of the
+  /// input (padded to rank 4, leading dims [0, 1)), the offset and the number of present
+  /// elements — the nominal tile, clipped where a ragged split ends.
+  struct Range {
+    int64_t offset = 0, length = 1;
+  };
+  std::array<Range, 4> input_tile(int i, const std::array<int, 3>& block, int iter) const;
+  /// Whether some split of an input does not divide its extent (docs/mugraph-semantics.md
+  /// §3.1): then tiles of the last blocks or iterations are shorter than their nominal shape.
+  bool ragged() const;
+  /// Whether some input's for-loop split leaves a shorter last iteration in some block.
+  bool ragged_loop() const;
   /// Device-tensor shape of output i (the block tile scaled by the grid along omap).
   const Shape& output_shape(int i) const { return output_shapes_[i]; }
   /// Op id of the input iterator of input i / of the saver of output i.
@@ -109,6 +134,7 @@ class BlockGraph {
   std::vector<Shape> output_shapes_;
   std::vector<int> input_ops_;
   std::vector<int> output_ops_;
+  std::vector<bool> input_loop_ragged_;  ///< per input: its for-loop split is ragged
 };
 
 /// "x", "y" or "z".

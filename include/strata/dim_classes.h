@@ -198,12 +198,18 @@ struct SplitPolicy {
   std::vector<int64_t> loop_tiles{16, 32, 64, 128};
   /// Upper bound of the total number of blocks of a grid (4 × SM count by default).
   int64_t max_blocks = 528;
+  /// A class that no tile of the lists divides is split raggedly (docs/mugraph-semantics.md
+  /// §3.1: the last tile is shorter) by the tiles whose padding, ⌈e/t⌉·t − e, is at most this
+  /// fraction of the extent e.
+  double max_ragged_waste = 0.125;
 };
 
 /// Candidate grid extents (≥ 2, ascending) for splitting class `info` across blocks.
 std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const SplitPolicy& policy);
 /// Candidate for-loop ranges (≥ 2, ascending) for a class whose per-block extent is
-/// `block_extent`.
-std::vector<int64_t> loop_extent_candidates(int64_t block_extent, const SplitPolicy& policy);
+/// `block_extent` (the nominal tile of a grid split) and whose last block holds `last_extent`
+/// elements (less than block_extent when the grid split is ragged).
+std::vector<int64_t> loop_extent_candidates(int64_t block_extent, int64_t last_extent,
+                                            const SplitPolicy& policy);
 
 }  // namespace strata

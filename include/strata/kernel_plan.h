@@ -233,6 +233,9 @@ bool is_reduction(const BlockOp& op);
 /// Whether the code generator handles block op `op` (make_kernel_plan refuses graphs with
 /// others, naming the op).
 bool block_codegen_supports(const BlockOp& op);
+/// Why the code generator cannot emit block graph g ("" if it can): an op it does not support,
+/// or a construct (ragged splits) it does not handle yet.
+std::string block_graph_codegen_unsupported(const BlockGraph& g);
 /// The reduction of such an op on its input tile shape.
 ReductionShape reduction_shape(const BlockOp& op, const Shape& input);
 

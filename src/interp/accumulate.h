@@ -29,6 +29,7 @@ template <class A>
 struct LoopState {
   Tensor<A> acc;         ///< the combined state (for max: not yet finished)
   Tensor<A> last_shift;  ///< accum_rescale(_ld): the shift tile m of the previous iteration
+  int64_t count = 0;     ///< elements combined into each state element (for means)
 };
 
 /// Starts the state of an accumulator or running op whose result has shape `shape`.
@@ -70,6 +71,7 @@ void accum_update(const A& ar, OpKind kind, const OpAttrs& attrs, int iter,
   }
   const Tensor<A>& y = r ? part : x;
   bool max = r && r->combine == Combine::Max;
+  st.count += r ? x.shape[x.shape.rank() - 1] / acc.shape[acc.shape.rank() - 1] : 1;
   if (op_info(kind).arity == 2) {  // rescale: acc·exp(m_prev − m) + y
     const Tensor<A>& m = *in[1];
     if (iter > 0) {
@@ -90,15 +92,14 @@ void accum_update(const A& ar, OpKind kind, const OpAttrs& attrs, int iter,
 }
 
 /// The loop result of an accumulator after the last iteration: the state finished (max),
-/// divided by the count (mean) or turned into a root mean (rms). `tile` is the shape of the
-/// per-iteration tile and `forloop` the number of iterations.
+/// divided by the count of elements combined (mean; the last iteration of a ragged loop
+/// contributes fewer) or turned into a root mean (rms).
 template <class A>
-void accum_finalize(const A& ar, OpKind kind, const OpAttrs& attrs, int forloop, const Shape& tile,
-                    LoopState<A>& st, const ValueHints& hints) {
+void accum_finalize(const A& ar, OpKind kind, const OpAttrs& attrs, LoopState<A>& st,
+                    const ValueHints& hints) {
   const ReductionInfo* r = op_reduction(kind);
   if (!r) return;
-  int64_t count = int64_t{forloop} * (tile[tile.rank() - 1] / st.acc.shape[tile.rank() - 1]);
-  finish_reduction(ar, *r, count, attrs.scalar, hints, st.acc, Box::full(st.acc.shape));
+  finish_reduction(ar, *r, st.count, attrs.scalar, hints, st.acc, Box::full(st.acc.shape));
 }
 
 /// A running (Scan) op at iteration `iter`: combines the tile into the state and writes the

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "interp/accumulate.h"
+#include "strata/shape_infer.h"
 #include "strata/kernel_graph.h"
 #include "strata/status.h"
 
@@ -62,19 +63,35 @@ inline const ValueHints& default_hints() {
   return h;
 }
 
-/// Offset of the tile of (block, iteration) inside a device tensor, per padded dim.
-inline std::array<int64_t, 4> input_tile_offset(const BlockGraph& bg, const OpAttrs& attrs,
-                                                const Shape& kernel_shape, const Shape& tile,
-                                                const std::array<int, 3>& b, int iter) {
-  std::array<int64_t, 4> off{0, 0, 0, 0};
-  int pad = 4 - kernel_shape.rank();
-  for (int g = 0; g < 3; ++g) {
-    int d = attrs.imap[g];
-    if (d == kReplicate) continue;
-    off[d + pad] += int64_t{b[g]} * (kernel_shape[d] / bg.grid()[g]);
+/// The tile of input iterator `attrs.input_index` that block b sees in iteration `iter`: its
+/// offset inside the device tensor (per padded dim) and its shape, clipped where a ragged
+/// split ends (BlockGraph::input_tile).
+inline std::pair<std::array<int64_t, 4>, Shape> input_tile_box(const BlockGraph& bg,
+                                                               const OpAttrs& attrs,
+                                                               const Shape& nominal,
+                                                               const std::array<int, 3>& b,
+                                                               int iter) {
+  auto r = bg.input_tile(attrs.input_index, b, iter);
+  std::array<int64_t, 4> off{};
+  Shape shape = nominal;
+  const int pad = 4 - nominal.rank();
+  for (int d = 0; d < 4; ++d) {
+    off[d] = r[d].offset;
+    if (d >= pad) shape[d - pad] = r[d].length;
   }
-  if (attrs.fmap != kReplicate) off[attrs.fmap + pad] += int64_t{iter} * tile[attrs.fmap];
-  return off;
+  return {off, shape};
+}
+
+/// The shape of a compute op's result on operands of the given (actual) shapes: the nominal
+/// shape unless a ragged split made an operand's tile shorter.
+inline Shape actual_shape(const BlockOp& op, const std::vector<Shape>& in, const Shape& nominal,
+                          int forloop) {
+  OpAttrs attrs = op.attrs;
+  Result<Shape> r = op.kind == OpKind::ThreadFused ? infer_thread_graph_shape(op.chain, in)
+                    : op_category(op.kind) == Category::Accum
+                        ? infer_accum_shape(op.kind, in, forloop, attrs)
+                        : infer_compute_shape(op.kind, in, attrs);
+  return r.ok() ? *r : nominal;
 }
 
 /// Copies the box [off, off + dims(dst)) of src into dst (both already shaped).
@@ -134,24 +151,29 @@ void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tenso
   };
   Dim3 grid = bg.grid();
   int F = bg.forloop();
+  const bool ragged = bg.ragged();
   parallel_for_chunks(
       static_cast<int64_t>(block_ids.size()), threads, 1, [&](int64_t lo, int64_t hi) {
         std::vector<Tensor<A>> val(bg.tensors().size());
         std::vector<LoopState<A>> state(bg.ops().size());
         std::vector<const Tensor<A>*> args;
+        std::vector<Shape> arg_shapes;
+        // The actual shape of a compute op's result: its operands' tiles may be shorter than
+        // their nominal shapes in the last block or iteration of a ragged split.
+        auto shape_of = [&](const BlockOp& op) {
+          if (!ragged) return bg.tensor(op.output).shape;
+          arg_shapes.clear();
+          for (const Tensor<A>* a : args) arg_shapes.push_back(a->shape);
+          return actual_shape(op, arg_shapes, bg.tensor(op.output).shape, F);
+        };
         for (int64_t bi = lo; bi < hi; ++bi) {
           int64_t id = block_ids[bi];
           std::array<int, 3> b{static_cast<int>(id % grid.x),
                                static_cast<int>((id / grid.x) % grid.y),
                                static_cast<int>(id / (int64_t{grid.x} * grid.y))};
-          // Accumulators and running ops start from their identity; loop-invariant tiles
-          // (fmap φ) are cut once per block.
-          for (size_t i = 0; i < bg.ops().size(); ++i) {
-            const BlockOp& op = bg.op(static_cast<int>(i));
-            Category cat = op_category(op.kind);
-            if (live[i] && (cat == Category::Accum || cat == Category::Scan))
-              state[i] = loop_state_init(ar, op.kind, bg.tensor(op.output).shape);
-          }
+          // Accumulators and running ops start from their identity (in the first iteration,
+          // with their result's actual shape); loop-invariant tiles (fmap φ) are cut once per
+          // block.
           for (int it = 0; it < F; ++it) {
             for (size_t i = 0; i < bg.ops().size(); ++i) {
               const BlockOp& op = bg.op(static_cast<int>(i));
@@ -160,21 +182,22 @@ void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tenso
               if (op.kind == OpKind::Input) {
                 if (it > 0 && op.attrs.fmap == kReplicate) continue;
                 const Tensor<A>& src = *ins[op.attrs.input_index];
-                const Shape& tile = bg.tensor(op.output).shape;
+                auto [off, tile] = input_tile_box(bg, op.attrs, bg.tensor(op.output).shape, b, it);
                 if (val[op.output].shape != tile) val[op.output] = Tensor<A>(tile);
-                copy_in(src, input_tile_offset(bg, op.attrs, src.shape, tile, b, it),
-                        val[op.output]);
+                copy_in(src, off, val[op.output]);
                 continue;
               }
               args.clear();
               for (int t : op.inputs) args.push_back(&val[t]);
+              if (cat == Category::Accum || cat == Category::Scan) {
+                if (it == 0) state[i] = loop_state_init(ar, op.kind, shape_of(op));
+              }
               if (cat == Category::Accum) {
                 accum_update(ar, op.kind, op.attrs, it, args, state[i], hint(op.output));
                 continue;
               }
               if (bg.tensor(op.output).stage != Stage::Loop) continue;
-              run_compute(ar, op, bg.tensor(op.output).shape, args, val[op.output], state[i],
-                          hint(op.output));
+              run_compute(ar, op, shape_of(op), args, val[op.output], state[i], hint(op.output));
             }
           }
           for (size_t i = 0; i < bg.ops().size(); ++i) {
@@ -182,25 +205,24 @@ void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tenso
             if (!live[i]) continue;
             Category cat = op_category(op.kind);
             if (cat == Category::Accum) {
-              accum_finalize(ar, op.kind, op.attrs, F, bg.tensor(op.inputs[0]).shape, state[i],
-                             hint(op.output));
+              accum_finalize(ar, op.kind, op.attrs, state[i], hint(op.output));
               val[op.output] = std::move(state[i].acc);
             } else if (op.kind != OpKind::Input && op.kind != OpKind::Output &&
                        bg.tensor(op.output).stage == Stage::Post) {
               args.clear();
               for (int t : op.inputs) args.push_back(&val[t]);
-              run_compute(ar, op, bg.tensor(op.output).shape, args, val[op.output], state[i],
-                          hint(op.output));
+              run_compute(ar, op, shape_of(op), args, val[op.output], state[i], hint(op.output));
             }
           }
           for (int o = 0; o < bg.num_outputs(); ++o) {
             const BlockOp& saver = bg.op(bg.output_op(o));
             const Tensor<A>& tile = val[saver.inputs[0]];
             std::array<int64_t, 4> off{0, 0, 0, 0};
+            const Shape& nominal = bg.tensor(saver.inputs[0]).shape;
             int pad = 4 - tile.shape.rank();
             for (int g = 0; g < 3; ++g)
               if (grid[g] > 1)
-                off[saver.attrs.omap[g] + pad] += int64_t{b[g]} * tile.shape[saver.attrs.omap[g]];
+                off[saver.attrs.omap[g] + pad] += int64_t{b[g]} * nominal[saver.attrs.omap[g]];
             copy_out(tile, off, outs[o]);
           }
         }

@@ -34,6 +34,8 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
   int op_id = static_cast<int>(ops_.size());
   std::string at = where(op_id, OpKind::Input) + ", input " + std::to_string(num_inputs());
   Shape tile = kernel_shape;
+  std::array<int64_t, kMaxRank> ragged{};
+  bool loop_ragged = false;
   bool used[kMaxRank] = {false, false, false, false};
   for (int a = 0; a < 3; ++a) {
     int d = imap[a];
@@ -43,37 +45,108 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
       return make_error(at + ": imap " + axis + "→" + std::to_string(d) +
                         " is not a dimension of " + kernel_shape.str());
     if (grid_[a] == 1)
-      return make_error(at + ": imap maps grid axis " + axis + " of size 1 to dim " +
-                        std::to_string(d) + "; it must map to φ");
-    if (used[d]) return make_error(at + ": imap maps two grid axes to dim " + std::to_string(d));
+      return make_error(at + ": imap maps grid axis " + axis +
+                        " of size 1 to dim " + std::to_string(d) + "; it must map to φ");
+    if (used[d])
+      return make_error(at + ": imap maps two grid axes to dim " + std::to_string(d));
     used[d] = true;
-    if (tile[d] % grid_[a] != 0)
+    const int64_t n = tile[d], parts = grid_[a], t = (n + parts - 1) / parts;
+    if ((parts - 1) * t >= n)
       return make_error(at + ": imap " + axis + "→" + std::to_string(d) + " splits extent " +
-                        std::to_string(tile[d]) + " into " + std::to_string(grid_[a]) +
-                        " parts, which does not divide");
-    tile[d] /= grid_[a];
+                        std::to_string(n) + " into " + std::to_string(parts) +
+                        " parts of " + std::to_string(t) + ", which leaves the last part empty");
+    if (n % parts != 0) ragged[d] = n;
+    tile[d] = t;
   }
   if (fmap != kReplicate) {
     if (fmap < 0 || fmap >= kernel_shape.rank())
       return make_error(at + ": fmap " + std::to_string(fmap) + " is not a dimension of " +
                         kernel_shape.str());
-    if (tile[fmap] % forloop_ != 0)
+    // Every block's part (the last one's may be shorter) is split into F iterations, none empty.
+    const int64_t t = (tile[fmap] + forloop_ - 1) / forloop_;
+    int64_t shortest = tile[fmap];
+    if (ragged[fmap] > 0) shortest = ragged[fmap] - (ragged[fmap] - 1) / tile[fmap] * tile[fmap];
+    if ((forloop_ - 1) * t >= shortest)
       return make_error(at + ": fmap " + std::to_string(fmap) + " splits extent " +
-                        std::to_string(tile[fmap]) + " into " + std::to_string(forloop_) +
-                        " iterations, which does not divide");
-    tile[fmap] /= forloop_;
+                        std::to_string(shortest) + " into " + std::to_string(forloop_) +
+                        " iterations of " + std::to_string(t) +
+                        ", which leaves the last iteration empty");
+    loop_ragged = ragged[fmap] > 0 || tile[fmap] % forloop_ != 0;
+    ragged[fmap] = 0;  // the loop's own raggedness is per iteration, not across blocks
+    tile[fmap] = t;
   }
   OpAttrs attrs;
   attrs.input_index = num_inputs();
   attrs.imap = imap;
   attrs.fmap = fmap;
   int t = static_cast<int>(tensors_.size());
-  tensors_.push_back({tile, Stage::Loop, op_id, {}});
+  tensors_.push_back({tile, ragged, Stage::Loop, op_id, {}});
   ops_.push_back({OpKind::Input, {}, t, attrs, {}});
   input_shapes_.push_back(kernel_shape);
   input_ops_.push_back(op_id);
+  input_loop_ragged_.push_back(loop_ragged);
   return t;
 }
+
+namespace {
+
+/// The ragged extents of a compute op's result from its operands' (dims aligned as the op
+/// aligns them), or an error when a ragged dim meets a dim that is not ragged the same way
+/// (the last block's tiles would differ in length) or the op would slice, concatenate or
+/// group-reduce along a ragged dim.
+Result<std::array<int64_t, kMaxRank>> ragged_result(OpKind kind, const OpAttrs& attrs,
+                                                    const std::vector<const BlockTensor*>& in,
+                                                    const Shape& out) {
+  constexpr int64_t kUnset = -1;
+  std::array<int64_t, kMaxRank> r;
+  r.fill(kUnset);
+  const int ro = out.rank();
+  const Category cat = op_category(kind);
+  for (size_t k = 0; k < in.size(); ++k) {
+    const BlockTensor& t = *in[k];
+    const int ri = t.shape.rank();
+    for (int d = 0; d < ri; ++d) {
+      const int64_t v = t.ragged[d];
+      int od = d + ro - ri;  // elementwise alignment
+      if (cat == Category::Matmul) {
+        // A's rows and B's columns carry through; the contracted dims must agree.
+        if ((k == 0 && d == ri - 1) || (k == 1 && d == ri - 2)) {
+          if (k == 1 && in[0]->ragged[in[0]->shape.rank() - 1] != v)
+            return make_error("the contracted dims are split raggedly differently");
+          continue;
+        }
+        od = d;
+      } else if (cat == Category::Layout && kind == OpKind::Transpose && d >= ri - 2) {
+        od = d == ri - 1 ? ri - 2 : ri - 1;
+      } else if (v != 0 && (cat == Category::Layout || cat == Category::Concat) &&
+                 d == attrs.dim) {
+        return make_error(std::string(op_name(kind)) + " along dim " + std::to_string(d) +
+                          ", which is split raggedly across blocks");
+      } else if ((cat == Category::Reduce || cat == Category::Norm) && d == attrs.dim) {
+        if (v != 0 && cat == Category::Reduce && attrs.to != 1)
+          return make_error(std::string(op_name(kind)) + " to " + std::to_string(attrs.to) +
+                            " groups along a dim split raggedly across blocks");
+        if (cat == Category::Reduce) continue;  // reduced away
+      } else if ((cat == Category::Scan || cat == Category::Accum) && d == ri - 1 &&
+                 out[ro - 1] == 1 && t.shape[d] != 1) {
+        continue;  // the last dim reduced away
+      }
+      if (od < 0 || od >= ro || t.shape[d] != out[od]) continue;  // broadcast or reduced
+      if (t.shape[d] == 1) continue;
+      if (r[od] != kUnset && r[od] != v)
+        return make_error("dim " + std::to_string(od) +
+                          " meets operands split differently across blocks (" +
+                          (r[od] ? "ragged over " + std::to_string(r[od]) : "not ragged") +
+                          " and " + (v ? "ragged over " + std::to_string(v) : "not ragged") + ")");
+      r[od] = v;
+    }
+  }
+  for (int64_t& v : r)
+    if (v == kUnset) v = 0;
+  return r;
+}
+
+}  // namespace
 
 Result<int> BlockGraph::add_op(OpKind kind, std::vector<int> inputs, OpAttrs attrs) {
   int op_id = static_cast<int>(ops_.size());
@@ -121,8 +194,15 @@ Result<int> BlockGraph::add_op(OpKind kind, std::vector<int> inputs, OpAttrs att
     if (!s.ok()) return make_error(at + ": " + s.error().message);
     out = *s;
   }
+  if (accum && kind == OpKind::AccumSum && attrs.fmap != kReplicate && ragged_loop())
+    return make_error(at + ": concatenating the iterations of a for-loop that some input splits "
+                      "raggedly (the last iteration's tile is shorter) is not supported");
+  std::vector<const BlockTensor*> operands;
+  for (int t : inputs) operands.push_back(&tensors_[t]);
+  auto ragged = ragged_result(kind, attrs, operands, out);
+  if (!ragged.ok()) return make_error(at + ": " + ragged.error().message);
   int t = static_cast<int>(tensors_.size());
-  tensors_.push_back({out, stage, op_id, {}});
+  tensors_.push_back({out, *ragged, stage, op_id, {}});
   ops_.push_back({kind, std::move(inputs), t, attrs, {}});
   return t;
 }
@@ -141,8 +221,12 @@ Result<int> BlockGraph::add_thread_graph(std::vector<int> inputs, std::vector<Th
   }
   auto s = infer_thread_graph_shape(chain, shapes);
   if (!s.ok()) return make_error(at + ": " + s.error().message);
+  std::vector<const BlockTensor*> operands;  // elementwise: ragged extents align like shapes
+  for (int x : inputs) operands.push_back(&tensors_[x]);
+  auto ragged = ragged_result(OpKind::Add, {}, operands, *s);
+  if (!ragged.ok()) return make_error(at + ": " + ragged.error().message);
   int t = static_cast<int>(tensors_.size());
-  tensors_.push_back({*s, tensors_[inputs[0]].stage, op_id, {}});
+  tensors_.push_back({*s, *ragged, tensors_[inputs[0]].stage, op_id, {}});
   ops_.push_back({OpKind::ThreadFused, std::move(inputs), t, {}, std::move(chain)});
   return t;
 }
@@ -178,13 +262,62 @@ Result<int> BlockGraph::add_output(int tensor, GridMap omap) {
     if (used[d]) return make_error(at + ": omap maps two grid axes to dim " + std::to_string(d));
     used[d] = true;
     full[d] *= grid_[a];
+    if (int64_t n = bt.ragged[d]; n > 0) {  // the blocks' tiles cover n elements together
+      if (n > full[d] || n <= full[d] - bt.shape[d])
+        return make_error(at + ": dim " + std::to_string(d) + " covers " + std::to_string(n) +
+                          " elements split raggedly, which " + std::to_string(grid_[a]) +
+                          " tiles of " + std::to_string(bt.shape[d]) + " along grid axis " +
+                          axis + " do not");
+      full[d] = n;
+    }
   }
+  for (int d = 0; d < bt.shape.rank(); ++d)
+    if (bt.ragged[d] > 0 && !used[d])
+      return make_error(at + ": dim " + std::to_string(d) +
+                        " is split raggedly across the grid but no omap axis places it");
   OpAttrs attrs;
   attrs.omap = omap;
   ops_.push_back({OpKind::Output, {tensor}, -1, attrs, {}});
   output_ops_.push_back(op_id);
   output_shapes_.push_back(full);
   return num_outputs() - 1;
+}
+
+std::array<BlockGraph::Range, 4> BlockGraph::input_tile(int i, const std::array<int, 3>& block,
+                                                        int iter) const {
+  const BlockOp& op = ops_[input_ops_[i]];
+  const Shape& k = input_shapes_[i];
+  const int pad = 4 - k.rank();
+  std::array<Range, 4> r;
+  for (int d = 0; d < k.rank(); ++d) r[d + pad] = {0, k[d]};
+  for (int g = 0; g < 3; ++g) {
+    int d = op.attrs.imap[g];
+    if (d == kReplicate) continue;
+    int64_t t = (k[d] + grid_[g] - 1) / grid_[g];
+    int64_t lo = int64_t{block[g]} * t;
+    r[d + pad] = {lo, std::min(lo + t, k[d]) - lo};
+  }
+  if (op.attrs.fmap != kReplicate) {
+    Range& x = r[op.attrs.fmap + pad];
+    int64_t t = tensors_[op.output].shape[op.attrs.fmap];
+    int64_t lo = x.offset + int64_t{iter} * t;
+    x = {lo, std::min(lo + t, x.offset + x.length) - lo};
+  }
+  return r;
+}
+
+bool BlockGraph::ragged_loop() const {
+  for (bool r : input_loop_ragged_)
+    if (r) return true;
+  return false;
+}
+
+bool BlockGraph::ragged() const {
+  if (ragged_loop()) return true;
+  for (int i = 0; i < num_inputs(); ++i)
+    for (int64_t v : tensors_[ops_[input_ops_[i]].output].ragged)
+      if (v != 0) return true;
+  return false;
 }
 
 Status BlockGraph::set_tensor_name(int tensor, std::string name) {
@@ -209,6 +342,7 @@ void BlockGraph::pop_op() {
   if (op.kind == OpKind::Input) {
     input_shapes_.pop_back();
     input_ops_.pop_back();
+    input_loop_ragged_.pop_back();
   } else if (op.kind == OpKind::Output) {
     output_ops_.pop_back();
     output_shapes_.pop_back();

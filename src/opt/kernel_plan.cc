@@ -59,12 +59,8 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
     return make_error("kernel plan: " + std::to_string(output_dtypes.size()) +
                       " output dtypes given for a block graph with " +
                       std::to_string(graph->num_outputs()) + " outputs");
-  for (size_t i = 0; i < graph->ops().size(); ++i) {
-    const BlockOp& op = graph->op(static_cast<int>(i));
-    if (!block_codegen_supports(op))
-      return make_error("block op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) +
-                        "): the code generator does not support this op in block graphs yet");
-  }
+  if (std::string why = block_graph_codegen_unsupported(*graph); !why.empty())
+    return make_error(why);
   KernelPlan plan;
   plan.graph = std::move(graph);
   plan.input_dtypes = std::move(input_dtypes);
@@ -95,6 +91,19 @@ std::vector<int> tensor_consumers(const BlockGraph& g, int t) {
 
 bool is_reduction(const BlockOp& op) {
   return op_reduction(op.kind) != nullptr;
+}
+
+std::string block_graph_codegen_unsupported(const BlockGraph& g) {
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const BlockOp& op = g.op(static_cast<int>(i));
+    if (!block_codegen_supports(op))
+      return "block op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) +
+             "): the code generator does not support this op in block graphs yet";
+  }
+  if (g.ragged())
+    return "the block graph splits an extent raggedly (a shorter last tile); the code generator "
+           "does not support ragged splits yet";
+  return "";
 }
 
 bool block_codegen_supports(const BlockOp& op) {

@@ -476,6 +476,16 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
     if (g > policy.max_blocks) continue;
     out.push_back(g);
   }
+  // No tile divides the extent: ragged splits (the last block's tile shorter), with bounded
+  // padding.
+  if (out.empty())
+    for (int64_t t : tiles) {
+      if (t <= 1 || t >= e) continue;
+      int64_t g = (e + t - 1) / t;
+      if (g > policy.max_blocks || static_cast<double>(g * t - e) > policy.max_ragged_waste * e)
+        continue;
+      out.push_back(g);
+    }
   // A small class also splits in two halves (X's 8 rows of a batch-1 matvec as two blocks of
   // 4, each block re-reading W's tile from L2 while it streams).
   if (!info.sum_reduced && e <= policy.max_unit_tile_extent && e % 2 == 0 && e > 2)
@@ -485,12 +495,23 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
   return out;
 }
 
-std::vector<int64_t> loop_extent_candidates(int64_t block_extent, const SplitPolicy& policy) {
+std::vector<int64_t> loop_extent_candidates(int64_t block_extent, int64_t last_extent,
+                                            const SplitPolicy& policy) {
   std::vector<int64_t> out;
   for (int64_t t : policy.loop_tiles) {
-    if (t < 1 || t >= block_extent || block_extent % t != 0) continue;
+    if (t < 1 || t >= block_extent || block_extent % t != 0 || last_extent % t != 0) continue;
     out.push_back(block_extent / t);
   }
+  // No tile divides the extent (or the last block's): ragged loops (the last iteration
+  // shorter), as long as no block's last iteration is empty.
+  if (out.empty())
+    for (int64_t t : policy.loop_tiles) {
+      if (t <= 1 || t >= block_extent) continue;
+      int64_t f = (block_extent + t - 1) / t;
+      int64_t tile = (block_extent + f - 1) / f;
+      if ((f - 1) * tile >= last_extent) continue;
+      out.push_back(f);
+    }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

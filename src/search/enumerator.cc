@@ -199,7 +199,8 @@ Result<std::unique_ptr<SearchSetup>> SearchSetup::make(const KernelGraph& progra
   space.tensor_oracle = setup->tensor_oracle.get();
   space.input_exprs = exprs;
   space.max_kernel_ops = config.max_kernel_ops;
-  space.max_block_ops = config.max_block_ops;
+  space.max_block_ops = config.max_block_ops != 0 ? config.max_block_ops
+                                                  : SearchConfig::auto_max_block_ops(program);
   space.max_customized_ops = config.max_customized_ops;
   space.max_block_inputs = config.max_block_inputs;
   space.max_block_outputs = config.max_block_outputs;

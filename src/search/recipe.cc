@@ -147,10 +147,16 @@ std::vector<Extents> extent_choices(const ClassTable& classes, const SplitPolicy
           out.push_back(e);
           continue;
         }
-        int64_t block_extent = classes.info(loop_class).extent;
+        // The per-block extent of the loop class (a ragged grid split leaves the last block
+        // a shorter part).
+        int64_t block_extent = classes.info(loop_class).extent, last_extent = block_extent;
         for (int a = 0; a < 3; ++a)
-          if (grid_class[a] == loop_class) block_extent /= e.grid[a];
-        for (int64_t f : loop_extent_candidates(block_extent, policy)) {
+          if (grid_class[a] == loop_class) {
+            const int64_t n = block_extent;
+            block_extent = (n + e.grid[a] - 1) / e.grid[a];
+            last_extent = n - (e.grid[a] - 1) * block_extent;
+          }
+        for (int64_t f : loop_extent_candidates(block_extent, last_extent, policy)) {
           e.forloop = f;
           out.push_back(e);
         }

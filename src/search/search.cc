@@ -450,8 +450,7 @@ std::string not_emittable(const KernelGraph& g, const Target& t) {
   options.sm_count = t.sm_count;
   for (const KernelOp& op : g.ops()) {
     if (op.kind != OpKind::Customized) continue;
-    for (const BlockOp& bop : op.body->ops())
-      if (!block_codegen_supports(bop)) return "codegen_unsupported";
+    if (!block_graph_codegen_unsupported(*op.body).empty()) return "codegen_unsupported";
     std::vector<DType> in, out;
     for (int x : op.inputs) in.push_back(g.tensor(x).dtype);
     for (int x : op.outputs) out.push_back(g.tensor(x).dtype);

@@ -169,8 +169,8 @@ Poly pscale(Poly p, const Content& k) {
 /// The value times the constant c = mul_scalar's scalar. 0 leaves a zero polynomial (any
 /// bound holds); a non-finite c has no rational value, so no coefficient bound holds.
 Poly pscale_scalar(Poly p, double c) {
-  if (!std::isfinite(c)) {
-    p.coef.hn = std::numeric_limits<double>::infinity();
+  if (!exact_constant(c)) {  // a symbolic constant: one more variable in every term
+    p.dn += 1;
     return p;
   }
   if (auto k = Content::of_scalar(c)) return pscale(std::move(p), *k);
@@ -295,7 +295,7 @@ Profile reduce_axes(const Profile& x, AxisMask R, double g) {
 /// it is a finite double; else folded into the integer polynomials as a bound).
 Poly constant_poly(double c) {
   Poly k{0, 0, 1, 1, 0, 0, Coef{}, Coef{}};
-  return pscale_scalar(k, c);
+  return pscale_scalar(k, c);  // a symbolic constant: a variable (degree 1)
 }
 
 /// `scalar` is the op's constant (mul_scalar, add_scalar).

@@ -29,6 +29,15 @@ double Content::log2_v() const {
   return std::log2(static_cast<double>(v));
 }
 
+bool exact_constant(double c) {
+  if (c == 0) return true;
+  if (!std::isfinite(c)) return false;
+  int exp2 = 0;
+  double f = std::frexp(std::fabs(c), &exp2);
+  auto mant = static_cast<uint64_t>(std::ldexp(f, 53));
+  return split_two(mant).second < kExactConstantOddLimit && exp2 > -900 && exp2 < 900;
+}
+
 std::optional<Content> Content::of_scalar(double c) {
   if (!std::isfinite(c) || c == 0) return std::nullopt;
   int exp2 = 0;

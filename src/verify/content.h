@@ -15,6 +15,18 @@
 
 namespace strata::verify {
 
+/// Odd parts of a scalar's mantissa below this make an exact constant (below).
+inline constexpr uint64_t kExactConstantOddLimit = uint64_t{1} << 20;
+
+/// Whether the verifier evaluates the scalar c exactly (as m·2^e in each field): 0, and finite
+/// values whose odd mantissa part is below 2^20 (integers up to about a million, halves,
+/// quarters, 0.125, 1.5, …). Every other scalar (0.1, 1/√128, an eps of 1e-5) is a *symbolic
+/// constant*: an independent random field element per distinct value and trial, the same in
+/// both graphs (docs/verifier.md, "Constants"). Equivalence is then proved for every value of
+/// the symbol — a stronger statement, which needs no bound on the integers a long mantissa
+/// would bring into the coefficients.
+bool exact_constant(double c);
+
 struct Content {
   int64_t e = 0;   ///< power of two
   uint64_t u = 1;  ///< odd numerator, prime factors below 2^60

@@ -31,11 +31,12 @@ Box write_box(const BlockGraph& bg, int o, int64_t id) {
   Box box;
   auto dims = padded_dims(tile);
   box.hi = dims;
+  auto out = padded_dims(bg.output_shape(o));
   for (int g = 0; g < 3; ++g)
     if (bg.grid()[g] > 1) {
       int d = saver.attrs.omap[g] + pad;
       box.lo[d] = int64_t{b[g]} * dims[d];
-      box.hi[d] = box.lo[d] + dims[d];
+      box.hi[d] = std::min(box.lo[d] + dims[d], out[d]);  // a ragged split's last tile
     }
   return box;
 }
@@ -49,9 +50,10 @@ Box read_box(const BlockGraph& bg, const OpAttrs& attrs, const Shape& kernel_sha
   for (int g = 0; g < 3; ++g) {
     if (attrs.imap[g] == kReplicate) continue;
     int d = attrs.imap[g] + pad;
-    int64_t part = kernel_shape[attrs.imap[g]] / bg.grid()[g];
+    const int64_t n = kernel_shape[attrs.imap[g]];
+    const int64_t part = (n + bg.grid()[g] - 1) / bg.grid()[g];  // ⌈n/k⌉: ragged splits too
     box.lo[d] = int64_t{b[g]} * part;
-    box.hi[d] = box.lo[d] + part;
+    box.hi[d] = std::min(box.lo[d] + part, n);
   }
   return box;
 }

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "interp/elementwise.h"
+#include "verify/content.h"
 #include "verify/field.h"
 
 namespace strata::verify {
@@ -53,8 +54,11 @@ class FieldArith {
 
   Value zero() const { return {0, 0}; }
   Value from_int(int64_t n) const { return {ff::ModP::from_int(n), ff::ModQ::from_int(n)}; }
+  /// An exact constant as m·2^e in each field; any other scalar as its symbol: a random
+  /// field element keyed by the trial and the scalar's bits (content.h, exact_constant).
   Value from_scalar(double c) const {
-    return {ff::from_double<ff::ModP>(c), ff::from_double<ff::ModQ>(c)};
+    if (exact_constant(c)) return {ff::from_double<ff::ModP>(c), ff::from_double<ff::ModQ>(c)};
+    return keyed(OpKind::MulScalar, std::bit_cast<uint64_t>(c), kSymbolSalt);
   }
   Value add(Value a, Value b) const { return {ff::ModP::add(a.p, b.p), ff::ModQ::add(a.q, b.q)}; }
   Value sub(Value a, Value b) const { return {ff::ModP::sub(a.p, b.p), ff::ModQ::sub(a.q, b.q)}; }
@@ -109,6 +113,7 @@ class FieldArith {
     return {p >= ff::kP ? p - ff::kP : p, q >= ff::kQ ? q - ff::kQ : q};
   }
 
+  static constexpr uint64_t kSymbolSalt = 0x73796d626f6c2d63ull;
   static constexpr uint64_t kMaxPremapSalt = 0x6d61785f70726531ull;
   static constexpr uint64_t kMaxFinishSalt = 0x6d61785f66696e31ull;
 
