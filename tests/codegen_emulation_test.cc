@@ -13,6 +13,7 @@
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/emulation.h"
+#include "support/op_coverage_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -566,6 +567,128 @@ TEST(EmitStreaming, MarksInputsEachBlockReadsOnce) {
   must(b.add_output(am, {1, 0, P}));
   must(rows.mark_output(must(rows.add_customized({x, w}, std::move(b), {"O"}))[0]));
   EXPECT_EQ(streamed(rows, "evictmin=1024k"), -1);
+}
+
+// The reduction family beyond sums (max, rms with eps) in every path, and the elementwise ops
+// without a fast path of their own.
+TEST(EmulationReductions, RowwiseMaxEpsAndElementwiseOps) {
+  check_graph({"rw_max",
+               rowwise_max_eps(),
+               1.0,
+               2e-2,
+               {},
+               {"rowwise: each thread", "strata_rt::team_max<", "strata_rt::op_sigmoid(",
+                "strata_rt::op_clamp(", "strata_rt::op_log(", "strata_rt::inv_rms(", ", 0.5f)"}});
+  check_graph({"rw_max_off",
+               rowwise_max_eps(),
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) { p.rowwise = false; }),
+               {"acc = fmaxf(acc, v);"}});
+}
+TEST(EmulationReductions, LoopedMaxEps) {
+  const KernelGraph g = looped_max_eps();
+  check_graph({"lp_max",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"per-chunk partial maxima", "strata_rt::atomic_max_shared(",
+                "strata_rt::block_max<256>(", " + 0.05f)"}});
+  check_graph({"lp_max_g",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", "(fmaxf(s"}});
+  check_graph({"lp_max_g_in_place",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.sum_at_read = false;
+               }),
+               {"2 groups of", "++pg) v = fmaxf(v, "}});
+  check_graph({"lp_max_shared",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.register_accums = false;
+                 p.loop_groups = 2;
+               }),
+               {"(to the identity of max, −∞)", "= fmaxf(s"}});
+}
+TEST(EmulationReductions, FoldedEpsAndChainMax) {
+  const KernelGraph g = folded_eps_and_chain_max();
+  check_graph({"fold_eps",
+               g,
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"folded into a matmul", "strata_rt::inv_rms(acc, 64.0f, 0.5f)",
+                "strata_rt::mma_row_max<false", "mma_row_reduce<mma", ", true>(racc"}});
+  check_graph({"fold_eps_g",
+               g,
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"FlashAttention style", "2 groups of"}});
+}
+
+// Layout ops read in place (TensorHome::Alias): transposed tensor-core operands (MmaSpec TA /
+// TB), slices as operands, views read by elementwise ops, SIMT matmuls and accumulators, copies
+// where ldmatrix cannot read in place.
+TEST(EmulationViews, TransposedKeyInAChain) {
+  check_graph({"tk_chain",
+               transposed_key_chain(),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "alias f16 of b1", ", true, false, true>;"}});
+  check_graph({"tk_chain_g",
+               transposed_key_chain(DType::bf16),
+               0.25,
+               4e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", ", true>;"}});
+  check_graph({"tk_nochain",
+               transposed_key_chain(),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.chain_matmuls = false;
+                 p.loop_groups = 1;
+               }),
+               {", true>;"}});
+  check_graph({"tk_simt",
+               transposed_key_chain(),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) { p.tensor_cores = false; }),
+               {"alias f16 of b1"}});
+}
+TEST(EmulationViews, LayoutOpsEverywhere) {
+  check_graph({"views_all",
+               layout_views(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"alias f16 of b0", ", true, false>;", "slice(b1): a copy", "alias f32 of b11"}});
+  check_graph({"views_all_g",
+               layout_views(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of"}});
+  check_graph({"views_all_noreg", layout_views(), 0.5, 2e-2, with([](PlanOptions& p) {
+                 p.register_accums = false;
+                 p.loop_groups = 1;
+               })});
+}
+TEST(EmulationViews, RotaryRotateHalf) {
+  check_graph({"rotary", rotary_rotate_half(), 0.5, 2e-2, {}, {"alias f16 of b0"}});
 }
 
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).

@@ -10,7 +10,7 @@
 #include "strata/memory_plan.h"
 #include "strata/rowwise.h"
 #include "strata/schedule.h"
-#include "support/coverage_graphs.h"
+#include "support/op_coverage_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -457,6 +457,54 @@ TEST(Schedule, InlinesElementwiseChains) {
   EXPECT_EQ(m.op(9).level, 1);
   expect_valid_memory_plan(p);
   expect_valid_memory_plan(m);
+}
+
+/// The plan of customized op number `which` (0 = the first) of g.
+KernelPlan plan_of_kernel(const KernelGraph& g, int which, PlanOptions opts = {}) {
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized || which-- > 0) continue;
+    std::vector<DType> in, out;
+    for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
+    for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
+    return must(optimize_block_graph(op.body, in, out, opts));
+  }
+  throw std::runtime_error("no such customized op");
+}
+
+// Layout ops are read in place: no level, no barrier, no shared memory; copied only where
+// ldmatrix cannot read them.
+TEST(LayoutViews, ReadInPlaceUnlessLdmatrixCannot) {
+  KernelPlan p = plan_of(transposed_key_chain(), block_pipeline());
+  const BlockGraph& g = *p.graph;
+  const int kt = g.op(3).output;  // transpose(K_i)
+  EXPECT_TRUE(p.op(3).in_place);
+  EXPECT_EQ(p.tensors[kt].home, TensorHome::Alias);
+  EXPECT_EQ(p.tensors[kt].view_of, g.op(1).output);
+  EXPECT_EQ(p.tensors[kt].offset, -1);
+  EXPECT_EQ(p.op(3).level, p.op(1).level);
+  EXPECT_TRUE(alias_map(p, kt).transposed);
+  EXPECT_EQ(p.op(4).chain_into, 6);  // the chain reads K_i through the transpose
+  expect_valid_memory_plan(p);
+
+  KernelPlan v = plan_of(layout_views(), block_pipeline());
+  const BlockGraph& vg = *v.graph;
+  EXPECT_TRUE(v.op(2).in_place);   // transpose(X_i): a transposed A of whole 16-row tiles
+  EXPECT_TRUE(v.op(3).in_place);   // W_i[:, 64:128]: 128-byte aligned
+  EXPECT_FALSE(v.op(4).in_place);  // W_i[:, 4:68]: rows not 16-byte aligned, copied
+  EXPECT_EQ(v.tensors[vg.op(4).output].home, TensorHome::Shared);
+  EXPECT_GT(v.op(4).level, v.op(1).level);
+  EXPECT_EQ(alias_map(v, vg.op(7).output).origin, (std::vector<int64_t>{0, 16}));
+  expect_valid_memory_plan(v);
+
+  KernelPlan h = plan_of_kernel(layout_views(), 2);
+  const BlockGraph& hg = *h.graph;
+  const int host = hg.op(1).output;
+  EXPECT_EQ(h.tensors[hg.op(2).output].home, TensorHome::Alias);
+  EXPECT_FALSE(h.tensors[host].layout.swizzle);  // an alias at column 8 keeps it unswizzled
+  EXPECT_EQ(h.tensors[host].layout.ld, 136);
+  // A B operand of 128-byte rows read directly is swizzled (U of views_and_block_reductions).
+  KernelPlan plain = plan_of(views_and_block_reductions());
+  EXPECT_TRUE(plain.tensors[plain.graph->op(1).output].layout.swizzle);
 }
 
 TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {

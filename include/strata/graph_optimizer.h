@@ -10,7 +10,8 @@
 
 namespace strata {
 
-/// Runs, in order: schedule_block_ops, fold_norms_into_matmuls, fuse_matmul_epilogues,
+/// Runs, in order: schedule_block_ops, plan_layout_views, fold_norms_into_matmuls,
+/// fuse_matmul_epilogues,
 /// chain_matmuls, inline_elementwise_ops, schedule_block_ops (again, with the fusions),
 /// choose_layouts, plan_shared_memory — each as `plan = pass(plan)`. With the environment variable
 /// STRATA_DUMP_PASSES=1 the plan is printed to stderr after every pass. Fails when the block graph

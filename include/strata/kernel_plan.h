@@ -105,6 +105,8 @@ enum class TensorHome : uint8_t {
   Scale,      ///< an rms_norm folded into a matmul: only its f32 inverse-RMS vector is stored
               ///< (one value per index of the non-normalized dims, dense)
   Owned,      ///< rowwise kernels: held in registers by the threads owning its elements
+  Alias,      ///< a transpose / slice (Layout op) read in place: through the storage of its
+              ///< input (view_of) with the input's indices permuted and offset (IndexMap)
 };
 
 /// How a matmul is computed.
@@ -126,6 +128,19 @@ struct MmaTiling {
   int chunk_mt = 1, chunk_nt = 1;
 };
 
+/// How the logical indices of a tile reach the storage it is read from: the last two indices
+/// swapped when `transposed`, then `origin` (one offset per dim, or empty for none) added to the
+/// physical indices. Layout ops read in place (TensorHome::Alias) compose these maps.
+struct IndexMap {
+  bool transposed = false;
+  std::vector<int64_t> origin;
+  bool identity() const;
+};
+
+/// The map of Layout op `op` (transpose or slice) applied to a tile read through `m`, for tiles
+/// of rank `rank`.
+IndexMap compose_layout(const IndexMap& m, const BlockOp& op, int rank);
+
 struct OpPlan {
   Phase phase = Phase::Loop;
   int level = 0;             ///< barrier-separated step within the phase (loads are level 0)
@@ -134,7 +149,8 @@ struct OpPlan {
   int accumulate_into = -1;  ///< matmul: the `accum` op fed directly from its fragments
   int inline_into = -1;      ///< elementwise op: the consumer that evaluates it where it reads it
   bool in_place = false;     ///< writes nothing: its result is already stored (a concat of
-                             ///< views, a one-iteration accumulator aliasing its input)
+                             ///< views, a one-iteration accumulator aliasing its input, a
+                             ///< layout op read in place)
   MatmulPath matmul = MatmulPath::None;
   MmaTiling tiling;     ///< TensorCore matmuls
   int chain_into = -1;  ///< matmul: the matmul that takes its (epilogue) result from registers
@@ -154,7 +170,8 @@ struct TensorPlan {
   DType dtype = DType::f32;  ///< storage element type
   TileLayout layout;
   int stages = 1;              ///< copies of a pipelined input tile
-  int view_of = -1;            ///< View: the tensor whose storage holds this one
+  int view_of = -1;            ///< View: the tensor whose storage holds this one; Alias: the
+                               ///< layout op's input, read in place
   int view_dim = 0;            ///< View: dimension of the host along which this tile is offset
   int64_t view_offset = 0;     ///< View: index offset along view_dim
   int64_t offset = -1;         ///< byte offset in dynamic shared memory (Shared, Registers)
@@ -216,6 +233,12 @@ std::string format_plan(const KernelPlan& plan);
 
 /// Ids of the ops that read tensor `t` (compute ops, accumulators and output savers).
 std::vector<int> tensor_consumers(const BlockGraph& g, int t);
+
+/// The tensor whose storage a tile is read from: t itself, or for a layout op read in place
+/// (TensorHome::Alias) the storage its input chain ends in.
+int alias_root(const KernelPlan& plan, int t);
+/// How tile t's indices reach the storage of alias_root(plan, t) (identity for stored tiles).
+IndexMap alias_map(const KernelPlan& plan, int t);
 
 /// The reduction an op performs over one dimension of its input tile, viewed as
 /// [outer, reduced, inner] with the reduced extent cut into `to` groups of consecutive

@@ -49,7 +49,8 @@ bool post_finalize_work(const KernelPlan& plan);
 /// partials of loop groups are summed and means / RMS values taken.
 bool finalize_in_two_steps(const KernelPlan& plan);
 
-/// Whether an accumulator of this kind is finalized after the loop (a mean or an RMS).
+/// Whether an accumulator of this kind is finalized after the loop: its reduction (the op
+/// table's reduction family) ends with a finalize (a mean or an RMS).
 bool accum_finalizes(OpKind kind);
 
 /// What post level 0's second step does for accumulator op `op` (the emitter's rule).

@@ -3,17 +3,10 @@
 // product, its epilogue and its row sums never leave registers), and the row / column scales
 // of rms_norms folded into matmuls.
 #include "block_emitter.h"
+#include "reduction_code.h"
 #include "strata/register_fusion.h"
 
 namespace strata::codegen {
-namespace {
-
-bool is_last_dim_mean(OpKind k) {
-  return k == OpKind::AccumMeanLd;
-}
-
-}  // namespace
-
 int64_t BlockEmitter::accum_vec(int i) const {
   const BlockOp& op = g_.op(i);
   const Shape& xs = g_.tensor(op.inputs[0]).shape;
@@ -33,6 +26,16 @@ int64_t BlockEmitter::accum_trips(int i) const {
 
 bool BlockEmitter::vector_readable(int t, int64_t vec) const {
   const TensorPlan& tp = plan_.tensors[t];
+  if (tp.home == TensorHome::Alias) {
+    // Read in place: consecutive along the last dim unless transposed, and aligned as the
+    // storage is when the column offset is a multiple of one access.
+    const Access a = access_stage(t, "0");
+    if (a.map.transposed || vec <= 1) return false;
+    const int64_t bytes = std::min<int64_t>(16, vec * dtype_size(tp.dtype));
+    if (!a.map.origin.empty() && (a.map.origin.back() * dtype_size(tp.dtype)) % bytes != 0)
+      return false;
+    return vector_readable(alias_root(plan_, t), vec);
+  }
   // A register accumulator is read after the loop from its shared-memory copy.
   const bool dumped = tp.home == TensorHome::Registers && !in_loop_;
   if (tp.home != TensorHome::Shared && tp.home != TensorHome::View && !dumped) return false;
@@ -61,11 +64,13 @@ void BlockEmitter::emit_register_accum(int i) {
   const int r = xs.rank();
   const std::string racc = "racc" + std::to_string(t);
   const bool elementwise = op.kind == OpKind::AccumSum;
-  const bool squares = op.kind == OpKind::AccumRmsLd;
+  const ReductionCode red(op.kind, op.attrs);
   w_.open("");
   w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) +
-          "): " + (elementwise ? "thread-owned chunks of " : "per-chunk partial sums over ") +
+          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + "): " +
+          (elementwise ? "thread-owned chunks of "
+                       : std::string("per-chunk partial ") + (red.is_max() ? "maxima" : "sums") +
+                             " over ") +
           std::to_string(vec) + " element(s), kept in registers");
   w_.line("#pragma unroll");
   w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
@@ -94,8 +99,8 @@ void BlockEmitter::emit_register_accum(int i) {
     w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] += v[j];");
   } else {
     w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc +
-            "[k] += " + (squares ? "v[j] * v[j];" : "v[j];"));
+    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " +
+            red.update(racc + "[k]", red.premap("v[j]")));
   }
   w_.close();
   w_.close();
@@ -147,13 +152,13 @@ void BlockEmitter::emit_matmul_chain(int i) {
   w_.line("const int tm = warp * " + mt + ";");
   w_.line("float sacc[" + mt + "][" + nt1 + "][4];");
   w_.line("strata_rt::mma_zero(sacc);");
-  const std::string B1 = access(matmul_operand(plan_, i, 1)).base;
+  const std::string B1 = access(matmul_operand(plan_, i, 1)).pointer();
   if (p.a_in_registers)
     w_.line("strata_rt::warp_mma_rega<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(afrag" +
             std::to_string(i) + ", " + B1 + ", sacc, tm, 0);");
   else
     w_.line("strata_rt::warp_mma<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(" +
-            access(matmul_operand(plan_, i, 0)).base + ", " + B1 + ", sacc, tm, 0);");
+            access(matmul_operand(plan_, i, 0)).pointer() + ", " + B1 + ", sacc, tm, 0);");
   const bool scaled = p.scale_a >= 0 || p.scale_b >= 0;
   if (scaled || p.epilogue >= 0) {
     w_.line("strata_rt::mma_transform<" + spec1 + ", " + mt + ", " + nt1 +
@@ -184,13 +189,14 @@ void BlockEmitter::emit_matmul_chain(int i) {
   }
   for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a) {
     if (plan_.ops[a].rowsum_of != i) continue;
-    const bool squares = g_.op(a).kind == OpKind::AccumRmsLd;
-    w_.line("strata_rt::mma_row_sums<" + std::string(squares ? "true" : "false") + ", " + mt +
-            ", " + nt1 + ">(sacc, racc" + std::to_string(g_.op(a).output) + ");  // " +
-            g_.tensor_name(g_.op(a).output) + (is_last_dim_mean(g_.op(a).kind) ? " (mean)" : ""));
+    const ReductionCode red(g_.op(a).kind, g_.op(a).attrs);
+    w_.line(std::string("strata_rt::mma_row_") + (red.is_max() ? "max" : "sums") + "<" +
+            red.squares_arg() + ", " + mt + ", " + nt1 + ">(sacc, racc" +
+            std::to_string(g_.op(a).output) + ");  // " + g_.tensor_name(g_.op(a).output) +
+            (red.finalizes() ? " (" + std::string(op_name(g_.op(a).kind)) + ")" : ""));
   }
   w_.line("strata_rt::warp_mma_chained<" + spec2 + ", " + T + ", " + mt + ", " + nt2 + ">(sacc, " +
-          access(g_.op(m2).inputs[1]).base + ", racc" + std::to_string(acc2) + ", tm, 0);");
+          access(g_.op(m2).inputs[1]).pointer() + ", racc" + std::to_string(acc2) + ", tm, 0);");
   w_.close();
   w_.close();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "reduction_code.h"
 #include "strata/loop_groups.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
@@ -37,9 +38,21 @@ const char* axis_var(int a) {
 
 }  // namespace
 
-std::string Access::offset(const std::vector<std::string>& idx,
-                           const std::string& swizzle_row) const {
+std::string Access::offset(const std::vector<std::string>& logical,
+                           const std::string& swizzle_row_in) const {
   const int r = static_cast<int>(strides.size());
+  std::vector<std::string> idx = logical;
+  std::string swizzle_row = swizzle_row_in;
+  if (!map.identity()) {
+    if (map.transposed && r >= 2) std::swap(idx[r - 1], idx[r - 2]);
+    for (int d = 0; d < r && d < static_cast<int>(map.origin.size()); ++d)
+      if (map.origin[d] != 0) idx[d] = sum({paren(idx[d]), lit(map.origin[d])});
+    // The caller's row stands for the logical row: usable when that is the physical row up
+    // to a multiple of 8.
+    if (map.transposed ||
+        (r >= 2 && map.origin.size() == static_cast<size_t>(r) && map.origin[r - 2] % 8 != 0))
+      swizzle_row.clear();
+  }
   std::vector<std::string> terms;
   for (int d = 0; d + 1 < r; ++d) terms.push_back(mul(idx[d], strides[d]));
   if (r >= 1) {
@@ -50,6 +63,13 @@ std::string Access::offset(const std::vector<std::string>& idx,
     terms.push_back(c);
   }
   return sum(terms);
+}
+
+std::string Access::pointer() const {
+  int64_t off = 0;
+  for (size_t d = 0; d < map.origin.size() && d < strides.size(); ++d)
+    off += map.origin[d] * strides[d];
+  return off == 0 ? base : "(" + base + " + " + lit(off) + ")";
 }
 
 std::string Access::ref(const std::vector<std::string>& idx,
@@ -94,7 +114,15 @@ std::string describe_block_graph(const KernelPlan& plan) {
         os << " dim " << op.attrs.dim;
       if (op_category(op.kind) == Category::Reduce || op.kind == OpKind::AccumSumToDimx)
         os << " to " << op.attrs.to;
-      if (op.kind == OpKind::MulScalar) os << " scalar " << op.attrs.scalar;
+      if (op.kind == OpKind::MulScalar || op.kind == OpKind::AddScalar)
+        os << " scalar " << op.attrs.scalar;
+      if (op.kind == OpKind::Clamp)
+        os << " to [" << op.attrs.scalar << ", " << op.attrs.scalar2 << "]";
+      if (op.kind == OpKind::Slice)
+        os << " dim " << op.attrs.dim << " [" << op.attrs.start << ", " << op.attrs.end << ")";
+      const AttrSet set = op_info(op.kind).attrs;
+      if ((set == AttrSet::Norm || set == AttrSet::Eps) && op.attrs.scalar != 0.0)
+        os << " eps " << op.attrs.scalar;
       if (op.kind == OpKind::ThreadFused) {
         os << " chain [";
         for (size_t k = 0; k < op.chain.size(); ++k)
@@ -139,6 +167,12 @@ std::string BlockEmitter::dtype_of(int t) const {
 
 Access BlockEmitter::access_stage(int t, const std::string& stage) const {
   const TensorPlan& tp = plan_.tensors[t];
+  if (tp.home == TensorHome::Alias) {
+    // A transpose / slice read in place: its input's access with the layout op's index map.
+    Access a = access_stage(tp.view_of, stage);
+    a.map = compose_layout(a.map, g_.op(g_.tensor(t).producer), g_.tensor(t).shape.rank());
+    return a;
+  }
   Access a;
   a.dtype = tp.dtype;
   a.base = tile_ptr(t);
@@ -163,7 +197,9 @@ Access BlockEmitter::access_stage(int t, const std::string& stage) const {
 }
 
 Access BlockEmitter::access(int t) const {
-  return access_stage(t, in_loop_ && plan_.tensors[t].stages > 1 ? "stage" : "0");
+  // A layout op read in place reads the current stage of a pipelined tile it aliases.
+  const int storage = alias_root(plan_, t);
+  return access_stage(t, in_loop_ && plan_.tensors[storage].stages > 1 ? "stage" : "0");
 }
 
 void BlockEmitter::barrier() {
@@ -295,8 +331,13 @@ void BlockEmitter::declare_registers() {
             std::to_string(ra >= 3 ? a.strides[ra - 3] : 0) + ", " +
             (a.swizzle ? "true" : "false") + ", " + std::to_string(b.strides[r - 2]) + ", " +
             std::to_string(r >= 3 ? b.strides[r - 3] : 0) + ", " + (b.swizzle ? "true" : "false") +
+            (a.map.transposed || b.map.transposed
+                 ? std::string(", ") + (a.map.transposed ? "true" : "false") + ", " +
+                       (b.map.transposed ? "true" : "false")
+                 : std::string()) +
             ">;  // op #" + std::to_string(i) +
-            ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)");
+            ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)" +
+            (a.map.transposed || b.map.transposed ? ", A / B stored transposed" : ""));
     if (p.accumulate_into >= 0 &&
         plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers) {
       std::string acc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
@@ -309,22 +350,37 @@ void BlockEmitter::declare_registers() {
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const OpPlan& p = plan_.ops[i];
     const BlockOp& op = g_.op(i);
+    const ReductionCode red(op.kind, op.attrs);
+    const std::string racc = "racc" + std::to_string(op.output);
     if (p.rowsum_of >= 0) {
       const int mt = plan_.ops[p.rowsum_of].tiling.mt;
-      w_.line("float racc" + std::to_string(op.output) + "[" + std::to_string(mt) +
-              "][2] = {};  // this lane's row sums of " + g_.tensor_name(op.output) +
-              " (registers across the loop)");
+      if (!red.is_max()) {
+        w_.line("float " + racc + "[" + std::to_string(mt) +
+                "][2] = {};  // this lane's row sums of " + g_.tensor_name(op.output) +
+                " (registers across the loop)");
+      } else {
+        w_.line("float " + racc + "[" + std::to_string(mt) +
+                "][2];  // this lane's row maxima of " + g_.tensor_name(op.output) +
+                " (registers across the loop)");
+        w_.line("for (int x = 0; x < " + std::to_string(2 * mt) + "; ++x) " + racc +
+                "[x / 2][x % 2] = " + red.identity() + ";");
+      }
     }
     if (p.register_accum) {
       const std::string trips = std::to_string(accum_trips(i));
-      if (op.kind == OpKind::AccumSum)
-        w_.line("float racc" + std::to_string(op.output) + "[" + trips + "][" +
-                std::to_string(accum_vec(i)) + "] = {};  // thread-owned chunks of " +
-                g_.tensor_name(op.output) + " (registers across the loop)");
-      else
-        w_.line("float racc" + std::to_string(op.output) + "[" + trips +
-                "] = {};  // per-chunk partial sums of " + g_.tensor_name(op.output) +
+      if (op.kind == OpKind::AccumSum) {
+        w_.line("float " + racc + "[" + trips + "][" + std::to_string(accum_vec(i)) +
+                "] = {};  // thread-owned chunks of " + g_.tensor_name(op.output) +
                 " (registers across the loop)");
+      } else if (!red.is_max()) {
+        w_.line("float " + racc + "[" + trips + "] = {};  // per-chunk partial sums of " +
+                g_.tensor_name(op.output) + " (registers across the loop)");
+      } else {
+        w_.line("float " + racc + "[" + trips + "];  // per-chunk partial maxima of " +
+                g_.tensor_name(op.output) + " (registers across the loop)");
+        w_.line("for (int x = 0; x < " + trips + "; ++x) " + racc + "[x] = " + red.identity() +
+                ";");
+      }
     }
   }
 }
@@ -340,7 +396,9 @@ void BlockEmitter::emit_zero_accumulators() {
     const Shape& s = g_.tensor(t).shape;
     Access a = access(t);
     w_.open("");
+    const ReductionCode red(op.kind, op.attrs);
     w_.line("// zero accumulator " + g_.tensor_name(t) +
+            (red.is_max() ? " (to the identity of max, −∞)" : "") +
             (tp.group_private ? " (every loop group's copy)" : ""));
     if (tp.group_private) {
       w_.line("#pragma unroll 1");
@@ -349,7 +407,7 @@ void BlockEmitter::emit_zero_accumulators() {
     }
     w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
             "; e += " + std::to_string(plan_.threads) + ")");
-    w_.line(a.ref(unflatten("e", s)) + " = 0.0f;");
+    w_.line(a.ref(unflatten("e", s)) + " = " + red.identity() + ";");
     w_.close();
     if (tp.group_private) w_.close();
     w_.close();
@@ -376,7 +434,7 @@ void BlockEmitter::emit_load_a_fragments() {
             g_.tensor_name(a) + ")");
     w_.open("if ((" + tid_ + " >> 5) < " + std::to_string(tl.warps_m) + ")");
     w_.line("strata_rt::warp_load_a<mma" + std::to_string(i) + ", " + cuda_type(plan_.mma_dtype) +
-            ", " + std::to_string(tl.mt) + ">(" + access(a).base + ", " + name + ", (" + tid_ +
+            ", " + std::to_string(tl.mt) + ">(" + access(a).pointer() + ", " + name + ", (" + tid_ +
             " >> 5) * " + std::to_string(tl.mt) + ");");
     w_.close();
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "block_emitter.h"
+#include "reduction_code.h"
 #include "strata/register_fusion.h"
 
 namespace strata::codegen {
@@ -66,9 +67,11 @@ void BlockEmitter::emit_op(int i) {
     case Category::Sink:
       emit_save(i);
       return;
+    case Category::Layout:
+      if (!p.in_place) emit_layout_copy(i);  // else read in place (TensorHome::Alias)
+      return;
     case Category::Source:  // input iterators: loaded by the pipeline
     case Category::Customized:
-    case Category::Layout:  // refused by make_kernel_plan until supported
     case Category::Scan:
       return;
   }
@@ -163,9 +166,11 @@ void BlockEmitter::emit_reduction(int i) {
   int team = reduction_team(group, outs, threads());
   if (team == 0 && group_scope_) team = 32;  // a loop group never reduces block-wide
   const bool folded = plan_.ops[i].fold_into >= 0;
-  const bool squares = op.kind == OpKind::RmsNorm || op.kind == OpKind::AccumRmsLd;
+  const ReductionCode red(op.kind, op.attrs);
   const bool norm = op_category(op.kind) == Category::Norm;
-  const bool accumulate = op_category(op.kind) == Category::Accum;
+  // Accumulators (and running ops) fold this iteration's result into their loop state.
+  const bool accumulate =
+      op_category(op.kind) == Category::Accum || op_category(op.kind) == Category::Scan;
   // Output index space: the input shape with the reduced dim cut to `to` groups.
   Shape oshape = in;
   if (in.rank() > 0) oshape[rs.dim] = rs.to;
@@ -195,43 +200,41 @@ void BlockEmitter::emit_reduction(int i) {
   std::vector<std::string> xidx = oidx;
   if (in.rank() > 0)
     xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
-  w_.line("float acc = 0.0f;");
+  w_.line("float acc = " + red.identity() + ";");
   w_.open("if (active)");
   w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
   w_.line("const float v = " + xa.load(xidx) + ";");
-  w_.line(squares ? "acc += v * v;" : "acc += v;");
+  w_.line(red.update("acc", red.premap("v")));
   w_.close();
   w_.close();
   if (team == 0)
-    w_.line("acc = strata_rt::block_sum<" + std::to_string(threads()) + ">(acc, scratch);");
+    w_.line("acc = " + red.block(threads(), "acc", "scratch") + ";");
   else if (team > 1)
-    w_.line("acc = strata_rt::team_sum<" + lanes + ">(acc);");
+    w_.line("acc = " + red.team(team, "acc") + ";");
   if (folded) {
     // Folded into a matmul: only the inverse RMS is stored (the matmul scales its result).
     w_.open("if (active && " + lane + " == 0)");
-    w_.line(ya.ref(oidx) + " = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
-            ");");
+    w_.line(ya.ref(oidx) + " = " + red.inverse("acc", group) + ";");
     w_.close();
   } else if (norm) {
     w_.open("if (active)");
-    w_.line("const float inv = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
-            ");");
+    w_.line("const float inv = " + red.inverse("acc", group) + ";");
     w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
     w_.line(ya.ref(xidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(xidx) +
             " * inv);");
     w_.close();
     w_.close();
   } else {
-    // One lane per output writes it (accumulators: adds into the loop result).
+    // One lane per output writes it (accumulators and running ops: fold it into the loop state,
+    // finalized after the loop).
     std::vector<std::string> yidx = oidx;
     if (accumulate && rs.to == 1 && in.rank() > 0) yidx[rs.dim] = "0";
-    std::string value =
-        op.kind == OpKind::Mean ? "acc / " + float_lit(static_cast<double>(group)) : "acc";
     w_.open("if (active && " + lane + " == 0)");
     if (accumulate)
-      w_.line(ya.ref(yidx) + " += " + value + ";");
+      w_.line(red.update(ya.ref(yidx), "acc"));
     else
-      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + value + ");");
+      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" +
+              red.finalize("acc", group) + ");");
     w_.close();
   }
   w_.close();
@@ -264,6 +267,25 @@ void BlockEmitter::emit_concat(int i) {
     }
     at += xs[dim];
   }
+  w_.close();
+}
+
+void BlockEmitter::emit_layout_copy(int i) {
+  const BlockOp& op = g_.op(i);
+  const int x = op.inputs[0], t = op.output;
+  const Shape& out = g_.tensor(t).shape;
+  // The input's element that output element idx views (the layout op's index map).
+  Access xa = access(x);
+  xa.map = compose_layout(xa.map, op, out.rank());
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
+          std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) +
+          "): a copy (a tensor-core operand ldmatrix cannot read in place)");
+  open_thread_loop(w_, "e", out.numel(), threads(), tid_);
+  std::vector<std::string> idx = unflatten("e", out);
+  w_.line(access(t).ref(idx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(idx) +
+          ");");
+  w_.close();
   w_.close();
 }
 
@@ -370,7 +392,7 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
   w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
           std::to_string(tl.warps_n) + ";");
-  const std::string A = a.base, B = b.base;
+  const std::string A = a.pointer(), B = b.pointer();
   if (regs && p.scale_a < 0 && p.scale_b < 0) {
     w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + std::to_string(tl.mt) + ", " +
             std::to_string(tl.nt) + ">(" + A + ", " + B + ", racc" +

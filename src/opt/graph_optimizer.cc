@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "strata/layout.h"
+#include "strata/layout_views.h"
 #include "strata/memory_plan.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
@@ -31,6 +32,7 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
   // clang-format off
   static const Step kPasses[] = {
       {"schedule_block_ops", schedule_block_ops},
+      {"plan_layout_views", plan_layout_views},
       {"fold_norms_into_matmuls", fold_norms_into_matmuls},
       {"fuse_matmul_epilogues", fuse_matmul_epilogues},
       {"chain_matmuls", chain_matmuls},

@@ -34,6 +34,8 @@ const char* home_name(TensorHome h) {
       return "scale";
     case TensorHome::Owned:
       return "owned";
+    case TensorHome::Alias:
+      return "alias";
   }
   return "?";
 }
@@ -93,15 +95,45 @@ std::vector<int> tensor_consumers(const BlockGraph& g, int t) {
   return out;
 }
 
+bool IndexMap::identity() const {
+  if (transposed) return false;
+  for (int64_t o : origin)
+    if (o != 0) return false;
+  return true;
+}
+
+IndexMap compose_layout(const IndexMap& m, const BlockOp& op, int rank) {
+  IndexMap r = m;
+  if (r.origin.empty()) r.origin.assign(rank, 0);
+  if (op.kind == OpKind::Transpose) {
+    r.transposed = !r.transposed;
+    return r;
+  }
+  // slice along logical dim d: the physical dim it reads is d, or the other of the last two.
+  int d = op.attrs.dim;
+  if (r.transposed && d >= rank - 2) d = d == rank - 1 ? rank - 2 : rank - 1;
+  r.origin[d] += op.attrs.start;
+  return r;
+}
+
+int alias_root(const KernelPlan& plan, int t) {
+  while (plan.tensors[t].home == TensorHome::Alias) t = plan.tensors[t].view_of;
+  return t;
+}
+
+IndexMap alias_map(const KernelPlan& plan, int t) {
+  const BlockGraph& g = *plan.graph;
+  if (plan.tensors[t].home != TensorHome::Alias) return IndexMap{};
+  const int rank = g.tensor(t).shape.rank();
+  return compose_layout(alias_map(plan, plan.tensors[t].view_of), g.op(g.tensor(t).producer), rank);
+}
+
 bool is_reduction(const BlockOp& op) {
   return op_reduction(op.kind) != nullptr;
 }
 
 bool block_codegen_supports(const BlockOp& op) {
-  const ReductionInfo* r = op_reduction(op.kind);
-  if (r && (r->combine != Combine::Add || op.attrs.scalar != 0.0)) return false;  // max, eps
   switch (op_category(op.kind)) {
-    case Category::Layout:
     case Category::Scan:
       return false;
     case Category::Accum:
@@ -115,6 +147,7 @@ bool block_codegen_supports(const BlockOp& op) {
     case Category::Reduce:
     case Category::Norm:
     case Category::Concat:
+    case Category::Layout:
     case Category::Fused:
       break;
   }
@@ -187,6 +220,7 @@ std::string format_plan(const KernelPlan& plan) {
     if (tp.home == TensorHome::View)
       os << " in " << g.tensor_name(tp.view_of) << " at dim " << tp.view_dim << " +"
          << tp.view_offset;
+    if (tp.home == TensorHome::Alias) os << " of " << g.tensor_name(tp.view_of);
     if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
         tp.home == TensorHome::Scale) {
       os << " ld " << tp.layout.ld << (tp.layout.swizzle ? " swizzled" : "");

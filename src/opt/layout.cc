@@ -90,6 +90,9 @@ bool tensor_core_eligible(const KernelPlan& plan, int id) {
   const Shape& b = g.tensor(op.inputs[1]).shape;
   if (a[a.rank() - 1] % 16 != 0 || b[b.rank() - 1] % 8 != 0) return false;
   for (int t : op.inputs) {
+    // A transpose or slice is judged by the tile it views.
+    while (op_category(g.op(g.tensor(t).producer).kind) == Category::Layout)
+      t = g.op(g.tensor(t).producer).inputs[0];
     if (is_input_tile(g, t) && input_tile_dtype(plan, t) != plan.mma_dtype) return false;
     // Accumulators stay f32: a post-loop matmul on them runs on the SIMT path.
     if (op_category(g.op(g.tensor(t).producer).kind) == Category::Accum) return false;
@@ -285,9 +288,18 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     plan.tensors[t] = TensorPlan{};
     plan.tensors[t].dtype = is_input_tile(g, t) ? input_tile_dtype(plan, t) : DType::f32;
     const OpPlan& pp = plan.ops[g.tensor(t).producer];
+    const BlockOp& prod = g.op(g.tensor(t).producer);
     if (pp.inline_into >= 0) plan.tensors[t].home = TensorHome::Inline;
     if (pp.fold_into >= 0) plan.tensors[t].home = TensorHome::Scale;
+    if (op_category(prod.kind) == Category::Layout && pp.in_place) {
+      plan.tensors[t].home = TensorHome::Alias;  // plan_layout_views: read in place
+      plan.tensors[t].view_of = prod.inputs[0];
+    }
   }
+  // Tiles that layout ops read in place keep their own storage (never a view inside another).
+  std::vector<bool> aliased(ntensors, false);
+  for (int t = 0; t < ntensors; ++t)
+    if (plan.tensors[t].home == TensorHome::Alias) aliased[alias_root(plan, t)] = true;
   for (OpPlan& p : plan.ops) p.register_accum = false;
   // Matmul chains first: their warp layout is fixed by the rows.
   int reg_budget = plan.options.register_accum_floats;
@@ -338,7 +350,9 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       const int t = matmul_operand(plan, i, k);
       if (k == 0 && p.chain_from >= 0) continue;  // A comes from registers
       ldmatrix_read[t] = true;
-      if (!is_input_tile(g, t)) plan.tensors[t].dtype = plan.mma_dtype;
+      const int root = alias_root(plan, t);  // a view is read from the storage it aliases
+      ldmatrix_read[root] = true;
+      if (!is_input_tile(g, root)) plan.tensors[root].dtype = plan.mma_dtype;
     }
     if (p.chain_into >= 0) continue;
     bool in_registers = false;
@@ -417,7 +431,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
         TensorPlan& xp = plan.tensors[x];
         const int64_t at = offset;
         offset += g.tensor(x).shape[dim];
-        if (xp.home != TensorHome::Shared || is_host[x]) continue;
+        if (xp.home != TensorHome::Shared || is_host[x] || aliased[x]) continue;
         const OpPlan& src = plan.ops[g.tensor(x).producer];
         if (is_input_tile(g, x) && src.phase == Phase::Loop && g.forloop() > 1) continue;
         // Under loop groups a view shares its host's copies: per group for a loop tile, one for
@@ -447,6 +461,10 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       }
     }
   }
+  // Layout ops read in place have the storage type of the tile they alias.
+  for (int t = 0; t < ntensors; ++t)
+    if (plan.tensors[t].home == TensorHome::Alias)
+      plan.tensors[t].dtype = plan.tensors[alias_root(plan, t)].dtype;
   // Layouts.
   for (int t = 0; t < ntensors; ++t) {
     TensorPlan& tp = plan.tensors[t];
@@ -462,7 +480,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       continue;
     }
     if (tp.home == TensorHome::Fused || tp.home == TensorHome::View ||
-        tp.home == TensorHome::Inline)
+        tp.home == TensorHome::Inline || tp.home == TensorHome::Alias)
       continue;
     const Shape& s = g.tensor(t).shape;
     const int64_t last = last_extent(s), rows = s.numel() / last;
@@ -478,6 +496,18 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
           if (vp.home != TensorHome::View || vp.view_of != t) continue;
           if (vp.view_dim == s.rank() - 1 && vp.view_offset % 64 != 0) swizzle_ok = false;
           if (vp.view_dim == s.rank() - 2 && vp.view_offset % 8 != 0) swizzle_ok = false;
+        }
+      }
+      // ldmatrix reads an alias from a pointer to its first element: its offset must keep the
+      // swizzle's phase (other readers apply the swizzle per element, from any offset).
+      if (swizzle_ok && aliased[t]) {
+        for (int v = 0; v < ntensors; ++v) {
+          if (plan.tensors[v].home != TensorHome::Alias || !ldmatrix_read[v]) continue;
+          if (alias_root(plan, v) != t) continue;
+          const IndexMap m = alias_map(plan, v);
+          if (m.origin.empty()) continue;
+          const int r = s.rank();
+          if (m.origin[r - 1] % 64 != 0 || m.origin[r - 2] % 8 != 0) swizzle_ok = false;
         }
       }
       if (swizzle_ok)
@@ -595,6 +625,8 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
                    plan.tensors[x].view_of == op.output;
     } else if (op_category(op.kind) == Category::Accum) {
       in_place = plan.tensors[op.output].home == TensorHome::View;
+    } else if (op_category(op.kind) == Category::Layout) {
+      in_place = plan.tensors[op.output].home == TensorHome::Alias;
     }
     plan.ops[i].in_place = in_place;
   }

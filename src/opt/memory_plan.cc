@@ -61,17 +61,25 @@ void compute_intervals(KernelPlan& plan) {
     tp.live_begin = begin;
     tp.live_end = std::max(begin, end);
   }
-  for (TensorPlan& v : plan.tensors) {
-    if (v.home != TensorHome::View) continue;
-    TensorPlan& h = plan.tensors[v.view_of];
+  // Views extend their host, layout ops read in place the storage they alias.
+  auto storage = [&](int t) {
+    const TensorPlan& v = plan.tensors[t];
+    return v.home == TensorHome::View ? v.view_of : alias_root(plan, t);
+  };
+  const int nt = static_cast<int>(plan.tensors.size());
+  for (int t = 0; t < nt; ++t) {
+    const TensorPlan& v = plan.tensors[t];
+    if (v.home != TensorHome::View && v.home != TensorHome::Alias) continue;
+    TensorPlan& h = plan.tensors[storage(t)];
     h.live_begin = std::min(h.live_begin, v.live_begin);
     h.live_end = std::max(h.live_end, v.live_end);
   }
-  for (TensorPlan& v : plan.tensors)
-    if (v.home == TensorHome::View) {
-      v.live_begin = plan.tensors[v.view_of].live_begin;
-      v.live_end = plan.tensors[v.view_of].live_end;
-    }
+  for (int t = 0; t < nt; ++t) {
+    TensorPlan& v = plan.tensors[t];
+    if (v.home != TensorHome::View && v.home != TensorHome::Alias) continue;
+    v.live_begin = plan.tensors[storage(t)].live_begin;
+    v.live_end = plan.tensors[storage(t)].live_end;
+  }
 }
 
 /// First-fit placement, largest first. Returns the total bytes.

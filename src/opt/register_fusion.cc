@@ -5,8 +5,13 @@
 namespace strata {
 namespace {
 
-bool is_last_dim_reducer(OpKind k) {
-  return k == OpKind::AccumSumLd || k == OpKind::AccumMeanLd || k == OpKind::AccumRmsLd;
+/// An accumulator with one input reducing its last dim to one value per row (by the op table's
+/// reduction family: sums, means, RMS, maxima).
+bool is_last_dim_reducer(const BlockGraph& g, const BlockOp& op) {
+  if (op_category(op.kind) != Category::Accum || !op_reduction(op.kind)) return false;
+  if (op_info(op.kind).arity != 1) return false;
+  const Shape& s = g.tensor(op.output).shape;
+  return s.rank() >= 1 && s[s.rank() - 1] == 1;
 }
 
 }  // namespace
@@ -68,7 +73,7 @@ Result<KernelPlan> chain_matmuls(KernelPlan plan) {
       if (op_category(user.kind) == Category::Matmul && user.inputs[0] == e &&
           user.inputs[1] != e && m2 < 0) {
         m2 = c;
-      } else if (is_last_dim_reducer(user.kind) && user.attrs.fmap == kReplicate &&
+      } else if (is_last_dim_reducer(g, user) && user.attrs.fmap == kReplicate &&
                  plan.ops[c].phase == Phase::Loop) {
         reducers.push_back(c);
       } else {

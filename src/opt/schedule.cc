@@ -32,15 +32,14 @@ bool finalize_in_two_steps(const KernelPlan& plan) {
     if (op_category(op.kind) != Category::Accum) continue;
     if (plan.groups > 1 && plan.tensors[op.output].group_private) return true;
     // Partials flushed from registers must all land before the mean / rms is taken.
-    if (plan.ops[i].register_accum &&
-        (op.kind == OpKind::AccumMeanLd || op.kind == OpKind::AccumRmsLd))
-      return true;
+    if (plan.ops[i].register_accum && accum_finalizes(op.kind)) return true;
   }
   return false;
 }
 
 bool accum_finalizes(OpKind kind) {
-  return kind == OpKind::AccumMeanLd || kind == OpKind::AccumRmsLd;
+  const ReductionInfo* r = op_reduction(kind);
+  return r && op_category(kind) == Category::Accum && r->finalize != Finalize::None;
 }
 
 StepTwo finalize_step_two(const KernelPlan& plan, int i) {
