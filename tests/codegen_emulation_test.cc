@@ -691,6 +691,36 @@ TEST(EmulationViews, RotaryRotateHalf) {
   check_graph({"rotary", rotary_rotate_half(), 0.5, 2e-2, {}, {"alias f16 of b0"}});
 }
 
+// Running maxima and the rescaling accumulators through shared memory and per-thread
+// registers (no matmul chain), on scores of ±80, where an unshifted exponential overflows f16.
+TEST(EmulationOnlineSoftmax, StatisticsKernel) {
+  const KernelGraph g = softmax_statistics();
+  check_graph({"sm_stats",
+               g,
+               80.0,
+               2e-2,
+               {},
+               {"rprev", "strata_rt::rescale_factor(", "running_max(", "acc = fmaxf(acc, v);"}});
+  check_graph({"sm_stats_shared",
+               g,
+               80.0,
+               2e-2,
+               with([](PlanOptions& p) { p.register_accums = false; }),
+               {"into slot it % 2", "(it + 1) % 2"}});
+  check_graph({"sm_stats_noinline", g, 80.0, 2e-2, with([](PlanOptions& p) {
+                 p.inline_elementwise = false;
+                 p.register_accums = false;
+               })});
+  check_graph({"sm_stats_rowwise",
+               softmax_statistics(1, 4, 256),
+               80.0,
+               2e-2,
+               {},
+               {"rowwise: each thread"}});
+  check_graph({"sm_stats_f1", softmax_statistics(1, 4, 256), 80.0, 2e-2,
+               with([](PlanOptions& p) { p.rowwise = false; })});
+}
+
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).
 TEST(EmulationCoverage, ThreadFusedGraphs) {
   KernelGraph nt = fuse_thread_graphs(ntrans_graph(2, 256));

@@ -183,6 +183,10 @@ struct TensorPlan {
   /// Group-private accumulator whose copies are summed by each post-loop reader (never in
   /// place; PlanOptions::sum_at_read); a mean / RMS is taken by the reader too.
   bool summed_at_read = false;
+  /// A rescaling accumulator in shared memory: elements from its storage to two slots of its
+  /// shift's shape (dense, f32) holding the shift of the previous iteration (slot (it + 1) % 2
+  /// is read, slot it % 2 written), or -1.
+  int64_t shift_offset = -1;
 };
 
 /// The plan of one customized kernel; see the file comment.
@@ -242,8 +246,8 @@ IndexMap alias_map(const KernelPlan& plan, int t);
 
 /// The reduction an op performs over one dimension of its input tile, viewed as
 /// [outer, reduced, inner] with the reduced extent cut into `to` groups of consecutive
-/// elements: sum/mean (dim, to), rms_norm (dim, to = 1), and the fused accumulators, which reduce
-/// the last dim (to = 1, or `to` for accum_sum_to_dimx).
+/// elements: sum/mean/max (dim, to), rms_norm (dim, to = 1), and the fused accumulators and
+/// running_max, which reduce the last dim (to = 1, or `to` for accum_sum_to_dimx).
 struct ReductionShape {
   int64_t outer = 1, reduced = 1, inner = 1, to = 1;
   int dim = 0;
@@ -254,7 +258,7 @@ struct ReductionShape {
 /// True for ops that reduce (those with a row in the op table's reduction family).
 bool is_reduction(const BlockOp& op);
 /// Whether the code generator handles block op `op` (make_kernel_plan refuses graphs with
-/// others, naming the op).
+/// others, naming the op). Every op the IR can build in a block graph is handled.
 bool block_codegen_supports(const BlockOp& op);
 /// The reduction of such an op on its input tile shape.
 ReductionShape reduction_shape(const BlockOp& op, const Shape& input);

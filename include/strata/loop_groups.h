@@ -30,7 +30,8 @@ struct SmemNeeds {
 /// The estimate for a plan after choose_layouts' storage decisions (homes, layouts, dtypes).
 SmemNeeds smem_needs(const KernelPlan& plan);
 
-/// Whether loop groups can run the plan's loop: F ≥ 2, not rowwise.
+/// Whether loop groups can run the plan's loop: F ≥ 2, not rowwise, and no running max or
+/// rescaling accumulator (whose value carries from one iteration to the next).
 bool loop_groups_allowed(const KernelPlan& plan);
 
 /// Whether the plan's loop groups refill early (PlanOptions::early_refill): groups, asked for,

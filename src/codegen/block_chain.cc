@@ -5,6 +5,7 @@
 #include "block_emitter.h"
 #include "reduction_code.h"
 #include "strata/register_fusion.h"
+#include "strata/schedule.h"
 
 namespace strata::codegen {
 int64_t BlockEmitter::accum_vec(int i) const {
@@ -63,7 +64,8 @@ void BlockEmitter::emit_register_accum(int i) {
   const int64_t vec = accum_vec(i), trips = accum_trips(i);
   const int r = xs.rank();
   const std::string racc = "racc" + std::to_string(t);
-  const bool elementwise = op.kind == OpKind::AccumSum;
+  const bool elementwise = !op_reduction(op.kind);  // accum, accum_rescale
+  const bool rescale = rescales(op.kind);
   const ReductionCode red(op.kind, op.attrs);
   w_.open("");
   w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
@@ -94,7 +96,26 @@ void BlockEmitter::emit_register_accum(int i) {
     w_.close();
     end_vector_operands();
   }
-  if (elementwise) {
+  if (rescale) {
+    // The chunk's sums so far re-expressed in this iteration's shift (one per chunk: a chunk
+    // lies in one row, and the reduced accumulator reads the shift at the row's first column).
+    std::vector<std::string> row = idx;
+    if (r > 0 && !elementwise) row[r - 1] = "0";
+    const std::string rprev = "rprev" + std::to_string(t) + "[k]";
+    w_.line("const float m = " + operand_value(op.inputs[1], xs, row) + ";");
+    w_.line("const float f = strata_rt::rescale_factor(" + rprev + ", m);");
+    w_.line(rprev + " = m;");
+    if (elementwise) {
+      w_.line("#pragma unroll");
+      w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] = " + racc +
+              "[k][j] * f + v[j];");
+    } else {
+      w_.line("float s = 0.0f;");
+      w_.line("#pragma unroll");
+      w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) s += v[j];");
+      w_.line(racc + "[k] = " + racc + "[k] * f + s;");
+    }
+  } else if (elementwise) {
     w_.line("#pragma unroll");
     w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] += v[j];");
   } else {

@@ -368,7 +368,14 @@ void BlockEmitter::declare_registers() {
     }
     if (p.register_accum) {
       const std::string trips = std::to_string(accum_trips(i));
-      if (op.kind == OpKind::AccumSum) {
+      if (rescales(op.kind)) {
+        w_.line("float rprev" + std::to_string(op.output) + "[" + trips +
+                "];  // the shift each chunk of " + g_.tensor_name(op.output) +
+                " is expressed in (registers across the loop)");
+        w_.line("for (int x = 0; x < " + trips + "; ++x) rprev" + std::to_string(op.output) +
+                "[x] = strata_rt::neg_inf();");
+      }
+      if (!op_reduction(op.kind)) {
         w_.line("float " + racc + "[" + trips + "][" + std::to_string(accum_vec(i)) +
                 "] = {};  // thread-owned chunks of " + g_.tensor_name(op.output) +
                 " (registers across the loop)");
@@ -388,7 +395,9 @@ void BlockEmitter::declare_registers() {
 void BlockEmitter::emit_zero_accumulators() {
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const BlockOp& op = g_.op(i);
-    if (op_category(op.kind) != Category::Accum) continue;
+    // Accumulators and the state of running ops (a running max starts at −∞).
+    const Category cat = op_category(op.kind);
+    if (cat != Category::Accum && cat != Category::Scan) continue;
     if (op.kind == OpKind::AccumSum && op.attrs.fmap != kReplicate) continue;  // fully overwritten
     const int t = op.output;
     const TensorPlan& tp = plan_.tensors[t];
@@ -408,6 +417,7 @@ void BlockEmitter::emit_zero_accumulators() {
     w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
             "; e += " + std::to_string(plan_.threads) + ")");
     w_.line(a.ref(unflatten("e", s)) + " = " + red.identity() + ";");
+    // (A rescaling accumulator's shift slots are written before they are read: no init.)
     w_.close();
     if (tp.group_private) w_.close();
     w_.close();

@@ -151,6 +151,13 @@ class BlockEmitter {
   /// A layout op that is not read in place: its result copied into its own tile.
   void emit_layout_copy(int op);
   void emit_accumulate(int op);
+  /// A rescaling accumulator in shared memory (TensorPlan::shift_offset): the element of its
+  /// shift slot `slot` (an expression) that the accumulator's element at `out_idx` (of a tile of
+  /// shape `out` the shift broadcasts to) reads.
+  std::string shift_slot(int op, const std::string& slot, const Shape& out,
+                         const std::vector<std::string>& out_idx) const;
+  /// Stores this iteration's shift of rescaling accumulator `op` into slot it % 2.
+  void emit_shift_save(int op);
   void emit_matmul(int op);
   void emit_matmul_tensor_core(int op);
   void emit_matmul_simt(int op);

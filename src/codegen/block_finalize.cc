@@ -160,7 +160,7 @@ void BlockEmitter::emit_dump_register_accum(int i) {
   const std::string racc = "racc" + std::to_string(t);
   Access a = access(t);
   w_.open("");
-  if (op.kind == OpKind::AccumSum) {
+  if (!op_reduction(op.kind)) {  // accum, accum_rescale: element by element
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
     w_.line("// " + g_.tensor_name(t) + ": thread-owned chunks -> shared memory");

@@ -5,6 +5,7 @@
 #include "block_emitter.h"
 #include "reduction_code.h"
 #include "strata/register_fusion.h"
+#include "strata/schedule.h"
 
 namespace strata::codegen {
 namespace {
@@ -70,9 +71,11 @@ void BlockEmitter::emit_op(int i) {
     case Category::Layout:
       if (!p.in_place) emit_layout_copy(i);  // else read in place (TensorHome::Alias)
       return;
+    case Category::Scan:  // a running reduction into its state tile
+      emit_reduction(i);
+      return;
     case Category::Source:  // input iterators: loaded by the pipeline
     case Category::Customized:
-    case Category::Scan:
       return;
   }
 }
@@ -203,7 +206,9 @@ void BlockEmitter::emit_reduction(int i) {
   w_.line("float acc = " + red.identity() + ";");
   w_.open("if (active)");
   w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
-  w_.line("const float v = " + xa.load(xidx) + ";");
+  const std::string xv =
+      plan_.tensors[x].home == TensorHome::Inline ? operand_value(x, in, xidx) : xa.load(xidx);
+  w_.line("const float v = " + xv + ";");
   w_.line(red.update("acc", red.premap("v")));
   w_.close();
   w_.close();
@@ -230,13 +235,52 @@ void BlockEmitter::emit_reduction(int i) {
     std::vector<std::string> yidx = oidx;
     if (accumulate && rs.to == 1 && in.rank() > 0) yidx[rs.dim] = "0";
     w_.open("if (active && " + lane + " == 0)");
-    if (accumulate)
+    if (rescales(op.kind)) {
+      // accum_rescale_ld: the sum so far re-expressed in this iteration's shift, plus this one.
+      const std::string mcur = operand_value(op.inputs[1], g_.tensor(t).shape, yidx);
+      w_.line("const float m = " + mcur + ";");
+      w_.line(ya.ref(yidx) + " = (it > 0 ? " + ya.ref(yidx) + " * strata_rt::rescale_factor(" +
+              shift_slot(i, "(it + 1) % 2", g_.tensor(t).shape, yidx) + ", m) : 0.0f) + acc;");
+    } else if (accumulate)
       w_.line(red.update(ya.ref(yidx), "acc"));
     else
       w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" +
               red.finalize("acc", group) + ");");
     w_.close();
   }
+  w_.close();
+  w_.close();
+  if (rescales(op.kind)) emit_shift_save(i);
+}
+
+std::string BlockEmitter::shift_slot(int i, const std::string& slot, const Shape& out,
+                                     const std::vector<std::string>& out_idx) const {
+  const BlockOp& op = g_.op(i);
+  const Shape& ms = g_.tensor(op.inputs[1]).shape;
+  const TensorPlan& tp = plan_.tensors[op.output];
+  std::vector<std::string> midx = broadcast_index(ms, out_idx);
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  for (int d = ms.rank() - 1; d >= 0; --d) {
+    terms.insert(terms.begin(), mul(midx[d], stride));
+    stride *= ms[d];
+  }
+  terms.push_back(mul(paren(slot), ms.numel()));
+  return access(op.output).base + "[" + std::to_string(tp.shift_offset) + " + " +
+         paren(sum(terms)) + "]";
+}
+
+void BlockEmitter::emit_shift_save(int i) {
+  const BlockOp& op = g_.op(i);
+  const int m = op.inputs[1];
+  const Shape& ms = g_.tensor(m).shape;
+  w_.open("");
+  w_.line("// " + g_.tensor_name(op.output) + ": this iteration's shift " + g_.tensor_name(m) +
+          " into slot it % 2 (the next iteration reads it; this one read the other slot)");
+  open_thread_loop(w_, "e", ms.numel(), threads(), tid_);
+  std::vector<std::string> idx = unflatten("e", ms);
+  const std::string value = operand_value(m, ms, idx);
+  w_.line(shift_slot(i, "it % 2", ms, idx) + " = " + value + ";");
   w_.close();
   w_.close();
 }
@@ -303,7 +347,12 @@ void BlockEmitter::emit_accumulate(int i) {
   open_thread_loop(w_, "e", xs.numel(), threads(), tid_);
   std::vector<std::string> idx = unflatten("e", xs);
   const std::string value = operand_value(x, xs, idx);
-  if (op.attrs.fmap == kReplicate) {
+  if (rescales(op.kind)) {
+    // accum_rescale: the sum so far re-expressed in this iteration's shift, plus this one.
+    w_.line("const float m = " + operand_value(op.inputs[1], xs, idx) + ";");
+    w_.line(ya.ref(idx) + " = (it > 0 ? " + ya.ref(idx) + " * strata_rt::rescale_factor(" +
+            shift_slot(i, "(it + 1) % 2", xs, idx) + ", m) : 0.0f) + " + value + ";");
+  } else if (op.attrs.fmap == kReplicate) {
     w_.line(ya.ref(idx) + " += " + value + ";");
   } else {
     std::vector<std::string> yidx = idx;
@@ -313,6 +362,7 @@ void BlockEmitter::emit_accumulate(int i) {
   }
   w_.close();
   w_.close();
+  if (rescales(op.kind)) emit_shift_save(i);
 }
 
 void BlockEmitter::emit_matmul(int i) {

@@ -118,7 +118,7 @@ Status BlockEmitter::emit_rowwise() {
     const int t = op.output;
     w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
             " = " + std::string(op_name(op.kind)));
-    if (op.kind == OpKind::AccumSum) {  // F = 1: the input itself
+    if (cat == Category::Accum && !op_reduction(op.kind)) {  // F = 1: the input itself
       w_.line("auto& " + var(t) + " = " + var(op.inputs[0]) + ";");
       continue;
     }

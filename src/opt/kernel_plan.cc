@@ -135,9 +135,7 @@ bool is_reduction(const BlockOp& op) {
 bool block_codegen_supports(const BlockOp& op) {
   switch (op_category(op.kind)) {
     case Category::Scan:
-      return false;
     case Category::Accum:
-      return op_info(op.kind).arity == 1;  // not yet the rescaling accumulators
     case Category::Source:
     case Category::Sink:
     case Category::Customized:
@@ -158,7 +156,7 @@ ReductionShape reduction_shape(const BlockOp& op, const Shape& in) {
   ReductionShape r;
   int rank = std::max(1, in.rank());
   Category c = op_category(op.kind);
-  r.dim = c == Category::Accum ? rank - 1 : op.attrs.dim;
+  r.dim = c == Category::Accum || c == Category::Scan ? rank - 1 : op.attrs.dim;
   r.to = (c == Category::Reduce || op.kind == OpKind::AccumSumToDimx) ? op.attrs.to : 1;
   for (int d = 0; d < in.rank(); ++d) {
     if (d < r.dim) r.outer *= in[d];

@@ -240,6 +240,19 @@ int64_t accum_chunk(const BlockGraph& g, const BlockOp& op) {
   return 1;
 }
 
+/// Whether accumulator `op` combines its input element by element (accum, accum_rescale: no
+/// row of the reduction family) rather than reducing it.
+bool elementwise_accum(const BlockOp& op) {
+  return op_reduction(op.kind) == nullptr;
+}
+
+/// Registers per thread of a register accumulator with `trips` chunks of `v` elements: the
+/// per-element (elementwise accumulators) or per-chunk sums, plus the previous shift per chunk
+/// of a rescaling accumulator.
+int64_t register_accum_floats(const BlockOp& op, int64_t trips, int64_t v) {
+  return (elementwise_accum(op) ? trips * v : trips) + (rescales(op.kind) ? trips : 0);
+}
+
 /// Whether tile t gets one copy per loop group when the loop is split into groups (the rule of
 /// TensorPlan::group_private in choose_layouts, for a tile stored in shared memory): the loop's
 /// tiles and the partial sums of fmap-φ accumulators.
@@ -389,15 +402,18 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       TensorPlan& ap = plan.tensors[op.output];
       if (ap.home != TensorHome::Shared) continue;
       const Shape& xs = g.tensor(op.inputs[0]).shape;
+      // accum_rescale keeps one shift per chunk: the shift must be constant along rows.
+      if (op.kind == OpKind::AccumRescale && last_extent(g.tensor(op.inputs[1]).shape) != 1)
+        continue;
       const int64_t v = accum_chunk(g, op), chunks = xs.numel() / v;
       const int64_t trips = (chunks + threads - 1) / threads;
-      const int64_t floats = op.kind == OpKind::AccumSum ? trips * v : trips;
+      const int64_t floats = register_accum_floats(op, trips, v);
       if (floats > reg_budget || trips > 32) continue;
       reg_budget -= static_cast<int>(floats);
       p.register_accum = true;
       // Elementwise sums are dumped to their tile after the loop; reducing ones are added
       // into their (zeroed) shared accumulator.
-      if (op.kind == OpKind::AccumSum) ap.home = TensorHome::Registers;
+      if (elementwise_accum(op)) ap.home = TensorHome::Registers;
     }
   }
   std::vector<bool> is_host(ntensors, false);
@@ -519,6 +535,13 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     }
     const int64_t per_align = kSmemAlign / esize;
     tp.layout.stage_elems = (rows * tp.layout.ld + per_align - 1) / per_align * per_align;
+    // A rescaling accumulator in shared memory keeps its previous shift in two slots after it.
+    const BlockOp& prod = g.op(g.tensor(t).producer);
+    if (rescales(prod.kind) && tp.home == TensorHome::Shared) {
+      tp.shift_offset = tp.layout.stage_elems;
+      const int64_t slots = 2 * g.tensor(prod.inputs[1]).shape.numel();
+      tp.layout.stage_elems += (slots + per_align - 1) / per_align * per_align;
+    }
   }
 }
 
@@ -545,7 +568,7 @@ int register_estimate(const KernelPlan& plan) {
       const Shape& xs = g.tensor(op.inputs[0]).shape;
       const int64_t v = accum_chunk(g, op);
       const int64_t trips = (xs.numel() / v + plan.group_threads - 1) / plan.group_threads;
-      held += op.kind == OpKind::AccumSum ? trips * v : trips;
+      held += register_accum_floats(op, trips, v);
     }
   }
   return static_cast<int>(held + frags + 40);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "strata/schedule.h"
+
 namespace strata {
 namespace {
 
@@ -54,7 +56,12 @@ SmemNeeds smem_needs(const KernelPlan& plan) {
 }
 
 bool loop_groups_allowed(const KernelPlan& plan) {
-  return plan.graph->forloop() >= 2 && !plan.rowwise;
+  if (plan.graph->forloop() < 2 || plan.rowwise) return false;
+  // A running max and a rescaling accumulator carry their value from one iteration to the
+  // next: groups would each see only their own iterations.
+  for (const BlockOp& op : plan.graph->ops())
+    if (op_category(op.kind) == Category::Scan || rescales(op.kind)) return false;
+  return true;
 }
 
 bool refills_early(const KernelPlan& plan) {

@@ -50,11 +50,12 @@ void compute_intervals(KernelPlan& plan) {
     if (kind == OpKind::Input && pp.phase == Phase::Loop) {
       begin = 0;  // prefetched before the loop
       end = loop_end;
-    } else if (op_category(kind) == Category::Accum && tp.home != TensorHome::View) {
+    } else if ((op_category(kind) == Category::Accum || op_category(kind) == Category::Scan) &&
+               tp.home != TensorHome::View) {
       if (tp.home == TensorHome::Registers) {
         begin = plan.position(Phase::Post, 0);
       } else {
-        begin = 0;  // zeroed before the loop
+        begin = 0;  // zeroed (a running max: set to −∞) before the loop
         end = std::max(end, loop_end);
       }
     }

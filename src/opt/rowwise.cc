@@ -20,9 +20,10 @@ bool last_dim_reduction(const BlockOp& op, int rank) {
       return op.attrs.dim == rank - 1 && op.attrs.to == 1;
     case Category::Norm:
       return op.attrs.dim == rank - 1;
-    case Category::Accum:
-      return op.kind != OpKind::AccumSumToDimx;
-    case Category::Scan:
+    case Category::Accum:  // with F = 1 an accumulator's shift (if any) cancels out
+      return op.kind != OpKind::AccumSumToDimx || op.attrs.to == 1;
+    case Category::Scan:  // with F = 1 a running reduction is the reduction itself
+      return true;
     case Category::Source:
     case Category::Sink:
     case Category::Customized:
@@ -55,8 +56,10 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   bool any_block_reduction = false;
   for (const BlockOp& op : g.ops()) {
     const Category cat = op_category(op.kind);
+    // accum and accum_rescale of one iteration are their input.
+    const bool identity_accum = cat == Category::Accum && !op_reduction(op.kind);
     const bool ok = cat == Category::Source || cat == Category::Sink ||
-                    is_elementwise_or_chain(op.kind) || op.kind == OpKind::AccumSum ||
+                    is_elementwise_or_chain(op.kind) || identity_accum ||
                     last_dim_reduction(op, rank);
     if (!ok) return make_error(std::string("rowwise: op ") + std::string(op_name(op.kind)));
     if (op.output >= 0) {

@@ -37,6 +37,10 @@ bool finalize_in_two_steps(const KernelPlan& plan) {
   return false;
 }
 
+bool rescales(OpKind kind) {
+  return op_category(kind) == Category::Accum && op_info(kind).arity == 2;
+}
+
 bool accum_finalizes(OpKind kind) {
   const ReductionInfo* r = op_reduction(kind);
   return r && op_category(kind) == Category::Accum && r->finalize != Finalize::None;
@@ -123,8 +127,11 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
         p.level = plan.ops[src].phase == Phase::Loop ? plan.ops[src].level : 1;
       else if (p.rowsum_of >= 0)
         p.level = plan.ops[p.rowsum_of].level;
-      else
-        p.level = (p.in_place ? 0 : 1) + ready_level(op.inputs[0], Phase::Loop);
+      else {
+        int ready = 0;
+        for (int t : op.inputs) ready = std::max(ready, ready_level(t, Phase::Loop));
+        p.level = (p.in_place ? 0 : 1) + ready;
+      }
       continue;
     }
     // Compute op (including thread graphs).
@@ -211,7 +218,8 @@ Result<KernelPlan> inline_elementwise_ops(KernelPlan plan) {
     if (is_elementwise_or_chain(user.kind))
       ok = g.tensor(user.output).shape == g.tensor(op.output).shape;
     else
-      ok = user.kind == OpKind::Output || user.kind == OpKind::AccumSum;
+      ok = user.kind == OpKind::Output || user.kind == OpKind::AccumSum ||
+           (rescales(user.kind) && user.inputs[0] == op.output && user.inputs[1] != op.output);
     if (ok) p.inline_into = cons[0];
   }
   return plan;

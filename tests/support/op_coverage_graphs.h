@@ -249,4 +249,31 @@ inline KernelGraph rotary_rotate_half() {
   return g;
 }
 
+// Online-softmax statistics of the rows of X over a loop of F column tiles, through shared
+// memory (no matmul): m = running_max(X_i), L = accum_rescale_ld(exp(X_i − m), m) (the row's
+// Σ e^(x − M) with M the final max), M = accum_max_ld(X_i), log-sum-exp M + log L, the
+// running maxima summed over the iterations (accum of the running value itself), and
+// accum_rescale of the shifted exponentials divided by L. `F` = 1 makes it rowwise.
+inline KernelGraph softmax_statistics(int F = 4, int64_t rows = 4, int64_t n = 1024) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{2, rows, n}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({2, 1, 1}, 128, F));
+  int xi = must(b.add_input(Shape{2, rows, n}, {0, P, P}, F > 1 ? 2 : P));  // [1, rows, n/F]
+  int m = must(b.add_op(OpKind::RunningMax, {xi}));
+  int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Sub, {xi, m}))}));
+  int l = must(b.add_op(OpKind::AccumRescaleLd, {e, m}));
+  int mx = must(b.add_op(OpKind::AccumMaxLd, {xi}));
+  int sm = must(b.add_op(OpKind::AccumSum, {m}));
+  int e2 = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Sub, {xi, m}))}));
+  int o = must(b.add_op(OpKind::AccumRescale, {e2, m}));
+  int lse = must(b.add_op(OpKind::Add, {mx, must(b.add_op(OpKind::Log, {l}))}));
+  must(b.add_output(lse, {0, P, P}));
+  must(b.add_output(mx, {0, P, P}));
+  must(b.add_output(sm, {0, P, P}));
+  must(b.add_output(must(b.add_op(OpKind::Div, {o, l})), {0, P, P}));
+  auto outs = must(g.add_customized({x}, std::move(b), {"LSE", "M", "SumM", "P"}));
+  for (int t : outs) must(g.mark_output(t));
+  return g;
+}
+
 }  // namespace strata::testing
