@@ -721,6 +721,118 @@ TEST(EmulationOnlineSoftmax, StatisticsKernel) {
                with([](PlanOptions& p) { p.rowwise = false; })});
 }
 
+// Kernel-level transposes and slices read in place by the customized kernels: no kernel of
+// their own (a transpose read by a predefined op stays one), the tiles loaded as the device
+// tensor holds them.
+TEST(EmulationViews, KernelLevelViewsReadInPlace) {
+  const KernelGraph g = kernel_level_views();
+  auto src = emit_cuda_source(g);
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  int transposes = 0, slices = 0;
+  for (const EmittedKernel& k : src->kernels) {
+    transposes += k.op == "transpose";
+    slices += k.op == "slice";
+  }
+  EXPECT_EQ(transposes, 1);  // only Yc, read by relu
+  EXPECT_EQ(slices, 0);
+  check_graph({"kviews",
+               g,
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"(a view of [2, 256, 64], stored transposed)", ", false, true>;", ", true, false>;",
+                "gin0 + (bx * 640 + 64)", "gin0 + (bx * 640 + 3)"}});
+  check_graph({"kviews_g", g, 0.5, 2e-2, with([](PlanOptions& p) { p.loop_groups = 2; })});
+  check_graph({"kviews_simt", g, 0.5, 2e-2, with([](PlanOptions& p) {
+                 p.tensor_cores = false;
+                 p.rowwise = false;
+               })});
+}
+
+// The fused safe attention in a matmul chain: running row maxima per warp (quad shuffles),
+// the O fragments and row sums rescaled when a max grows, E = exp(S − m) in registers as the
+// A operand of P·V; with loop groups each group keeps its own maxima and the partials are
+// combined with e^(m_g − M) before the division. Scores reach ±100 (inputs of ±9.5, scale
+// 1/8): an unshifted exponential would overflow even f32.
+TEST(EmulationOnlineSoftmax, FusedAttentionChain) {
+  const double amp = 9.5;
+  const KernelGraph g = online_attention(DType::f16, true, true, false, 2, 32);
+  // Eight warps over 2 heads of 64 query rows.
+  check_graph({"oa_8w", online_attention(), amp, 2e-2, {}, {"8 warps of 1 row tiles"}});
+  check_graph({"oa",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "the online softmax", "strata_rt::mma_row_max<false",
+                "strata_rt::mma_quad_reduce<true", "strata_rt::mma_scale_rows(racc",
+                "strata_rt::op_exp(g0_", ", false, true>;"}});
+  check_graph(
+      {"oa_g2",
+       g,
+       amp,
+       2e-2,
+       with([](PlanOptions& p) { p.loop_groups = 2; }),
+       {"2 groups of 128 threads", "the chain's running row maxima -> this loop group's copy",
+        "mmax = fmaxf(mmax, "}});
+  check_graph({"oa_g4_mt2",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 4;
+                 p.chain_row_tiles = 2;
+               }),
+               {"4 groups of 64 threads", "of 2 row tiles"}});
+  check_graph({"oa_fused_g2",
+               fuse_thread_graphs(g),
+               amp,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", "the online softmax"}});
+  check_graph({"oa_general",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) { p.chain_matmuls = false; }),
+               {"running_max(b5) over dim 3", "rprev"}});
+  check_graph({"oa_general_shared",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.chain_matmuls = false;
+                 p.register_accums = false;
+               }),
+               {"into slot it % 2"}});
+}
+TEST(EmulationOnlineSoftmax, FusedAttentionVariants) {
+  // K stored as [D, N] without a scale, in bf16; four KV heads of 16 query rows per block.
+  check_graph({"oa_kdn_bf16",
+               online_attention(DType::bf16, false, false, false, 4, 16),
+               3.0,
+               4e-2,
+               {},
+               {"the online softmax", "4 warps of 1 row tiles"}});
+  check_graph({"oa_kdn_bf16_g2",
+               online_attention(DType::bf16, false, false, false, 2, 32),
+               3.0,
+               4e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"the online softmax", "2 groups of"}});
+  // A sum of E without rescaling depends on the maxima along the way: no loop groups, and the
+  // chain's maxima are the exact running maxima of the rows.
+  const KernelGraph extra = online_attention(DType::f16, true, true, true, 2, 32);
+  check_graph({"oa_extra",
+               extra,
+               9.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"the online softmax"}});
+  EmulatedGraph emu(extra, with([](PlanOptions& p) { p.loop_groups = 2; }), "oa_extra_src");
+  EXPECT_EQ(emu.source().find("loop groups"), std::string::npos);
+}
+
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).
 TEST(EmulationCoverage, ThreadFusedGraphs) {
   KernelGraph nt = fuse_thread_graphs(ntrans_graph(2, 256));

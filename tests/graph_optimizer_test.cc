@@ -507,6 +507,47 @@ TEST(LayoutViews, ReadInPlaceUnlessLdmatrixCannot) {
   EXPECT_TRUE(plain.tensors[plain.graph->op(1).output].layout.swizzle);
 }
 
+// The online softmax in a matmul chain: the running max and exp(S − m) on the fragments, the
+// rescaling accumulators fed from them; loop groups only when the result is free of the shifts.
+TEST(OnlineSoftmax, ChainsAndLoopGroups) {
+  PlanOptions grouped;
+  grouped.loop_groups = 2;
+  const KernelGraph g = online_attention(DType::f16, true, true, false, 2, 32);
+  KernelPlan p = plan_of(g, grouped);
+  // ops: 0 Q, 1 K, 2 V, 3 transpose, 4 S, 5 scale, 6 running_max, 7 sub, 8 exp, 9 P,
+  // 10 accum_rescale, 11 accum_rescale_ld
+  EXPECT_EQ(p.op(4).chain_into, 9);
+  EXPECT_EQ(p.op(4).epilogue, 5);
+  EXPECT_EQ(p.op(6).scan_of, 4);
+  EXPECT_EQ(p.op(4).chain_ops, (std::vector<int>{7, 8}));
+  EXPECT_TRUE(p.op(4).shift_free);
+  EXPECT_EQ(p.op(9).accumulate_into, 10);
+  EXPECT_EQ(p.op(11).rowsum_of, 4);
+  EXPECT_EQ(p.groups, 2);
+  EXPECT_EQ(p.tensors[p.graph->op(6).output].home, TensorHome::Registers);  // for the combine
+  EXPECT_TRUE(p.tensors[p.graph->op(6).output].group_private);
+  EXPECT_FALSE(p.tensors[p.graph->op(10).output].summed_at_read);
+  expect_valid_memory_plan(p);
+  // Without groups the running max never leaves registers.
+  PlanOptions one;
+  one.loop_groups = 1;
+  KernelPlan q = plan_of(g, one);
+  EXPECT_EQ(q.tensors[q.graph->op(6).output].home, TensorHome::Fused);
+  // A plain sum of E depends on the maxima along the way: chained, not shift-free, no groups.
+  KernelPlan x = plan_of(online_attention(DType::f16, true, true, true, 2, 32), grouped);
+  EXPECT_EQ(x.op(6).scan_of, 4);
+  EXPECT_FALSE(x.op(4).shift_free);
+  EXPECT_EQ(x.groups, 1);
+  // Without chains: the running max is a state tile in shared memory, no groups either.
+  PlanOptions unchained = grouped;
+  unchained.chain_matmuls = false;
+  KernelPlan u = plan_of(g, unchained);
+  EXPECT_EQ(u.op(6).scan_of, -1);
+  EXPECT_EQ(u.tensors[u.graph->op(6).output].home, TensorHome::Shared);
+  EXPECT_EQ(u.groups, 1);
+  expect_valid_memory_plan(u);
+}
+
 TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {
   setenv("STRATA_DUMP_PASSES", "1", 1);
   ::testing::internal::CaptureStderr();

@@ -16,9 +16,12 @@ namespace strata {
 /// choose_layouts, plan_shared_memory — each as `plan = pass(plan)`. With the environment variable
 /// STRATA_DUMP_PASSES=1 the plan is printed to stderr after every pass. Fails when the block graph
 /// cannot fit PlanOptions::smem_limit.
+/// `input_views` (one per input, or empty) are the kernel-level views the inputs read in
+/// place (kernel_views.h).
 Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
                                         std::vector<DType> input_dtypes,
                                         std::vector<DType> output_dtypes,
-                                        const PlanOptions& options = {});
+                                        const PlanOptions& options = {},
+                                        std::vector<std::optional<InputView>> input_views = {});
 
 }  // namespace strata

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,14 @@ struct IndexMap {
 /// of rank `rank`.
 IndexMap compose_layout(const IndexMap& m, const BlockOp& op, int rank);
 
+/// A kernel input read in place through predefined layout ops (kernel_views.h): its elements
+/// are those of a dense row-major device tensor of shape `storage` through `map`. Its input
+/// tile is loaded in the storage's orientation (TensorPlan::stored_transposed).
+struct InputView {
+  Shape storage;
+  IndexMap map;
+};
+
 struct OpPlan {
   Phase phase = Phase::Loop;
   int level = 0;             ///< barrier-separated step within the phase (loads are level 0)
@@ -158,6 +167,17 @@ struct OpPlan {
   int chain_from = -1;  ///< matmul: the matmul whose registers give its A operand
   int rowsum_of = -1;   ///< accumulator reducing the last dim: fed from the row sums of this
                         ///< chained matmul's (epilogue) fragments
+  int scan_of = -1;     ///< running_max: the running row maxima of this chained matmul's
+                        ///< (epilogue) fragments, kept per lane in registers (online softmax)
+  /// Chained matmul with a running max: the elementwise ops evaluated on its fragments after
+  /// the max (reading it per row; their host is this matmul), in order; the last one's result
+  /// is the second matmul's A operand.
+  std::vector<int> chain_ops;
+  /// Chained matmul with a running max whose results do not depend on the shifts along the way:
+  /// the A operand of the second matmul is exp(X − m) for the max m of X, and every accumulator
+  /// of it and of the second product rescales by m. Loop groups may then keep their own maxima
+  /// and combine them after the loop (docs/codegen.md, "The online softmax").
+  bool shift_free = false;
   int fold_into = -1;   ///< rms_norm: the matmul that applies it as a row / column scale
   int scale_a = -1;     ///< matmul: rms_norm folded into operand A (scales output rows)
   int scale_b = -1;     ///< matmul: rms_norm folded into operand B (scales output columns)
@@ -187,6 +207,10 @@ struct TensorPlan {
   /// shift's shape (dense, f32) holding the shift of the previous iteration (slot (it + 1) % 2
   /// is read, slot it % 2 written), or -1.
   int64_t shift_offset = -1;
+  /// An input tile of a transposed kernel-level view (InputView): stored with its last two
+  /// dims swapped, as the device tensor holds it (rows stay contiguous for cp.async); layout,
+  /// ld and swizzle describe the stored shape, and readers see it through a transposed map.
+  bool stored_transposed = false;
 };
 
 /// The plan of one customized kernel; see the file comment.
@@ -194,6 +218,9 @@ struct KernelPlan {
   std::shared_ptr<const BlockGraph> graph;
   std::vector<DType> input_dtypes;   ///< dtype of each kernel input (device tensor)
   std::vector<DType> output_dtypes;  ///< dtype of each kernel output
+  /// Per kernel input: the view of device memory it reads in place, or nullopt (a dense
+  /// tensor of the input's shape). Empty: every input dense.
+  std::vector<std::optional<InputView>> input_views;
   DType mma_dtype = DType::f16;      ///< 16-bit type of tensor-core operands
   bool has_mma_dtype = false;        ///< false when no input is 16-bit (no tensor cores)
   PlanOptions options;
@@ -230,7 +257,8 @@ struct KernelPlan {
 /// output.
 Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
                                     std::vector<DType> input_dtypes,
-                                    std::vector<DType> output_dtypes, PlanOptions options = {});
+                                    std::vector<DType> output_dtypes, PlanOptions options = {},
+                                    std::vector<std::optional<InputView>> input_views = {});
 
 /// Multi-line human-readable listing of a plan (what STRATA_DUMP_PASSES=1 prints).
 std::string format_plan(const KernelPlan& plan);
@@ -241,8 +269,12 @@ std::vector<int> tensor_consumers(const BlockGraph& g, int t);
 /// The tensor whose storage a tile is read from: t itself, or for a layout op read in place
 /// (TensorHome::Alias) the storage its input chain ends in.
 int alias_root(const KernelPlan& plan, int t);
-/// How tile t's indices reach the storage of alias_root(plan, t) (identity for stored tiles).
+/// How tile t's indices reach the storage of alias_root(plan, t) (identity for stored tiles,
+/// transposed for a tile stored transposed).
 IndexMap alias_map(const KernelPlan& plan, int t);
+/// The shape tile t is stored in (its shape with the last two dims swapped when
+/// TensorPlan::stored_transposed).
+Shape stored_shape(const KernelPlan& plan, int t);
 
 /// The reduction an op performs over one dimension of its input tile, viewed as
 /// [outer, reduced, inner] with the reduced extent cut into `to` groups of consecutive

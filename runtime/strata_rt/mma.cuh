@@ -318,6 +318,40 @@ STRATA_DEVICE void mma_transform(float (&acc)[MT][NT][4], int tm0, int tn0, F&& 
       }
 }
 
+/// mma_transform with the value rows[i][h] of each element's row (a per-row quantity kept in
+/// the row layout of mma_row_sums, e.g. a running max) passed as a sixth argument.
+template <class S, int MT, int NT, class F>
+STRATA_DEVICE void mma_transform_rows(float (&acc)[MT][NT][4], const float (&rows)[MT][2], int tm0,
+                                      int tn0, F&& f) {
+  const int lane = threadIdx.x & 31;
+  const int batch = tm0 / S::MTILES, mi0 = tm0 % S::MTILES;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = (mi0 + i) * 16 + (lane >> 2) + 8 * h;
+        const int c = (tn0 + j) * 8 + (lane & 3) * 2;
+        f(batch, r < S::M ? r : S::M - 1, c, acc[i][j][2 * h], acc[i][j][2 * h + 1], rows[i][h]);
+      }
+}
+
+/// Multiplies every element of a fragment accumulator by its row's factor (factors in the row
+/// layout of mma_row_sums): the online softmax's rescaling of a partial product.
+template <int MT, int NT>
+STRATA_DEVICE void mma_scale_rows(float (&acc)[MT][NT][4], const float (&factor)[MT][2]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        acc[i][j][2 * h] *= factor[i][h];
+        acc[i][j][2 * h + 1] *= factor[i][h];
+      }
+}
+
 /// rs[i][h] += this lane's part of the sum over columns of row (lane / 4 + 8h) of row tile i
 /// (of the squares when SQUARES). The four lanes of a quad hold the parts of one row: reduce
 /// them with mma_row_reduce.

@@ -37,6 +37,7 @@ bool BlockEmitter::vector_readable(int t, int64_t vec) const {
       return false;
     return vector_readable(alias_root(plan_, t), vec);
   }
+  if (tp.stored_transposed) return false;  // the logical rows are the stored columns
   // A register accumulator is read after the loop from its shared-memory copy.
   const bool dumped = tp.home == TensorHome::Registers && !in_loop_;
   if (tp.home != TensorHome::Shared && tp.home != TensorHome::View && !dumped) return false;
@@ -208,6 +209,7 @@ void BlockEmitter::emit_matmul_chain(int i) {
     w_.close("");
     w_.line("});");
   }
+  if (!p.chain_ops.empty()) emit_online_softmax_step(i);
   for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a) {
     if (plan_.ops[a].rowsum_of != i) continue;
     const ReductionCode red(g_.op(a).kind, g_.op(a).attrs);
@@ -220,6 +222,78 @@ void BlockEmitter::emit_matmul_chain(int i) {
           access(g_.op(m2).inputs[1]).pointer() + ", racc" + std::to_string(acc2) + ", tm, 0);");
   w_.close();
   w_.close();
+}
+
+void BlockEmitter::emit_online_softmax_step(int i) {
+  const BlockOp& op = g_.op(i);
+  const OpPlan& p = plan_.ops[i];
+  const MmaTiling& tl = p.tiling;
+  const std::string mt = std::to_string(tl.mt), nt1 = std::to_string(tl.nt);
+  const std::string rows = std::to_string(2 * tl.mt);
+  const int x = p.epilogue >= 0 ? g_.op(p.epilogue).output : op.output;
+  int scan = -1;
+  for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a)
+    if (plan_.ops[a].scan_of == i) scan = a;
+  const int m = g_.op(scan).output;
+  const std::string rmax = "rmax" + std::to_string(m);
+  // The running max of each row: this lane's columns, then its quad (the four lanes holding a
+  // row of the mma layout); the sums kept so far are re-expressed in the new max.
+  w_.line("// the online softmax: " + g_.tensor_name(m) + " = running_max(" + g_.tensor_name(x) +
+          ") per row of this warp; the partial sums rescaled by e^(old max - new max)");
+  w_.open("");
+  w_.line("float mnew[" + mt + "][2];");
+  w_.line("for (int x = 0; x < " + rows + "; ++x) mnew[x / 2][x % 2] = " + rmax +
+          "[x / 2][x % 2];");
+  w_.line("strata_rt::mma_row_max<false, " + mt + ", " + nt1 + ">(sacc, mnew);");
+  w_.line("strata_rt::mma_quad_reduce<true, " + mt + ">(mnew);");
+  w_.line("float factor[" + mt + "][2];");
+  w_.open("for (int x = 0; x < " + rows + "; ++x)");
+  w_.line("factor[x / 2][x % 2] = strata_rt::rescale_factor(" + rmax +
+          "[x / 2][x % 2], mnew[x / 2][x % 2]);");
+  w_.line(rmax + "[x / 2][x % 2] = mnew[x / 2][x % 2];");
+  w_.close();
+  const int acc2 = plan_.ops[p.chain_into].accumulate_into;
+  if (rescales(g_.op(acc2).kind))
+    w_.line("strata_rt::mma_scale_rows(racc" + std::to_string(g_.op(acc2).output) +
+            ", factor);  // " + g_.tensor_name(g_.op(acc2).output));
+  for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a)
+    if (plan_.ops[a].rowsum_of == i && rescales(g_.op(a).kind))
+      w_.line("for (int x = 0; x < " + rows + "; ++x) racc" + std::to_string(g_.op(a).output) +
+              "[x / 2][x % 2] *= factor[x / 2][x % 2];  // " + g_.tensor_name(g_.op(a).output));
+  w_.close();
+  // The elementwise ops after the max (exp(x − m)), on the fragments, in place.
+  const Shape& out = g_.tensor(op.output).shape;
+  w_.line("strata_rt::mma_transform_rows<mma" + std::to_string(i) + ", " + mt + ", " + nt1 +
+          ">(sacc, " + rmax +
+          ", tm, 0, [&](int b, int r, int c, float& v0, float& v1, float mr) {");
+  w_.open("");
+  w_.line("(void)b;");
+  std::vector<std::string> idx = unflatten("b", batch_shape(out));
+  idx.push_back("r");
+  idx.push_back("c");
+  std::vector<std::string> idx1 = idx;
+  idx1.back() = "c + 1";
+  const std::vector<std::string>* at[2] = {&idx, &idx1};
+  for (int v = 0; v < 2; ++v) {
+    std::map<int, std::string> vals{{x, "v" + std::to_string(v)}, {m, "mr"}};
+    for (int o : p.chain_ops) {
+      std::vector<std::string> ins;
+      for (int t : g_.op(o).inputs) {
+        auto it = vals.find(t);
+        ins.push_back(it != vals.end() ? it->second : operand_value(t, out, *at[v]));
+      }
+      const std::string name = "g" + std::to_string(v) + "_" + std::to_string(o);
+      const std::string res = eval_elementwise(o, ins, name + "_");
+      w_.line("const float " + name + " = " + res + ";");
+      vals[g_.op(o).output] = name;
+    }
+  }
+  const int e = g_.op(p.chain_ops.back()).output;
+  w_.line("v0 = g0_" + std::to_string(p.chain_ops.back()) + ";");
+  w_.line("v1 = g1_" + std::to_string(p.chain_ops.back()) + ";");
+  w_.line("(void)mr;  // " + g_.tensor_name(e) + " in place of " + g_.tensor_name(x));
+  w_.close("");
+  w_.line("});");
 }
 
 }  // namespace strata::codegen

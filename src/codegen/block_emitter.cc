@@ -189,8 +189,9 @@ Access BlockEmitter::access_stage(int t, const std::string& stage) const {
     a.strides = dense_strides(vs);
     return a;
   }
-  a.strides = tile_strides(g_.tensor(t).shape, tp.layout.ld);
+  a.strides = tile_strides(stored_shape(plan_, t), tp.layout.ld);
   a.swizzle = tp.layout.swizzle;
+  a.map.transposed = tp.stored_transposed;
   if (tp.stages > 1 && stage != "0")
     a.base = "(" + tile_ptr(t) + " + " + mul(stage, tp.layout.stage_elems) + ")";
   return a;
@@ -352,6 +353,15 @@ void BlockEmitter::declare_registers() {
     const BlockOp& op = g_.op(i);
     const ReductionCode red(op.kind, op.attrs);
     const std::string racc = "racc" + std::to_string(op.output);
+    if (p.scan_of >= 0) {
+      const int mt = plan_.ops[p.scan_of].tiling.mt;
+      const std::string rmax = "rmax" + std::to_string(op.output);
+      w_.line("float " + rmax + "[" + std::to_string(mt) +
+              "][2];  // this lane's running row maxima " + g_.tensor_name(op.output) +
+              " (registers across the loop)");
+      w_.line("for (int x = 0; x < " + std::to_string(2 * mt) + "; ++x) " + rmax +
+              "[x / 2][x % 2] = strata_rt::neg_inf();");
+    }
     if (p.rowsum_of >= 0) {
       const int mt = plan_.ops[p.rowsum_of].tiling.mt;
       if (!red.is_max()) {
@@ -640,22 +650,36 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   const BlockOp& op = g_.op(i);
   const int t = op.output, ii = op.attrs.input_index;
   const Shape& D = g_.input_shape(ii);
-  const Shape& tile = g_.tensor(t).shape;
-  const int r = tile.rank();
-  const std::vector<int64_t> gs = dense_strides(D);
+  const int r = g_.tensor(t).shape.rank();
+  // The input may be a kernel-level view (InputView): the tile is copied in the orientation of
+  // the device tensor holding it (stored_shape), from that tensor's rows.
+  const InputView* view =
+      plan_.input_views.empty() || !plan_.input_views[ii] ? nullptr : &*plan_.input_views[ii];
+  const Shape& S = view ? view->storage : D;
+  const Shape tile = stored_shape(plan_, t);
+  const bool swapped = plan_.tensors[t].stored_transposed;
+  auto stored_dim = [&](int d) { return swapped && d >= r - 2 ? 2 * r - 3 - d : d; };
+  const std::vector<int64_t> gs = dense_strides(S);
   std::vector<std::string> origin;
+  int64_t view_offset = 0;
   for (int d = 0; d < r; ++d) {
+    const int sd = stored_dim(d);
     for (int a = 0; a < 3; ++a)
-      if (op.attrs.imap[a] == d) origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[d]));
-    if (op.attrs.fmap == d) origin.push_back(mul(iter, tile[d] * gs[d]));
+      if (op.attrs.imap[a] == d) origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[sd]));
+    if (op.attrs.fmap == d) origin.push_back(mul(iter, tile[sd] * gs[sd]));
+    if (view && !view->map.origin.empty()) view_offset += view->map.origin[d] * gs[d];
   }
+  if (view_offset != 0) origin.push_back(lit(view_offset));
   Access dst = access_stage(t, stage);
+  dst.map = IndexMap{};  // the copy writes the stored layout
   const int esize = dtype_size(info_.input_dtypes[ii]);
   const int64_t last = r == 0 ? 1 : tile[r - 1];
+  const int64_t view_col = view && !view->map.origin.empty() ? view->map.origin[r - 1] : 0;
   int bytes = esize;
   for (int b : {16, 8, 4}) {
     if (b < esize) break;
-    bool ok = (last * esize) % b == 0 && (r == 0 || (D[r - 1] * esize) % b == 0);
+    bool ok = (last * esize) % b == 0 && (r == 0 || (S[r - 1] * esize) % b == 0) &&
+              (view_col * esize) % b == 0;
     if (r >= 2) ok = ok && (dst.strides[r - 2] * esize) % b == 0;
     const TensorPlan& tp = plan_.tensors[t];
     if (tp.home == TensorHome::View) {
@@ -672,9 +696,12 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
   w_.open("");
-  w_.line("// load " + g_.tensor_name(t) + " " + tile.str() + " <- input " + std::to_string(ii) +
-          " " + D.str() + (iter == "0" ? "" : ", iteration " + iter) + ", " +
-          std::to_string(bytes) + "-byte copies");
+  w_.line(
+      "// load " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
+      std::to_string(ii) + " " + D.str() +
+      (view ? std::string(" (a view of ") + S.str() + (swapped ? ", stored transposed" : "") + ")"
+            : std::string()) +
+      (iter == "0" ? "" : ", iteration " + iter) + ", " + std::to_string(bytes) + "-byte copies");
   w_.line("const " + cuda_type(info_.input_dtypes[ii]) + "* src = gin" + std::to_string(ii) +
           " + " + sum(origin) + ";");
   const ChunkWalk walk = open_chunk_loop(chunks);

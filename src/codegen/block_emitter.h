@@ -131,6 +131,12 @@ class BlockEmitter {
   // block_chain.cc: register accumulators of non-matmul accumulators, matmul chains.
   void emit_register_accum(int op);
   void emit_matmul_chain(int op);
+  /// The online softmax inside chain `op` (OpPlan::chain_ops): the running row maxima of the
+  /// fragments, the rescaling of the partial sums kept in registers, and the ops after the max
+  /// evaluated on the fragments in place.
+  void emit_online_softmax_step(int op);
+  /// After the loop, with loop groups: a chain's running maxima into the group's copy.
+  void emit_dump_running_max(int op);
   /// Statements scaling the matmul result pair (v0, v1) at (b, r, c) by the inverse-RMS
   /// vectors of norms folded into matmul `op`.
   void emit_matmul_scales(int op, bool pair);

@@ -29,9 +29,10 @@ void BlockEmitter::emit_finalize() {
   set_group_scope(true);
   for (int i = 0; i < n; ++i) {
     const BlockOp& op = g_.op(i);
-    if (op_category(op.kind) != Category::Accum) continue;
     const OpPlan& p = plan_.ops[i];
-    const TensorHome home = plan_.tensors[op.output].home;
+    const TensorHome home = op.output >= 0 ? plan_.tensors[op.output].home : TensorHome::Shared;
+    if (p.scan_of >= 0 && home == TensorHome::Registers) emit_dump_running_max(i);
+    if (op_category(op.kind) != Category::Accum) continue;
     if (p.rowsum_of >= 0)
       emit_dump_rowsums(i);
     else if (p.register_accum)
@@ -150,6 +151,29 @@ void BlockEmitter::emit_dump_rowsums(int i) {
   w_.close();
 }
 
+void BlockEmitter::emit_dump_running_max(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output;
+  const int m1 = plan_.ops[i].scan_of;
+  const MmaTiling& tl = plan_.ops[m1].tiling;
+  Access a = access(t);
+  std::vector<std::string> oidx = unflatten("b", batch_shape(g_.tensor(t).shape));
+  oidx.push_back("r");
+  oidx.push_back("0");
+  w_.open("");
+  w_.line("// " + g_.tensor_name(t) + ": the chain's running row maxima -> this loop group's copy");
+  w_.line("const int warp = " + tid_ + " >> 5;");
+  w_.open("if (warp < " + std::to_string(tl.warps_m) + ")");
+  w_.line("strata_rt::mma_row_reduce<mma" + std::to_string(m1) + ", " + std::to_string(tl.mt) +
+          ", true>(rmax" + std::to_string(t) + ", warp * " + std::to_string(tl.mt) +
+          ", [&](int b, int r, float v) {");
+  w_.line("  (void)b;");
+  w_.line("  " + a.ref(oidx) + " = v;");
+  w_.line("});");
+  w_.close();
+  w_.close();
+}
+
 void BlockEmitter::emit_dump_register_accum(int i) {
   const BlockOp& op = g_.op(i);
   const int t = op.output, x = op.inputs[0];
@@ -234,6 +258,35 @@ void BlockEmitter::emit_sum_partials(int i, bool finalize) {
   w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
           "; e += " + std::to_string(plan_.threads) + ")");
   const ReductionCode red(op.kind, op.attrs);
+  if (rescales(op.kind)) {
+    // Each group's partial is expressed in its own final max m_g (its copy of the shift): the
+    // sum is Σ_g partial_g · e^(m_g − M) with M the max over the groups.
+    const int m = op.inputs[1];
+    const Shape& ms = g_.tensor(m).shape;
+    const Access ma = access(m);
+    const std::string moff = ma.offset(broadcast_index(ms, idx));
+    const std::string mg = std::to_string(plan_.tensors[m].group_elems);
+    auto shift = [&](const std::string& pg) {
+      return ma.base + "[" + (pg == "0" ? moff : pg + " * " + mg + " + " + paren(moff)) + "]";
+    };
+    auto part = [&](const std::string& pg) {
+      return a.base + "[" +
+             (pg == "0" ? off : pg + " * " + std::to_string(tp.group_elems) + " + " + paren(off)) +
+             "]";
+    };
+    w_.line("float mmax = " + shift("0") + ";");
+    w_.line("#pragma unroll");
+    w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) +
+            "; ++pg) mmax = fmaxf(mmax, " + shift("pg") + ");");
+    w_.line("float v = " + part("0") + " * strata_rt::rescale_factor(" + shift("0") + ", mmax);");
+    w_.line("#pragma unroll");
+    w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg) v += " + part("pg") +
+            " * strata_rt::rescale_factor(" + shift("pg") + ", mmax);");
+    w_.line(a.base + "[" + off + "] = v;");
+    w_.close();
+    w_.close();
+    return;
+  }
   w_.line("float v = " + a.base + "[" + off + "];");
   w_.line("#pragma unroll");
   w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg) " +

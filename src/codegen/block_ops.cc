@@ -72,7 +72,7 @@ void BlockEmitter::emit_op(int i) {
       if (!p.in_place) emit_layout_copy(i);  // else read in place (TensorHome::Alias)
       return;
     case Category::Scan:  // a running reduction into its state tile
-      emit_reduction(i);
+      if (p.scan_of < 0) emit_reduction(i);  // else kept in registers by its matmul chain
       return;
     case Category::Source:  // input iterators: loaded by the pipeline
     case Category::Customized:

@@ -61,12 +61,17 @@ Status BlockEmitter::emit_rowwise() {
     if (cat == Category::Source) {
       const int t = op.output, ii = op.attrs.input_index;
       const Shape& D = g_.input_shape(ii);
-      const std::vector<int64_t> gs = dense_strides(D);
+      // An input read in place through a kernel-level view: the rows of the tensor holding it.
+      const InputView* view =
+          plan_.input_views.empty() || !plan_.input_views[ii] ? nullptr : &*plan_.input_views[ii];
+      const std::vector<int64_t> gs = dense_strides(view ? view->storage : D);
       std::vector<std::string> origin;
-      for (int d = 0; d < D.rank(); ++d)
+      for (int d = 0; d < D.rank(); ++d) {
         for (int a = 0; a < 3; ++a)
           if (op.attrs.imap[a] == d)
             origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[d]));
+        if (view && !view->map.origin.empty()) origin.push_back(lit(view->map.origin[d] * gs[d]));
+      }
       const std::string src = "gin" + std::to_string(ii) + " + " + paren(sum(origin));
       w_.line("// " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
               std::to_string(ii) + " " + D.str());

@@ -51,7 +51,8 @@ int KernelPlan::position(Phase phase, int level) const {
 
 Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
                                     std::vector<DType> input_dtypes,
-                                    std::vector<DType> output_dtypes, PlanOptions options) {
+                                    std::vector<DType> output_dtypes, PlanOptions options,
+                                    std::vector<std::optional<InputView>> input_views) {
   if (!graph) return make_error("kernel plan: no block graph");
   if (static_cast<int>(input_dtypes.size()) != graph->num_inputs())
     return make_error("kernel plan: " + std::to_string(input_dtypes.size()) +
@@ -67,7 +68,27 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
       return make_error("block op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) +
                         "): the code generator does not support this op in block graphs yet");
   }
+  if (!input_views.empty() && static_cast<int>(input_views.size()) != graph->num_inputs())
+    return make_error("kernel plan: " + std::to_string(input_views.size()) +
+                      " input views given for a block graph with " +
+                      std::to_string(graph->num_inputs()) + " inputs");
+  for (size_t i = 0; i < input_views.size(); ++i) {
+    if (!input_views[i]) continue;
+    const InputView& v = *input_views[i];
+    const Shape& d = graph->input_shape(static_cast<int>(i));
+    const int r = d.rank();
+    bool ok = v.storage.rank() == r && (v.map.origin.empty() || v.map.origin.size() == size_t(r));
+    for (int k = 0; ok && k < r; ++k) {
+      const int pk = v.map.transposed && k >= r - 2 ? 2 * r - 3 - k : k;
+      const int64_t o = v.map.origin.empty() ? 0 : v.map.origin[pk];
+      ok = o >= 0 && o + d[k] <= v.storage[pk];
+    }
+    if (!ok)
+      return make_error("kernel plan: input " + std::to_string(i) + " " + d.str() +
+                        " is not a view of its storage " + v.storage.str());
+  }
   KernelPlan plan;
+  plan.input_views = std::move(input_views);
   plan.graph = std::move(graph);
   plan.input_dtypes = std::move(input_dtypes);
   plan.output_dtypes = std::move(output_dtypes);
@@ -75,6 +96,13 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
   plan.threads = options.threads > 0 ? options.threads : plan.graph->block_threads();
   plan.ops.resize(plan.graph->ops().size());
   plan.tensors.resize(plan.graph->tensors().size());
+  // Input tiles of transposed kernel-level views are stored as device memory holds them.
+  for (int i = 0; i < plan.graph->num_inputs() && !plan.input_views.empty(); ++i) {
+    const int t = plan.graph->op(plan.graph->input_op(i)).output;
+    plan.tensors[t].stored_transposed = plan.input_views[i] &&
+                                        plan.input_views[i]->map.transposed &&
+                                        plan.graph->tensor(t).shape.rank() >= 2;
+  }
   for (DType t : plan.input_dtypes)
     if (t != DType::f32) {
       plan.mma_dtype = t;
@@ -121,9 +149,19 @@ int alias_root(const KernelPlan& plan, int t) {
   return t;
 }
 
+Shape stored_shape(const KernelPlan& plan, int t) {
+  Shape s = plan.graph->tensor(t).shape;
+  if (plan.tensors[t].stored_transposed) std::swap(s[s.rank() - 1], s[s.rank() - 2]);
+  return s;
+}
+
 IndexMap alias_map(const KernelPlan& plan, int t) {
   const BlockGraph& g = *plan.graph;
-  if (plan.tensors[t].home != TensorHome::Alias) return IndexMap{};
+  if (plan.tensors[t].home != TensorHome::Alias) {
+    IndexMap stored;
+    stored.transposed = plan.tensors[t].stored_transposed;
+    return stored;
+  }
   const int rank = g.tensor(t).shape.rank();
   return compose_layout(alias_map(plan, plan.tensors[t].view_of), g.op(g.tensor(t).producer), rank);
 }

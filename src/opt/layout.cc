@@ -89,10 +89,16 @@ bool tensor_core_eligible(const KernelPlan& plan, int id) {
   const Shape& a = g.tensor(op.inputs[0]).shape;
   const Shape& b = g.tensor(op.inputs[1]).shape;
   if (a[a.rank() - 1] % 16 != 0 || b[b.rank() - 1] % 8 != 0) return false;
-  for (int t : op.inputs) {
+  for (int k = 0; k < 2; ++k) {
+    int t = op.inputs[k];
     // A transpose or slice is judged by the tile it views.
     while (op_category(g.op(g.tensor(t).producer).kind) == Category::Layout)
       t = g.op(g.tensor(t).producer).inputs[0];
+    // An A operand stored transposed as it is read (a kernel-level transpose) needs whole
+    // 16-row tiles (MmaSpec's TA); through layout ops or a norm it may still be copied.
+    if (k == 0 && t == op.inputs[0] && plan.tensors[t].stored_transposed &&
+        a[a.rank() - 2] % 16 != 0)
+      return false;
     if (is_input_tile(g, t) && input_tile_dtype(plan, t) != plan.mma_dtype) return false;
     // Accumulators stay f32: a post-loop matmul on them runs on the SIMT path.
     if (op_category(g.op(g.tensor(t).producer).kind) == Category::Accum) return false;
@@ -163,10 +169,20 @@ bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, i
 void unchain(KernelPlan& plan, int m1) {
   const int m2 = plan.ops[m1].chain_into;
   if (m2 < 0) return;
-  plan.ops[m1].chain_into = -1;
-  plan.ops[m2].chain_from = -1;
-  for (OpPlan& p : plan.ops)
+  OpPlan& p1 = plan.ops[m1];
+  OpPlan& p2 = plan.ops[m2];
+  p1.chain_into = -1;
+  p2.chain_from = -1;
+  // A rescaling accumulator is fed from fragments only inside a chain.
+  if (p2.accumulate_into >= 0 && rescales(plan.graph->op(p2.accumulate_into).kind))
+    p2.accumulate_into = -1;
+  for (int o : p1.chain_ops) plan.ops[o].host = -1;
+  p1.chain_ops.clear();
+  p1.shift_free = false;
+  for (OpPlan& p : plan.ops) {
     if (p.rowsum_of == m1) p.rowsum_of = -1;
+    if (p.scan_of == m1) p.scan_of = -1;
+  }
 }
 
 bool any_tensor_cores(const KernelPlan& plan) {
@@ -298,7 +314,9 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
   // Storage types: input tiles keep the device type; computed tiles are f32 unless a tensor
   // core reads them.
   for (int t = 0; t < ntensors; ++t) {
+    const bool stored_transposed = plan.tensors[t].stored_transposed;  // fixed by the inputs
     plan.tensors[t] = TensorPlan{};
+    plan.tensors[t].stored_transposed = stored_transposed;
     plan.tensors[t].dtype = is_input_tile(g, t) ? input_tile_dtype(plan, t) : DType::f32;
     const OpPlan& pp = plan.ops[g.tensor(t).producer];
     const BlockOp& prod = g.op(g.tensor(t).producer);
@@ -338,7 +356,8 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     const Shape& as = g.tensor(a).shape;
     const int64_t a_regs = mt * (last_extent(as) / 16) * 4;
     int rowsums = 0;
-    for (const OpPlan& q : plan.ops) rowsums += q.rowsum_of == i ? 1 : 0;
+    for (const OpPlan& q : plan.ops)
+      rowsums += (q.rowsum_of == i ? 1 : 0) + (q.scan_of == i ? 2 : 0);
     const int64_t estimate = 4 * mt * (nt1 + nt2) + a_regs + 2 * mt * rowsums + 2 * nt2 + 24 +
                              (p.scale_a >= 0 || p.scale_b >= 0 ? 12 : 0);
     p.a_in_registers =
@@ -358,6 +377,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       plan.tensors[op.output].home = TensorHome::Fused;
     if (p.epilogue >= 0 && p.chain_into >= 0)
       plan.tensors[g.op(p.epilogue).output].home = TensorHome::Fused;
+    for (int o : p.chain_ops) plan.tensors[g.op(o).output].home = TensorHome::Fused;
     if (p.matmul != MatmulPath::TensorCore) continue;
     for (int k = 0; k < 2; ++k) {
       const int t = matmul_operand(plan, i, k);
@@ -386,9 +406,14 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     fragment_written[dest] = true;
     if (in_registers) plan.tensors[dest].home = TensorHome::Registers;
   }
-  // Accumulators fed from the row sums of a chain's fragments live in registers too.
-  for (int i = 0; i < nops; ++i)
+  // Accumulators fed from the row sums of a chain's fragments live in registers too, and so
+  // does a running max of them (kept per lane; copied to its tile after the loop only for the
+  // loop groups' combine).
+  for (int i = 0; i < nops; ++i) {
     if (plan.ops[i].rowsum_of >= 0) plan.tensors[g.op(i).output].home = TensorHome::Registers;
+    if (plan.ops[i].scan_of >= 0)
+      plan.tensors[g.op(i).output].home = grouped ? TensorHome::Registers : TensorHome::Fused;
+  }
   // Other loop accumulators: per thread in registers, over thread-owned chunks of their input.
   if (plan.options.register_accums) {
     const int threads = warps * 32;
@@ -498,7 +523,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     if (tp.home == TensorHome::Fused || tp.home == TensorHome::View ||
         tp.home == TensorHome::Inline || tp.home == TensorHome::Alias)
       continue;
-    const Shape& s = g.tensor(t).shape;
+    const Shape s = stored_shape(plan, t);
     const int64_t last = last_extent(s), rows = s.numel() / last;
     const int esize = dtype_size(tp.dtype);
     tp.layout.ld = last;
@@ -564,6 +589,7 @@ int register_estimate(const KernelPlan& plan) {
         frags += t.chunk_mt * t.chunk_nt * 4;
     }
     if (p.rowsum_of >= 0) held += plan.ops[p.rowsum_of].tiling.mt * 2;
+    if (p.scan_of >= 0) held += plan.ops[p.scan_of].tiling.mt * 4;  // maxima and factors
     if (p.register_accum) {
       const Shape& xs = g.tensor(op.inputs[0]).shape;
       const int64_t v = accum_chunk(g, op);
@@ -624,8 +650,10 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
       tp.group_elems = tp.layout.stage_elems * tp.stages;
       tp.bytes = tp.group_elems * dtype_size(tp.dtype) * (tp.group_private ? plan.groups : 1);
     }
+    // (Rescaling accumulators combine their groups' partials in place, rescaled by the groups'
+    // maxima.)
     tp.summed_at_read = tp.group_private && accum && plan.options.sum_at_read &&
-                        read_elementwise_after_loop(plan, t);
+                        !rescales(prod.kind) && read_elementwise_after_loop(plan, t);
   }
   // Scratch for block-wide reductions (never inside a grouped loop: teams there stay in a warp).
   plan.scratch_bytes = 0;

@@ -12,7 +12,7 @@ bool ldmatrix_addressable(const KernelPlan& plan, int matmul, int k) {
   const int root = alias_root(plan, v);
   const IndexMap map = alias_map(plan, v);
   const Shape& vs = g.tensor(v).shape;
-  const Shape& rs = g.tensor(root).shape;
+  const Shape rs = stored_shape(plan, root);
   const int r = vs.rank();
   if (rs[r - 1] % 8 != 0) return false;
   if (!map.origin.empty() && map.origin[r - 1] % 8 != 0) return false;

@@ -54,6 +54,9 @@ void compute_intervals(KernelPlan& plan) {
                tp.home != TensorHome::View) {
       if (tp.home == TensorHome::Registers) {
         begin = plan.position(Phase::Post, 0);
+        // A running max's copies are read by the combine of the rescaling accumulators.
+        if (op_category(kind) == Category::Scan)
+          end = plan.position(Phase::Post, plan.num_levels(Phase::Post) - 1);
       } else {
         begin = 0;  // zeroed (a running max: set to −∞) before the loop
         end = std::max(end, loop_end);

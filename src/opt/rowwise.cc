@@ -79,12 +79,22 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   for (DType t : plan.input_dtypes) min_esize = std::min(min_esize, dtype_size(t));
   for (DType t : plan.output_dtypes) min_esize = std::min(min_esize, dtype_size(t));
   L.vec = 16 / min_esize;
+  // Inputs read in place through kernel-level views: rows of the device tensor holding them,
+  // from a column offset.
+  auto input_view = [&](int i) -> const InputView* {
+    return plan.input_views.empty() || !plan.input_views[i] ? nullptr : &*plan.input_views[i];
+  };
+  for (int i = 0; i < g.num_inputs(); ++i)
+    if (input_view(i) && input_view(i)->map.transposed)
+      return make_error("rowwise: input " + std::to_string(i) + " is a transposed view");
   auto fits = [&](int64_t v) {
     if (L.cols % v != 0) return false;
     for (int i = 0; i < g.num_inputs(); ++i) {
-      const Shape& d = g.input_shape(i);
+      const InputView* view = input_view(i);
+      const Shape& d = view ? view->storage : g.input_shape(i);
+      const int64_t col = view && !view->map.origin.empty() ? view->map.origin.back() : 0;
       const Shape& tile = g.tensor(g.op(g.input_op(i)).output).shape;
-      if (tile == L.full && d[d.rank() - 1] % v != 0) return false;
+      if (tile == L.full && (d[d.rank() - 1] % v != 0 || col % v != 0)) return false;
     }
     for (int i = 0; i < g.num_outputs(); ++i) {
       const Shape& d = g.output_shape(i);

@@ -150,6 +150,7 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
     p.level = p.inline_into >= 0 || p.in_place ? level : level + 1;
     if (p.host >= 0) p.level = plan.ops[p.host].level;
     if (p.chain_from >= 0) p.level = plan.ops[p.chain_from].level;
+    if (p.scan_of >= 0) p.level = plan.ops[p.scan_of].level;
   }
   for (auto& phase_levels : plan.levels) phase_levels.clear();
   for (int i = 0; i < n; ++i) {

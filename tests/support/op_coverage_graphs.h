@@ -276,4 +276,97 @@ inline KernelGraph softmax_statistics(int F = 4, int64_t rows = 4, int64_t n = 1
   return g;
 }
 
+// The fused safe attention of one block (FlashAttention's online softmax): per iteration i,
+// S = Q·K_iᵀ · scale (K stored as [N, D] and read through transpose, or as [D, N]),
+// m = running_max(S), E = exp(S − m), P = E·V_i, then O = accum_rescale(P, m),
+// L = accum_rescale_ld(E, m) and R = O / L after the loop. GQA-like batch dims: the queries of
+// `heads` KV heads per block, `rows` query rows each (all the queries of a KV group stacked as
+// rows), F = n / 64 iterations over the keys. `extra` adds accum_sum_ld(E), whose value
+// depends on the shifts along the way (so loop groups may not split the loop).
+inline KernelGraph online_attention(DType dt = DType::f16, bool transposed_k = true,
+                                    bool scaled = true, bool extra = false, int64_t heads = 2,
+                                    int64_t rows = 64, int64_t n = 256) {
+  KernelGraph g;
+  const int64_t B = 2, H = 2 * heads, d = 64;
+  int q = must(g.add_input("Q", Shape{B, H, rows, d}, dt));
+  int k = must(g.add_input("K", transposed_k ? Shape{B, H, n, d} : Shape{B, H, d, n}, dt));
+  int v = must(g.add_input("V", Shape{B, H, n, d}, dt));
+  BlockGraph b = must(BlockGraph::make({static_cast<int>(B), 2, 1}, 128, static_cast<int>(n / 64)));
+  int qi = must(b.add_input(Shape{B, H, rows, d}, {0, 1, P}, P));  // [1, heads, rows, 64]
+  int ki = must(b.add_input(g.tensor(k).shape, {0, 1, P}, transposed_k ? 2 : 3));
+  int vi = must(b.add_input(Shape{B, H, n, d}, {0, 1, P}, 2));  // [1, heads, 64, 64]
+  int kt = transposed_k ? must(b.add_op(OpKind::Transpose, {ki})) : ki;
+  int s = must(b.add_op(OpKind::Matmul, {qi, kt}));
+  if (scaled) s = must(b.add_op(OpKind::MulScalar, {s}, scalar_attr(0.125)));
+  int m = must(b.add_op(OpKind::RunningMax, {s}));
+  int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Sub, {s, m}))}));
+  int p = must(b.add_op(OpKind::Matmul, {e, vi}));
+  int o = must(b.add_op(OpKind::AccumRescale, {p, m}));
+  int l = must(b.add_op(OpKind::AccumRescaleLd, {e, m}));
+  int es = extra ? must(b.add_op(OpKind::AccumSumLd, {e})) : -1;
+  must(b.add_output(must(b.add_op(OpKind::Div, {o, l})), {0, 1, P}));
+  if (extra) must(b.add_output(es, {0, 1, P}));
+  auto outs = must(g.add_customized(
+      {q, k, v}, std::move(b),
+      extra ? std::vector<std::string>{"R", "SumE"} : std::vector<std::string>{"R"}));
+  for (int t : outs) must(g.mark_output(t));
+  return g;
+}
+
+// Kernel-level transposes and slices read in place by customized kernels (no kernel, no
+// memory): K stored as [B, N, D] and transposed for an attention kernel (its tiles are loaded
+// as stored and read through a transposed map: MmaSpec's TB), a transposed A (X stored as
+// [K, M]: TA), slices of columns for a rowwise kernel (one aligned to a vector, one not), a
+// transpose of a slice for a general kernel; and a transpose read by a predefined op, which
+// stays a kernel of its own.
+inline KernelGraph kernel_level_views() {
+  KernelGraph g;
+  int q = must(g.add_input("Q", Shape{2, 32, 64}, DType::f16));
+  int k = must(g.add_input("K", Shape{2, 256, 64}, DType::f16));
+  int v = must(g.add_input("V", Shape{2, 256, 64}, DType::f16));
+  int x = must(g.add_input("X", Shape{4, 320}, DType::f16));
+  int y = must(g.add_input("Y", Shape{48, 32}, DType::f16));
+  int w = must(g.add_input("W", Shape{64, 32}, DType::f16));
+  int z = must(g.add_input("Z", Shape{64, 48}, DType::f16));
+  int kt = must(g.add_op(OpKind::Transpose, {k}, {}, "Kt"));  // [2, 64, 256]
+  BlockGraph a = must(BlockGraph::make({2, 1, 1}, 128, 4));
+  int qi = must(a.add_input(Shape{2, 32, 64}, {0, P, P}, P));
+  int ki = must(a.add_input(Shape{2, 64, 256}, {0, P, P}, 2));  // [1, 64, 64]
+  int vi = must(a.add_input(Shape{2, 256, 64}, {0, P, P}, 1));  // [1, 64, 64]
+  int e = must(a.add_op(OpKind::Exp, {must(a.add_op(OpKind::Matmul, {qi, ki}))}));
+  int ev = must(a.add_op(OpKind::AccumSum, {must(a.add_op(OpKind::Matmul, {e, vi}))}));
+  int es = must(a.add_op(OpKind::AccumSumLd, {e}));
+  must(a.add_output(must(a.add_op(OpKind::Div, {ev, es})), {0, P, P}));
+  must(g.mark_output(must(g.add_customized({q, kt, v}, std::move(a), {"Attn"}))[0]));
+  // Column slices of X for rowwise kernels.
+  for (int64_t start : {64, 3}) {
+    int xs = must(g.add_op(OpKind::Slice, {x}, slice_attr(1, start, start + 256)));  // [4, 256]
+    BlockGraph r = must(BlockGraph::make({2, 1, 1}, 64, 1));
+    int xi = must(r.add_input(Shape{4, 256}, {0, P, P}, P));
+    int n = must(r.add_op(OpKind::RmsNorm, {xi}, norm_attr(1, 0.5)));
+    must(r.add_output(must(r.add_op(OpKind::AccumSum, {n})), {0, P, P}));
+    must(g.mark_output(
+        must(g.add_customized({xs}, std::move(r), {"RN" + std::to_string(start)}))[0]));
+  }
+  // transpose(Y[8:40, :]) [32, 32], and matmul(transpose(W), Z) with W stored as [K, M].
+  int yt =
+      must(g.add_op(OpKind::Transpose,
+                    {must(g.add_op(OpKind::Slice, {y}, slice_attr(0, 8, 40), "Ys"))}, {}, "Yt"));
+  int wt = must(g.add_op(OpKind::Transpose, {w}, {}, "Wt"));  // [32, 64]
+  BlockGraph c = must(BlockGraph::make({1, 1, 1}, 128, 2));
+  int yi = must(c.add_input(Shape{32, 32}, {P, P, P}, P));
+  int wi = must(c.add_input(Shape{32, 64}, {P, P, P}, 1));  // [32, 32]
+  int zi = must(c.add_input(Shape{64, 48}, {P, P, P}, 0));  // [32, 48]
+  int sq = must(c.add_op(OpKind::Sigmoid, {yi}));
+  int mm = must(c.add_op(OpKind::Matmul, {wi, zi}));  // [32, 48]
+  must(c.add_output(must(c.add_op(OpKind::AccumSum, {mm})), {P, P, P}));
+  must(c.add_output(must(c.add_op(OpKind::AccumMaxLd, {sq})), {P, P, P}));
+  auto co = must(g.add_customized({yt, wt, z}, std::move(c), {"WZ", "YM"}));
+  for (int o : co) must(g.mark_output(o));
+  // A transpose read by a predefined op: a copy kernel.
+  must(g.mark_output(
+      must(g.add_op(OpKind::Relu, {must(g.add_op(OpKind::Transpose, {y}, {}, "Yc"))}, {}, "RY"))));
+  return g;
+}
+
 }  // namespace strata::testing
