@@ -273,16 +273,29 @@ TEST(MemoryPlan, ValidForEveryBenchmarkAndCoverageGraph) {
                                      accumulators_and_maps(),
                                      simt_and_reductions(),
                                      batched_tensor_cores(),
-                                     views_and_block_reductions()};
+                                     views_and_block_reductions(),
+                                     rowwise_max_eps(),
+                                     looped_max_eps(),
+                                     folded_eps_and_chain_max(),
+                                     layout_views(),
+                                     rotary_rotate_half(),
+                                     softmax_statistics(),
+                                     online_attention(),
+                                     online_attention(DType::f16, true, true, false, 2, 32),
+                                     online_attention(DType::f16, true, true, false, 1, 128, 4096)};
+  PlanOptions grouped;
+  grouped.loop_groups = 2;
   for (const KernelGraph& g : graphs)
     for (const KernelOp& op : g.ops()) {
       if (op.kind != OpKind::Customized) continue;
       std::vector<DType> in, out;
       for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
       for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
-      auto p = optimize_block_graph(op.body, in, out);
-      ASSERT_TRUE(p.ok()) << p.error().message;
-      expect_valid_memory_plan(*p);
+      for (const PlanOptions& o : {PlanOptions{}, grouped}) {
+        auto p = optimize_block_graph(op.body, in, out, o);
+        ASSERT_TRUE(p.ok()) << p.error().message;
+        expect_valid_memory_plan(*p);
+      }
     }
 }
 

@@ -12,7 +12,7 @@ int64_t BlockEmitter::accum_vec(int i) const {
   const BlockOp& op = g_.op(i);
   const Shape& xs = g_.tensor(op.inputs[0]).shape;
   const int64_t last = xs.rank() == 0 ? 1 : xs[xs.rank() - 1];
-  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  const int64_t group = op_reduction(op.kind) ? reduction_shape(op, xs).group() : last;
   for (int64_t v : {8, 4, 2})
     if (last % v == 0 && group % v == 0) return v;
   return 1;

@@ -202,7 +202,7 @@ void BlockEmitter::emit_dump_register_accum(int i) {
   // Reducing accumulators: chunks of one output are added together, then into the (zeroed)
   // shared accumulator, by a team of lanes when they share a warp, else atomically.
   const int64_t last = r == 0 ? 1 : xs[r - 1];
-  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  const int64_t group = op_reduction(op.kind) ? reduction_shape(op, xs).group() : last;
   const int64_t per_output = group / vec;
   const bool team = per_output <= 32 && 32 % per_output == 0 && threads() % per_output == 0;
   const ReductionCode red(op.kind, op.attrs);

@@ -195,7 +195,9 @@ ReductionShape reduction_shape(const BlockOp& op, const Shape& in) {
   int rank = std::max(1, in.rank());
   Category c = op_category(op.kind);
   r.dim = c == Category::Accum || c == Category::Scan ? rank - 1 : op.attrs.dim;
-  r.to = (c == Category::Reduce || op.kind == OpKind::AccumSumToDimx) ? op.attrs.to : 1;
+  // Ops whose attributes carry `to` reduce to that many groups (op_table.def's Attrs column).
+  const AttrSet set = op_info(op.kind).attrs;
+  r.to = set == AttrSet::Reduce || set == AttrSet::To ? op.attrs.to : 1;
   for (int d = 0; d < in.rank(); ++d) {
     if (d < r.dim) r.outer *= in[d];
     if (d == r.dim) r.reduced = in[d];

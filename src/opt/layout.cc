@@ -250,7 +250,7 @@ int choose_group_threads(KernelPlan& plan, bool grouped) {
 int64_t accum_chunk(const BlockGraph& g, const BlockOp& op) {
   const Shape& xs = g.tensor(op.inputs[0]).shape;
   const int64_t last = last_extent(xs);
-  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  const int64_t group = op_reduction(op.kind) ? reduction_shape(op, xs).group() : last;
   for (int64_t v : {8, 4, 2})
     if (last % v == 0 && group % v == 0) return v;
   return 1;

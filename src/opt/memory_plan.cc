@@ -67,8 +67,8 @@ void compute_intervals(KernelPlan& plan) {
   }
   // Views extend their host, layout ops read in place the storage they alias.
   auto storage = [&](int t) {
-    const TensorPlan& v = plan.tensors[t];
-    return v.home == TensorHome::View ? v.view_of : alias_root(plan, t);
+    const int r = alias_root(plan, t);  // an alias may view a view (F = 1 accum)
+    return plan.tensors[r].home == TensorHome::View ? plan.tensors[r].view_of : r;
   };
   const int nt = static_cast<int>(plan.tensors.size());
   for (int t = 0; t < nt; ++t) {

@@ -30,7 +30,7 @@ Result<KernelPlan> fold_norms_into_matmuls(KernelPlan plan) {
   const BlockGraph& g = *plan.graph;
   for (int n = 0; n < static_cast<int>(g.ops().size()); ++n) {
     const BlockOp& op = g.op(n);
-    if (op.kind != OpKind::RmsNorm || plan.ops[n].phase != Phase::Loop) continue;
+    if (op_category(op.kind) != Category::Norm || plan.ops[n].phase != Phase::Loop) continue;
     const int x = op.inputs[0];
     const BlockOp& src = g.op(g.tensor(x).producer);
     if (src.kind != OpKind::Input || plan.input_dtypes[src.attrs.input_index] != plan.mma_dtype)

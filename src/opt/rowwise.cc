@@ -12,7 +12,10 @@ bool is_elementwise_or_chain(OpKind k) {
 }
 
 /// A reduction of the last dim to one value per row (the reductions a row-wise kernel does).
-bool last_dim_reduction(const BlockOp& op, int rank) {
+bool last_dim_reduction(const BlockGraph& g, const BlockOp& op) {
+  if (op.inputs.empty()) return false;
+  const Shape& in = g.tensor(op.inputs[0]).shape;
+  const int rank = in.rank();
   const ReductionInfo* r = op_reduction(op.kind);
   if (!r) return false;
   switch (op_category(op.kind)) {
@@ -21,7 +24,7 @@ bool last_dim_reduction(const BlockOp& op, int rank) {
     case Category::Norm:
       return op.attrs.dim == rank - 1;
     case Category::Accum:  // with F = 1 an accumulator's shift (if any) cancels out
-      return op.kind != OpKind::AccumSumToDimx || op.attrs.to == 1;
+      return reduction_shape(op, in).to == 1;
     case Category::Scan:  // with F = 1 a running reduction is the reduction itself
       return true;
     case Category::Source:
@@ -59,8 +62,7 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
     // accum and accum_rescale of one iteration are their input.
     const bool identity_accum = cat == Category::Accum && !op_reduction(op.kind);
     const bool ok = cat == Category::Source || cat == Category::Sink ||
-                    is_elementwise_or_chain(op.kind) || identity_accum ||
-                    last_dim_reduction(op, rank);
+                    is_elementwise_or_chain(op.kind) || identity_accum || last_dim_reduction(g, op);
     if (!ok) return make_error(std::string("rowwise: op ") + std::string(op_name(op.kind)));
     if (op.output >= 0) {
       const Shape& s = g.tensor(op.output).shape;
@@ -70,9 +72,9 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
       const Shape& s = g.tensor(x).shape;
       if (s != L.full && s != row_shape) return make_error("rowwise: operand " + s.str());
     }
-    if (last_dim_reduction(op, rank) && g.tensor(op.inputs[0]).shape != L.full)
+    if (last_dim_reduction(g, op) && g.tensor(op.inputs[0]).shape != L.full)
       return make_error("rowwise: reduction of a reduced tensor");
-    any_block_reduction = any_block_reduction || last_dim_reduction(op, rank);
+    any_block_reduction = any_block_reduction || last_dim_reduction(g, op);
   }
   // Chunk width: 16 bytes of the narrowest type, dividing every device row.
   int min_esize = 4;

@@ -202,7 +202,9 @@ inline KernelGraph layout_views() {
   int yb = must(c.add_op(OpKind::Transpose, {ys}));                    // [1, 16, 40]
   int d = must(c.add_op(OpKind::Sub, {ya, yb}));
   must(c.add_output(must(c.add_op(OpKind::AccumSum, {mm})), {0, P, P}));
-  must(c.add_output(must(c.add_op(OpKind::AccumSum, {d})), {0, P, P}));
+  // A transpose of a one-iteration accumulator (itself stored in place in its input).
+  int ad = must(c.add_op(OpKind::AccumSum, {d}));
+  must(c.add_output(must(c.add_op(OpKind::Transpose, {ad})), {0, P, P}));
   auto o2 = must(g.add_customized({y}, std::move(c), {"MM", "D"}));
   for (int o : o2) must(g.mark_output(o));
   // A slice at a column offset of 8 read by ldmatrix in place: 16-byte aligned, but not at the
