@@ -16,9 +16,10 @@
 #include "strata/cuda_emitter.h"
 #include "strata/graph_io.h"
 #include "strata/search.h"
-#include "support/coverage_graphs.h"
+#include "strata/thread_fusion.h"
 #include "support/cuda_tools.h"
 #include "support/test_steps.h"
+#include "support/op_coverage_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -117,6 +118,16 @@ std::vector<Target> targets() {
   ts.push_back({"cov_batched", batched_tensor_cores()});
   ts.push_back({"cov_views", views_and_block_reductions()});
   ts.push_back({"cov_predefined", predefined_ops()});
+  // The reduction family beyond sums, layout views, the online softmax (op_coverage_graphs.h).
+  ts.push_back({"cov_rowmax", rowwise_max_eps()});
+  ts.push_back({"cov_loopmax", looped_max_eps()});
+  ts.push_back({"cov_foldeps", folded_eps_and_chain_max()});
+  ts.push_back({"cov_layout_views", layout_views()});
+  ts.push_back({"cov_rotary", rotary_rotate_half()});
+  ts.push_back({"cov_kviews", kernel_level_views()});
+  ts.push_back({"cov_smstats", softmax_statistics()});
+  ts.push_back({"cov_attention", online_attention()});
+  ts.push_back({"cov_attention_g", online_attention(DType::f16, true, true, false, 2, 32)});
   ts.push_back({"prog_rmsnorm_b1", rmsnorm_program(2, 4096, 6144)});
   ts.push_back({"prog_gqa_b1", attention_program(2, 256, 64, 4096, false)});
   return ts;
@@ -225,7 +236,15 @@ int main(int argc, char** argv) {
   auto pre = emit_cuda(predefined_ops(), opts);
   ASSERT_TRUE(pre.ok()) << pre.error().message;
   write_file(dir.file("pre.cu"), *pre);
-  for (const char* f : {"graph.cu", "pre.cu"})
+  // The online softmax with a transposed key tile, and max reductions with shared atomics.
+  auto online =
+      emit_cuda(fuse_thread_graphs(online_attention(DType::f16, true, true, false, 2, 32)), opts);
+  ASSERT_TRUE(online.ok()) << online.error().message;
+  write_file(dir.file("online.cu"), *online);
+  auto maxima = emit_cuda(looped_max_eps(), opts);
+  ASSERT_TRUE(maxima.ok()) << maxima.error().message;
+  write_file(dir.file("maxima.cu"), *maxima);
+  for (const char* f : {"graph.cu", "pre.cu", "online.cu", "maxima.cu"})
     for (const char* arch : {"sm_80", "sm_90a"}) {
       EXPECT_EQ(run_command(dir.file("check") + " " + dir.file(f) + " " + arch + " " +
                                 cuda_runtime_include_dir() + " " + inc,

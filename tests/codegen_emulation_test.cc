@@ -13,6 +13,7 @@
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/emulation.h"
+#include "support/op_coverage_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -566,6 +567,270 @@ TEST(EmitStreaming, MarksInputsEachBlockReadsOnce) {
   must(b.add_output(am, {1, 0, P}));
   must(rows.mark_output(must(rows.add_customized({x, w}, std::move(b), {"O"}))[0]));
   EXPECT_EQ(streamed(rows, "evictmin=1024k"), -1);
+}
+
+// The reduction family beyond sums (max, rms with eps) in every path, and the elementwise ops
+// without a fast path of their own.
+TEST(EmulationReductions, RowwiseMaxEpsAndElementwiseOps) {
+  check_graph({"rw_max",
+               rowwise_max_eps(),
+               1.0,
+               2e-2,
+               {},
+               {"rowwise: each thread", "strata_rt::team_max<", "strata_rt::op_sigmoid(",
+                "strata_rt::op_clamp(", "strata_rt::op_log(", "strata_rt::inv_rms(", ", 0.5f)"}});
+  check_graph({"rw_max_off",
+               rowwise_max_eps(),
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) { p.rowwise = false; }),
+               {"acc = fmaxf(acc, v);"}});
+}
+TEST(EmulationReductions, LoopedMaxEps) {
+  const KernelGraph g = looped_max_eps();
+  check_graph({"lp_max",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"per-chunk partial maxima", "strata_rt::atomic_max_shared(",
+                "strata_rt::block_max<256>(", " + 0.05f)"}});
+  check_graph({"lp_max_g",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", "(fmaxf(s"}});
+  check_graph({"lp_max_g_in_place",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 2;
+                 p.sum_at_read = false;
+               }),
+               {"2 groups of", "++pg) v = fmaxf(v, "}});
+  check_graph({"lp_max_shared",
+               g,
+               1.0,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.register_accums = false;
+                 p.loop_groups = 2;
+               }),
+               {"(to the identity of max, −∞)", "= fmaxf(s"}});
+}
+TEST(EmulationReductions, FoldedEpsAndChainMax) {
+  const KernelGraph g = folded_eps_and_chain_max();
+  check_graph({"fold_eps",
+               g,
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"folded into a matmul", "strata_rt::inv_rms(acc, 64.0f, 0.5f)",
+                "strata_rt::mma_row_max<false", "mma_row_reduce<mma", ", true>(racc"}});
+  check_graph({"fold_eps_g",
+               g,
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"FlashAttention style", "2 groups of"}});
+}
+
+// Layout ops read in place (TensorHome::Alias): transposed tensor-core operands (MmaSpec TA /
+// TB), slices as operands, views read by elementwise ops, SIMT matmuls and accumulators, copies
+// where ldmatrix cannot read in place.
+TEST(EmulationViews, TransposedKeyInAChain) {
+  check_graph({"tk_chain",
+               transposed_key_chain(),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "alias f16 of b1", ", true, false, true>;"}});
+  check_graph({"tk_chain_g",
+               transposed_key_chain(DType::bf16),
+               0.25,
+               4e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", ", true>;"}});
+  check_graph({"tk_nochain",
+               transposed_key_chain(),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.chain_matmuls = false;
+                 p.loop_groups = 1;
+               }),
+               {", true>;"}});
+  check_graph({"tk_simt",
+               transposed_key_chain(),
+               0.25,
+               2e-2,
+               with([](PlanOptions& p) { p.tensor_cores = false; }),
+               {"alias f16 of b1"}});
+}
+TEST(EmulationViews, LayoutOpsEverywhere) {
+  check_graph({"views_all",
+               layout_views(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"alias f16 of b0", ", true, false>;", "slice(b1): a copy", "alias f32 of b11"}});
+  check_graph({"views_all_g",
+               layout_views(),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of"}});
+  check_graph({"views_all_noreg", layout_views(), 0.5, 2e-2, with([](PlanOptions& p) {
+                 p.register_accums = false;
+                 p.loop_groups = 1;
+               })});
+}
+TEST(EmulationViews, RotaryRotateHalf) {
+  check_graph({"rotary", rotary_rotate_half(), 0.5, 2e-2, {}, {"alias f16 of b0"}});
+}
+
+// Running maxima and the rescaling accumulators through shared memory and per-thread
+// registers (no matmul chain), on scores of ±80, where an unshifted exponential overflows f16.
+TEST(EmulationOnlineSoftmax, StatisticsKernel) {
+  const KernelGraph g = softmax_statistics();
+  check_graph({"sm_stats",
+               g,
+               80.0,
+               2e-2,
+               {},
+               {"rprev", "strata_rt::rescale_factor(", "running_max(", "acc = fmaxf(acc, v);"}});
+  check_graph({"sm_stats_shared",
+               g,
+               80.0,
+               2e-2,
+               with([](PlanOptions& p) { p.register_accums = false; }),
+               {"into slot it % 2", "(it + 1) % 2"}});
+  check_graph({"sm_stats_noinline", g, 80.0, 2e-2, with([](PlanOptions& p) {
+                 p.inline_elementwise = false;
+                 p.register_accums = false;
+               })});
+  check_graph({"sm_stats_rowwise",
+               softmax_statistics(1, 4, 256),
+               80.0,
+               2e-2,
+               {},
+               {"rowwise: each thread"}});
+  check_graph({"sm_stats_f1", softmax_statistics(1, 4, 256), 80.0, 2e-2,
+               with([](PlanOptions& p) { p.rowwise = false; })});
+}
+
+// Kernel-level transposes and slices read in place by the customized kernels: no kernel of
+// their own (a transpose read by a predefined op stays one), the tiles loaded as the device
+// tensor holds them.
+TEST(EmulationViews, KernelLevelViewsReadInPlace) {
+  const KernelGraph g = kernel_level_views();
+  auto src = emit_cuda_source(g);
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  int transposes = 0, slices = 0;
+  for (const EmittedKernel& k : src->kernels) {
+    transposes += k.op == "transpose";
+    slices += k.op == "slice";
+  }
+  EXPECT_EQ(transposes, 1);  // only Yc, read by relu
+  EXPECT_EQ(slices, 0);
+  check_graph({"kviews",
+               g,
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"(a view of [2, 256, 64], stored transposed)", ", false, true>;", ", true, false>;",
+                "gin0 + (bx * 640 + 64)", "gin0 + (bx * 640 + 3)"}});
+  check_graph({"kviews_g", g, 0.5, 2e-2, with([](PlanOptions& p) { p.loop_groups = 2; })});
+  check_graph({"kviews_simt", g, 0.5, 2e-2, with([](PlanOptions& p) {
+                 p.tensor_cores = false;
+                 p.rowwise = false;
+               })});
+}
+
+// The fused safe attention in a matmul chain: running row maxima per warp (quad shuffles),
+// the O fragments and row sums rescaled when a max grows, E = exp(S − m) in registers as the
+// A operand of P·V; with loop groups each group keeps its own maxima and the partials are
+// combined with e^(m_g − M) before the division. Scores reach ±100 (inputs of ±9.5, scale
+// 1/8): an unshifted exponential would overflow even f32.
+TEST(EmulationOnlineSoftmax, FusedAttentionChain) {
+  const double amp = 9.5;
+  const KernelGraph g = online_attention(DType::f16, true, true, false, 2, 32);
+  // Eight warps over 2 heads of 64 query rows.
+  check_graph({"oa_8w", online_attention(), amp, 2e-2, {}, {"8 warps of 1 row tiles"}});
+  check_graph({"oa",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               {"FlashAttention style", "the online softmax", "strata_rt::mma_row_max<false",
+                "strata_rt::mma_quad_reduce<true", "strata_rt::mma_scale_rows(racc",
+                "strata_rt::op_exp(g0_", ", false, true>;"}});
+  check_graph(
+      {"oa_g2",
+       g,
+       amp,
+       2e-2,
+       with([](PlanOptions& p) { p.loop_groups = 2; }),
+       {"2 groups of 128 threads", "the chain's running row maxima -> this loop group's copy",
+        "mmax = fmaxf(mmax, "}});
+  check_graph({"oa_g4_mt2",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.loop_groups = 4;
+                 p.chain_row_tiles = 2;
+               }),
+               {"4 groups of 64 threads", "of 2 row tiles"}});
+  check_graph({"oa_fused_g2",
+               fuse_thread_graphs(g),
+               amp,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"2 groups of", "the online softmax"}});
+  check_graph({"oa_general",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) { p.chain_matmuls = false; }),
+               {"running_max(b5) over dim 3", "rprev"}});
+  check_graph({"oa_general_shared",
+               g,
+               amp,
+               2e-2,
+               with([](PlanOptions& p) {
+                 p.chain_matmuls = false;
+                 p.register_accums = false;
+               }),
+               {"into slot it % 2"}});
+}
+TEST(EmulationOnlineSoftmax, FusedAttentionVariants) {
+  // K stored as [D, N] without a scale, in bf16; four KV heads of 16 query rows per block.
+  check_graph({"oa_kdn_bf16",
+               online_attention(DType::bf16, false, false, false, 4, 16),
+               3.0,
+               4e-2,
+               {},
+               {"the online softmax", "4 warps of 1 row tiles"}});
+  check_graph({"oa_kdn_bf16_g2",
+               online_attention(DType::bf16, false, false, false, 2, 32),
+               3.0,
+               4e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"the online softmax", "2 groups of"}});
+  // A sum of E without rescaling depends on the maxima along the way: no loop groups, and the
+  // chain's maxima are the exact running maxima of the rows.
+  const KernelGraph extra = online_attention(DType::f16, true, true, true, 2, 32);
+  check_graph({"oa_extra",
+               extra,
+               9.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }),
+               {"the online softmax"}});
+  EmulatedGraph emu(extra, with([](PlanOptions& p) { p.loop_groups = 2; }), "oa_extra_src");
+  EXPECT_EQ(emu.source().find("loop groups"), std::string::npos);
 }
 
 // Graphs after rule-based thread fusion (thread_graph ops made by fuse_thread_graphs).

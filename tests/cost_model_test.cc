@@ -250,6 +250,33 @@ TEST(CostModel, ElementwiseAndTranscendentalFlops) {
   EXPECT_EQ(c.kernels[0].blocks, 8);
 }
 
+// A transpose whose readers are customized kernels is read in place (kernel_views.h): no
+// kernel, no bytes. The same transpose read by a predefined op is a copy kernel.
+TEST(CostModel, LayoutViewsCostNothing) {
+  auto graph = [](bool predefined_reader) {
+    KernelGraph g;
+    int k = *g.add_input("K", Shape{256, 64}, DType::f16);
+    int kt = *g.add_op(OpKind::Transpose, {k}, {}, "Kt");  // [64, 256]
+    BlockGraph b = *BlockGraph::make({4, 1, 1}, 128, 1);
+    int ki = *b.add_input(Shape{64, 256}, {1, kReplicate, kReplicate}, kReplicate);  // [64, 64]
+    int e = *b.add_op(OpKind::Exp, {ki});
+    int a = *b.add_op(OpKind::AccumSum, {e});
+    EXPECT_TRUE(b.add_output(a, {1, kReplicate, kReplicate}).ok());
+    int o = (*g.add_customized({kt}, std::move(b), {"O"}))[0];
+    EXPECT_TRUE(g.mark_output(o).ok());
+    if (predefined_reader) EXPECT_TRUE(g.mark_output(*g.add_op(OpKind::Relu, {kt}, {}, "R")).ok());
+    return g;
+  };
+  const Target h200 = *Target::by_name("h200");
+  GraphCost view = estimate_cost(graph(false), h200);
+  ASSERT_EQ(view.kernels.size(), 1u);  // the customized kernel alone
+  EXPECT_EQ(view.kernels[0].load_bytes + view.kernels[0].l2_bytes, 256 * 64 * 2);
+  GraphCost copy = estimate_cost(graph(true), h200);
+  ASSERT_EQ(copy.kernels.size(), 3u);  // the transpose, the customized kernel, the relu
+  EXPECT_EQ(copy.kernels[0].store_bytes, 256 * 64 * 2);
+  EXPECT_GT(copy.predicted_us, view.predicted_us);
+}
+
 TEST(CostModel, SharedMemoryPruneSlack) {
   Target t = h100();
   EXPECT_TRUE(fits_shared_memory(232448, t));

@@ -10,7 +10,7 @@
 #include "strata/memory_plan.h"
 #include "strata/rowwise.h"
 #include "strata/schedule.h"
-#include "support/coverage_graphs.h"
+#include "support/op_coverage_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -273,16 +273,29 @@ TEST(MemoryPlan, ValidForEveryBenchmarkAndCoverageGraph) {
                                      accumulators_and_maps(),
                                      simt_and_reductions(),
                                      batched_tensor_cores(),
-                                     views_and_block_reductions()};
+                                     views_and_block_reductions(),
+                                     rowwise_max_eps(),
+                                     looped_max_eps(),
+                                     folded_eps_and_chain_max(),
+                                     layout_views(),
+                                     rotary_rotate_half(),
+                                     softmax_statistics(),
+                                     online_attention(),
+                                     online_attention(DType::f16, true, true, false, 2, 32),
+                                     online_attention(DType::f16, true, true, false, 1, 128, 4096)};
+  PlanOptions grouped;
+  grouped.loop_groups = 2;
   for (const KernelGraph& g : graphs)
     for (const KernelOp& op : g.ops()) {
       if (op.kind != OpKind::Customized) continue;
       std::vector<DType> in, out;
       for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
       for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
-      auto p = optimize_block_graph(op.body, in, out);
-      ASSERT_TRUE(p.ok()) << p.error().message;
-      expect_valid_memory_plan(*p);
+      for (const PlanOptions& o : {PlanOptions{}, grouped}) {
+        auto p = optimize_block_graph(op.body, in, out, o);
+        ASSERT_TRUE(p.ok()) << p.error().message;
+        expect_valid_memory_plan(*p);
+      }
     }
 }
 
@@ -457,6 +470,95 @@ TEST(Schedule, InlinesElementwiseChains) {
   EXPECT_EQ(m.op(9).level, 1);
   expect_valid_memory_plan(p);
   expect_valid_memory_plan(m);
+}
+
+/// The plan of customized op number `which` (0 = the first) of g.
+KernelPlan plan_of_kernel(const KernelGraph& g, int which, PlanOptions opts = {}) {
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized || which-- > 0) continue;
+    std::vector<DType> in, out;
+    for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
+    for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
+    return must(optimize_block_graph(op.body, in, out, opts));
+  }
+  throw std::runtime_error("no such customized op");
+}
+
+// Layout ops are read in place: no level, no barrier, no shared memory; copied only where
+// ldmatrix cannot read them.
+TEST(LayoutViews, ReadInPlaceUnlessLdmatrixCannot) {
+  KernelPlan p = plan_of(transposed_key_chain(), block_pipeline());
+  const BlockGraph& g = *p.graph;
+  const int kt = g.op(3).output;  // transpose(K_i)
+  EXPECT_TRUE(p.op(3).in_place);
+  EXPECT_EQ(p.tensors[kt].home, TensorHome::Alias);
+  EXPECT_EQ(p.tensors[kt].view_of, g.op(1).output);
+  EXPECT_EQ(p.tensors[kt].offset, -1);
+  EXPECT_EQ(p.op(3).level, p.op(1).level);
+  EXPECT_TRUE(alias_map(p, kt).transposed);
+  EXPECT_EQ(p.op(4).chain_into, 6);  // the chain reads K_i through the transpose
+  expect_valid_memory_plan(p);
+
+  KernelPlan v = plan_of(layout_views(), block_pipeline());
+  const BlockGraph& vg = *v.graph;
+  EXPECT_TRUE(v.op(2).in_place);   // transpose(X_i): a transposed A of whole 16-row tiles
+  EXPECT_TRUE(v.op(3).in_place);   // W_i[:, 64:128]: 128-byte aligned
+  EXPECT_FALSE(v.op(4).in_place);  // W_i[:, 4:68]: rows not 16-byte aligned, copied
+  EXPECT_EQ(v.tensors[vg.op(4).output].home, TensorHome::Shared);
+  EXPECT_GT(v.op(4).level, v.op(1).level);
+  EXPECT_EQ(alias_map(v, vg.op(7).output).origin, (std::vector<int64_t>{0, 16}));
+  expect_valid_memory_plan(v);
+
+  KernelPlan h = plan_of_kernel(layout_views(), 2);
+  const BlockGraph& hg = *h.graph;
+  const int host = hg.op(1).output;
+  EXPECT_EQ(h.tensors[hg.op(2).output].home, TensorHome::Alias);
+  EXPECT_FALSE(h.tensors[host].layout.swizzle);  // an alias at column 8 keeps it unswizzled
+  EXPECT_EQ(h.tensors[host].layout.ld, 136);
+  // A B operand of 128-byte rows read directly is swizzled (U of views_and_block_reductions).
+  KernelPlan plain = plan_of(views_and_block_reductions());
+  EXPECT_TRUE(plain.tensors[plain.graph->op(1).output].layout.swizzle);
+}
+
+// The online softmax in a matmul chain: the running max and exp(S − m) on the fragments, the
+// rescaling accumulators fed from them; loop groups only when the result is free of the shifts.
+TEST(OnlineSoftmax, ChainsAndLoopGroups) {
+  PlanOptions grouped;
+  grouped.loop_groups = 2;
+  const KernelGraph g = online_attention(DType::f16, true, true, false, 2, 32);
+  KernelPlan p = plan_of(g, grouped);
+  // ops: 0 Q, 1 K, 2 V, 3 transpose, 4 S, 5 scale, 6 running_max, 7 sub, 8 exp, 9 P,
+  // 10 accum_rescale, 11 accum_rescale_ld
+  EXPECT_EQ(p.op(4).chain_into, 9);
+  EXPECT_EQ(p.op(4).epilogue, 5);
+  EXPECT_EQ(p.op(6).scan_of, 4);
+  EXPECT_EQ(p.op(4).chain_ops, (std::vector<int>{7, 8}));
+  EXPECT_TRUE(p.op(4).shift_free);
+  EXPECT_EQ(p.op(9).accumulate_into, 10);
+  EXPECT_EQ(p.op(11).rowsum_of, 4);
+  EXPECT_EQ(p.groups, 2);
+  EXPECT_EQ(p.tensors[p.graph->op(6).output].home, TensorHome::Registers);  // for the combine
+  EXPECT_TRUE(p.tensors[p.graph->op(6).output].group_private);
+  EXPECT_FALSE(p.tensors[p.graph->op(10).output].summed_at_read);
+  expect_valid_memory_plan(p);
+  // Without groups the running max never leaves registers.
+  PlanOptions one;
+  one.loop_groups = 1;
+  KernelPlan q = plan_of(g, one);
+  EXPECT_EQ(q.tensors[q.graph->op(6).output].home, TensorHome::Fused);
+  // A plain sum of E depends on the maxima along the way: chained, not shift-free, no groups.
+  KernelPlan x = plan_of(online_attention(DType::f16, true, true, true, 2, 32), grouped);
+  EXPECT_EQ(x.op(6).scan_of, 4);
+  EXPECT_FALSE(x.op(4).shift_free);
+  EXPECT_EQ(x.groups, 1);
+  // Without chains: the running max is a state tile in shared memory, no groups either.
+  PlanOptions unchained = grouped;
+  unchained.chain_matmuls = false;
+  KernelPlan u = plan_of(g, unchained);
+  EXPECT_EQ(u.op(6).scan_of, -1);
+  EXPECT_EQ(u.tensors[u.graph->op(6).output].home, TensorHome::Shared);
+  EXPECT_EQ(u.groups, 1);
+  expect_valid_memory_plan(u);
 }
 
 TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {

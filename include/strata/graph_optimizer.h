@@ -10,14 +10,18 @@
 
 namespace strata {
 
-/// Runs, in order: schedule_block_ops, fold_norms_into_matmuls, fuse_matmul_epilogues,
+/// Runs, in order: schedule_block_ops, plan_layout_views, fold_norms_into_matmuls,
+/// fuse_matmul_epilogues,
 /// chain_matmuls, inline_elementwise_ops, schedule_block_ops (again, with the fusions),
 /// choose_layouts, plan_shared_memory — each as `plan = pass(plan)`. With the environment variable
 /// STRATA_DUMP_PASSES=1 the plan is printed to stderr after every pass. Fails when the block graph
 /// cannot fit PlanOptions::smem_limit.
+/// `input_views` (one per input, or empty) are the kernel-level views the inputs read in
+/// place (kernel_views.h).
 Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
                                         std::vector<DType> input_dtypes,
                                         std::vector<DType> output_dtypes,
-                                        const PlanOptions& options = {});
+                                        const PlanOptions& options = {},
+                                        std::vector<std::optional<InputView>> input_views = {});
 
 }  // namespace strata

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,8 @@ enum class TensorHome : uint8_t {
   Scale,      ///< an rms_norm folded into a matmul: only its f32 inverse-RMS vector is stored
               ///< (one value per index of the non-normalized dims, dense)
   Owned,      ///< rowwise kernels: held in registers by the threads owning its elements
+  Alias,      ///< a transpose / slice (Layout op) read in place: through the storage of its
+              ///< input (view_of) with the input's indices permuted and offset (IndexMap)
 };
 
 /// How a matmul is computed.
@@ -126,6 +129,27 @@ struct MmaTiling {
   int chunk_mt = 1, chunk_nt = 1;
 };
 
+/// How the logical indices of a tile reach the storage it is read from: the last two indices
+/// swapped when `transposed`, then `origin` (one offset per dim, or empty for none) added to the
+/// physical indices. Layout ops read in place (TensorHome::Alias) compose these maps.
+struct IndexMap {
+  bool transposed = false;
+  std::vector<int64_t> origin;
+  bool identity() const;
+};
+
+/// The map of Layout op `op` (transpose or slice) applied to a tile read through `m`, for tiles
+/// of rank `rank`.
+IndexMap compose_layout(const IndexMap& m, const BlockOp& op, int rank);
+
+/// A kernel input read in place through predefined layout ops (kernel_views.h): its elements
+/// are those of a dense row-major device tensor of shape `storage` through `map`. Its input
+/// tile is loaded in the storage's orientation (TensorPlan::stored_transposed).
+struct InputView {
+  Shape storage;
+  IndexMap map;
+};
+
 struct OpPlan {
   Phase phase = Phase::Loop;
   int level = 0;             ///< barrier-separated step within the phase (loads are level 0)
@@ -134,7 +158,8 @@ struct OpPlan {
   int accumulate_into = -1;  ///< matmul: the `accum` op fed directly from its fragments
   int inline_into = -1;      ///< elementwise op: the consumer that evaluates it where it reads it
   bool in_place = false;     ///< writes nothing: its result is already stored (a concat of
-                             ///< views, a one-iteration accumulator aliasing its input)
+                             ///< views, a one-iteration accumulator aliasing its input, a
+                             ///< layout op read in place)
   MatmulPath matmul = MatmulPath::None;
   MmaTiling tiling;     ///< TensorCore matmuls
   int chain_into = -1;  ///< matmul: the matmul that takes its (epilogue) result from registers
@@ -142,6 +167,17 @@ struct OpPlan {
   int chain_from = -1;  ///< matmul: the matmul whose registers give its A operand
   int rowsum_of = -1;   ///< accumulator reducing the last dim: fed from the row sums of this
                         ///< chained matmul's (epilogue) fragments
+  int scan_of = -1;     ///< running_max: the running row maxima of this chained matmul's
+                        ///< (epilogue) fragments, kept per lane in registers (online softmax)
+  /// Chained matmul with a running max: the elementwise ops evaluated on its fragments after
+  /// the max (reading it per row; their host is this matmul), in order; the last one's result
+  /// is the second matmul's A operand.
+  std::vector<int> chain_ops;
+  /// Chained matmul with a running max whose results do not depend on the shifts along the way:
+  /// the A operand of the second matmul is exp(X − m) for the max m of X, and every accumulator
+  /// of it and of the second product rescales by m. Loop groups may then keep their own maxima
+  /// and combine them after the loop (docs/codegen.md, "The online softmax").
+  bool shift_free = false;
   int fold_into = -1;   ///< rms_norm: the matmul that applies it as a row / column scale
   int scale_a = -1;     ///< matmul: rms_norm folded into operand A (scales output rows)
   int scale_b = -1;     ///< matmul: rms_norm folded into operand B (scales output columns)
@@ -154,7 +190,8 @@ struct TensorPlan {
   DType dtype = DType::f32;  ///< storage element type
   TileLayout layout;
   int stages = 1;              ///< copies of a pipelined input tile
-  int view_of = -1;            ///< View: the tensor whose storage holds this one
+  int view_of = -1;            ///< View: the tensor whose storage holds this one; Alias: the
+                               ///< layout op's input, read in place
   int view_dim = 0;            ///< View: dimension of the host along which this tile is offset
   int64_t view_offset = 0;     ///< View: index offset along view_dim
   int64_t offset = -1;         ///< byte offset in dynamic shared memory (Shared, Registers)
@@ -166,6 +203,14 @@ struct TensorPlan {
   /// Group-private accumulator whose copies are summed by each post-loop reader (never in
   /// place; PlanOptions::sum_at_read); a mean / RMS is taken by the reader too.
   bool summed_at_read = false;
+  /// A rescaling accumulator in shared memory: elements from its storage to two slots of its
+  /// shift's shape (dense, f32) holding the shift of the previous iteration (slot (it + 1) % 2
+  /// is read, slot it % 2 written), or -1.
+  int64_t shift_offset = -1;
+  /// An input tile of a transposed kernel-level view (InputView): stored with its last two
+  /// dims swapped, as the device tensor holds it (rows stay contiguous for cp.async); layout,
+  /// ld and swizzle describe the stored shape, and readers see it through a transposed map.
+  bool stored_transposed = false;
 };
 
 /// The plan of one customized kernel; see the file comment.
@@ -173,6 +218,9 @@ struct KernelPlan {
   std::shared_ptr<const BlockGraph> graph;
   std::vector<DType> input_dtypes;   ///< dtype of each kernel input (device tensor)
   std::vector<DType> output_dtypes;  ///< dtype of each kernel output
+  /// Per kernel input: the view of device memory it reads in place, or nullopt (a dense
+  /// tensor of the input's shape). Empty: every input dense.
+  std::vector<std::optional<InputView>> input_views;
   DType mma_dtype = DType::f16;      ///< 16-bit type of tensor-core operands
   bool has_mma_dtype = false;        ///< false when no input is 16-bit (no tensor cores)
   PlanOptions options;
@@ -209,7 +257,8 @@ struct KernelPlan {
 /// output.
 Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
                                     std::vector<DType> input_dtypes,
-                                    std::vector<DType> output_dtypes, PlanOptions options = {});
+                                    std::vector<DType> output_dtypes, PlanOptions options = {},
+                                    std::vector<std::optional<InputView>> input_views = {});
 
 /// Multi-line human-readable listing of a plan (what STRATA_DUMP_PASSES=1 prints).
 std::string format_plan(const KernelPlan& plan);
@@ -217,10 +266,20 @@ std::string format_plan(const KernelPlan& plan);
 /// Ids of the ops that read tensor `t` (compute ops, accumulators and output savers).
 std::vector<int> tensor_consumers(const BlockGraph& g, int t);
 
+/// The tensor whose storage a tile is read from: t itself, or for a layout op read in place
+/// (TensorHome::Alias) the storage its input chain ends in.
+int alias_root(const KernelPlan& plan, int t);
+/// How tile t's indices reach the storage of alias_root(plan, t) (identity for stored tiles,
+/// transposed for a tile stored transposed).
+IndexMap alias_map(const KernelPlan& plan, int t);
+/// The shape tile t is stored in (its shape with the last two dims swapped when
+/// TensorPlan::stored_transposed).
+Shape stored_shape(const KernelPlan& plan, int t);
+
 /// The reduction an op performs over one dimension of its input tile, viewed as
 /// [outer, reduced, inner] with the reduced extent cut into `to` groups of consecutive
-/// elements: sum/mean (dim, to), rms_norm (dim, to = 1), and the fused accumulators, which reduce
-/// the last dim (to = 1, or `to` for accum_sum_to_dimx).
+/// elements: sum/mean/max (dim, to), rms_norm (dim, to = 1), and the fused accumulators and
+/// running_max, which reduce the last dim (to = 1, or `to` for accum_sum_to_dimx).
 struct ReductionShape {
   int64_t outer = 1, reduced = 1, inner = 1, to = 1;
   int dim = 0;
@@ -231,7 +290,7 @@ struct ReductionShape {
 /// True for ops that reduce (those with a row in the op table's reduction family).
 bool is_reduction(const BlockOp& op);
 /// Whether the code generator handles block op `op` (make_kernel_plan refuses graphs with
-/// others, naming the op).
+/// others, naming the op). Every op the IR can build in a block graph is handled.
 bool block_codegen_supports(const BlockOp& op);
 /// Why the code generator cannot emit block graph g ("" if it can): an op it does not support,
 /// or a construct (ragged splits) it does not handle yet.

@@ -4,9 +4,13 @@
 // With G loop groups the block's warps form G groups of group_threads threads; group g runs
 // iterations g, g+G, g+2G, … with its own pipeline stages, its own copies of the loop's
 // shared-memory tiles and its own partial accumulators, and synchronizes only its own warps
-// (group_sync: __syncwarp or a named barrier). After the loop the partials are summed. Every
-// accumulator kind allows this (fmap φ accumulators are sums over iterations, fmap-d ones write
-// disjoint slices), so groups change only the order of f32 additions.
+// (group_sync: __syncwarp or a named barrier). After the loop the partials are combined. Every
+// accumulator that reduces over the iterations allows this (fmap φ accumulators are sums or
+// maxima over iterations, fmap-d ones write disjoint slices), so groups change only the order
+// of f32 operations. A running max and the rescaling accumulators carry their value from one
+// iteration to the next: their kernels take no groups, except the online softmax of a matmul
+// chain whose result does not depend on the shifts (OpPlan::shift_free), whose groups combine
+// their partials rescaled by their own maxima.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +34,8 @@ struct SmemNeeds {
 /// The estimate for a plan after choose_layouts' storage decisions (homes, layouts, dtypes).
 SmemNeeds smem_needs(const KernelPlan& plan);
 
-/// Whether loop groups can run the plan's loop: F ≥ 2, not rowwise.
+/// Whether loop groups can run the plan's loop: F ≥ 2, not rowwise, and no running max or
+/// rescaling accumulator (whose value carries from one iteration to the next).
 bool loop_groups_allowed(const KernelPlan& plan);
 
 /// Whether the plan's loop groups refill early (PlanOptions::early_refill): groups, asked for,

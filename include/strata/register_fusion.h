@@ -23,7 +23,8 @@ Result<KernelPlan> fold_norms_into_matmuls(KernelPlan plan);
 /// matmul(E, V) whose fragments accumulate into an `accum` (fmap φ): E stays in registers as
 /// the A operand of the second matmul (the m16n8 C fragments of two adjacent column tiles are
 /// the A fragment of one m16n8k16 step), and the accumulators reducing E over its last dim
-/// (accum_sum_ld / accum_mean_ld / accum_rms_ld) are fed from the fragments' row sums. E must
+/// (accum_sum_ld, accum_mean_ld, accum_rms_ld, accum_max_ld: any one-input accumulator of the
+/// reduction family with one value per row) are fed from the fragments' row reductions. E must
 /// have no other consumer; both matmuls must be tensor-core eligible and in the loop. Needs
 /// fuse_matmul_epilogues to have run; schedule again afterwards (the chained ops share the first
 /// matmul's level). Sets OpPlan::chain_into / chain_from / rowsum_of. Disabled by

@@ -31,7 +31,8 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan);
 Result<KernelPlan> fuse_matmul_epilogues(KernelPlan plan);
 
 /// Marks elementwise ops (unary, binary, thread graphs) whose only consumer is an elementwise
-/// op of the same shape, an output saver or an `accum` in the same phase: the consumer
+/// op of the same shape, an output saver, an `accum` or the summed operand of a rescaling
+/// accumulator in the same phase: the consumer
 /// evaluates them per element where it reads them, so they are never stored and cost no level
 /// (OpPlan::inline_into; the tensor's home becomes Inline). Register-level fusion of elementwise
 /// chains, like a thread graph (docs/mugraph-semantics.md §4). Needs a scheduled plan; schedule
@@ -49,7 +50,12 @@ bool post_finalize_work(const KernelPlan& plan);
 /// partials of loop groups are summed and means / RMS values taken.
 bool finalize_in_two_steps(const KernelPlan& plan);
 
-/// Whether an accumulator of this kind is finalized after the loop (a mean or an RMS).
+/// Whether an accumulator of this kind rescales its sum by a shift (accum_rescale,
+/// accum_rescale_ld: the accumulators with a second input, docs/mugraph-semantics.md §3.3).
+bool rescales(OpKind kind);
+
+/// Whether an accumulator of this kind is finalized after the loop: its reduction (the op
+/// table's reduction family) ends with a finalize (a mean or an RMS).
 bool accum_finalizes(OpKind kind);
 
 /// What post level 0's second step does for accumulator op `op` (the emitter's rule).

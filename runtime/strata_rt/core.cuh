@@ -79,6 +79,15 @@ STRATA_DEVICE void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
+/// −∞ in f32: the identity of max reductions (op_table.def, the reduction family).
+STRATA_DEVICE float neg_inf() {
+#if defined(STRATA_RT_EMULATE)
+  return -__builtin_huge_valf();
+#else
+  return __int_as_float(0xff800000);
+#endif
+}
+
 /// Integer ceiling division for compile-time extents.
 __host__ __device__ constexpr int ceil_div(int a, int b) {
   return (a + b - 1) / b;

@@ -102,7 +102,7 @@ STRATA_DEVICE float op_pow(float a, float b) {
 }
 
 /// 1 / sqrt(mean + eps) for the RMS normalizers: rms_norm, accum_rms_ld
-/// (x / sqrt(mean(x²) + eps)).
+/// (x / sqrt(mean(x²) + eps)), mean = sum_squares / count.
 STRATA_DEVICE float inv_rms(float sum_squares, float count, float eps = 0.0f) {
   return 1.0f / sqrtf(sum_squares / count + eps);
 }

@@ -43,6 +43,17 @@ STRATA_DEVICE void ldmatrix_x4_trans(u32 (&r)[4], const void* row_addr) {
 #endif
 }
 
+/// Two 8×8 matrices; lanes 0-15 supply row addresses (the others must be valid).
+STRATA_DEVICE void ldmatrix_x2(u32 (&r)[2], const void* row_addr) {
+#if defined(STRATA_RT_EMULATE)
+  emu::ldmatrix(r, 2, false, row_addr);
+#else
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_u32(row_addr)));
+#endif
+}
+
 /// Two transposed 8×8 matrices; lanes 0-15 supply row addresses (the others must be valid).
 STRATA_DEVICE void ldmatrix_x2_trans(u32 (&r)[2], const void* row_addr) {
 #if defined(STRATA_RT_EMULATE)
@@ -76,13 +87,17 @@ STRATA_DEVICE void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]
 #endif
 }
 
-/// Compile-time description of one block-level matmul (see the file comment).
+/// Compile-time description of one block-level matmul (see the file comment). TA: A is stored
+/// transposed (a row-major [K][M] tile read as its transpose: a transpose read in place, or K
+/// stored as [N, D]); TB likewise for B ([N][K]). The strides and swizzles are those of the
+/// stored tiles. A transposed A needs M % 16 == 0.
 template <int BT_, int M_, int N_, int K_, int LDA_, int SA_, bool SWA_, int LDB_, int SB_,
-          bool SWB_>
+          bool SWB_, bool TA_ = false, bool TB_ = false>
 struct MmaSpec {
   static constexpr int BT = BT_, M = M_, N = N_, K = K_;
   static constexpr int LDA = LDA_, SA = SA_, LDB = LDB_, SB = SB_;
-  static constexpr bool SWA = SWA_, SWB = SWB_;
+  static constexpr bool SWA = SWA_, SWB = SWB_, TA = TA_, TB = TB_;
+  static_assert(!TA_ || M_ % 16 == 0, "a transposed A operand needs whole 16-row tiles");
   static constexpr int MTILES = ceil_div(M_, 16);
   static constexpr int ROW_TILES = BT_ * MTILES;
   static constexpr int COL_TILES = N_ / 8;
@@ -105,6 +120,26 @@ STRATA_DEVICE void mma_zero(float (&acc)[MT][NT][4]) {
 template <class S, class T, int NT>
 STRATA_DEVICE void warp_load_b(const T* b, u32 (&bf)[NT][2], int k0, int tn0) {
   const int lane = threadIdx.x & 31;
+  if constexpr (S::TB) {
+    // B stored as [N][K]: each 8×8 matrix of rows n and columns k is a fragment as stored
+    // (no .trans). Lane l addresses matrix l / 8: column tile j + (l / 16), k half (l / 8) % 2.
+    const int kc = k0 + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int j = 0; j + 1 < NT; j += 2) {
+      const int n = (tn0 + j + (lane >> 4)) * 8 + (lane & 7);
+      u32 r[4];
+      ldmatrix_x4(r, b + n * S::LDB + swizzle_col<S::SWB>(n, kc));
+      bf[j][0] = r[0];
+      bf[j][1] = r[1];
+      bf[j + 1][0] = r[2];
+      bf[j + 1][1] = r[3];
+    }
+    if constexpr (NT % 2 == 1) {
+      const int n = (tn0 + NT - 1) * 8 + (lane & 7);
+      ldmatrix_x2(bf[NT - 1], b + n * S::LDB + swizzle_col<S::SWB>(n, kc));
+    }
+    return;
+  }
   const int k = k0 + (lane & 15), half8 = (lane >> 4) * 8;
 #pragma unroll
   for (int j = 0; j + 1 < NT; j += 2) {
@@ -120,6 +155,17 @@ STRATA_DEVICE void warp_load_b(const T* b, u32 (&bf)[NT][2], int k0, int tn0) {
     const int n = (tn0 + NT - 1) * 8;
     ldmatrix_x2_trans(bf[NT - 1], b + k * S::LDB + swizzle_col<S::SWB>(k, n));
   }
+}
+
+/// The A fragment of rows m0 … m0+15 and k-step k0 from an A stored transposed ([K][M], S::TA):
+/// the four 8×8 matrices (rows m0 / m0+8, columns k0 / k0+8) are stored with rows k and columns
+/// m, so ldmatrix .trans gives them in the A layout. Lane l addresses matrix l / 8: m half
+/// (l / 8) % 2, k half l / 16.
+template <class S, class T>
+STRATA_DEVICE void warp_load_a_transposed(const T* a, u32 (&af)[4], int m0, int k0) {
+  const int lane = threadIdx.x & 31;
+  const int k = k0 + (lane >> 4) * 8 + (lane & 7), m = m0 + ((lane >> 3) & 1) * 8;
+  ldmatrix_x4_trans(af, a + k * S::LDA + swizzle_col<S::SWA>(k, m));
 }
 
 /// acc += A · B over the warp's fragment tiles: row tiles tm0 .. tm0+MT-1, column tiles
@@ -145,6 +191,10 @@ STRATA_DEVICE void warp_mma(const T* A, const T* B, float (&acc)[MT][NT][4], int
     u32 bf[NT][2];
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
+      if constexpr (S::TA) {
+        warp_load_a_transposed<S>(a, af[i], (mi0 + i) * 16, k0);
+        continue;
+      }
       const int c = k0 + half8;
       ldmatrix_x4(af[i], a + a_row[i] * S::LDA + swizzle_col<S::SWA>(a_row[i], c));
     }
@@ -198,8 +248,12 @@ STRATA_DEVICE void warp_load_a(const T* A, u32 (&af)[MT][S::K / 16][4], int tm0)
     int r = (mi0 + i) * 16 + (lane & 15);
     r = r < S::M ? r : S::M - 1;
 #pragma unroll
-    for (int s = 0; s < S::K / 16; ++s)
-      ldmatrix_x4(af[i][s], a + r * S::LDA + swizzle_col<S::SWA>(r, s * 16 + half8));
+    for (int s = 0; s < S::K / 16; ++s) {
+      if constexpr (S::TA)
+        warp_load_a_transposed<S>(a, af[i][s], (mi0 + i) * 16, s * 16);
+      else
+        ldmatrix_x4(af[i][s], a + r * S::LDA + swizzle_col<S::SWA>(r, s * 16 + half8));
+    }
   }
 }
 
@@ -264,6 +318,40 @@ STRATA_DEVICE void mma_transform(float (&acc)[MT][NT][4], int tm0, int tn0, F&& 
       }
 }
 
+/// mma_transform with the value rows[i][h] of each element's row (a per-row quantity kept in
+/// the row layout of mma_row_sums, e.g. a running max) passed as a sixth argument.
+template <class S, int MT, int NT, class F>
+STRATA_DEVICE void mma_transform_rows(float (&acc)[MT][NT][4], const float (&rows)[MT][2], int tm0,
+                                      int tn0, F&& f) {
+  const int lane = threadIdx.x & 31;
+  const int batch = tm0 / S::MTILES, mi0 = tm0 % S::MTILES;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = (mi0 + i) * 16 + (lane >> 2) + 8 * h;
+        const int c = (tn0 + j) * 8 + (lane & 3) * 2;
+        f(batch, r < S::M ? r : S::M - 1, c, acc[i][j][2 * h], acc[i][j][2 * h + 1], rows[i][h]);
+      }
+}
+
+/// Multiplies every element of a fragment accumulator by its row's factor (factors in the row
+/// layout of mma_row_sums): the online softmax's rescaling of a partial product.
+template <int MT, int NT>
+STRATA_DEVICE void mma_scale_rows(float (&acc)[MT][NT][4], const float (&factor)[MT][2]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        acc[i][j][2 * h] *= factor[i][h];
+        acc[i][j][2 * h + 1] *= factor[i][h];
+      }
+}
+
 /// rs[i][h] += this lane's part of the sum over columns of row (lane / 4 + 8h) of row tile i
 /// (of the squares when SQUARES). The four lanes of a quad hold the parts of one row: reduce
 /// them with mma_row_reduce.
@@ -280,9 +368,46 @@ STRATA_DEVICE void mma_row_sums(const float (&acc)[MT][NT][4], float (&rs)[MT][2
       }
 }
 
-/// Calls f(batch, row, sum) once per row of the warp's row tiles (rows < M): the quad-reduced
-/// row sums of mma_row_sums, handed to lane 4g of each quad g. All 32 lanes must call it.
-template <class S, int MT, class F>
+/// rs[i][h] = max(rs[i][h], this lane's part of the max over columns of row (lane / 4 + 8h) of
+/// row tile i (of the squares when SQUARES): the max counterpart of mma_row_sums (reduce the
+/// quad with mma_row_reduce<S, MT, true>).
+template <bool SQUARES, int MT, int NT>
+STRATA_DEVICE void mma_row_max(const float (&acc)[MT][NT][4], float (&rs)[MT][2]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float a = acc[i][j][2 * h], b = acc[i][j][2 * h + 1];
+        rs[i][h] = fmaxf(rs[i][h], SQUARES ? fmaxf(a * a, b * b) : fmaxf(a, b));
+      }
+}
+
+/// The row values of the warp's row tiles complete in every lane of each quad: rs[i][h] combined
+/// (sum, or max when MAX) over the four lanes holding parts of row (lane / 4 + 8h).
+template <bool MAX, int MT>
+STRATA_DEVICE void mma_quad_reduce(float (&rs)[MT][2]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float v = rs[i][h];
+      if constexpr (MAX) {
+        v = fmaxf(v, shfl_xor(v, 1));
+        v = fmaxf(v, shfl_xor(v, 2));
+      } else {
+        v += shfl_xor(v, 1);
+        v += shfl_xor(v, 2);
+      }
+      rs[i][h] = v;
+    }
+}
+
+/// Calls f(batch, row, value) once per row of the warp's row tiles (rows < M): the quad-reduced
+/// row sums of mma_row_sums (row maxima of mma_row_max when MAX), handed to lane 4g of each
+/// quad g. All 32 lanes must call it.
+template <class S, int MT, bool MAX = false, class F>
 STRATA_DEVICE void mma_row_reduce(float (&rs)[MT][2], int tm0, F&& f) {
   const int lane = threadIdx.x & 31;
   const int batch = tm0 / S::MTILES, mi0 = tm0 % S::MTILES;
@@ -291,8 +416,13 @@ STRATA_DEVICE void mma_row_reduce(float (&rs)[MT][2], int tm0, F&& f) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float v = rs[i][h];
-      v += shfl_xor(v, 1);
-      v += shfl_xor(v, 2);
+      if constexpr (MAX) {
+        v = fmaxf(v, shfl_xor(v, 1));
+        v = fmaxf(v, shfl_xor(v, 2));
+      } else {
+        v += shfl_xor(v, 1);
+        v += shfl_xor(v, 2);
+      }
       const int r = (mi0 + i) * 16 + (lane >> 2) + 8 * h;
       if ((lane & 3) == 0 && r < S::M) f(batch, r, v);
     }

@@ -1,4 +1,5 @@
-// strata device runtime: warp-shuffle and block-wide reductions.
+// strata device runtime: warp-shuffle and block-wide reductions (sums and maxima: the two
+// combines of the reduction family, op_table.def).
 //
 // A "team" is an aligned group of L consecutive lanes of one warp (L a power of two ≤ 32).
 // All 32 lanes of a warp must call team_sum together (the shuffles use the full mask); lanes
@@ -6,6 +7,7 @@
 #pragma once
 
 #include "strata_rt/core.cuh"
+#include "strata_rt/math.cuh"
 
 namespace strata_rt {
 
@@ -50,6 +52,29 @@ STRATA_DEVICE float block_sum(float v, float* scratch) {
   for (int w = 0; w < THREADS / 32; ++w) total += scratch[w];
   __syncthreads();
   return total;
+}
+
+/// Max of v over all THREADS threads of the block; every thread gets it. The contract of
+/// block_sum.
+template <int THREADS>
+STRATA_DEVICE float block_max(float v, float* scratch) {
+  v = team_max<32>(v);
+  const int warp = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = scratch[0];
+#pragma unroll
+  for (int w = 1; w < THREADS / 32; ++w) total = fmaxf(total, scratch[w]);
+  __syncthreads();
+  return total;
+}
+
+/// The factor e^(prev − cur) that re-expresses a sum kept in the shift `prev` in the shift `cur`
+/// (the rescaling accumulators and the online softmax, docs/mugraph-semantics.md §3.3); exactly
+/// 1 when the shift did not change, so that equal infinite shifts (rows of −∞ scores) give 1,
+/// not NaN.
+STRATA_DEVICE float rescale_factor(float prev, float cur) {
+  return prev == cur ? 1.0f : op_exp(prev - cur);
 }
 
 }  // namespace strata_rt

@@ -1,4 +1,4 @@
-// strata device runtime: barriers of part of a block, shared-memory atomics.
+// strata device runtime: barriers of part of a block, shared-memory atomics (add, max).
 //
 // Loop groups (docs/codegen.md, "Loop groups") split a block's warps into groups that run
 // different iterations of the for-loop; a group synchronizes only its own threads:
@@ -40,6 +40,19 @@ STRATA_DEVICE void atomic_add_shared(float* p, float v) {
   *p += v;  // fibers never interleave inside this statement
 #else
   atomicAdd(p, v);
+#endif
+}
+
+/// *p = max(*p, v) atomically (p in shared memory; NaNs are not ordered). Non-negative floats
+/// order like their bits as signed integers, negative ones in reverse like unsigned integers.
+STRATA_DEVICE void atomic_max_shared(float* p, float v) {
+#if defined(STRATA_RT_EMULATE)
+  *p = fmaxf(*p, v);  // fibers never interleave inside this statement
+#else
+  if (v >= 0.0f)
+    atomicMax(reinterpret_cast<int*>(p), __float_as_int(v));
+  else
+    atomicMin(reinterpret_cast<unsigned int*>(p), __float_as_uint(v));
 #endif
 }
 

@@ -3,22 +3,16 @@
 // product, its epilogue and its row sums never leave registers), and the row / column scales
 // of rms_norms folded into matmuls.
 #include "block_emitter.h"
+#include "reduction_code.h"
 #include "strata/register_fusion.h"
+#include "strata/schedule.h"
 
 namespace strata::codegen {
-namespace {
-
-bool is_last_dim_mean(OpKind k) {
-  return k == OpKind::AccumMeanLd;
-}
-
-}  // namespace
-
 int64_t BlockEmitter::accum_vec(int i) const {
   const BlockOp& op = g_.op(i);
   const Shape& xs = g_.tensor(op.inputs[0]).shape;
   const int64_t last = xs.rank() == 0 ? 1 : xs[xs.rank() - 1];
-  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  const int64_t group = op_reduction(op.kind) ? reduction_shape(op, xs).group() : last;
   for (int64_t v : {8, 4, 2})
     if (last % v == 0 && group % v == 0) return v;
   return 1;
@@ -33,6 +27,17 @@ int64_t BlockEmitter::accum_trips(int i) const {
 
 bool BlockEmitter::vector_readable(int t, int64_t vec) const {
   const TensorPlan& tp = plan_.tensors[t];
+  if (tp.home == TensorHome::Alias) {
+    // Read in place: consecutive along the last dim unless transposed, and aligned as the
+    // storage is when the column offset is a multiple of one access.
+    const Access a = access_stage(t, "0");
+    if (a.map.transposed || vec <= 1) return false;
+    const int64_t bytes = std::min<int64_t>(16, vec * dtype_size(tp.dtype));
+    if (!a.map.origin.empty() && (a.map.origin.back() * dtype_size(tp.dtype)) % bytes != 0)
+      return false;
+    return vector_readable(alias_root(plan_, t), vec);
+  }
+  if (tp.stored_transposed) return false;  // the logical rows are the stored columns
   // A register accumulator is read after the loop from its shared-memory copy.
   const bool dumped = tp.home == TensorHome::Registers && !in_loop_;
   if (tp.home != TensorHome::Shared && tp.home != TensorHome::View && !dumped) return false;
@@ -60,12 +65,15 @@ void BlockEmitter::emit_register_accum(int i) {
   const int64_t vec = accum_vec(i), trips = accum_trips(i);
   const int r = xs.rank();
   const std::string racc = "racc" + std::to_string(t);
-  const bool elementwise = op.kind == OpKind::AccumSum;
-  const bool squares = op.kind == OpKind::AccumRmsLd;
+  const bool elementwise = !op_reduction(op.kind);  // accum, accum_rescale
+  const bool rescale = rescales(op.kind);
+  const ReductionCode red(op.kind, op.attrs);
   w_.open("");
   w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) +
-          "): " + (elementwise ? "thread-owned chunks of " : "per-chunk partial sums over ") +
+          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + "): " +
+          (elementwise ? "thread-owned chunks of "
+                       : std::string("per-chunk partial ") + (red.is_max() ? "maxima" : "sums") +
+                             " over ") +
           std::to_string(vec) + " element(s), kept in registers");
   w_.line("#pragma unroll");
   w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
@@ -89,13 +97,32 @@ void BlockEmitter::emit_register_accum(int i) {
     w_.close();
     end_vector_operands();
   }
-  if (elementwise) {
+  if (rescale) {
+    // The chunk's sums so far re-expressed in this iteration's shift (one per chunk: a chunk
+    // lies in one row, and the reduced accumulator reads the shift at the row's first column).
+    std::vector<std::string> row = idx;
+    if (r > 0 && !elementwise) row[r - 1] = "0";
+    const std::string rprev = "rprev" + std::to_string(t) + "[k]";
+    w_.line("const float m = " + operand_value(op.inputs[1], xs, row) + ";");
+    w_.line("const float f = strata_rt::rescale_factor(" + rprev + ", m);");
+    w_.line(rprev + " = m;");
+    if (elementwise) {
+      w_.line("#pragma unroll");
+      w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] = " + racc +
+              "[k][j] * f + v[j];");
+    } else {
+      w_.line("float s = 0.0f;");
+      w_.line("#pragma unroll");
+      w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) s += v[j];");
+      w_.line(racc + "[k] = " + racc + "[k] * f + s;");
+    }
+  } else if (elementwise) {
     w_.line("#pragma unroll");
     w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] += v[j];");
   } else {
     w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc +
-            "[k] += " + (squares ? "v[j] * v[j];" : "v[j];"));
+    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " +
+            red.update(racc + "[k]", red.premap("v[j]")));
   }
   w_.close();
   w_.close();
@@ -147,13 +174,13 @@ void BlockEmitter::emit_matmul_chain(int i) {
   w_.line("const int tm = warp * " + mt + ";");
   w_.line("float sacc[" + mt + "][" + nt1 + "][4];");
   w_.line("strata_rt::mma_zero(sacc);");
-  const std::string B1 = access(matmul_operand(plan_, i, 1)).base;
+  const std::string B1 = access(matmul_operand(plan_, i, 1)).pointer();
   if (p.a_in_registers)
     w_.line("strata_rt::warp_mma_rega<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(afrag" +
             std::to_string(i) + ", " + B1 + ", sacc, tm, 0);");
   else
     w_.line("strata_rt::warp_mma<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(" +
-            access(matmul_operand(plan_, i, 0)).base + ", " + B1 + ", sacc, tm, 0);");
+            access(matmul_operand(plan_, i, 0)).pointer() + ", " + B1 + ", sacc, tm, 0);");
   const bool scaled = p.scale_a >= 0 || p.scale_b >= 0;
   if (scaled || p.epilogue >= 0) {
     w_.line("strata_rt::mma_transform<" + spec1 + ", " + mt + ", " + nt1 +
@@ -182,17 +209,91 @@ void BlockEmitter::emit_matmul_chain(int i) {
     w_.close("");
     w_.line("});");
   }
+  if (!p.chain_ops.empty()) emit_online_softmax_step(i);
   for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a) {
     if (plan_.ops[a].rowsum_of != i) continue;
-    const bool squares = g_.op(a).kind == OpKind::AccumRmsLd;
-    w_.line("strata_rt::mma_row_sums<" + std::string(squares ? "true" : "false") + ", " + mt +
-            ", " + nt1 + ">(sacc, racc" + std::to_string(g_.op(a).output) + ");  // " +
-            g_.tensor_name(g_.op(a).output) + (is_last_dim_mean(g_.op(a).kind) ? " (mean)" : ""));
+    const ReductionCode red(g_.op(a).kind, g_.op(a).attrs);
+    w_.line(std::string("strata_rt::mma_row_") + (red.is_max() ? "max" : "sums") + "<" +
+            red.squares_arg() + ", " + mt + ", " + nt1 + ">(sacc, racc" +
+            std::to_string(g_.op(a).output) + ");  // " + g_.tensor_name(g_.op(a).output) +
+            (red.finalizes() ? " (" + std::string(op_name(g_.op(a).kind)) + ")" : ""));
   }
   w_.line("strata_rt::warp_mma_chained<" + spec2 + ", " + T + ", " + mt + ", " + nt2 + ">(sacc, " +
-          access(g_.op(m2).inputs[1]).base + ", racc" + std::to_string(acc2) + ", tm, 0);");
+          access(g_.op(m2).inputs[1]).pointer() + ", racc" + std::to_string(acc2) + ", tm, 0);");
   w_.close();
   w_.close();
+}
+
+void BlockEmitter::emit_online_softmax_step(int i) {
+  const BlockOp& op = g_.op(i);
+  const OpPlan& p = plan_.ops[i];
+  const MmaTiling& tl = p.tiling;
+  const std::string mt = std::to_string(tl.mt), nt1 = std::to_string(tl.nt);
+  const std::string rows = std::to_string(2 * tl.mt);
+  const int x = p.epilogue >= 0 ? g_.op(p.epilogue).output : op.output;
+  int scan = -1;
+  for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a)
+    if (plan_.ops[a].scan_of == i) scan = a;
+  const int m = g_.op(scan).output;
+  const std::string rmax = "rmax" + std::to_string(m);
+  // The running max of each row: this lane's columns, then its quad (the four lanes holding a
+  // row of the mma layout); the sums kept so far are re-expressed in the new max.
+  w_.line("// the online softmax: " + g_.tensor_name(m) + " = running_max(" + g_.tensor_name(x) +
+          ") per row of this warp; the partial sums rescaled by e^(old max - new max)");
+  w_.open("");
+  w_.line("float mnew[" + mt + "][2];");
+  w_.line("for (int x = 0; x < " + rows + "; ++x) mnew[x / 2][x % 2] = " + rmax +
+          "[x / 2][x % 2];");
+  w_.line("strata_rt::mma_row_max<false, " + mt + ", " + nt1 + ">(sacc, mnew);");
+  w_.line("strata_rt::mma_quad_reduce<true, " + mt + ">(mnew);");
+  w_.line("float factor[" + mt + "][2];");
+  w_.open("for (int x = 0; x < " + rows + "; ++x)");
+  w_.line("factor[x / 2][x % 2] = strata_rt::rescale_factor(" + rmax +
+          "[x / 2][x % 2], mnew[x / 2][x % 2]);");
+  w_.line(rmax + "[x / 2][x % 2] = mnew[x / 2][x % 2];");
+  w_.close();
+  const int acc2 = plan_.ops[p.chain_into].accumulate_into;
+  if (rescales(g_.op(acc2).kind))
+    w_.line("strata_rt::mma_scale_rows(racc" + std::to_string(g_.op(acc2).output) +
+            ", factor);  // " + g_.tensor_name(g_.op(acc2).output));
+  for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a)
+    if (plan_.ops[a].rowsum_of == i && rescales(g_.op(a).kind))
+      w_.line("for (int x = 0; x < " + rows + "; ++x) racc" + std::to_string(g_.op(a).output) +
+              "[x / 2][x % 2] *= factor[x / 2][x % 2];  // " + g_.tensor_name(g_.op(a).output));
+  w_.close();
+  // The elementwise ops after the max (exp(x − m)), on the fragments, in place.
+  const Shape& out = g_.tensor(op.output).shape;
+  w_.line("strata_rt::mma_transform_rows<mma" + std::to_string(i) + ", " + mt + ", " + nt1 +
+          ">(sacc, " + rmax +
+          ", tm, 0, [&](int b, int r, int c, float& v0, float& v1, float mr) {");
+  w_.open("");
+  w_.line("(void)b;");
+  std::vector<std::string> idx = unflatten("b", batch_shape(out));
+  idx.push_back("r");
+  idx.push_back("c");
+  std::vector<std::string> idx1 = idx;
+  idx1.back() = "c + 1";
+  const std::vector<std::string>* at[2] = {&idx, &idx1};
+  for (int v = 0; v < 2; ++v) {
+    std::map<int, std::string> vals{{x, "v" + std::to_string(v)}, {m, "mr"}};
+    for (int o : p.chain_ops) {
+      std::vector<std::string> ins;
+      for (int t : g_.op(o).inputs) {
+        auto it = vals.find(t);
+        ins.push_back(it != vals.end() ? it->second : operand_value(t, out, *at[v]));
+      }
+      const std::string name = "g" + std::to_string(v) + "_" + std::to_string(o);
+      const std::string res = eval_elementwise(o, ins, name + "_");
+      w_.line("const float " + name + " = " + res + ";");
+      vals[g_.op(o).output] = name;
+    }
+  }
+  const int e = g_.op(p.chain_ops.back()).output;
+  w_.line("v0 = g0_" + std::to_string(p.chain_ops.back()) + ";");
+  w_.line("v1 = g1_" + std::to_string(p.chain_ops.back()) + ";");
+  w_.line("(void)mr;  // " + g_.tensor_name(e) + " in place of " + g_.tensor_name(x));
+  w_.close("");
+  w_.line("});");
 }
 
 }  // namespace strata::codegen

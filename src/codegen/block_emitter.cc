@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "reduction_code.h"
 #include "strata/loop_groups.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
@@ -37,9 +38,21 @@ const char* axis_var(int a) {
 
 }  // namespace
 
-std::string Access::offset(const std::vector<std::string>& idx,
-                           const std::string& swizzle_row) const {
+std::string Access::offset(const std::vector<std::string>& logical,
+                           const std::string& swizzle_row_in) const {
   const int r = static_cast<int>(strides.size());
+  std::vector<std::string> idx = logical;
+  std::string swizzle_row = swizzle_row_in;
+  if (!map.identity()) {
+    if (map.transposed && r >= 2) std::swap(idx[r - 1], idx[r - 2]);
+    for (int d = 0; d < r && d < static_cast<int>(map.origin.size()); ++d)
+      if (map.origin[d] != 0) idx[d] = sum({paren(idx[d]), lit(map.origin[d])});
+    // The caller's row stands for the logical row: usable when that is the physical row up
+    // to a multiple of 8.
+    if (map.transposed ||
+        (r >= 2 && map.origin.size() == static_cast<size_t>(r) && map.origin[r - 2] % 8 != 0))
+      swizzle_row.clear();
+  }
   std::vector<std::string> terms;
   for (int d = 0; d + 1 < r; ++d) terms.push_back(mul(idx[d], strides[d]));
   if (r >= 1) {
@@ -50,6 +63,13 @@ std::string Access::offset(const std::vector<std::string>& idx,
     terms.push_back(c);
   }
   return sum(terms);
+}
+
+std::string Access::pointer() const {
+  int64_t off = 0;
+  for (size_t d = 0; d < map.origin.size() && d < strides.size(); ++d)
+    off += map.origin[d] * strides[d];
+  return off == 0 ? base : "(" + base + " + " + lit(off) + ")";
 }
 
 std::string Access::ref(const std::vector<std::string>& idx,
@@ -94,7 +114,15 @@ std::string describe_block_graph(const KernelPlan& plan) {
         os << " dim " << op.attrs.dim;
       if (op_category(op.kind) == Category::Reduce || op.kind == OpKind::AccumSumToDimx)
         os << " to " << op.attrs.to;
-      if (op.kind == OpKind::MulScalar) os << " scalar " << op.attrs.scalar;
+      if (op.kind == OpKind::MulScalar || op.kind == OpKind::AddScalar)
+        os << " scalar " << op.attrs.scalar;
+      if (op.kind == OpKind::Clamp)
+        os << " to [" << op.attrs.scalar << ", " << op.attrs.scalar2 << "]";
+      if (op.kind == OpKind::Slice)
+        os << " dim " << op.attrs.dim << " [" << op.attrs.start << ", " << op.attrs.end << ")";
+      const AttrSet set = op_info(op.kind).attrs;
+      if ((set == AttrSet::Norm || set == AttrSet::Eps) && op.attrs.scalar != 0.0)
+        os << " eps " << op.attrs.scalar;
       if (op.kind == OpKind::ThreadFused) {
         os << " chain [";
         for (size_t k = 0; k < op.chain.size(); ++k)
@@ -139,6 +167,12 @@ std::string BlockEmitter::dtype_of(int t) const {
 
 Access BlockEmitter::access_stage(int t, const std::string& stage) const {
   const TensorPlan& tp = plan_.tensors[t];
+  if (tp.home == TensorHome::Alias) {
+    // A transpose / slice read in place: its input's access with the layout op's index map.
+    Access a = access_stage(tp.view_of, stage);
+    a.map = compose_layout(a.map, g_.op(g_.tensor(t).producer), g_.tensor(t).shape.rank());
+    return a;
+  }
   Access a;
   a.dtype = tp.dtype;
   a.base = tile_ptr(t);
@@ -155,15 +189,18 @@ Access BlockEmitter::access_stage(int t, const std::string& stage) const {
     a.strides = dense_strides(vs);
     return a;
   }
-  a.strides = tile_strides(g_.tensor(t).shape, tp.layout.ld);
+  a.strides = tile_strides(stored_shape(plan_, t), tp.layout.ld);
   a.swizzle = tp.layout.swizzle;
+  a.map.transposed = tp.stored_transposed;
   if (tp.stages > 1 && stage != "0")
     a.base = "(" + tile_ptr(t) + " + " + mul(stage, tp.layout.stage_elems) + ")";
   return a;
 }
 
 Access BlockEmitter::access(int t) const {
-  return access_stage(t, in_loop_ && plan_.tensors[t].stages > 1 ? "stage" : "0");
+  // A layout op read in place reads the current stage of a pipelined tile it aliases.
+  const int storage = alias_root(plan_, t);
+  return access_stage(t, in_loop_ && plan_.tensors[storage].stages > 1 ? "stage" : "0");
 }
 
 void BlockEmitter::barrier() {
@@ -295,8 +332,13 @@ void BlockEmitter::declare_registers() {
             std::to_string(ra >= 3 ? a.strides[ra - 3] : 0) + ", " +
             (a.swizzle ? "true" : "false") + ", " + std::to_string(b.strides[r - 2]) + ", " +
             std::to_string(r >= 3 ? b.strides[r - 3] : 0) + ", " + (b.swizzle ? "true" : "false") +
+            (a.map.transposed || b.map.transposed
+                 ? std::string(", ") + (a.map.transposed ? "true" : "false") + ", " +
+                       (b.map.transposed ? "true" : "false")
+                 : std::string()) +
             ">;  // op #" + std::to_string(i) +
-            ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)");
+            ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)" +
+            (a.map.transposed || b.map.transposed ? ", A / B stored transposed" : ""));
     if (p.accumulate_into >= 0 &&
         plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers) {
       std::string acc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
@@ -309,22 +351,53 @@ void BlockEmitter::declare_registers() {
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const OpPlan& p = plan_.ops[i];
     const BlockOp& op = g_.op(i);
+    const ReductionCode red(op.kind, op.attrs);
+    const std::string racc = "racc" + std::to_string(op.output);
+    if (p.scan_of >= 0) {
+      const int mt = plan_.ops[p.scan_of].tiling.mt;
+      const std::string rmax = "rmax" + std::to_string(op.output);
+      w_.line("float " + rmax + "[" + std::to_string(mt) +
+              "][2];  // this lane's running row maxima " + g_.tensor_name(op.output) +
+              " (registers across the loop)");
+      w_.line("for (int x = 0; x < " + std::to_string(2 * mt) + "; ++x) " + rmax +
+              "[x / 2][x % 2] = strata_rt::neg_inf();");
+    }
     if (p.rowsum_of >= 0) {
       const int mt = plan_.ops[p.rowsum_of].tiling.mt;
-      w_.line("float racc" + std::to_string(op.output) + "[" + std::to_string(mt) +
-              "][2] = {};  // this lane's row sums of " + g_.tensor_name(op.output) +
-              " (registers across the loop)");
+      if (!red.is_max()) {
+        w_.line("float " + racc + "[" + std::to_string(mt) +
+                "][2] = {};  // this lane's row sums of " + g_.tensor_name(op.output) +
+                " (registers across the loop)");
+      } else {
+        w_.line("float " + racc + "[" + std::to_string(mt) +
+                "][2];  // this lane's row maxima of " + g_.tensor_name(op.output) +
+                " (registers across the loop)");
+        w_.line("for (int x = 0; x < " + std::to_string(2 * mt) + "; ++x) " + racc +
+                "[x / 2][x % 2] = " + red.identity() + ";");
+      }
     }
     if (p.register_accum) {
       const std::string trips = std::to_string(accum_trips(i));
-      if (op.kind == OpKind::AccumSum)
-        w_.line("float racc" + std::to_string(op.output) + "[" + trips + "][" +
-                std::to_string(accum_vec(i)) + "] = {};  // thread-owned chunks of " +
-                g_.tensor_name(op.output) + " (registers across the loop)");
-      else
-        w_.line("float racc" + std::to_string(op.output) + "[" + trips +
-                "] = {};  // per-chunk partial sums of " + g_.tensor_name(op.output) +
+      if (rescales(op.kind)) {
+        w_.line("float rprev" + std::to_string(op.output) + "[" + trips +
+                "];  // the shift each chunk of " + g_.tensor_name(op.output) +
+                " is expressed in (registers across the loop)");
+        w_.line("for (int x = 0; x < " + trips + "; ++x) rprev" + std::to_string(op.output) +
+                "[x] = strata_rt::neg_inf();");
+      }
+      if (!op_reduction(op.kind)) {
+        w_.line("float " + racc + "[" + trips + "][" + std::to_string(accum_vec(i)) +
+                "] = {};  // thread-owned chunks of " + g_.tensor_name(op.output) +
                 " (registers across the loop)");
+      } else if (!red.is_max()) {
+        w_.line("float " + racc + "[" + trips + "] = {};  // per-chunk partial sums of " +
+                g_.tensor_name(op.output) + " (registers across the loop)");
+      } else {
+        w_.line("float " + racc + "[" + trips + "];  // per-chunk partial maxima of " +
+                g_.tensor_name(op.output) + " (registers across the loop)");
+        w_.line("for (int x = 0; x < " + trips + "; ++x) " + racc + "[x] = " + red.identity() +
+                ";");
+      }
     }
   }
 }
@@ -332,7 +405,9 @@ void BlockEmitter::declare_registers() {
 void BlockEmitter::emit_zero_accumulators() {
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const BlockOp& op = g_.op(i);
-    if (op_category(op.kind) != Category::Accum) continue;
+    // Accumulators and the state of running ops (a running max starts at −∞).
+    const Category cat = op_category(op.kind);
+    if (cat != Category::Accum && cat != Category::Scan) continue;
     if (op.kind == OpKind::AccumSum && op.attrs.fmap != kReplicate) continue;  // fully overwritten
     const int t = op.output;
     const TensorPlan& tp = plan_.tensors[t];
@@ -340,7 +415,9 @@ void BlockEmitter::emit_zero_accumulators() {
     const Shape& s = g_.tensor(t).shape;
     Access a = access(t);
     w_.open("");
+    const ReductionCode red(op.kind, op.attrs);
     w_.line("// zero accumulator " + g_.tensor_name(t) +
+            (red.is_max() ? " (to the identity of max, −∞)" : "") +
             (tp.group_private ? " (every loop group's copy)" : ""));
     if (tp.group_private) {
       w_.line("#pragma unroll 1");
@@ -349,7 +426,8 @@ void BlockEmitter::emit_zero_accumulators() {
     }
     w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
             "; e += " + std::to_string(plan_.threads) + ")");
-    w_.line(a.ref(unflatten("e", s)) + " = 0.0f;");
+    w_.line(a.ref(unflatten("e", s)) + " = " + red.identity() + ";");
+    // (A rescaling accumulator's shift slots are written before they are read: no init.)
     w_.close();
     if (tp.group_private) w_.close();
     w_.close();
@@ -376,7 +454,7 @@ void BlockEmitter::emit_load_a_fragments() {
             g_.tensor_name(a) + ")");
     w_.open("if ((" + tid_ + " >> 5) < " + std::to_string(tl.warps_m) + ")");
     w_.line("strata_rt::warp_load_a<mma" + std::to_string(i) + ", " + cuda_type(plan_.mma_dtype) +
-            ", " + std::to_string(tl.mt) + ">(" + access(a).base + ", " + name + ", (" + tid_ +
+            ", " + std::to_string(tl.mt) + ">(" + access(a).pointer() + ", " + name + ", (" + tid_ +
             " >> 5) * " + std::to_string(tl.mt) + ");");
     w_.close();
   }
@@ -572,22 +650,36 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   const BlockOp& op = g_.op(i);
   const int t = op.output, ii = op.attrs.input_index;
   const Shape& D = g_.input_shape(ii);
-  const Shape& tile = g_.tensor(t).shape;
-  const int r = tile.rank();
-  const std::vector<int64_t> gs = dense_strides(D);
+  const int r = g_.tensor(t).shape.rank();
+  // The input may be a kernel-level view (InputView): the tile is copied in the orientation of
+  // the device tensor holding it (stored_shape), from that tensor's rows.
+  const InputView* view =
+      plan_.input_views.empty() || !plan_.input_views[ii] ? nullptr : &*plan_.input_views[ii];
+  const Shape& S = view ? view->storage : D;
+  const Shape tile = stored_shape(plan_, t);
+  const bool swapped = plan_.tensors[t].stored_transposed;
+  auto stored_dim = [&](int d) { return swapped && d >= r - 2 ? 2 * r - 3 - d : d; };
+  const std::vector<int64_t> gs = dense_strides(S);
   std::vector<std::string> origin;
+  int64_t view_offset = 0;
   for (int d = 0; d < r; ++d) {
+    const int sd = stored_dim(d);
     for (int a = 0; a < 3; ++a)
-      if (op.attrs.imap[a] == d) origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[d]));
-    if (op.attrs.fmap == d) origin.push_back(mul(iter, tile[d] * gs[d]));
+      if (op.attrs.imap[a] == d) origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[sd]));
+    if (op.attrs.fmap == d) origin.push_back(mul(iter, tile[sd] * gs[sd]));
+    if (view && !view->map.origin.empty()) view_offset += view->map.origin[d] * gs[d];
   }
+  if (view_offset != 0) origin.push_back(lit(view_offset));
   Access dst = access_stage(t, stage);
+  dst.map = IndexMap{};  // the copy writes the stored layout
   const int esize = dtype_size(info_.input_dtypes[ii]);
   const int64_t last = r == 0 ? 1 : tile[r - 1];
+  const int64_t view_col = view && !view->map.origin.empty() ? view->map.origin[r - 1] : 0;
   int bytes = esize;
   for (int b : {16, 8, 4}) {
     if (b < esize) break;
-    bool ok = (last * esize) % b == 0 && (r == 0 || (D[r - 1] * esize) % b == 0);
+    bool ok = (last * esize) % b == 0 && (r == 0 || (S[r - 1] * esize) % b == 0) &&
+              (view_col * esize) % b == 0;
     if (r >= 2) ok = ok && (dst.strides[r - 2] * esize) % b == 0;
     const TensorPlan& tp = plan_.tensors[t];
     if (tp.home == TensorHome::View) {
@@ -604,9 +696,12 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
   w_.open("");
-  w_.line("// load " + g_.tensor_name(t) + " " + tile.str() + " <- input " + std::to_string(ii) +
-          " " + D.str() + (iter == "0" ? "" : ", iteration " + iter) + ", " +
-          std::to_string(bytes) + "-byte copies");
+  w_.line(
+      "// load " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
+      std::to_string(ii) + " " + D.str() +
+      (view ? std::string(" (a view of ") + S.str() + (swapped ? ", stored transposed" : "") + ")"
+            : std::string()) +
+      (iter == "0" ? "" : ", iteration " + iter) + ", " + std::to_string(bytes) + "-byte copies");
   w_.line("const " + cuda_type(info_.input_dtypes[ii]) + "* src = gin" + std::to_string(ii) +
           " + " + sum(origin) + ";");
   const ChunkWalk walk = open_chunk_loop(chunks);

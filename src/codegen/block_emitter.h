@@ -18,17 +18,25 @@
 
 namespace strata::codegen {
 
-/// How to address the elements of one tile in shared memory.
+/// How to address the elements of one tile in shared memory. The tile's logical indices map to
+/// the physical indices of its storage by `map` (a transpose / slice read in place; identity
+/// for a stored tile); strides and the swizzle apply to the physical indices.
 struct Access {
-  std::string base;  ///< pointer expression to element (0, …, 0)
+  std::string base;  ///< pointer expression to the storage's element (0, …, 0)
   DType dtype = DType::f32;
-  std::vector<int64_t> strides;  ///< per dim, in elements; the last is 1
+  std::vector<int64_t> strides;  ///< per physical dim, in elements; the last is 1
   bool swizzle = false;          ///< XOR swizzle of the last two dims (runtime swizzle_col)
+  IndexMap map;                  ///< logical → physical indices
 
   /// Element offset of index expressions `idx` (one per dim). `swizzle_row`, when given, is an
   /// expression congruent to idx[rank-2] modulo 8 that the swizzle reads instead (it only
-  /// reads the row's low three bits).
+  /// reads the row's low three bits); it is ignored where the map moves rows.
   std::string offset(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
+  /// A pointer to the tile's logical element (0, …, 0) (base plus the map's origin): how
+  /// tensor-core operands are passed, with the strides and, for a transposed map, the TA / TB
+  /// flags of MmaSpec. With a swizzle the origin must keep the swizzle's phase (rows by 8,
+  /// columns by 64: the planner's rule).
+  std::string pointer() const;
   /// The element as an lvalue.
   std::string ref(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
   /// The element widened to f32.
@@ -123,6 +131,12 @@ class BlockEmitter {
   // block_chain.cc: register accumulators of non-matmul accumulators, matmul chains.
   void emit_register_accum(int op);
   void emit_matmul_chain(int op);
+  /// The online softmax inside chain `op` (OpPlan::chain_ops): the running row maxima of the
+  /// fragments, the rescaling of the partial sums kept in registers, and the ops after the max
+  /// evaluated on the fragments in place.
+  void emit_online_softmax_step(int op);
+  /// After the loop, with loop groups: a chain's running maxima into the group's copy.
+  void emit_dump_running_max(int op);
   /// Statements scaling the matmul result pair (v0, v1) at (b, r, c) by the inverse-RMS
   /// vectors of norms folded into matmul `op`.
   void emit_matmul_scales(int op, bool pair);
@@ -140,7 +154,16 @@ class BlockEmitter {
   void emit_elementwise(int op);
   void emit_reduction(int op);
   void emit_concat(int op);
+  /// A layout op that is not read in place: its result copied into its own tile.
+  void emit_layout_copy(int op);
   void emit_accumulate(int op);
+  /// A rescaling accumulator in shared memory (TensorPlan::shift_offset): the element of its
+  /// shift slot `slot` (an expression) that the accumulator's element at `out_idx` (of a tile of
+  /// shape `out` the shift broadcasts to) reads.
+  std::string shift_slot(int op, const std::string& slot, const Shape& out,
+                         const std::vector<std::string>& out_idx) const;
+  /// Stores this iteration's shift of rescaling accumulator `op` into slot it % 2.
+  void emit_shift_save(int op);
   void emit_matmul(int op);
   void emit_matmul_tensor_core(int op);
   void emit_matmul_simt(int op);

@@ -3,6 +3,7 @@
 // thread first writes what it holds (into its loop group's copy), then, after a barrier, the
 // block sums the copies into the first one and finalizes.
 #include "block_emitter.h"
+#include "reduction_code.h"
 #include "strata/schedule.h"
 
 namespace strata::codegen {
@@ -14,11 +15,9 @@ int64_t finalize_count(const BlockGraph& g, const BlockOp& op) {
   return int64_t{g.forloop()} * (in.rank() == 0 ? 1 : in[in.rank() - 1]);
 }
 
-std::string finalized(OpKind kind, const std::string& v, int64_t count) {
-  const std::string n = float_lit(static_cast<double>(count));
-  if (kind == OpKind::AccumMeanLd) return v + " / " + n;
-  if (kind == OpKind::AccumRmsLd) return "sqrtf(" + v + " / " + n + ")";
-  return v;
+/// The loop result of accumulator `op` from its combined state `v` (a mean, an RMS, or v).
+std::string finalized(const BlockOp& op, const std::string& v, int64_t count) {
+  return ReductionCode(op.kind, op.attrs).finalize(v, count);
 }
 
 }  // namespace
@@ -30,9 +29,10 @@ void BlockEmitter::emit_finalize() {
   set_group_scope(true);
   for (int i = 0; i < n; ++i) {
     const BlockOp& op = g_.op(i);
-    if (op_category(op.kind) != Category::Accum) continue;
     const OpPlan& p = plan_.ops[i];
-    const TensorHome home = plan_.tensors[op.output].home;
+    const TensorHome home = op.output >= 0 ? plan_.tensors[op.output].home : TensorHome::Shared;
+    if (p.scan_of >= 0 && home == TensorHome::Registers) emit_dump_running_max(i);
+    if (op_category(op.kind) != Category::Accum) continue;
     if (p.rowsum_of >= 0)
       emit_dump_rowsums(i);
     else if (p.register_accum)
@@ -61,13 +61,14 @@ std::string BlockEmitter::summed_value(int t, const std::vector<std::string>& id
   const TensorPlan& tp = plan_.tensors[t];
   const BlockOp& op = g_.op(g_.tensor(t).producer);
   const Access a = access(t);
+  const ReductionCode red(op.kind, op.attrs);
   std::string v = a.load(idx);
   for (int pg = 1; pg < plan_.groups; ++pg) {
     Access copy = a;
     copy.base = "(" + a.base + " + " + std::to_string(pg * tp.group_elems) + ")";
-    v += " + " + copy.load(idx);
+    v = red.is_max() ? red.combine(v, copy.load(idx)) : v + " + " + copy.load(idx);
   }
-  return finalized(op.kind, "(" + v + ")", finalize_count(g_, op));
+  return finalized(op, "(" + v + ")", finalize_count(g_, op));
 }
 
 void BlockEmitter::emit_summed_vector(int t, const std::vector<std::string>& idx, int64_t vec,
@@ -83,13 +84,14 @@ void BlockEmitter::emit_summed_vector(int t, const std::vector<std::string>& idx
   Access copy = a;
   copy.base = "(" + a.base + " + pg * " + std::to_string(tp.group_elems) + ")";
   w_.line("strata_rt::load_f32<" + n + ">(&" + copy.ref(idx) + ", part);");
+  const ReductionCode red(op.kind, op.attrs);
   w_.line("#pragma unroll");
-  w_.line("for (int q = 0; q < " + n + "; ++q) " + name + "[q] += part[q];");
+  w_.line("for (int q = 0; q < " + n + "; ++q) " + red.update(name + "[q]", "part[q]"));
   w_.close();
   if (accum_finalizes(op.kind)) {
     w_.line("#pragma unroll");
     w_.line("for (int q = 0; q < " + n + "; ++q) " + name +
-            "[q] = " + finalized(op.kind, name + "[q]", finalize_count(g_, op)) + ";");
+            "[q] = " + finalized(op, name + "[q]", finalize_count(g_, op)) + ";");
   }
 }
 
@@ -136,13 +138,37 @@ void BlockEmitter::emit_dump_rowsums(int i) {
           (grouped() ? " (this loop group's copy)" : ""));
   w_.line("const int warp = " + tid_ + " >> 5;");
   w_.open("if (warp < " + std::to_string(tl.warps_m) + ")");
+  const ReductionCode red(op.kind, op.attrs);
   w_.line("strata_rt::mma_row_reduce<mma" + std::to_string(m1) + ", " + std::to_string(tl.mt) +
-          ">(racc" + std::to_string(t) + ", warp * " + std::to_string(tl.mt) +
-          ", [&](int b, int r, float v) {");
+          (red.is_max() ? ", true" : "") + ">(racc" + std::to_string(t) + ", warp * " +
+          std::to_string(tl.mt) + ", [&](int b, int r, float v) {");
   w_.line("  (void)b;");
   const std::string value =
-      grouped() ? std::string("v") : finalized(op.kind, "v", finalize_count(g_, op));
+      grouped() ? std::string("v") : finalized(op, "v", finalize_count(g_, op));
   w_.line("  " + a.ref(oidx) + " = " + value + ";");
+  w_.line("});");
+  w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_dump_running_max(int i) {
+  const BlockOp& op = g_.op(i);
+  const int t = op.output;
+  const int m1 = plan_.ops[i].scan_of;
+  const MmaTiling& tl = plan_.ops[m1].tiling;
+  Access a = access(t);
+  std::vector<std::string> oidx = unflatten("b", batch_shape(g_.tensor(t).shape));
+  oidx.push_back("r");
+  oidx.push_back("0");
+  w_.open("");
+  w_.line("// " + g_.tensor_name(t) + ": the chain's running row maxima -> this loop group's copy");
+  w_.line("const int warp = " + tid_ + " >> 5;");
+  w_.open("if (warp < " + std::to_string(tl.warps_m) + ")");
+  w_.line("strata_rt::mma_row_reduce<mma" + std::to_string(m1) + ", " + std::to_string(tl.mt) +
+          ", true>(rmax" + std::to_string(t) + ", warp * " + std::to_string(tl.mt) +
+          ", [&](int b, int r, float v) {");
+  w_.line("  (void)b;");
+  w_.line("  " + a.ref(oidx) + " = v;");
   w_.line("});");
   w_.close();
   w_.close();
@@ -158,7 +184,7 @@ void BlockEmitter::emit_dump_register_accum(int i) {
   const std::string racc = "racc" + std::to_string(t);
   Access a = access(t);
   w_.open("");
-  if (op.kind == OpKind::AccumSum) {
+  if (!op_reduction(op.kind)) {  // accum, accum_rescale: element by element
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
     w_.line("// " + g_.tensor_name(t) + ": thread-owned chunks -> shared memory");
@@ -176,9 +202,10 @@ void BlockEmitter::emit_dump_register_accum(int i) {
   // Reducing accumulators: chunks of one output are added together, then into the (zeroed)
   // shared accumulator, by a team of lanes when they share a warp, else atomically.
   const int64_t last = r == 0 ? 1 : xs[r - 1];
-  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  const int64_t group = op_reduction(op.kind) ? reduction_shape(op, xs).group() : last;
   const int64_t per_output = group / vec;
   const bool team = per_output <= 32 && 32 % per_output == 0 && threads() % per_output == 0;
+  const ReductionCode red(op.kind, op.attrs);
   const std::string ref = a.ref(unflatten("o", as));
   const std::string trip_loop = "for (int k = 0; k < " + std::to_string(trips) + "; ++k)";
   const auto chunk_of_k = [&] {
@@ -192,9 +219,10 @@ void BlockEmitter::emit_dump_register_accum(int i) {
     w_.open(trip_loop);
     w_.line("// " + g_.tensor_name(t) + ": per-chunk partial sums, added over each team");
     chunk_of_k();
-    w_.line("sums[k] = c < " + std::to_string(chunks) + " ? " + racc + "[k] : 0.0f;");
+    w_.line("sums[k] = c < " + std::to_string(chunks) + " ? " + racc + "[k] : " + red.identity() +
+            ";");
     if (per_output > 1)
-      w_.line("sums[k] = strata_rt::team_sum<" + std::to_string(per_output) + ">(sums[k]);");
+      w_.line("sums[k] = " + red.team(static_cast<int>(per_output), "sums[k]") + ";");
     w_.close();
     w_.line("#pragma unroll");
     w_.open(trip_loop);
@@ -202,15 +230,15 @@ void BlockEmitter::emit_dump_register_accum(int i) {
     chunk_of_k();
     w_.line("const int o = c / " + std::to_string(per_output) + ";");
     w_.line("if (c < " + std::to_string(chunks) + " && " + tid_ + " % " +
-            std::to_string(per_output) + " == 0) " + ref + " += sums[k];");
+            std::to_string(per_output) + " == 0) " + red.update(ref, "sums[k]"));
   } else {
     w_.line("#pragma unroll");
     w_.open(trip_loop);
     w_.line("// " + g_.tensor_name(t) + ": per-chunk partial sums -> shared accumulator");
     chunk_of_k();
     w_.line("const int o = c / " + std::to_string(per_output) + ";");
-    w_.line("if (c < " + std::to_string(chunks) + ") strata_rt::atomic_add_shared(&" + ref + ", " +
-            racc + "[k]);");
+    w_.line("if (c < " + std::to_string(chunks) + ") " +
+            red.atomic_update("&" + ref, racc + "[k]"));
   }
   w_.close();
   w_.close();
@@ -229,12 +257,43 @@ void BlockEmitter::emit_sum_partials(int i, bool finalize) {
           " loop groups' partials" + (finalize ? ", then " + std::string(op_name(op.kind)) : ""));
   w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
           "; e += " + std::to_string(plan_.threads) + ")");
+  const ReductionCode red(op.kind, op.attrs);
+  if (rescales(op.kind)) {
+    // Each group's partial is expressed in its own final max m_g (its copy of the shift): the
+    // sum is Σ_g partial_g · e^(m_g − M) with M the max over the groups.
+    const int m = op.inputs[1];
+    const Shape& ms = g_.tensor(m).shape;
+    const Access ma = access(m);
+    const std::string moff = ma.offset(broadcast_index(ms, idx));
+    const std::string mg = std::to_string(plan_.tensors[m].group_elems);
+    auto shift = [&](const std::string& pg) {
+      return ma.base + "[" + (pg == "0" ? moff : pg + " * " + mg + " + " + paren(moff)) + "]";
+    };
+    auto part = [&](const std::string& pg) {
+      return a.base + "[" +
+             (pg == "0" ? off : pg + " * " + std::to_string(tp.group_elems) + " + " + paren(off)) +
+             "]";
+    };
+    w_.line("float mmax = " + shift("0") + ";");
+    w_.line("#pragma unroll");
+    w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) +
+            "; ++pg) mmax = fmaxf(mmax, " + shift("pg") + ");");
+    w_.line("float v = " + part("0") + " * strata_rt::rescale_factor(" + shift("0") + ", mmax);");
+    w_.line("#pragma unroll");
+    w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg) v += " + part("pg") +
+            " * strata_rt::rescale_factor(" + shift("pg") + ", mmax);");
+    w_.line(a.base + "[" + off + "] = v;");
+    w_.close();
+    w_.close();
+    return;
+  }
   w_.line("float v = " + a.base + "[" + off + "];");
   w_.line("#pragma unroll");
-  w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg) v += " + a.base +
-          "[pg * " + std::to_string(tp.group_elems) + " + " + paren(off) + "];");
+  w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg) " +
+          red.update(
+              "v", a.base + "[pg * " + std::to_string(tp.group_elems) + " + " + paren(off) + "]"));
   w_.line(a.base + "[" + off + "] = " +
-          (finalize ? finalized(op.kind, "v", finalize_count(g_, op)) : std::string("v")) + ";");
+          (finalize ? finalized(op, "v", finalize_count(g_, op)) : std::string("v")) + ";");
   w_.close();
   w_.close();
 }
@@ -251,7 +310,7 @@ void BlockEmitter::emit_finalize_shared(int i) {
   w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
           "; e += " + std::to_string(plan_.threads) + ")");
   std::string ref = a.ref(unflatten("e", s));
-  w_.line(ref + " = " + finalized(op.kind, ref, count) + ";");
+  w_.line(ref + " = " + finalized(op, ref, count) + ";");
   w_.close();
   w_.close();
 }

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "block_emitter.h"
+#include "reduction_code.h"
 #include "strata/register_fusion.h"
+#include "strata/schedule.h"
 
 namespace strata::codegen {
 namespace {
@@ -66,10 +68,14 @@ void BlockEmitter::emit_op(int i) {
     case Category::Sink:
       emit_save(i);
       return;
+    case Category::Layout:
+      if (!p.in_place) emit_layout_copy(i);  // else read in place (TensorHome::Alias)
+      return;
+    case Category::Scan:  // a running reduction into its state tile
+      if (p.scan_of < 0) emit_reduction(i);  // else kept in registers by its matmul chain
+      return;
     case Category::Source:  // input iterators: loaded by the pipeline
     case Category::Customized:
-    case Category::Layout:  // refused by make_kernel_plan until supported
-    case Category::Scan:
       return;
   }
 }
@@ -163,9 +169,11 @@ void BlockEmitter::emit_reduction(int i) {
   int team = reduction_team(group, outs, threads());
   if (team == 0 && group_scope_) team = 32;  // a loop group never reduces block-wide
   const bool folded = plan_.ops[i].fold_into >= 0;
-  const bool squares = op.kind == OpKind::RmsNorm || op.kind == OpKind::AccumRmsLd;
+  const ReductionCode red(op.kind, op.attrs);
   const bool norm = op_category(op.kind) == Category::Norm;
-  const bool accumulate = op_category(op.kind) == Category::Accum;
+  // Accumulators (and running ops) fold this iteration's result into their loop state.
+  const bool accumulate =
+      op_category(op.kind) == Category::Accum || op_category(op.kind) == Category::Scan;
   // Output index space: the input shape with the reduced dim cut to `to` groups.
   Shape oshape = in;
   if (in.rank() > 0) oshape[rs.dim] = rs.to;
@@ -195,45 +203,84 @@ void BlockEmitter::emit_reduction(int i) {
   std::vector<std::string> xidx = oidx;
   if (in.rank() > 0)
     xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
-  w_.line("float acc = 0.0f;");
+  w_.line("float acc = " + red.identity() + ";");
   w_.open("if (active)");
   w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
-  w_.line("const float v = " + xa.load(xidx) + ";");
-  w_.line(squares ? "acc += v * v;" : "acc += v;");
+  const std::string xv =
+      plan_.tensors[x].home == TensorHome::Inline ? operand_value(x, in, xidx) : xa.load(xidx);
+  w_.line("const float v = " + xv + ";");
+  w_.line(red.update("acc", red.premap("v")));
   w_.close();
   w_.close();
   if (team == 0)
-    w_.line("acc = strata_rt::block_sum<" + std::to_string(threads()) + ">(acc, scratch);");
+    w_.line("acc = " + red.block(threads(), "acc", "scratch") + ";");
   else if (team > 1)
-    w_.line("acc = strata_rt::team_sum<" + lanes + ">(acc);");
+    w_.line("acc = " + red.team(team, "acc") + ";");
   if (folded) {
     // Folded into a matmul: only the inverse RMS is stored (the matmul scales its result).
     w_.open("if (active && " + lane + " == 0)");
-    w_.line(ya.ref(oidx) + " = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
-            ");");
+    w_.line(ya.ref(oidx) + " = " + red.inverse("acc", group) + ";");
     w_.close();
   } else if (norm) {
     w_.open("if (active)");
-    w_.line("const float inv = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
-            ");");
+    w_.line("const float inv = " + red.inverse("acc", group) + ";");
     w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
     w_.line(ya.ref(xidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(xidx) +
             " * inv);");
     w_.close();
     w_.close();
   } else {
-    // One lane per output writes it (accumulators: adds into the loop result).
+    // One lane per output writes it (accumulators and running ops: fold it into the loop state,
+    // finalized after the loop).
     std::vector<std::string> yidx = oidx;
     if (accumulate && rs.to == 1 && in.rank() > 0) yidx[rs.dim] = "0";
-    std::string value =
-        op.kind == OpKind::Mean ? "acc / " + float_lit(static_cast<double>(group)) : "acc";
     w_.open("if (active && " + lane + " == 0)");
-    if (accumulate)
-      w_.line(ya.ref(yidx) + " += " + value + ";");
+    if (rescales(op.kind)) {
+      // accum_rescale_ld: the sum so far re-expressed in this iteration's shift, plus this one.
+      const std::string mcur = operand_value(op.inputs[1], g_.tensor(t).shape, yidx);
+      w_.line("const float m = " + mcur + ";");
+      w_.line(ya.ref(yidx) + " = (it > 0 ? " + ya.ref(yidx) + " * strata_rt::rescale_factor(" +
+              shift_slot(i, "(it + 1) % 2", g_.tensor(t).shape, yidx) + ", m) : 0.0f) + acc;");
+    } else if (accumulate)
+      w_.line(red.update(ya.ref(yidx), "acc"));
     else
-      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + value + ");");
+      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" +
+              red.finalize("acc", group) + ");");
     w_.close();
   }
+  w_.close();
+  w_.close();
+  if (rescales(op.kind)) emit_shift_save(i);
+}
+
+std::string BlockEmitter::shift_slot(int i, const std::string& slot, const Shape& out,
+                                     const std::vector<std::string>& out_idx) const {
+  const BlockOp& op = g_.op(i);
+  const Shape& ms = g_.tensor(op.inputs[1]).shape;
+  const TensorPlan& tp = plan_.tensors[op.output];
+  std::vector<std::string> midx = broadcast_index(ms, out_idx);
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  for (int d = ms.rank() - 1; d >= 0; --d) {
+    terms.insert(terms.begin(), mul(midx[d], stride));
+    stride *= ms[d];
+  }
+  terms.push_back(mul(paren(slot), ms.numel()));
+  return access(op.output).base + "[" + std::to_string(tp.shift_offset) + " + " +
+         paren(sum(terms)) + "]";
+}
+
+void BlockEmitter::emit_shift_save(int i) {
+  const BlockOp& op = g_.op(i);
+  const int m = op.inputs[1];
+  const Shape& ms = g_.tensor(m).shape;
+  w_.open("");
+  w_.line("// " + g_.tensor_name(op.output) + ": this iteration's shift " + g_.tensor_name(m) +
+          " into slot it % 2 (the next iteration reads it; this one read the other slot)");
+  open_thread_loop(w_, "e", ms.numel(), threads(), tid_);
+  std::vector<std::string> idx = unflatten("e", ms);
+  const std::string value = operand_value(m, ms, idx);
+  w_.line(shift_slot(i, "it % 2", ms, idx) + " = " + value + ";");
   w_.close();
   w_.close();
 }
@@ -267,6 +314,25 @@ void BlockEmitter::emit_concat(int i) {
   w_.close();
 }
 
+void BlockEmitter::emit_layout_copy(int i) {
+  const BlockOp& op = g_.op(i);
+  const int x = op.inputs[0], t = op.output;
+  const Shape& out = g_.tensor(t).shape;
+  // The input's element that output element idx views (the layout op's index map).
+  Access xa = access(x);
+  xa.map = compose_layout(xa.map, op, out.rank());
+  w_.open("");
+  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
+          std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) +
+          "): a copy (a tensor-core operand ldmatrix cannot read in place)");
+  open_thread_loop(w_, "e", out.numel(), threads(), tid_);
+  std::vector<std::string> idx = unflatten("e", out);
+  w_.line(access(t).ref(idx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(idx) +
+          ");");
+  w_.close();
+  w_.close();
+}
+
 void BlockEmitter::emit_accumulate(int i) {
   const BlockOp& op = g_.op(i);
   const int x = op.inputs[0], t = op.output;
@@ -281,7 +347,12 @@ void BlockEmitter::emit_accumulate(int i) {
   open_thread_loop(w_, "e", xs.numel(), threads(), tid_);
   std::vector<std::string> idx = unflatten("e", xs);
   const std::string value = operand_value(x, xs, idx);
-  if (op.attrs.fmap == kReplicate) {
+  if (rescales(op.kind)) {
+    // accum_rescale: the sum so far re-expressed in this iteration's shift, plus this one.
+    w_.line("const float m = " + operand_value(op.inputs[1], xs, idx) + ";");
+    w_.line(ya.ref(idx) + " = (it > 0 ? " + ya.ref(idx) + " * strata_rt::rescale_factor(" +
+            shift_slot(i, "(it + 1) % 2", xs, idx) + ", m) : 0.0f) + " + value + ";");
+  } else if (op.attrs.fmap == kReplicate) {
     w_.line(ya.ref(idx) + " += " + value + ";");
   } else {
     std::vector<std::string> yidx = idx;
@@ -291,6 +362,7 @@ void BlockEmitter::emit_accumulate(int i) {
   }
   w_.close();
   w_.close();
+  if (rescales(op.kind)) emit_shift_save(i);
 }
 
 void BlockEmitter::emit_matmul(int i) {
@@ -370,7 +442,7 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
   w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
           std::to_string(tl.warps_n) + ";");
-  const std::string A = a.base, B = b.base;
+  const std::string A = a.pointer(), B = b.pointer();
   if (regs && p.scale_a < 0 && p.scale_b < 0) {
     w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + std::to_string(tl.mt) + ", " +
             std::to_string(tl.nt) + ">(" + A + ", " + B + ", racc" +

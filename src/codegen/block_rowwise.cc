@@ -4,6 +4,7 @@
 // rows are reduced with shuffles (and one barrier through a double-buffered scratch area when a
 // row spans several warps).
 #include "block_emitter.h"
+#include "reduction_code.h"
 #include "strata/rowwise.h"
 
 namespace strata::codegen {
@@ -23,10 +24,6 @@ std::string offset_of(const std::vector<std::string>& idx, const std::vector<int
   std::vector<std::string> terms;
   for (size_t d = 0; d < idx.size(); ++d) terms.push_back(mul(idx[d], st[d]));
   return sum(terms);
-}
-
-bool squares_of(OpKind k) {
-  return k == OpKind::RmsNorm || k == OpKind::AccumRmsLd;
 }
 
 }  // namespace
@@ -64,12 +61,17 @@ Status BlockEmitter::emit_rowwise() {
     if (cat == Category::Source) {
       const int t = op.output, ii = op.attrs.input_index;
       const Shape& D = g_.input_shape(ii);
-      const std::vector<int64_t> gs = dense_strides(D);
+      // An input read in place through a kernel-level view: the rows of the tensor holding it.
+      const InputView* view =
+          plan_.input_views.empty() || !plan_.input_views[ii] ? nullptr : &*plan_.input_views[ii];
+      const std::vector<int64_t> gs = dense_strides(view ? view->storage : D);
       std::vector<std::string> origin;
-      for (int d = 0; d < D.rank(); ++d)
+      for (int d = 0; d < D.rank(); ++d) {
         for (int a = 0; a < 3; ++a)
           if (op.attrs.imap[a] == d)
             origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[d]));
+        if (view && !view->map.origin.empty()) origin.push_back(lit(view->map.origin[d] * gs[d]));
+      }
       const std::string src = "gin" + std::to_string(ii) + " + " + paren(sum(origin));
       w_.line("// " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
               std::to_string(ii) + " " + D.str());
@@ -121,7 +123,7 @@ Status BlockEmitter::emit_rowwise() {
     const int t = op.output;
     w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
             " = " + std::string(op_name(op.kind)));
-    if (op.kind == OpKind::AccumSum) {  // F = 1: the input itself
+    if (cat == Category::Accum && !op_reduction(op.kind)) {  // F = 1: the input itself
       w_.line("auto& " + var(t) + " = " + var(op.inputs[0]) + ";");
       continue;
     }
@@ -142,18 +144,18 @@ Status BlockEmitter::emit_rowwise() {
       w_.close();
       continue;
     }
-    // A reduction over the last dim of a full tensor.
+    // A reduction over the last dim of a full tensor (its row of the reduction family).
     const int x = op.inputs[0];
-    const bool sq = squares_of(op.kind);
+    const ReductionCode red(op.kind, op.attrs);
+    const std::string xe = var(x) + "[k][j]";
     w_.line("float s" + std::to_string(t) + "[" + Ks + "];  // row total of chunk k");
     w_.open("");
     w_.line("float p[" + Ks + "];");
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-    w_.line("p[k] = 0.0f;");
+    w_.line("p[k] = " + red.identity() + ";");
     w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < " + Vs + "; ++j) p[k] += " +
-            (sq ? var(x) + "[k][j] * " + var(x) + "[k][j];" : var(x) + "[k][j];"));
+    w_.line("for (int j = 0; j < " + Vs + "; ++j) " + red.update("p[k]", red.premap(xe)));
     w_.close();
     if (L.block_rows) {
       const int64_t kpr = L.chunks_per_row / T, R = L.rows;
@@ -162,48 +164,45 @@ Status BlockEmitter::emit_rowwise() {
       w_.line("float pr[" + Rs + "];");
       w_.line("#pragma unroll");
       w_.open("for (int r = 0; r < " + Rs + "; ++r)");
-      w_.line("pr[r] = 0.0f;");
+      w_.line("pr[r] = " + red.identity() + ";");
       w_.line("#pragma unroll");
-      w_.line("for (int q = 0; q < " + std::to_string(kpr) + "; ++q) pr[r] += p[r * " +
-              std::to_string(kpr) + " + q];");
-      w_.line("pr[r] = strata_rt::team_sum<32>(pr[r]);");
+      w_.line("for (int q = 0; q < " + std::to_string(kpr) + "; ++q) " +
+              red.update("pr[r]", "p[r * " + std::to_string(kpr) + " + q]"));
+      w_.line("pr[r] = " + red.team(32, "pr[r]") + ";");
       w_.line("if (lane == 0) (" + buf + ")[warp * " + Rs + " + r] = pr[r];");
       w_.close();
       w_.line("__syncthreads();  // double-buffered: the next reduction uses the other buffer");
       w_.line("#pragma unroll");
       w_.open("for (int k = 0; k < " + Ks + "; ++k)");
       w_.line("const int r = k / " + std::to_string(kpr) + ";");
-      w_.line("float total = 0.0f;");
+      w_.line("float total = " + red.identity() + ";");
       w_.line("#pragma unroll");
-      w_.line("for (int q = 0; q < " + std::to_string(W) + "; ++q) total += (" + buf + ")[q * " +
-              Rs + " + r];");
+      w_.line("for (int q = 0; q < " + std::to_string(W) + "; ++q) " +
+              red.update("total", "(" + buf + ")[q * " + Rs + " + r]"));
       w_.line("s" + std::to_string(t) + "[k] = total;");
       w_.close();
       ++reductions;
     } else {
       w_.line("#pragma unroll");
       w_.line("for (int k = 0; k < " + Ks + "; ++k) s" + std::to_string(t) +
-              "[k] = strata_rt::team_sum<" + std::to_string(L.chunks_per_row) + ">(p[k]);");
+              "[k] = " + red.team(static_cast<int>(L.chunks_per_row), "p[k]") + ";");
     }
     w_.close();
-    const std::string n = float_lit(static_cast<double>(L.cols));
     const std::string s = "s" + std::to_string(t) + "[k]";
-    if (op.kind == OpKind::RmsNorm) {
+    if (op_category(op.kind) == Category::Norm) {
       w_.line("float " + var(t) + "[" + Ks + "][" + Vs + "];");
       w_.line("#pragma unroll");
       w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-      w_.line("const float inv = strata_rt::inv_rms(" + s + ", " + n + ");");
+      w_.line("const float inv = " + red.inverse(s, L.cols) + ";");
       w_.line("#pragma unroll");
       w_.line("for (int j = 0; j < " + Vs + "; ++j) " + var(t) + "[k][j] = " + var(x) +
               "[k][j] * inv;");
       w_.close();
     } else {
-      std::string value = s;
-      if (op.kind == OpKind::Mean || op.kind == OpKind::AccumMeanLd) value = s + " / " + n;
-      if (op.kind == OpKind::AccumRmsLd) value = "sqrtf(" + s + " / " + n + ")";
       w_.line("float " + var(t) + "[" + Ks + "];");
       w_.line("#pragma unroll");
-      w_.line("for (int k = 0; k < " + Ks + "; ++k) " + var(t) + "[k] = " + value + ";");
+      w_.line("for (int k = 0; k < " + Ks + "; ++k) " + var(t) +
+              "[k] = " + red.finalize(s, L.cols) + ";");
     }
   }
   return Status::success();

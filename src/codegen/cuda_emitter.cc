@@ -8,6 +8,7 @@
 #include "code_writer.h"
 #include "predefined_emitter.h"
 #include "strata/graph_optimizer.h"
+#include "strata/kernel_views.h"
 
 namespace strata {
 namespace {
@@ -102,6 +103,10 @@ int streamed_input(const KernelGraph& g, const KernelOp& op, const BlockGraph& b
 Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options) {
   STRATA_RETURN_IF_ERROR(g.check_complete());
   const int ntensors = static_cast<int>(g.tensors().size());
+  // Predefined layout ops read in place by the customized kernels (kernel_views.h): no kernel,
+  // no memory; their readers get the tensor holding them and the index map.
+  const std::vector<std::optional<KernelView>> views = plan_kernel_views(g);
+  auto storage_of = [&](int t) { return views[t] ? views[t]->storage : t; };
   const std::string prefix = codegen::identifier("strata_", options.name);
   // Buffers: graph inputs, graph outputs, workspace for the rest.
   std::vector<Buffer> buf(ntensors);
@@ -124,22 +129,28 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const BlockGraph& b = *op.body;
       const Shape& tile = b.tensor(b.op(b.input_op(static_cast<int>(k))).output).shape;
-      if (tile.rank() > 0 && (tile[tile.rank() - 1] * 2) % 4 != 0) widen[op.inputs[k]] = true;
+      // A transposed view's tile is copied along the rows of the tensor holding it.
+      const int t = op.inputs[k], r = tile.rank();
+      const int64_t row = r == 0                                           ? 1
+                          : views[t] && views[t]->map.transposed && r >= 2 ? tile[r - 2]
+                                                                           : tile[r - 1];
+      if ((row * 2) % 4 != 0) widen[storage_of(t)] = true;
     }
   }
   int64_t workspace = 0;
   for (int t = 0; t < ntensors; ++t) {
-    if (is_input[t] || is_output[t]) continue;
+    if (is_input[t] || is_output[t] || views[t]) continue;
     DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
     buf[t] = {Buffer::Workspace, 0, workspace, dt};
     workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
                  kWorkspaceAlign * kWorkspaceAlign;
   }
   std::vector<DType> dtypes(ntensors);
-  for (int t = 0; t < ntensors; ++t) dtypes[t] = buf[t].dtype;
+  for (int t = 0; t < ntensors; ++t) dtypes[t] = buf[storage_of(t)].dtype;
   std::vector<int> reads(ntensors, 0);
-  for (const KernelOp& op : g.ops())
-    for (int t : op.inputs) ++reads[t];
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
+    if (!is_kernel_view(g, views, i))
+      for (int t : g.op(i).inputs) ++reads[storage_of(t)];
   for (int t : g.outputs()) reads[t] += is_input[t] ? 1 : 0;
 
   CodeWriter kernels;
@@ -147,7 +158,7 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   EmittedSource result;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input) continue;
+    if (op.kind == OpKind::Input || is_kernel_view(g, views, i)) continue;
     const std::string where =
         "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
     std::shared_ptr<const BlockGraph> body = op.body;
@@ -157,14 +168,20 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
       if (lowered) body = std::make_shared<const BlockGraph>(std::move(*lowered));
     }
     Launch L;
-    L.args = op.inputs;
+    for (int t : op.inputs) L.args.push_back(storage_of(t));
     L.args.insert(L.args.end(), op.outputs.begin(), op.outputs.end());
     kernels.line("");
     if (body) {
       std::vector<DType> in_t, out_t;
-      for (int t : op.inputs) in_t.push_back(dtypes[t]);
+      std::vector<std::optional<InputView>> in_views;
+      for (int t : op.inputs) {
+        in_t.push_back(dtypes[t]);
+        in_views.push_back(views[t] ? std::optional<InputView>(InputView{
+                                          g.tensor(views[t]->storage).shape, views[t]->map})
+                                    : std::nullopt);
+      }
       for (int t : op.outputs) out_t.push_back(dtypes[t]);
-      auto plan = optimize_block_graph(body, in_t, out_t, options.plan);
+      auto plan = optimize_block_graph(body, in_t, out_t, options.plan, in_views);
       if (!plan.ok() && op.kind == OpKind::Matmul) {
         body = nullptr;  // fall back to the generic kernel below
       } else {
@@ -185,10 +202,10 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
         L.grid = grid;
         L.threads = plan->threads;
         L.smem = plan->smem_bytes;
-        const int streamed =
-            options.l2_streaming
-                ? streamed_input(g, op, *body, reads, dtypes, options.l2_streaming_min_bytes)
-                : -1;
+        int streamed = options.l2_streaming ? streamed_input(g, op, *body, reads, dtypes,
+                                                             options.l2_streaming_min_bytes)
+                                            : -1;
+        if (streamed >= 0 && views[op.inputs[streamed]]) streamed = -1;  // not a whole tensor
         if (streamed >= 0) L.streamed = op.inputs[streamed];
         result.kernels.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
                                   plan->pipeline_stages, plan->groups, format_plan(*plan),
@@ -281,13 +298,15 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   // The workspace pointer is named only when an intermediate lives there (an unused local
   // would draw nvcc's "set but never used" warning).
   bool uses_workspace = false;
-  for (int t = 0; t < ntensors; ++t) uses_workspace |= buf[t].kind == Buffer::Workspace;
+  for (int t = 0; t < ntensors; ++t)
+    uses_workspace |= buf[t].kind == Buffer::Workspace && !views[t];
   if (uses_workspace)
     w.line("unsigned char* ws = static_cast<unsigned char*>(workspace);");
   else
     w.line("(void)workspace;");
   w.line("(void)outputs;");
   for (int t = 0; t < ntensors; ++t) {
+    if (views[t]) continue;  // read in place: its readers get the tensor holding it
     const std::string T = codegen::cuda_type(dtypes[t]);
     const Buffer& b = buf[t];
     if (b.kind == Buffer::Input)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "reduction_code.h"
 #include "strata/kernel_plan.h"
 
 namespace strata::codegen {
@@ -121,24 +122,20 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
     std::vector<std::string> xidx = oidx;
     xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
     // The reduction family of the op table: premap, combine, identity, finalize.
-    const ReductionInfo& red = *op_reduction(op.kind);
-    const bool norm = cat == Category::Norm, max = red.combine == Combine::Max;
-    w.line(std::string("float acc = ") + (max ? "-INFINITY" : "0.0f") + ";");
+    const ReductionCode red(op.kind, op.attrs);
+    const bool norm = cat == Category::Norm;
+    w.line("float acc = " + red.identity() + ";");
     w.open("if (active)");
     w.open("for (long long t = lane; t < " + std::to_string(group) +
            "; t += " + std::to_string(team) + ")");
     w.line("const float v = " + load("in0", in_type(0), xs, xidx) + ";");
-    const std::string pre = red.premap == Premap::Square ? "v * v" : "v";
-    w.line(max ? "acc = fmaxf(acc, " + pre + ");" : "acc += " + pre + ";");
+    w.line(red.update("acc", red.premap("v")));
     w.close();
     w.close();
-    if (team > 1)
-      w.line("acc = strata_rt::team_" + std::string(max ? "max" : "sum") + "<" +
-             std::to_string(team) + ">(acc);");
+    if (team > 1) w.line("acc = " + red.team(team, "acc") + ";");
     if (norm) {
       w.open("if (active)");
-      w.line("const float inv = strata_rt::inv_rms(acc, " + float_lit(static_cast<double>(group)) +
-             ", " + float_lit(op.attrs.scalar) + ");");
+      w.line("const float inv = " + red.inverse("acc", group) + ";");
       w.open("for (long long t = lane; t < " + std::to_string(group) +
              "; t += " + std::to_string(team) + ")");
       w.line("out[" + offset(os, xidx) + "] = strata_rt::from_f32<" + OT + ">(" +
@@ -146,10 +143,8 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
       w.close();
       w.close();
     } else {
-      std::string value =
-          red.finalize == Finalize::Mean ? "acc / " + float_lit(static_cast<double>(group)) : "acc";
       w.line("if (active && lane == 0) out[" + offset(os, oidx) + "] = strata_rt::from_f32<" + OT +
-             ">(" + value + ");");
+             ">(" + red.finalize("acc", group) + ");");
     }
     w.close();
     w.close();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "strata/kernel_views.h"
 #include "strata/shape_infer.h"
 
 namespace strata {
@@ -259,9 +260,12 @@ Result<Target> Target::by_name(std::string_view name) {
 
 GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
   GraphCost gc{0.0, {}};
+  // A layout op that the code generator reads in place is no kernel and moves no bytes: its
+  // readers load their tiles from the tensor it views (kernel_views.h).
+  const std::vector<std::optional<KernelView>> views = plan_kernel_views(g);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input) continue;
+    if (op.kind == OpKind::Input || is_kernel_view(g, views, i)) continue;
     KernelCost k{};
     k.op_id = i;
     k.forloop =

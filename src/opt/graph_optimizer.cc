@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "strata/layout.h"
+#include "strata/layout_views.h"
 #include "strata/memory_plan.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
@@ -22,7 +23,8 @@ bool dump_passes() {
 Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
                                         std::vector<DType> input_dtypes,
                                         std::vector<DType> output_dtypes,
-                                        const PlanOptions& options) {
+                                        const PlanOptions& options,
+                                        std::vector<std::optional<InputView>> input_views) {
   using Pass = Result<KernelPlan> (*)(KernelPlan);
   struct Step {
     const char* name;
@@ -31,6 +33,7 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
   // clang-format off
   static const Step kPasses[] = {
       {"schedule_block_ops", schedule_block_ops},
+      {"plan_layout_views", plan_layout_views},
       {"fold_norms_into_matmuls", fold_norms_into_matmuls},
       {"fuse_matmul_epilogues", fuse_matmul_epilogues},
       {"chain_matmuls", chain_matmuls},
@@ -40,9 +43,9 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
       {"plan_shared_memory", plan_shared_memory},
   };
   // clang-format on
-  STRATA_ASSIGN_OR_RETURN(KernelPlan plan,
-                          make_kernel_plan(std::move(graph), std::move(input_dtypes),
-                                           std::move(output_dtypes), options));
+  STRATA_ASSIGN_OR_RETURN(
+      KernelPlan plan, make_kernel_plan(std::move(graph), std::move(input_dtypes),
+                                        std::move(output_dtypes), options, std::move(input_views)));
   const bool dump = dump_passes();
   for (const Step& step : kPasses) {
     STRATA_ASSIGN_OR_RETURN(plan, step.pass(std::move(plan)));

@@ -34,6 +34,8 @@ const char* home_name(TensorHome h) {
       return "scale";
     case TensorHome::Owned:
       return "owned";
+    case TensorHome::Alias:
+      return "alias";
   }
   return "?";
 }
@@ -49,7 +51,8 @@ int KernelPlan::position(Phase phase, int level) const {
 
 Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
                                     std::vector<DType> input_dtypes,
-                                    std::vector<DType> output_dtypes, PlanOptions options) {
+                                    std::vector<DType> output_dtypes, PlanOptions options,
+                                    std::vector<std::optional<InputView>> input_views) {
   if (!graph) return make_error("kernel plan: no block graph");
   if (static_cast<int>(input_dtypes.size()) != graph->num_inputs())
     return make_error("kernel plan: " + std::to_string(input_dtypes.size()) +
@@ -61,7 +64,27 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
                       std::to_string(graph->num_outputs()) + " outputs");
   if (std::string why = block_graph_codegen_unsupported(*graph); !why.empty())
     return make_error(why);
+  if (!input_views.empty() && static_cast<int>(input_views.size()) != graph->num_inputs())
+    return make_error("kernel plan: " + std::to_string(input_views.size()) +
+                      " input views given for a block graph with " +
+                      std::to_string(graph->num_inputs()) + " inputs");
+  for (size_t i = 0; i < input_views.size(); ++i) {
+    if (!input_views[i]) continue;
+    const InputView& v = *input_views[i];
+    const Shape& d = graph->input_shape(static_cast<int>(i));
+    const int r = d.rank();
+    bool ok = v.storage.rank() == r && (v.map.origin.empty() || v.map.origin.size() == size_t(r));
+    for (int k = 0; ok && k < r; ++k) {
+      const int pk = v.map.transposed && k >= r - 2 ? 2 * r - 3 - k : k;
+      const int64_t o = v.map.origin.empty() ? 0 : v.map.origin[pk];
+      ok = o >= 0 && o + d[k] <= v.storage[pk];
+    }
+    if (!ok)
+      return make_error("kernel plan: input " + std::to_string(i) + " " + d.str() +
+                        " is not a view of its storage " + v.storage.str());
+  }
   KernelPlan plan;
+  plan.input_views = std::move(input_views);
   plan.graph = std::move(graph);
   plan.input_dtypes = std::move(input_dtypes);
   plan.output_dtypes = std::move(output_dtypes);
@@ -69,6 +92,13 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
   plan.threads = options.threads > 0 ? options.threads : plan.graph->block_threads();
   plan.ops.resize(plan.graph->ops().size());
   plan.tensors.resize(plan.graph->tensors().size());
+  // Input tiles of transposed kernel-level views are stored as device memory holds them.
+  for (int i = 0; i < plan.graph->num_inputs() && !plan.input_views.empty(); ++i) {
+    const int t = plan.graph->op(plan.graph->input_op(i)).output;
+    plan.tensors[t].stored_transposed = plan.input_views[i] &&
+                                        plan.input_views[i]->map.transposed &&
+                                        plan.graph->tensor(t).shape.rank() >= 2;
+  }
   for (DType t : plan.input_dtypes)
     if (t != DType::f32) {
       plan.mma_dtype = t;
@@ -89,6 +119,49 @@ std::vector<int> tensor_consumers(const BlockGraph& g, int t) {
   return out;
 }
 
+bool IndexMap::identity() const {
+  if (transposed) return false;
+  for (int64_t o : origin)
+    if (o != 0) return false;
+  return true;
+}
+
+IndexMap compose_layout(const IndexMap& m, const BlockOp& op, int rank) {
+  IndexMap r = m;
+  if (r.origin.empty()) r.origin.assign(rank, 0);
+  if (op.kind == OpKind::Transpose) {
+    r.transposed = !r.transposed;
+    return r;
+  }
+  // slice along logical dim d: the physical dim it reads is d, or the other of the last two.
+  int d = op.attrs.dim;
+  if (r.transposed && d >= rank - 2) d = d == rank - 1 ? rank - 2 : rank - 1;
+  r.origin[d] += op.attrs.start;
+  return r;
+}
+
+int alias_root(const KernelPlan& plan, int t) {
+  while (plan.tensors[t].home == TensorHome::Alias) t = plan.tensors[t].view_of;
+  return t;
+}
+
+Shape stored_shape(const KernelPlan& plan, int t) {
+  Shape s = plan.graph->tensor(t).shape;
+  if (plan.tensors[t].stored_transposed) std::swap(s[s.rank() - 1], s[s.rank() - 2]);
+  return s;
+}
+
+IndexMap alias_map(const KernelPlan& plan, int t) {
+  const BlockGraph& g = *plan.graph;
+  if (plan.tensors[t].home != TensorHome::Alias) {
+    IndexMap stored;
+    stored.transposed = plan.tensors[t].stored_transposed;
+    return stored;
+  }
+  const int rank = g.tensor(t).shape.rank();
+  return compose_layout(alias_map(plan, plan.tensors[t].view_of), g.op(g.tensor(t).producer), rank);
+}
+
 bool is_reduction(const BlockOp& op) {
   return op_reduction(op.kind) != nullptr;
 }
@@ -107,14 +180,9 @@ std::string block_graph_codegen_unsupported(const BlockGraph& g) {
 }
 
 bool block_codegen_supports(const BlockOp& op) {
-  const ReductionInfo* r = op_reduction(op.kind);
-  if (r && (r->combine != Combine::Add || op.attrs.scalar != 0.0)) return false;  // max, eps
   switch (op_category(op.kind)) {
-    case Category::Layout:
     case Category::Scan:
-      return false;
     case Category::Accum:
-      return op_info(op.kind).arity == 1;  // not yet the rescaling accumulators
     case Category::Source:
     case Category::Sink:
     case Category::Customized:
@@ -124,6 +192,7 @@ bool block_codegen_supports(const BlockOp& op) {
     case Category::Reduce:
     case Category::Norm:
     case Category::Concat:
+    case Category::Layout:
     case Category::Fused:
       break;
   }
@@ -134,8 +203,10 @@ ReductionShape reduction_shape(const BlockOp& op, const Shape& in) {
   ReductionShape r;
   int rank = std::max(1, in.rank());
   Category c = op_category(op.kind);
-  r.dim = c == Category::Accum ? rank - 1 : op.attrs.dim;
-  r.to = (c == Category::Reduce || op.kind == OpKind::AccumSumToDimx) ? op.attrs.to : 1;
+  r.dim = c == Category::Accum || c == Category::Scan ? rank - 1 : op.attrs.dim;
+  // Ops whose attributes carry `to` reduce to that many groups (op_table.def's Attrs column).
+  const AttrSet set = op_info(op.kind).attrs;
+  r.to = set == AttrSet::Reduce || set == AttrSet::To ? op.attrs.to : 1;
   for (int d = 0; d < in.rank(); ++d) {
     if (d < r.dim) r.outer *= in[d];
     if (d == r.dim) r.reduced = in[d];
@@ -196,6 +267,7 @@ std::string format_plan(const KernelPlan& plan) {
     if (tp.home == TensorHome::View)
       os << " in " << g.tensor_name(tp.view_of) << " at dim " << tp.view_dim << " +"
          << tp.view_offset;
+    if (tp.home == TensorHome::Alias) os << " of " << g.tensor_name(tp.view_of);
     if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
         tp.home == TensorHome::Scale) {
       os << " ld " << tp.layout.ld << (tp.layout.swizzle ? " swizzled" : "");

@@ -89,7 +89,16 @@ bool tensor_core_eligible(const KernelPlan& plan, int id) {
   const Shape& a = g.tensor(op.inputs[0]).shape;
   const Shape& b = g.tensor(op.inputs[1]).shape;
   if (a[a.rank() - 1] % 16 != 0 || b[b.rank() - 1] % 8 != 0) return false;
-  for (int t : op.inputs) {
+  for (int k = 0; k < 2; ++k) {
+    int t = op.inputs[k];
+    // A transpose or slice is judged by the tile it views.
+    while (op_category(g.op(g.tensor(t).producer).kind) == Category::Layout)
+      t = g.op(g.tensor(t).producer).inputs[0];
+    // An A operand stored transposed as it is read (a kernel-level transpose) needs whole
+    // 16-row tiles (MmaSpec's TA); through layout ops or a norm it may still be copied.
+    if (k == 0 && t == op.inputs[0] && plan.tensors[t].stored_transposed &&
+        a[a.rank() - 2] % 16 != 0)
+      return false;
     if (is_input_tile(g, t) && input_tile_dtype(plan, t) != plan.mma_dtype) return false;
     // Accumulators stay f32: a post-loop matmul on them runs on the SIMT path.
     if (op_category(g.op(g.tensor(t).producer).kind) == Category::Accum) return false;
@@ -160,10 +169,20 @@ bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, i
 void unchain(KernelPlan& plan, int m1) {
   const int m2 = plan.ops[m1].chain_into;
   if (m2 < 0) return;
-  plan.ops[m1].chain_into = -1;
-  plan.ops[m2].chain_from = -1;
-  for (OpPlan& p : plan.ops)
+  OpPlan& p1 = plan.ops[m1];
+  OpPlan& p2 = plan.ops[m2];
+  p1.chain_into = -1;
+  p2.chain_from = -1;
+  // A rescaling accumulator is fed from fragments only inside a chain.
+  if (p2.accumulate_into >= 0 && rescales(plan.graph->op(p2.accumulate_into).kind))
+    p2.accumulate_into = -1;
+  for (int o : p1.chain_ops) plan.ops[o].host = -1;
+  p1.chain_ops.clear();
+  p1.shift_free = false;
+  for (OpPlan& p : plan.ops) {
     if (p.rowsum_of == m1) p.rowsum_of = -1;
+    if (p.scan_of == m1) p.scan_of = -1;
+  }
 }
 
 bool any_tensor_cores(const KernelPlan& plan) {
@@ -231,10 +250,23 @@ int choose_group_threads(KernelPlan& plan, bool grouped) {
 int64_t accum_chunk(const BlockGraph& g, const BlockOp& op) {
   const Shape& xs = g.tensor(op.inputs[0]).shape;
   const int64_t last = last_extent(xs);
-  const int64_t group = op.kind == OpKind::AccumSumToDimx ? last / op.attrs.to : last;
+  const int64_t group = op_reduction(op.kind) ? reduction_shape(op, xs).group() : last;
   for (int64_t v : {8, 4, 2})
     if (last % v == 0 && group % v == 0) return v;
   return 1;
+}
+
+/// Whether accumulator `op` combines its input element by element (accum, accum_rescale: no
+/// row of the reduction family) rather than reducing it.
+bool elementwise_accum(const BlockOp& op) {
+  return op_reduction(op.kind) == nullptr;
+}
+
+/// Registers per thread of a register accumulator with `trips` chunks of `v` elements: the
+/// per-element (elementwise accumulators) or per-chunk sums, plus the previous shift per chunk
+/// of a rescaling accumulator.
+int64_t register_accum_floats(const BlockOp& op, int64_t trips, int64_t v) {
+  return (elementwise_accum(op) ? trips * v : trips) + (rescales(op.kind) ? trips : 0);
 }
 
 /// Whether tile t gets one copy per loop group when the loop is split into groups (the rule of
@@ -282,12 +314,23 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
   // Storage types: input tiles keep the device type; computed tiles are f32 unless a tensor
   // core reads them.
   for (int t = 0; t < ntensors; ++t) {
+    const bool stored_transposed = plan.tensors[t].stored_transposed;  // fixed by the inputs
     plan.tensors[t] = TensorPlan{};
+    plan.tensors[t].stored_transposed = stored_transposed;
     plan.tensors[t].dtype = is_input_tile(g, t) ? input_tile_dtype(plan, t) : DType::f32;
     const OpPlan& pp = plan.ops[g.tensor(t).producer];
+    const BlockOp& prod = g.op(g.tensor(t).producer);
     if (pp.inline_into >= 0) plan.tensors[t].home = TensorHome::Inline;
     if (pp.fold_into >= 0) plan.tensors[t].home = TensorHome::Scale;
+    if (op_category(prod.kind) == Category::Layout && pp.in_place) {
+      plan.tensors[t].home = TensorHome::Alias;  // plan_layout_views: read in place
+      plan.tensors[t].view_of = prod.inputs[0];
+    }
   }
+  // Tiles that layout ops read in place keep their own storage (never a view inside another).
+  std::vector<bool> aliased(ntensors, false);
+  for (int t = 0; t < ntensors; ++t)
+    if (plan.tensors[t].home == TensorHome::Alias) aliased[alias_root(plan, t)] = true;
   for (OpPlan& p : plan.ops) p.register_accum = false;
   // Matmul chains first: their warp layout is fixed by the rows.
   int reg_budget = plan.options.register_accum_floats;
@@ -313,7 +356,8 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     const Shape& as = g.tensor(a).shape;
     const int64_t a_regs = mt * (last_extent(as) / 16) * 4;
     int rowsums = 0;
-    for (const OpPlan& q : plan.ops) rowsums += q.rowsum_of == i ? 1 : 0;
+    for (const OpPlan& q : plan.ops)
+      rowsums += (q.rowsum_of == i ? 1 : 0) + (q.scan_of == i ? 2 : 0);
     const int64_t estimate = 4 * mt * (nt1 + nt2) + a_regs + 2 * mt * rowsums + 2 * nt2 + 24 +
                              (p.scale_a >= 0 || p.scale_b >= 0 ? 12 : 0);
     p.a_in_registers =
@@ -333,12 +377,15 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       plan.tensors[op.output].home = TensorHome::Fused;
     if (p.epilogue >= 0 && p.chain_into >= 0)
       plan.tensors[g.op(p.epilogue).output].home = TensorHome::Fused;
+    for (int o : p.chain_ops) plan.tensors[g.op(o).output].home = TensorHome::Fused;
     if (p.matmul != MatmulPath::TensorCore) continue;
     for (int k = 0; k < 2; ++k) {
       const int t = matmul_operand(plan, i, k);
       if (k == 0 && p.chain_from >= 0) continue;  // A comes from registers
       ldmatrix_read[t] = true;
-      if (!is_input_tile(g, t)) plan.tensors[t].dtype = plan.mma_dtype;
+      const int root = alias_root(plan, t);  // a view is read from the storage it aliases
+      ldmatrix_read[root] = true;
+      if (!is_input_tile(g, root)) plan.tensors[root].dtype = plan.mma_dtype;
     }
     if (p.chain_into >= 0) continue;
     bool in_registers = false;
@@ -359,9 +406,14 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     fragment_written[dest] = true;
     if (in_registers) plan.tensors[dest].home = TensorHome::Registers;
   }
-  // Accumulators fed from the row sums of a chain's fragments live in registers too.
-  for (int i = 0; i < nops; ++i)
+  // Accumulators fed from the row sums of a chain's fragments live in registers too, and so
+  // does a running max of them (kept per lane; copied to its tile after the loop only for the
+  // loop groups' combine).
+  for (int i = 0; i < nops; ++i) {
     if (plan.ops[i].rowsum_of >= 0) plan.tensors[g.op(i).output].home = TensorHome::Registers;
+    if (plan.ops[i].scan_of >= 0)
+      plan.tensors[g.op(i).output].home = grouped ? TensorHome::Registers : TensorHome::Fused;
+  }
   // Other loop accumulators: per thread in registers, over thread-owned chunks of their input.
   if (plan.options.register_accums) {
     const int threads = warps * 32;
@@ -375,15 +427,18 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       TensorPlan& ap = plan.tensors[op.output];
       if (ap.home != TensorHome::Shared) continue;
       const Shape& xs = g.tensor(op.inputs[0]).shape;
+      // accum_rescale keeps one shift per chunk: the shift must be constant along rows.
+      if (op.kind == OpKind::AccumRescale && last_extent(g.tensor(op.inputs[1]).shape) != 1)
+        continue;
       const int64_t v = accum_chunk(g, op), chunks = xs.numel() / v;
       const int64_t trips = (chunks + threads - 1) / threads;
-      const int64_t floats = op.kind == OpKind::AccumSum ? trips * v : trips;
+      const int64_t floats = register_accum_floats(op, trips, v);
       if (floats > reg_budget || trips > 32) continue;
       reg_budget -= static_cast<int>(floats);
       p.register_accum = true;
       // Elementwise sums are dumped to their tile after the loop; reducing ones are added
       // into their (zeroed) shared accumulator.
-      if (op.kind == OpKind::AccumSum) ap.home = TensorHome::Registers;
+      if (elementwise_accum(op)) ap.home = TensorHome::Registers;
     }
   }
   std::vector<bool> is_host(ntensors, false);
@@ -417,7 +472,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
         TensorPlan& xp = plan.tensors[x];
         const int64_t at = offset;
         offset += g.tensor(x).shape[dim];
-        if (xp.home != TensorHome::Shared || is_host[x]) continue;
+        if (xp.home != TensorHome::Shared || is_host[x] || aliased[x]) continue;
         const OpPlan& src = plan.ops[g.tensor(x).producer];
         if (is_input_tile(g, x) && src.phase == Phase::Loop && g.forloop() > 1) continue;
         // Under loop groups a view shares its host's copies: per group for a loop tile, one for
@@ -447,6 +502,10 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       }
     }
   }
+  // Layout ops read in place have the storage type of the tile they alias.
+  for (int t = 0; t < ntensors; ++t)
+    if (plan.tensors[t].home == TensorHome::Alias)
+      plan.tensors[t].dtype = plan.tensors[alias_root(plan, t)].dtype;
   // Layouts.
   for (int t = 0; t < ntensors; ++t) {
     TensorPlan& tp = plan.tensors[t];
@@ -462,9 +521,9 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       continue;
     }
     if (tp.home == TensorHome::Fused || tp.home == TensorHome::View ||
-        tp.home == TensorHome::Inline)
+        tp.home == TensorHome::Inline || tp.home == TensorHome::Alias)
       continue;
-    const Shape& s = g.tensor(t).shape;
+    const Shape s = stored_shape(plan, t);
     const int64_t last = last_extent(s), rows = s.numel() / last;
     const int esize = dtype_size(tp.dtype);
     tp.layout.ld = last;
@@ -480,6 +539,18 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
           if (vp.view_dim == s.rank() - 2 && vp.view_offset % 8 != 0) swizzle_ok = false;
         }
       }
+      // ldmatrix reads an alias from a pointer to its first element: its offset must keep the
+      // swizzle's phase (other readers apply the swizzle per element, from any offset).
+      if (swizzle_ok && aliased[t]) {
+        for (int v = 0; v < ntensors; ++v) {
+          if (plan.tensors[v].home != TensorHome::Alias || !ldmatrix_read[v]) continue;
+          if (alias_root(plan, v) != t) continue;
+          const IndexMap m = alias_map(plan, v);
+          if (m.origin.empty()) continue;
+          const int r = s.rank();
+          if (m.origin[r - 1] % 64 != 0 || m.origin[r - 2] % 8 != 0) swizzle_ok = false;
+        }
+      }
       if (swizzle_ok)
         tp.layout.swizzle = true;
       else if (chunks % 2 == 0)
@@ -489,6 +560,13 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     }
     const int64_t per_align = kSmemAlign / esize;
     tp.layout.stage_elems = (rows * tp.layout.ld + per_align - 1) / per_align * per_align;
+    // A rescaling accumulator in shared memory keeps its previous shift in two slots after it.
+    const BlockOp& prod = g.op(g.tensor(t).producer);
+    if (rescales(prod.kind) && tp.home == TensorHome::Shared) {
+      tp.shift_offset = tp.layout.stage_elems;
+      const int64_t slots = 2 * g.tensor(prod.inputs[1]).shape.numel();
+      tp.layout.stage_elems += (slots + per_align - 1) / per_align * per_align;
+    }
   }
 }
 
@@ -511,11 +589,12 @@ int register_estimate(const KernelPlan& plan) {
         frags += t.chunk_mt * t.chunk_nt * 4;
     }
     if (p.rowsum_of >= 0) held += plan.ops[p.rowsum_of].tiling.mt * 2;
+    if (p.scan_of >= 0) held += plan.ops[p.scan_of].tiling.mt * 4;  // maxima and factors
     if (p.register_accum) {
       const Shape& xs = g.tensor(op.inputs[0]).shape;
       const int64_t v = accum_chunk(g, op);
       const int64_t trips = (xs.numel() / v + plan.group_threads - 1) / plan.group_threads;
-      held += op.kind == OpKind::AccumSum ? trips * v : trips;
+      held += register_accum_floats(op, trips, v);
     }
   }
   return static_cast<int>(held + frags + 40);
@@ -571,8 +650,10 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
       tp.group_elems = tp.layout.stage_elems * tp.stages;
       tp.bytes = tp.group_elems * dtype_size(tp.dtype) * (tp.group_private ? plan.groups : 1);
     }
+    // (Rescaling accumulators combine their groups' partials in place, rescaled by the groups'
+    // maxima.)
     tp.summed_at_read = tp.group_private && accum && plan.options.sum_at_read &&
-                        read_elementwise_after_loop(plan, t);
+                        !rescales(prod.kind) && read_elementwise_after_loop(plan, t);
   }
   // Scratch for block-wide reductions (never inside a grouped loop: teams there stay in a warp).
   plan.scratch_bytes = 0;
@@ -595,6 +676,8 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
                    plan.tensors[x].view_of == op.output;
     } else if (op_category(op.kind) == Category::Accum) {
       in_place = plan.tensors[op.output].home == TensorHome::View;
+    } else if (op_category(op.kind) == Category::Layout) {
+      in_place = plan.tensors[op.output].home == TensorHome::Alias;
     }
     plan.ops[i].in_place = in_place;
   }

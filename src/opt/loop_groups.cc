@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "strata/schedule.h"
+
 namespace strata {
 namespace {
 
@@ -36,7 +38,8 @@ SmemNeeds smem_needs(const KernelPlan& plan) {
     const bool accum = op_category(prod.kind) == Category::Accum;
     if (prod.kind == OpKind::Input && pp.phase == Phase::Loop) {
       n.per_stage += bytes;
-    } else if (accum && tp.home == TensorHome::Registers) {
+    } else if ((accum || op_category(prod.kind) == Category::Scan) &&
+               tp.home == TensorHome::Registers) {
       n.post_per_group += bytes;
     } else if (accum && prod.attrs.fmap == kReplicate) {
       n.per_group += bytes;
@@ -54,7 +57,23 @@ SmemNeeds smem_needs(const KernelPlan& plan) {
 }
 
 bool loop_groups_allowed(const KernelPlan& plan) {
-  return plan.graph->forloop() >= 2 && !plan.rowwise;
+  if (plan.graph->forloop() < 2 || plan.rowwise) return false;
+  // A running max and a rescaling accumulator carry their value from one iteration to the
+  // next: groups would each see only their own iterations. The exception is the online softmax
+  // of a matmul chain whose results do not depend on the shifts (OpPlan::shift_free): each
+  // group keeps its own maxima, and the partials are combined with the groups' maxima.
+  const BlockGraph& g = *plan.graph;
+  auto free_chain = [&](int m1) { return m1 >= 0 && plan.ops[m1].shift_free; };
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const BlockOp& op = g.op(i);
+    const OpPlan& p = plan.ops[i];
+    if (op_category(op.kind) == Category::Scan && !free_chain(p.scan_of)) return false;
+    if (!rescales(op.kind)) continue;
+    const int src = g.tensor(op.inputs[0]).producer;
+    const bool fed = plan.ops[src].accumulate_into == i && free_chain(plan.ops[src].chain_from);
+    if (!fed && !free_chain(p.rowsum_of)) return false;
+  }
+  return true;
 }
 
 bool refills_early(const KernelPlan& plan) {

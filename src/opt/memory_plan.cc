@@ -50,28 +50,40 @@ void compute_intervals(KernelPlan& plan) {
     if (kind == OpKind::Input && pp.phase == Phase::Loop) {
       begin = 0;  // prefetched before the loop
       end = loop_end;
-    } else if (op_category(kind) == Category::Accum && tp.home != TensorHome::View) {
+    } else if ((op_category(kind) == Category::Accum || op_category(kind) == Category::Scan) &&
+               tp.home != TensorHome::View) {
       if (tp.home == TensorHome::Registers) {
         begin = plan.position(Phase::Post, 0);
+        // A running max's copies are read by the combine of the rescaling accumulators.
+        if (op_category(kind) == Category::Scan)
+          end = plan.position(Phase::Post, plan.num_levels(Phase::Post) - 1);
       } else {
-        begin = 0;  // zeroed before the loop
+        begin = 0;  // zeroed (a running max: set to −∞) before the loop
         end = std::max(end, loop_end);
       }
     }
     tp.live_begin = begin;
     tp.live_end = std::max(begin, end);
   }
-  for (TensorPlan& v : plan.tensors) {
-    if (v.home != TensorHome::View) continue;
-    TensorPlan& h = plan.tensors[v.view_of];
+  // Views extend their host, layout ops read in place the storage they alias.
+  auto storage = [&](int t) {
+    const int r = alias_root(plan, t);  // an alias may view a view (F = 1 accum)
+    return plan.tensors[r].home == TensorHome::View ? plan.tensors[r].view_of : r;
+  };
+  const int nt = static_cast<int>(plan.tensors.size());
+  for (int t = 0; t < nt; ++t) {
+    const TensorPlan& v = plan.tensors[t];
+    if (v.home != TensorHome::View && v.home != TensorHome::Alias) continue;
+    TensorPlan& h = plan.tensors[storage(t)];
     h.live_begin = std::min(h.live_begin, v.live_begin);
     h.live_end = std::max(h.live_end, v.live_end);
   }
-  for (TensorPlan& v : plan.tensors)
-    if (v.home == TensorHome::View) {
-      v.live_begin = plan.tensors[v.view_of].live_begin;
-      v.live_end = plan.tensors[v.view_of].live_end;
-    }
+  for (int t = 0; t < nt; ++t) {
+    TensorPlan& v = plan.tensors[t];
+    if (v.home != TensorHome::View && v.home != TensorHome::Alias) continue;
+    v.live_begin = plan.tensors[storage(t)].live_begin;
+    v.live_end = plan.tensors[storage(t)].live_end;
+  }
 }
 
 /// First-fit placement, largest first. Returns the total bytes.

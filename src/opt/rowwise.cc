@@ -12,7 +12,10 @@ bool is_elementwise_or_chain(OpKind k) {
 }
 
 /// A reduction of the last dim to one value per row (the reductions a row-wise kernel does).
-bool last_dim_reduction(const BlockOp& op, int rank) {
+bool last_dim_reduction(const BlockGraph& g, const BlockOp& op) {
+  if (op.inputs.empty()) return false;
+  const Shape& in = g.tensor(op.inputs[0]).shape;
+  const int rank = in.rank();
   const ReductionInfo* r = op_reduction(op.kind);
   if (!r) return false;
   switch (op_category(op.kind)) {
@@ -20,9 +23,10 @@ bool last_dim_reduction(const BlockOp& op, int rank) {
       return op.attrs.dim == rank - 1 && op.attrs.to == 1;
     case Category::Norm:
       return op.attrs.dim == rank - 1;
-    case Category::Accum:
-      return op.kind != OpKind::AccumSumToDimx;
-    case Category::Scan:
+    case Category::Accum:  // with F = 1 an accumulator's shift (if any) cancels out
+      return reduction_shape(op, in).to == 1;
+    case Category::Scan:  // with F = 1 a running reduction is the reduction itself
+      return true;
     case Category::Source:
     case Category::Sink:
     case Category::Customized:
@@ -55,9 +59,10 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   bool any_block_reduction = false;
   for (const BlockOp& op : g.ops()) {
     const Category cat = op_category(op.kind);
+    // accum and accum_rescale of one iteration are their input.
+    const bool identity_accum = cat == Category::Accum && !op_reduction(op.kind);
     const bool ok = cat == Category::Source || cat == Category::Sink ||
-                    is_elementwise_or_chain(op.kind) || op.kind == OpKind::AccumSum ||
-                    last_dim_reduction(op, rank);
+                    is_elementwise_or_chain(op.kind) || identity_accum || last_dim_reduction(g, op);
     if (!ok) return make_error(std::string("rowwise: op ") + std::string(op_name(op.kind)));
     if (op.output >= 0) {
       const Shape& s = g.tensor(op.output).shape;
@@ -67,21 +72,31 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
       const Shape& s = g.tensor(x).shape;
       if (s != L.full && s != row_shape) return make_error("rowwise: operand " + s.str());
     }
-    if (last_dim_reduction(op, rank) && g.tensor(op.inputs[0]).shape != L.full)
+    if (last_dim_reduction(g, op) && g.tensor(op.inputs[0]).shape != L.full)
       return make_error("rowwise: reduction of a reduced tensor");
-    any_block_reduction = any_block_reduction || last_dim_reduction(op, rank);
+    any_block_reduction = any_block_reduction || last_dim_reduction(g, op);
   }
   // Chunk width: 16 bytes of the narrowest type, dividing every device row.
   int min_esize = 4;
   for (DType t : plan.input_dtypes) min_esize = std::min(min_esize, dtype_size(t));
   for (DType t : plan.output_dtypes) min_esize = std::min(min_esize, dtype_size(t));
   L.vec = 16 / min_esize;
+  // Inputs read in place through kernel-level views: rows of the device tensor holding them,
+  // from a column offset.
+  auto input_view = [&](int i) -> const InputView* {
+    return plan.input_views.empty() || !plan.input_views[i] ? nullptr : &*plan.input_views[i];
+  };
+  for (int i = 0; i < g.num_inputs(); ++i)
+    if (input_view(i) && input_view(i)->map.transposed)
+      return make_error("rowwise: input " + std::to_string(i) + " is a transposed view");
   auto fits = [&](int64_t v) {
     if (L.cols % v != 0) return false;
     for (int i = 0; i < g.num_inputs(); ++i) {
-      const Shape& d = g.input_shape(i);
+      const InputView* view = input_view(i);
+      const Shape& d = view ? view->storage : g.input_shape(i);
+      const int64_t col = view && !view->map.origin.empty() ? view->map.origin.back() : 0;
       const Shape& tile = g.tensor(g.op(g.input_op(i)).output).shape;
-      if (tile == L.full && d[d.rank() - 1] % v != 0) return false;
+      if (tile == L.full && (d[d.rank() - 1] % v != 0 || col % v != 0)) return false;
     }
     for (int i = 0; i < g.num_outputs(); ++i) {
       const Shape& d = g.output_shape(i);

@@ -32,15 +32,18 @@ bool finalize_in_two_steps(const KernelPlan& plan) {
     if (op_category(op.kind) != Category::Accum) continue;
     if (plan.groups > 1 && plan.tensors[op.output].group_private) return true;
     // Partials flushed from registers must all land before the mean / rms is taken.
-    if (plan.ops[i].register_accum &&
-        (op.kind == OpKind::AccumMeanLd || op.kind == OpKind::AccumRmsLd))
-      return true;
+    if (plan.ops[i].register_accum && accum_finalizes(op.kind)) return true;
   }
   return false;
 }
 
+bool rescales(OpKind kind) {
+  return op_category(kind) == Category::Accum && op_info(kind).arity == 2;
+}
+
 bool accum_finalizes(OpKind kind) {
-  return kind == OpKind::AccumMeanLd || kind == OpKind::AccumRmsLd;
+  const ReductionInfo* r = op_reduction(kind);
+  return r && op_category(kind) == Category::Accum && r->finalize != Finalize::None;
 }
 
 StepTwo finalize_step_two(const KernelPlan& plan, int i) {
@@ -124,8 +127,11 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
         p.level = plan.ops[src].phase == Phase::Loop ? plan.ops[src].level : 1;
       else if (p.rowsum_of >= 0)
         p.level = plan.ops[p.rowsum_of].level;
-      else
-        p.level = (p.in_place ? 0 : 1) + ready_level(op.inputs[0], Phase::Loop);
+      else {
+        int ready = 0;
+        for (int t : op.inputs) ready = std::max(ready, ready_level(t, Phase::Loop));
+        p.level = (p.in_place ? 0 : 1) + ready;
+      }
       continue;
     }
     // Compute op (including thread graphs).
@@ -144,6 +150,7 @@ Result<KernelPlan> schedule_block_ops(KernelPlan plan) {
     p.level = p.inline_into >= 0 || p.in_place ? level : level + 1;
     if (p.host >= 0) p.level = plan.ops[p.host].level;
     if (p.chain_from >= 0) p.level = plan.ops[p.chain_from].level;
+    if (p.scan_of >= 0) p.level = plan.ops[p.scan_of].level;
   }
   for (auto& phase_levels : plan.levels) phase_levels.clear();
   for (int i = 0; i < n; ++i) {
@@ -212,7 +219,8 @@ Result<KernelPlan> inline_elementwise_ops(KernelPlan plan) {
     if (is_elementwise_or_chain(user.kind))
       ok = g.tensor(user.output).shape == g.tensor(op.output).shape;
     else
-      ok = user.kind == OpKind::Output || user.kind == OpKind::AccumSum;
+      ok = user.kind == OpKind::Output || user.kind == OpKind::AccumSum ||
+           (rescales(user.kind) && user.inputs[0] == op.output && user.inputs[1] != op.output);
     if (ok) p.inline_into = cons[0];
   }
   return plan;
