@@ -31,6 +31,7 @@ std::string BlockGraph::where(int op_id, OpKind kind) const {
 Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int fmap) {
   int op_id = static_cast<int>(ops_.size());
   std::string at = where(op_id, OpKind::Input) + ", input " + std::to_string(num_inputs());
+  if (Status st = kernel_shape.check(); !st.ok()) return make_error(at + ": " + st.error().message);
   Shape tile = kernel_shape;
   bool used[kMaxRank] = {false, false, false, false};
   for (int a = 0; a < 3; ++a) {
@@ -171,8 +172,10 @@ Result<int> BlockGraph::add_output(int tensor, GridMap omap) {
     if (used[d])
       return make_error(at + ": omap maps two grid axes to dim " + std::to_string(d));
     used[d] = true;
-    full[d] *= grid_[a];
+    full[d] = saturating_mul(full[d], grid_[a]);
   }
+  if (Status st = full.check(); !st.ok())
+    return make_error(at + ": saved tensor " + st.error().message);
   OpAttrs attrs;
   attrs.omap = omap;
   ops_.push_back({OpKind::Output, {tensor}, -1, attrs, {}});

@@ -34,9 +34,14 @@ Result<int> checked_dim(OpKind kind, const Shape& s, int dim) {
   return *d;
 }
 
-}  // namespace
+/// The result shape when it is within the bounds of Shape::check, else an error naming the op.
+Result<Shape> bounded(OpKind kind, const Shape& s) {
+  Status st = s.check();
+  if (!st.ok()) return make_error(named(kind) + ": result " + st.error().message);
+  return s;
+}
 
-Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& attrs) {
+Result<Shape> compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& attrs) {
   const OpInfo& info = op_info(kind);
   if (info.arity >= 0 && static_cast<int>(in.size()) != info.arity)
     return make_error(named(kind) + " takes " + std::to_string(info.arity) + " input(s), got " +
@@ -85,7 +90,7 @@ Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpA
   }
 }
 
-Result<Shape> infer_accum_shape(OpKind kind, const Shape& in, int forloop, OpAttrs& attrs) {
+Result<Shape> accum_shape(OpKind kind, const Shape& in, int forloop, OpAttrs& attrs) {
   if (op_category(kind) != Category::Accum) return make_error(named(kind) + " is not an accumulator");
   if (attrs.fmap != kReplicate) {
     STRATA_ASSIGN_OR_RETURN(attrs.fmap, checked_dim(kind, in, attrs.fmap));
@@ -97,7 +102,7 @@ Result<Shape> infer_accum_shape(OpKind kind, const Shape& in, int forloop, OpAtt
   int last = in.rank() - 1;
   switch (kind) {
     case OpKind::AccumSum:
-      if (attrs.fmap != kReplicate) out[attrs.fmap] = in[attrs.fmap] * forloop;
+      if (attrs.fmap != kReplicate) out[attrs.fmap] = saturating_mul(in[attrs.fmap], forloop);
       return out;
     case OpKind::AccumSumLd:
     case OpKind::AccumMeanLd:
@@ -113,6 +118,18 @@ Result<Shape> infer_accum_shape(OpKind kind, const Shape& in, int forloop, OpAtt
     default:
       return make_error(named(kind) + " is not an accumulator");
   }
+}
+
+}  // namespace
+
+Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& attrs) {
+  STRATA_ASSIGN_OR_RETURN(Shape out, compute_shape(kind, in, attrs));
+  return bounded(kind, out);
+}
+
+Result<Shape> infer_accum_shape(OpKind kind, const Shape& in, int forloop, OpAttrs& attrs) {
+  STRATA_ASSIGN_OR_RETURN(Shape out, accum_shape(kind, in, forloop, attrs));
+  return bounded(kind, out);
 }
 
 Result<Shape> infer_thread_graph_shape(const std::vector<ThreadStep>& chain,
