@@ -137,7 +137,7 @@ Result<Json> read_checked_json(const std::string& path, std::string_view format,
   if (!doc.is_object() || !f || !f->is_string() || f->get<std::string>() != format)
     return make_error(path + ": not a " + std::string(format) + " document");
   const Json* v = field("version");
-  if (!v || !v->is_number_integer() || v->get<int>() != kEnvelopeVersion)
+  if (!v || !json_int(*v, "version", kEnvelopeVersion, kEnvelopeVersion).ok())
     return make_error(path + ": unsupported version (expected " + std::to_string(kEnvelopeVersion) +
                       ")");
   const Json* k = field("key");
