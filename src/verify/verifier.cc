@@ -8,6 +8,7 @@
 
 #include "interp/executor.h"
 #include "interp/ops.h"
+#include "strata/interpreter.h"
 #include "util/parallel.h"
 #include "verify/analysis.h"
 #include "verify/demand.h"
@@ -166,6 +167,7 @@ struct EquivalenceChecker::State {
 
 Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
                                                     const VerifyOptions& opts) {
+  STRATA_RETURN_IF_ERROR(check_host_size(program, sizeof(ff::F2)));
   auto s = std::make_shared<State>();
   STRATA_ASSIGN_OR_RETURN(s->analysis, verify::analyze_graph(program));
   s->program = program;
