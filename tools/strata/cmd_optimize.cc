@@ -4,9 +4,12 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "command.h"
+#include "graph_args.h"
 #include "input_files.h"
+#include "numeric_flags.h"
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/graph_print.h"
@@ -232,27 +235,34 @@ int run(const Options& o) {
 std::function<int()> setup(CLI::App& app) {
   auto o = std::make_shared<Options>();
   SearchConfig& c = o->config;
-  app.add_option("program", o->program, "program (.strata or μGraph JSON)")->required();
+  app.add_option("program", o->program,
+                 "program (.strata or μGraph JSON; of a search result document, its default "
+                 "entry)")
+      ->required();
   app.add_option("-o,--output", o->output,
                  "write the result (ranked μGraphs, costs, stats) as JSON");
   app.add_option("--threads", c.threads, "worker threads (0 = all cores)")
       ->default_val(0)
-      ->check(CLI::NonNegativeNumber);
+      ->transform(integer_in(0, kMaxThreads));
   app.add_option("--time-limit", c.time_limit_s, "stop the enumeration after S seconds (0 = none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, 1e9));
   app.add_option("--max-states", c.max_states, "stop after N explored states (0 = none)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--max-kernel-ops", c.max_kernel_ops, "kernel ops per graph")
-      ->default_val(c.max_kernel_ops);
+      ->transform(integer_in(0, std::numeric_limits<int64_t>::max()));
+  app.add_option("--max-kernel-ops", c.max_kernel_ops, "kernel ops per graph, 1 to 8")
+      ->default_val(c.max_kernel_ops)
+      ->transform(integer_in(1, 8));
   app.add_option("--max-block-ops", c.max_block_ops,
-                 "ops per block graph (input iterators, compute ops, accumulators)")
-      ->default_val(c.max_block_ops);
+                 "ops per block graph (input iterators, compute ops, accumulators), 2 to 16")
+      ->default_val(c.max_block_ops)
+      ->transform(integer_in(2, 16));
   app.add_flag_callback(
       "--no-abstract-pruning", [o] { o->config.abstract_pruning = false; },
       "do not prune by abstract subexpressions");
   app.add_option("--target", c.target, "GPU of the cost model: h100, h200 or a100")
       ->default_val(c.target);
-  app.add_option("--top", c.top_k, "candidates to verify and report")->default_val(c.top_k);
+  app.add_option("--top", c.top_k, "candidates to verify and report, 1 to 1000")
+      ->default_val(c.top_k)
+      ->transform(integer_in(1, 1000));
   app.add_flag("--resume", c.resume, "continue from the checkpoint of a stopped run");
   app.add_flag("--quiet", c.quiet, "no progress line");
   app.add_flag_callback(
@@ -270,9 +280,9 @@ std::function<int()> setup(CLI::App& app) {
                  "directory with <input name>.f64 files (raw little-endian float64) to profile "
                  "with on the GPU, e.g. from `python3 bench/benchmarks.py inputs KEY DIR` "
                  "(default: uniform random inputs)");
-  app.add_option("--input-scale", o->input_scale,
-                 "random profiling inputs are uniform in ±scale")
-      ->default_val(o->input_scale);
+  app.add_option("--input-scale", o->input_scale, "random profiling inputs are uniform in ±scale")
+      ->default_val(o->input_scale)
+      ->check(number_in(0, 1e30, true));
   app.add_flag_callback(
       "--no-cache", [o] { o->config.use_cache = false; },
       "neither read nor write the result cache");
