@@ -387,6 +387,29 @@ TEST_F(Cli, HugeShapes) {
   expect_check_fails(over, {"inputs[0].shape", "more than 2^48 elements"});
 }
 
+// The emitter's tilings enumerate divisors of extents; with extents up to 2^48 that must not
+// take one step per unit (a [64, 2^40] operand used to keep `emit` busy for hours). The time
+// limit only catches a hang: the command answers in milliseconds.
+TEST_F(Cli, EmitOfHugeExtentsAnswers) {
+  std::string g = file("wide.json", R"({
+  "inputs": [{"name": "X", "shape": [16, 64]}, {"name": "W", "shape": [64, 1099511627776]}],
+  "ops": [{"op": "customized", "inputs": ["X", "W"], "outputs": ["O"],
+    "block_graph": {"grid": [1, 1, 1], "block": 128, "forloop": 1, "ops": [
+      {"op": "input", "input": 0, "imap": [null, null, null], "output": "Xi"},
+      {"op": "input", "input": 1, "imap": [null, null, null], "output": "Wi"},
+      {"op": "matmul", "inputs": ["Xi", "Wi"], "output": "M"},
+      {"op": "accum", "inputs": ["M"], "output": "A"},
+      {"op": "output", "inputs": ["A"], "omap": [null, null, null]}]}}],
+  "outputs": ["O"]})");
+  fs::path err = dir_ / "stderr.txt";
+  int status = std::system(
+      ("timeout -s KILL 120 '" + bin_ + "' emit '" + g + "' >/dev/null 2>'" + err.string() + "'")
+          .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << read_file(err);  // 137 when killed
+  EXPECT_NE(read_file(err).find("shared memory"), std::string::npos) << read_file(err);
+}
+
 TEST_F(Cli, DeadTensorsAreWarnedAbout) {
   std::string p = file("dead.strata", replaced(kProgram, "output O", "Z = exp(X)\noutput O"));
   RunResult r = strata("check '" + p + "'");
