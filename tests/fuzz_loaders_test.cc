@@ -258,18 +258,29 @@ TEST(FuzzLoaders, MutatedCheckpointsAreUsedOrReported) {
   config.resume = true;
   config.max_states = 10;
   const KernelGraph& program = seeds().program();
+  int64_t used = 0, ignored = 0;
   for (int64_t i = 0; i < runs; ++i) {
     std::string mutant = mutate(m, ckpt);
     dump_input(mutant);
     spit(config.checkpoint_path, mutant);
     Problems p = fuzz::guarded("checkpoint", [&](Problems& out) {
       auto r = superoptimize(program, config);
-      if (!r.ok())
+      if (!r.ok()) {
         out.push_back("resuming failed instead of ignoring the checkpoint: " + r.error().message);
+        return;
+      }
+      bool reported = false;
+      for (const std::string& n : r->notes)
+        reported = reported || n.rfind("checkpoint ignored", 0) == 0;
+      ++(reported ? ignored : used);
     });
     ASSERT_TRUE(p.empty()) << "seed " << seed << ", run " << i << ": " << p.front() << "\ninput:\n"
                            << mutant.substr(0, 4000);
   }
+  std::printf("fuzz: seed %llu, %lld checkpoints: %lld resumed from, %lld reported and ignored\n",
+              static_cast<unsigned long long>(seed), static_cast<long long>(runs),
+              static_cast<long long>(used), static_cast<long long>(ignored));
+  EXPECT_GT(ignored, 0);  // the mutations reach the checks
 }
 
 /// Runs the binary on `args` with a time limit; returns the exit code, or -signal.
@@ -292,6 +303,7 @@ TEST(FuzzLoaders, TheToolExitsZeroOneOrTwoOnMutants) {
   const fs::path dir = seeds().dir();
   const fs::path err = dir / "stderr.txt";
   const auto& all = seeds().all();
+  std::map<int, int64_t> codes;  // exit code → commands
   for (int64_t i = 0; i < runs; ++i) {
     const Seed& s = all[m.pick(all.size())];
     if (s.kind == Seed::Cache) continue;  // the tool reads cache entries only inside optimize
@@ -316,8 +328,13 @@ TEST(FuzzLoaders, TheToolExitsZeroOneOrTwoOnMutants) {
           << "strata " << args << " exited with " << code << " (seed " << seed << ", run " << i
           << ", from " << s.name << ")\nstderr: " << slurp(err) << "\ninput:\n"
           << text.substr(0, 4000);
+      ++codes[code];
     }
   }
+  std::printf("fuzz: seed %llu, %lld mutants: exit 0: %lld, 1: %lld, 2: %lld commands\n",
+              static_cast<unsigned long long>(seed), static_cast<long long>(runs),
+              static_cast<long long>(codes[0]), static_cast<long long>(codes[1]),
+              static_cast<long long>(codes[2]));
 }
 
 }  // namespace
