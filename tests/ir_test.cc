@@ -332,6 +332,21 @@ TEST(JsonReader, IntegersAreRangeCheckedNeverTruncated) {
   }
 }
 
+// Strings of a document are quoted in messages with their control characters escaped, so a
+// file cannot write raw newlines or terminal escapes into the tool's error output.
+TEST(JsonReader, MessagesEscapeStringsFromTheDocument) {
+  Json doc = reader_doc();
+  doc["ops"][1]["inputs"][0] = "O\n\u001b[31mred";
+  std::string e = read_error(doc);
+  EXPECT_TRUE(mentions(e, "ops[1].inputs[0]: unknown tensor `O\\n\\u001b[31mred`")) << e;
+  EXPECT_FALSE(mentions(e, "\n")) << e;
+  doc = reader_doc();
+  doc["ops"][1]["op"] = std::string(200, 'x');
+  e = read_error(doc);
+  EXPECT_TRUE(mentions(e, "unknown op `xxxx")) << e;
+  EXPECT_LT(e.size(), 120u) << e;
+}
+
 TEST(JsonText, NestingIsLimitedBeforeTheDocumentIsBuilt) {
   for (size_t depth : {65u, 80000u}) {
     std::string text = "{\"inputs\": " + std::string(depth, '[') + std::string(depth, ']') + "}";

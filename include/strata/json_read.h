@@ -39,6 +39,9 @@ std::string_view skip_utf8_bom(std::string_view text);
 
 /// A short rendering of a value for messages (at most about 60 characters).
 std::string json_brief(const Json& v);
+/// A string from a document, fit to quote in a message: escaped as in JSON (no raw control
+/// characters reach a terminal) and shortened like json_brief, without the quotes.
+std::string json_quote(const std::string& s);
 
 /// The member `key` of object `obj` at `path`; an error if `obj` is not an object or lacks it.
 Result<const Json*> json_member(const Json& obj, const char* key, const std::string& path);

@@ -139,7 +139,7 @@ Result<OpKind> read_kind(const Json& j, const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(const Json* o, json_member(j, "op", path));
   STRATA_ASSIGN_OR_RETURN(std::string name, json_string(*o, path + ".op"));
   auto k = parse_op_kind(name);
-  if (!k) return at(path + ".op", "unknown op `" + name + "`");
+  if (!k) return at(path + ".op", "unknown op `" + json_quote(name) + "`");
   return *k;
 }
 
@@ -153,7 +153,7 @@ Result<std::vector<int>> read_refs(const Json& j, const std::map<std::string, in
     std::string p = path + ".inputs[" + std::to_string(i) + "]";
     STRATA_ASSIGN_OR_RETURN(std::string n, json_string((*ins)[i], p));
     auto it = names.find(n);
-    if (it == names.end()) return at(p, "unknown tensor `" + n + "`");
+    if (it == names.end()) return at(p, "unknown tensor `" + json_quote(n) + "`");
     out.push_back(it->second);
   }
   return out;
@@ -391,7 +391,9 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
     if (auto it = in.find("dtype"); it != in.end()) {
       STRATA_ASSIGN_OR_RETURN(std::string dn, json_string(*it, p + ".dtype"));
       auto d = parse_dtype(dn);
-      if (!d) return at(p + ".dtype", "unknown dtype `" + dn + "` (expected f16, bf16 or f32)");
+      if (!d)
+        return at(p + ".dtype",
+                  "unknown dtype `" + json_quote(dn) + "` (expected f16, bf16 or f32)");
       dt = *d;
     }
     STRATA_RETURN_IF_ERROR(bind_name(names, name, -1, p + ".name"));
@@ -445,7 +447,7 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
     std::string p = origin + ": outputs[" + std::to_string(i) + "]";
     STRATA_ASSIGN_OR_RETURN(std::string n, json_string((*outs)[i], p));
     auto it = names.find(n);
-    if (it == names.end()) return at(p, "unknown tensor `" + n + "`");
+    if (it == names.end()) return at(p, "unknown tensor `" + json_quote(n) + "`");
     auto st = g.mark_output(it->second);
     if (!st.ok()) return at(p, st.error().message);
   }

@@ -116,6 +116,12 @@ std::string json_brief(const Json& v) {
   return s;
 }
 
+std::string json_quote(const std::string& s) {
+  std::string q = json_brief(Json(s));
+  if (q.size() >= 2 && q.front() == '"' && q.back() == '"') return q.substr(1, q.size() - 2);
+  return q.size() > 1 && q.front() == '"' ? q.substr(1) : q;  // shortened: "…..."
+}
+
 Result<const Json*> json_member(const Json& obj, const char* key, const std::string& path) {
   STRATA_ASSIGN_OR_RETURN(const Json* v, json_optional_member(obj, key, path));
   if (!v) return make_error(path + ": missing key \"" + key + "\"");

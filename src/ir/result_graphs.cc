@@ -16,7 +16,7 @@ const Json* find_graph(const Json& v, std::string& path) {
   if (is_mugraph_document(v)) return &v;
   if (!v.is_object()) return nullptr;
   for (auto it = v.begin(); it != v.end(); ++it) {
-    std::string sub = path + "." + it.key();
+    std::string sub = path + "." + json_quote(it.key());
     if (const Json* g = find_graph(it.value(), sub)) {
       path = sub;
       return g;
