@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "strata/graph_io.h"
+#include "strata/graph_json.h"
 
 namespace strata {
 namespace {
@@ -280,6 +281,226 @@ TEST_F(Cli, EquivQuietPrintsNothingOnStderr) {
   EXPECT_TRUE(r.err.empty()) << r.err;
   r = strata("equiv --help");
   EXPECT_NE(r.out.find("--quiet"), std::string::npos) << r.out;
+}
+
+// ---- search result documents: every command that takes a graph takes one ------------------
+
+/// A search result document (the format `strata optimize -o` writes) ranking the reference
+/// μGraph of rmsnorm_small first and the program itself second.
+Json result_document() {
+  auto mugraph = load_graph("examples/reference/rmsnorm_small.json");
+  auto program = load_graph("examples/programs/rmsnorm_small.strata");
+  EXPECT_TRUE(mugraph.ok() && program.ok());
+  Json doc = {
+      {"format", "strata-search-result"}, {"version", 1}, {"best", 0}, {"program_index", 1}};
+  doc["ranked"] = Json::array();
+  doc["ranked"].push_back({{"rank", 0},
+                           {"is_program", false},
+                           {"predicted_us", 3.0},
+                           {"graph", kernel_graph_to_json(*mugraph)}});
+  doc["ranked"].push_back({{"rank", 1},
+                           {"is_program", true},
+                           {"predicted_us", 9.0},
+                           {"graph", kernel_graph_to_json(*program)}});
+  return doc;
+}
+
+TEST_F(Cli, EveryGraphCommandTakesAResultDocument) {
+  std::string r = file("r.json", result_document().dump(2));
+  std::string prog = "examples/programs/rmsnorm_small.strata";
+  // default: best (ranked[0], the μGraph); --rank 1: the program
+  RunResult c = strata("check '" + r + "'");
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find(r + ": ranked[0].graph: ok: μGraph with customized kernels"),
+            std::string::npos)
+      << c.out;
+  c = strata("check '" + r + "' --rank 1");
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find(r + ": ranked[1].graph: ok: plain program"), std::string::npos) << c.out;
+  // show, cost, run, equiv, emit
+  RunResult show = strata("show '" + r + "' --json");
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("\"customized\""), std::string::npos);
+  RunResult show1 = strata("show '" + r + "' --rank 1");
+  EXPECT_EQ(show1.code, 0) << show1.err;
+  EXPECT_EQ(show1.out.find("customized"), std::string::npos) << show1.out;
+  RunResult cost = strata("cost '" + r + "' --json");
+  EXPECT_EQ(cost.code, 0) << cost.err;
+  EXPECT_NE(cost.out.find("customized"), std::string::npos) << cost.out;
+  RunResult run0 = strata("run '" + r + "' --seed 3");
+  RunResult run1 = strata("run '" + r + "' --seed 3 --rank 1");
+  RunResult runp = strata("run " + prog + " --seed 3");
+  EXPECT_EQ(run0.code, 0) << run0.err;
+  EXPECT_EQ(run1.code, 0) << run1.err;
+  EXPECT_NE(run1.out.find("ranked[1].graph: reference interpreter"), std::string::npos) << run1.out;
+  // the same program: the same checksums after the first line
+  EXPECT_EQ(run1.out.substr(run1.out.find('\n')), runp.out.substr(runp.out.find('\n')));
+  RunResult eq = strata("equiv " + prog + " '" + r + "'");
+  EXPECT_EQ(eq.code, 0) << eq.err;
+  EXPECT_NE(eq.out.find("equivalent"), std::string::npos) << eq.out;
+  EXPECT_EQ(strata("equiv " + prog + " '" + r + "' --rank 1").code, 0);
+  RunResult emit = strata("emit '" + r + "'");
+  EXPECT_EQ(emit.code, 0) << emit.err;
+  EXPECT_NE(emit.out.find("__global__"), std::string::npos);
+  // profile loads the result (and --rank) before it looks for a GPU
+  RunResult prof = strata("profile '" + r + "' --rank 7");
+  EXPECT_EQ(prof.code, 2) << prof.err;
+  // --rank beyond the list, and --rank for files that are not results
+  RunResult far = strata("check '" + r + "' --rank 2");
+  EXPECT_EQ(far.code, 2);
+  EXPECT_NE(far.err.find(r + ": --rank 2: the document ranks 2 graph(s) (ranks 0 to 1)"),
+            std::string::npos)
+      << far.err;
+  RunResult not_result = strata("check " + prog + " --rank 0");
+  EXPECT_EQ(not_result.code, 2);
+  EXPECT_NE(not_result.err.find("--rank 0 selects an entry of a search result document, but " +
+                                prog + " is not one"),
+            std::string::npos)
+      << not_result.err;
+}
+
+TEST_F(Cli, TheProfiledFastestEntryIsTheDefault) {
+  Json doc = result_document();
+  doc["gpu_profile"] = {{"fastest", 1}, {"fastest_variant", "groups=4"}};
+  std::string r = file("r.json", doc.dump());
+  RunResult c = strata("check '" + r + "'");
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("ranked[1].graph: ok: plain program"), std::string::npos) << c.out;
+  EXPECT_EQ(strata("check '" + r + "' --rank 0").out.find("ranked[1]"), std::string::npos);
+  doc["gpu_profile"]["fastest"] = nullptr;  // no correct candidate: back to best
+  c = strata("check '" + file("r2.json", doc.dump()) + "'");
+  EXPECT_NE(c.out.find("ranked[0].graph: ok"), std::string::npos) << c.out;
+}
+
+// ---- inputs at the edges ---------------------------------------------------------------
+
+TEST_F(Cli, DirectoryIsNotAProgram) {
+  fs::create_directories(dir_ / "prog.strata");
+  expect_check_fails((dir_ / "prog.strata").string(), {"is a directory; expected a file"});
+}
+
+TEST_F(Cli, ByteOrderMarkIsSkipped) {
+  RunResult t =
+      strata("check '" + file("bom.strata", "\xEF\xBB\xBF" + std::string(kProgram)) + "'");
+  EXPECT_EQ(t.code, 0) << t.err;
+  RunResult j = strata("check '" + file("bom.json", "\xEF\xBB\xBF" + std::string(kMuGraph)) + "'");
+  EXPECT_EQ(j.code, 0) << j.err;
+}
+
+TEST_F(Cli, BadNumbersInJsonAreBadInput) {
+  std::string big = file("big.json", replaced(kMuGraph, "\"forloop\": 64", "\"forloop\": 1e400"));
+  expect_check_fails(big, {big + ":9:52: invalid JSON: number 1e400 is out of range"});
+  std::string wrap =
+      file("wrap.json", replaced(kMuGraph, "\"grid\": [96, 1, 1]", "\"grid\": [4294967392, 1, 1]"));
+  expect_check_fails(wrap, {"ops[0].block_graph.grid[0]: 4294967392 is out of range"});
+  std::string empty =
+      file("empty.json", replaced(kMuGraph, "\"outputs\": [\"O\"],", "\"outputs\": [],"));
+  expect_check_fails(empty, {"ops[0].outputs: the block graph has 1 output saver(s)"});
+  std::string deep =
+      file("deep.json", "{\"inputs\": " + std::string(80000, '[') + std::string(80000, ']') + "}");
+  expect_check_fails(deep, {deep + ":1:75: invalid JSON: arrays and objects nested more than 64"});
+}
+
+// Shapes within the 2^48 bound load; evaluating them on the CPU needs more memory than a host
+// has, which is reported (exit 2) instead of crashing; the cost model stays non-negative.
+TEST_F(Cli, HugeShapes) {
+  const std::string huge = "input X: f16[16777216, 16777216]\nY = exp(X)\noutput Y\n";
+  std::string p = file("huge.strata", huge);
+  EXPECT_EQ(strata("check '" + p + "'").code, 0);
+  RunResult run = strata("run '" + p + "'");
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("host memory"), std::string::npos) << run.err;
+  RunResult eq = strata("equiv '" + p + "' '" + p + "'");
+  EXPECT_EQ(eq.code, 2) << eq.err;
+  RunResult cost = strata("cost '" + p + "' --json");
+  ASSERT_EQ(cost.code, 0) << cost.err;
+  Json c = Json::parse(cost.out);
+  for (const char* key : {"load_bytes", "store_bytes", "blocks", "predicted_us"})
+    EXPECT_GT(c["kernels"][0][key].get<double>(), 0) << key << ": " << cost.out;
+  EXPECT_EQ(c["kernels"][0]["load_bytes"], int64_t{1} << 49);  // 2^48 f16 elements
+  std::string over = file("over.json", replaced(kMuGraph, "\"shape\": [16, 4096]",
+                                                "\"shape\": [4294967296, 4294967296]"));
+  expect_check_fails(over, {"inputs[0].shape", "more than 2^48 elements"});
+}
+
+// The emitter's tilings enumerate divisors of extents; with extents up to 2^48 that must not
+// take one step per unit (a [64, 2^40] operand used to keep `emit` busy for hours). The time
+// limit only catches a hang: the command answers in milliseconds.
+TEST_F(Cli, EmitOfHugeExtentsAnswers) {
+  std::string g = file("wide.json", R"({
+  "inputs": [{"name": "X", "shape": [16, 64]}, {"name": "W", "shape": [64, 1099511627776]}],
+  "ops": [{"op": "customized", "inputs": ["X", "W"], "outputs": ["O"],
+    "block_graph": {"grid": [1, 1, 1], "block": 128, "forloop": 1, "ops": [
+      {"op": "input", "input": 0, "imap": [null, null, null], "output": "Xi"},
+      {"op": "input", "input": 1, "imap": [null, null, null], "output": "Wi"},
+      {"op": "matmul", "inputs": ["Xi", "Wi"], "output": "M"},
+      {"op": "accum", "inputs": ["M"], "output": "A"},
+      {"op": "output", "inputs": ["A"], "omap": [null, null, null]}]}}],
+  "outputs": ["O"]})");
+  fs::path err = dir_ / "stderr.txt";
+  int status = std::system(
+      ("timeout -s KILL 120 '" + bin_ + "' emit '" + g + "' >/dev/null 2>'" + err.string() + "'")
+          .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << read_file(err);  // 137 when killed
+  EXPECT_NE(read_file(err).find("shared memory"), std::string::npos) << read_file(err);
+}
+
+TEST_F(Cli, DeadTensorsAreWarnedAbout) {
+  std::string p = file("dead.strata", replaced(kProgram, "output O", "Z = exp(X)\noutput O"));
+  RunResult r = strata("check '" + p + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("strata: warning: " + p +
+                       ": tensor `Z` (computed by kernel op #4, exp) is never used and is not an "
+                       "output"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(strata("check '" + file("live.strata", kProgram) + "'").err.empty());
+}
+
+// Numeric flags are validated: a negative, malformed, non-finite or out-of-range value is a
+// bad argument that names the flag, never a wrapped value or a 300-digit bound.
+TEST_F(Cli, NumericFlagsAreValidated) {
+  std::string p = file("rms.strata", kProgram);
+  for (const std::string& args :
+       {"optimize '" + p + "' --time-limit -1", "optimize '" + p + "' --time-limit nan",
+        "optimize '" + p + "' --threads -1", "optimize '" + p + "' --top 0",
+        "optimize '" + p + "' --max-states -3", "optimize '" + p + "' --max-kernel-ops 99",
+        "optimize '" + p + "' --max-block-ops 4294967298", "run '" + p + "' --seed -1",
+        "run '" + p + "' --seed 18446744073709551616", "run '" + p + "' --threads 4294967297",
+        "equiv '" + p + "' '" + p + "' --target 3", "equiv '" + p + "' '" + p + "' --trials -2",
+        "equiv '" + p + "' '" + p + "' --seed 1.5", "emit '" + p + "' --threads -32",
+        "profile '" + p + "' --top 0", "profile '" + p + "' --runs 0",
+        "check '" + p + "' --rank -1", "cost '" + p + "' --target tpu"}) {
+    RunResult r = strata(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    std::string flag = args.substr(args.rfind(" --") + 1);
+    flag = flag.substr(0, flag.find(' '));
+    EXPECT_NE(r.err.find(flag == "--target" && args.rfind("cost", 0) == 0 ? "tpu" : flag),
+              std::string::npos)
+        << args << "\n"
+        << r.err;
+    EXPECT_LT(r.err.size(), 400u) << r.err;
+  }
+  // run --seed: "010" is ten, not octal eight
+  RunResult a = strata("run '" + p + "' --seed 010");
+  RunResult b = strata("run '" + p + "' --seed 10");
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+// No GPU is an environment condition, not an internal error: `device` and `profile` exit 1.
+TEST_F(Cli, NoGpuIsNotAnInternalError) {
+  RunResult d = strata("device");
+  EXPECT_TRUE(d.code == 0 || d.code == 1) << d.code << d.err;
+  std::string p = file("rms.strata", kProgram);
+  RunResult prof = strata("profile '" + p + "'");
+  if (d.code == 1) {
+    EXPECT_EQ(prof.code, 1) << prof.err;
+    EXPECT_NE(prof.err.find("GPU"), std::string::npos) << prof.err;
+  } else {
+    EXPECT_NE(prof.code, 3) << prof.err;
+  }
 }
 
 TEST_F(Cli, Help) {

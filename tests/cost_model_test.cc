@@ -5,10 +5,12 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "strata/cost_model.h"
@@ -234,6 +236,47 @@ TEST(CostModel, LoopInvariantTilesAreHoisted) {
   EXPECT_EQ(k.smem_bytes, 1024 * 2 + 1024 * 4 * 2 + 1024 * 2 + 1024 * 4);
   // Without dtypes the estimate assumes 2-byte tiles.
   EXPECT_EQ(block_smem_bytes(b), 1024 * 2 + 1024 * 2 * 2 + 1024 * 2 + 1024 * 4);
+}
+
+// Tensors may have up to 2^48 elements (shape.h); trip counts times tile bytes go far beyond
+// 64 bits. Every count saturates instead of wrapping negative or dividing by zero.
+TEST(CostModel, HugeGraphsSaturateInsteadOfOverflowing) {
+  const int64_t e24 = int64_t{1} << 24;
+  // 2^24 blocks, each reading the whole of X (replicated: 2^48 elements, 2^49 bytes).
+  BlockGraph b = *BlockGraph::make({1 << 24, 1, 1}, 128, 1);
+  int x = *b.add_input(Shape{e24, e24}, kAllReplicated, kReplicate);
+  int w = *b.add_input(Shape{e24, e24}, {0, kReplicate, kReplicate}, kReplicate);
+  (void)x;
+  int acc = *b.add_op(OpKind::AccumSum, {w});
+  ASSERT_TRUE(b.add_output(acc, {0, kReplicate, kReplicate}).ok());
+  KernelGraph g;
+  int tx = *g.add_input("X", Shape{e24, e24}, DType::f16);
+  int tw = *g.add_input("W", Shape{e24, e24}, DType::f16);
+  auto outs = g.add_customized({tx, tw}, b, {"O"});
+  ASSERT_TRUE(outs.ok()) << outs.error().message;
+  // A predefined matmul of two 2^48-element operands, and a huge elementwise op.
+  int m = *g.add_op(OpKind::Matmul, {tx, tw}, {}, "M");
+  int e = *g.add_op(OpKind::Exp, {m}, {}, "E");
+  ASSERT_TRUE(g.mark_output((*outs)[0]).ok());
+  ASSERT_TRUE(g.mark_output(e).ok());
+  for (const Target& t : known_targets()) {
+    GraphCost c = estimate_cost(g, t);
+    ASSERT_EQ(c.kernels.size(), 3u);
+    for (const KernelCost& k : c.kernels) {
+      EXPECT_GE(k.load_bytes, 0) << k.label;
+      EXPECT_GE(k.l2_bytes, 0) << k.label;
+      EXPECT_GE(k.store_bytes, 0) << k.label;
+      EXPECT_GE(k.smem_bytes, 0) << k.label;
+      EXPECT_GE(k.blocks, 1) << k.label;
+      EXPECT_TRUE(std::isfinite(k.predicted_s) && k.predicted_s > 0) << k.label;
+    }
+    // X alone is 2^49 bytes read by 2^24 blocks: the count saturates.
+    EXPECT_EQ(c.kernels[0].load_bytes, std::numeric_limits<int64_t>::max());
+    // Per block: X whole (2^49 B), a W tile (2^25 B), the f32 accumulator (2^26 B).
+    EXPECT_EQ(c.kernels[0].smem_bytes,
+              (int64_t{1} << 49) + (int64_t{1} << 25) + (int64_t{1} << 26));
+    EXPECT_TRUE(std::isfinite(c.predicted_us));
+  }
 }
 
 TEST(CostModel, ElementwiseAndTranscendentalFlops) {

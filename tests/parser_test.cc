@@ -2,6 +2,8 @@
 // one test per kind of bad input (exact location and key words), and random mutations.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <random>
 #include <regex>
 
@@ -456,6 +458,35 @@ TEST(ParserErrors, BadCharactersAndNumbers) {
   // columns count code points: `φ` is one column
   expect_error("# φ\ninput φX: f16[4]\n", 2, 7, {"unexpected character `φ`"});
   expect_error(std::string("input X: f16[4]\x01\n"), 1, 16, {"byte 0x01"});
+}
+
+// A scalar never changes silently: subnormal values are parsed exactly, values that would
+// round to zero or overflow are errors.
+TEST(Parser, SubnormalScalarsAreExact) {
+  for (const char* lit : {"4e-320", "-4.9e-324", "2.2250738585072014e-308", "1e-310", "0e-999"}) {
+    auto g = parse_program(kXW + "O = mul_scalar(X, " + lit + ")\noutput O\n", kFile);
+    ASSERT_TRUE(g.ok()) << lit << ": " << g.error().message;
+    EXPECT_EQ(g->op(2).attrs.scalar, std::strtod(lit, nullptr)) << lit;
+  }
+  auto sub = parse_program(kXW + "O = mul_scalar(X, 4e-320)\noutput O\n", kFile);
+  EXPECT_NE(sub->op(2).attrs.scalar, 0.0);
+}
+
+TEST(ParserErrors, ScalarsThatWouldBecomeZeroOrInfinity) {
+  expect_error(kXW + "O = mul_scalar(X, 1e-400)\noutput O\n", 3, 19,
+               {"number `1e-400` is too small to represent (it would become 0)"});
+  expect_error(kXW + "O = mul_scalar(X, -2e-324)\noutput O\n", 3, 19, {"too small"});
+  expect_error(kXW + "O = mul_scalar(X, 1.8e308)\noutput O\n", 3, 19, {"out of range"});
+}
+
+TEST(Parser, ByteOrderMarkAtTheStartIsSkipped) {
+  auto g = parse_program("\xEF\xBB\xBFinput X: f16[4]\nY = exp(X)\noutput Y\n", kFile);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->tensor_name(g->inputs()[0]), "X");
+  // columns count from after the mark
+  expect_error("\xEF\xBB\xBFinput X: f64[4]\n", 1, 10, {"unknown dtype `f64`"});
+  // elsewhere it is a character like any other
+  expect_error("input X: f16[4]\n\xEF\xBB\xBFY = exp(X)\n", 2, 1, {"unexpected character"});
 }
 
 TEST(ParserErrors, NestingTooDeep) {

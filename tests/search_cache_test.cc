@@ -169,6 +169,59 @@ TEST(SearchCache, CheckedEnvelopeDetectsDamage) {
   EXPECT_EQ(missing.error().message.rfind("missing: ", 0), 0u);
 }
 
+// Cache entries and checkpoints are JSON read by the same parser as every other document: a
+// value nested 80,000 deep (which used to overflow the stack when the payload was hashed) is an
+// error naming the file and the limit, and the envelope's version is never truncated.
+TEST(SearchCache, EnvelopesObeyTheJsonLimits) {
+  fs::path dir = fresh_dir("limits");
+  fs::path p = dir / "doc.json";
+  const std::string deep = std::string(80000, '[') + std::string(80000, ']');
+  spit(p,
+       "{\"format\": \"test-doc\", \"version\": 1, \"key\": \"k\", \"checksum\": \"c\", "
+       "\"payload\": " +
+           deep + "}");
+  auto r = read_checked_json(p.string(), "test-doc", "k", "prog");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find(p.string() + ":1:"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("nested more than 64 deep"), std::string::npos)
+      << r.error().message;
+  ASSERT_TRUE(write_checked_json(p.string(), "test-doc", "k", "prog", Json{{"a", 1}}).ok());
+  std::string text = slurp(p);
+  spit(p, std::string(text).replace(text.find("\"version\":2"), 11, "\"version\":4294967298"));
+  auto v = read_checked_json(p.string(), "test-doc", "k", "prog");
+  ASSERT_FALSE(v.ok());  // 2^32 + 2 is not version 2
+  EXPECT_NE(v.error().message.find("unsupported version"), std::string::npos) << v.error().message;
+  spit(p, "\xEF\xBB\xBF" + text);  // a byte-order mark is skipped
+  EXPECT_TRUE(read_checked_json(p.string(), "test-doc", "k", "prog").ok());
+}
+
+// A checkpoint whose fields have the wrong types (valid checksum) used to throw out of the
+// search; now it is reported and ignored, and the search starts afresh.
+TEST(SearchCache, MalformedCheckpointIsReportedAndIgnored) {
+  fs::path dir = fresh_dir("ckpt");
+  KernelGraph p = rmsnorm_program();
+  SearchConfig config = cached_config(dir).with_cache(false);
+  config.checkpoint_path = (dir / "ckpt.json").string();
+  config.resume = true;
+  const std::string key = search_cache_key(p, config);
+  for (const Json& payload :
+       {Json{{"tasks_total", "many"}}, Json{{"tasks_total", 4294967297}},
+        Json{{"tasks_total", 3}, {"stats", "x"}}, Json::array({1, 2}),
+        Json{{"tasks_total", 1}, {"completed", {Json::parse("18446744073709551615")}}}}) {
+    ASSERT_TRUE(
+        write_checked_json(config.checkpoint_path, "strata-search-checkpoint", key,
+                           program_hash(p), payload)
+            .ok());
+    auto r = superoptimize(p, config);
+    ASSERT_TRUE(r.ok()) << payload.dump() << ": " << r.error().message;
+    EXPECT_EQ(r->stats.stop, StopReason::Exhausted) << payload.dump();
+    bool reported = false;
+    for (const std::string& n : r->notes)
+      reported = reported || n.find("ckpt.json") != std::string::npos;
+    EXPECT_TRUE(reported) << payload.dump();
+  }
+}
+
 TEST(SearchCache, RepeatedRunAnswersFromTheCache) {
   fs::path dir = fresh_dir("hit");
   KernelGraph p = rmsnorm_program();
@@ -378,6 +431,22 @@ CliRun strata(const fs::path& dir, const std::string& args) {
                     " >'" + out.string() + "' 2>'" + err.string() + "'";
   int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+// Informational integers of a result document are never truncated: 2^32 + 3 trials is not 3.
+TEST(SearchReport, IntegersOutOfRangeFallBackInsteadOfWrapping) {
+  fs::path dir = fresh_dir("report_ints");
+  KernelGraph p = rmsnorm_program();
+  SearchConfig config = cached_config(dir).with_cache(false);
+  auto r = superoptimize(p, config);
+  ASSERT_TRUE(r.ok());
+  Json doc = search_result_to_json(*r, config);
+  doc["ranked"][0]["verification"]["trials"] = (int64_t{1} << 32) + 3;
+  doc["stats"]["states"] = Json::parse("18446744073709551615");
+  auto back = search_result_from_json(doc, *Target::by_name("h100"));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  for (const Candidate& c : back->ranked) EXPECT_NE(c.verification.trials, 3);
+  EXPECT_EQ(back->stats.states, 0);
 }
 
 TEST(OptimizeCli, WritesTheResultAndSummary) {

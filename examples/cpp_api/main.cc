@@ -5,7 +5,9 @@
 // RESULT is what `strata optimize -o RESULT.json` wrote, a μGraph JSON, or a generated .cu.
 // The program loads it (emitting and compiling through the binary cache as needed), allocates
 // device buffers for its inputs and outputs, fills the inputs, runs the graph on a stream and
-// prints a summary of each output. Exit codes: 0 ok, 2 bad input, 3 no GPU or a CUDA failure.
+// prints a summary of each output. Exit codes (as the strata tool's): 0 ok, 1 no GPU (an
+// environment condition), 2 bad input, 3 a CUDA failure.
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,10 +37,15 @@ bool ok(cudaError_t e, const char* what) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || argc > 3) return fail(2, "usage: cpp_api_example RESULT [CANDIDATE]");
-  if (strata::gpu_count() == 0) return fail(3, "no CUDA device is available");
+  if (strata::gpu_count() == 0) return fail(1, "no CUDA device is available");
 
   strata::LoadOptions options;
-  if (argc == 3) options.candidate = std::atoi(argv[2]);
+  if (argc == 3) {
+    const std::string c = argv[2];
+    auto [end, ec] = std::from_chars(c.data(), c.data() + c.size(), options.candidate);
+    if (ec != std::errc() || end != c.data() + c.size() || options.candidate < 0)
+      return fail(2, "CANDIDATE: expected a non-negative index, got `" + c + "`");
+  }
   auto graph = strata::CompiledGraph::load(argv[1], options);
   if (!graph.ok()) return fail(2, graph.error().message);
   if (graph->inputs().empty() && graph->outputs().empty())

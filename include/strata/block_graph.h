@@ -38,7 +38,9 @@ namespace strata {
 struct Dim3 {
   int x = 1, y = 1, z = 1;
   int operator[](int axis) const { return axis == 0 ? x : axis == 1 ? y : z; }
-  int64_t count() const { return int64_t{x} * y * z; }
+  /// Blocks of the grid (saturated at INT64_MAX; a complete block graph has at most
+  /// kMaxElements, since its savers place one tile per block in a bounded output).
+  int64_t count() const { return saturating_mul(saturating_mul(x, y), z); }
   bool operator==(const Dim3&) const = default;
 };
 

@@ -10,14 +10,11 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "strata/json_read.h"
 #include "strata/kernel_graph.h"
 #include "strata/status.h"
 
 namespace strata {
-
-using Json = nlohmann::ordered_json;
 
 /// Serializes a kernel graph (with nested block and thread graphs).
 Json kernel_graph_to_json(const KernelGraph& g);
@@ -29,8 +26,5 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
 /// Builds a block graph; `input_shapes` are the device shapes of the kernel op's inputs.
 Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shape>& input_shapes,
                                          const std::string& path);
-
-/// Parses JSON text; syntax errors are reported as origin:line:col.
-Result<Json> parse_json_text(const std::string& text, const std::string& origin);
 
 }  // namespace strata

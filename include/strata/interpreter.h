@@ -30,6 +30,14 @@ Result<std::vector<HostTensor>> run_reference(const KernelGraph& g,
                                               const std::vector<HostTensor>& inputs,
                                               const ExecOptions& options = {});
 
+/// Checks that the CPU evaluators (the reference interpreter, the finite-field verifier) can
+/// hold `g`'s kernel-level tensors in memory: all of them at once (an upper bound on what is
+/// alive), at `bytes_per_element` each, must fit in the machine's physical memory. Shapes
+/// alone allow up to 2^48 elements per tensor (shape.h), far more than a host can evaluate;
+/// callers check before allocating, so such a graph is an Error saying how much it needs
+/// rather than an allocation failure.
+Status check_host_size(const KernelGraph& g, int64_t bytes_per_element = sizeof(double));
+
 /// One tensor per graph input with elements uniform in [−1, 1), determined by `seed`.
 std::vector<HostTensor> random_inputs(const KernelGraph& g, uint64_t seed);
 

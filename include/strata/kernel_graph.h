@@ -62,6 +62,9 @@ class KernelGraph {
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<int>& outputs() const { return outputs_; }
   int num_customized() const;
+  /// Tensors computed by an op (not inputs) that no op reads and that are not outputs, in id
+  /// order: dead code, which `strata check` warns about.
+  std::vector<int> dead_tensors() const;
   /// The tensor's name, or "t<id>" if it has none.
   std::string tensor_name(int id) const;
   /// Tensor id by name, or -1.

@@ -50,6 +50,11 @@ std::string search_cache_key(const KernelGraph& program, const SearchConfig& con
 std::string search_cache_key(const KernelGraph& program, const SearchConfig& config,
                              std::string_view source_hash);
 
+/// The checksum a checked envelope carries: SHA-256 over its key, its program hash and its
+/// payload (as written).
+std::string checked_json_checksum(const std::string& key, const std::string& program,
+                                  const Json& payload);
+
 /// Writes `payload` in the checked envelope to `path`, creating its directory. `program` is
 /// the program_hash() of the program it answers.
 Status write_checked_json(const std::string& path, std::string_view format, const std::string& key,

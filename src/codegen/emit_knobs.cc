@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 namespace strata {
@@ -13,13 +14,18 @@ struct Knob {
   std::function<void(EmitOptions&, int64_t)> set;
   std::function<int64_t(const EmitOptions&)> get;
   bool boolean = false;
+  int64_t max = std::numeric_limits<int64_t>::max();  ///< largest value the field holds
 };
 
 /// An integer field of PlanOptions.
 template <class T>
 Knob plan_int(const char* name, T PlanOptions::*field, const char* doc) {
-  return {name, doc, [field](EmitOptions& o, int64_t v) { o.plan.*field = static_cast<T>(v); },
-          [field](const EmitOptions& o) { return static_cast<int64_t>(o.plan.*field); }, false};
+  return {name,
+          doc,
+          [field](EmitOptions& o, int64_t v) { o.plan.*field = static_cast<T>(v); },
+          [field](const EmitOptions& o) { return static_cast<int64_t>(o.plan.*field); },
+          false,
+          static_cast<int64_t>(std::numeric_limits<T>::max())};
 }
 
 /// A boolean field of PlanOptions (0 or 1).
@@ -145,6 +151,9 @@ Status apply_emit_knobs(const std::string& spec, EmitOptions& options) {
     const int64_t value = std::stoll(digits) * scale;
     if (knob->boolean && value > 1)
       return make_error("emitter knobs: `" + name + "` is 0 or 1, got `" + text + "`");
+    if (value > knob->max)  // never truncated into the field
+      return make_error("emitter knobs: `" + name + "` is at most " + std::to_string(knob->max) +
+                        ", got `" + text + "`");
     knob->set(options, value);
   }
   return Status::success();

@@ -50,8 +50,14 @@ struct Flops {
   double simt = 0;
 };
 
+// Byte and block counts: products of extents and trip counts. Every tensor has at most
+// kMaxElements elements, but trip counts × tile bytes can exceed 64 bits, so counts are
+// combined with saturating_mul / saturating_add (shape.h): a saturated count predicts an
+// enormous time instead of wrapping into a negative one.
+
+/// ⌈a / b⌉ for a ≥ 0, b ≥ 1, without overflow.
 int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
+  return a / b + (a % b != 0 ? 1 : 0);
 }
 
 double elementwise_flops(OpKind k) {
@@ -129,7 +135,7 @@ std::string label_of(const KernelGraph& g, const KernelOp& op) {
 }
 
 int64_t tensor_bytes(const KernelTensor& t) {
-  return t.shape.numel() * dtype_size(t.dtype);
+  return saturating_mul(t.shape.numel(), dtype_size(t.dtype));
 }
 
 /// Bytes a kernel reads of one of its inputs: all tile loads (trip counts included) and the
@@ -147,21 +153,22 @@ struct InputReads {
 void split_rereads(const std::vector<InputReads>& reads, int threads, int64_t smem, const Target& t,
                    KernelCost& k) {
   int64_t unique = 0;
-  for (const InputReads& r : reads) unique += std::min(r.loaded, r.size);
+  for (const InputReads& r : reads) unique = saturating_add(unique, std::min(r.loaded, r.size));
   const int64_t per_sm_smem = smem > 0 ? (t.smem_per_block_bytes + 1024) / smem : int64_t{32};
   const int64_t per_sm =
       std::max<int64_t>(1, std::min<int64_t>({per_sm_smem, 2048 / std::max(32, threads), 32}));
   const int64_t waves = ceil_div(k.blocks, per_sm * t.sm_count);
-  const double hit =
-      waves <= 1 || 2 * unique <= t.l2_bytes ? 1.0 : 1.0 / static_cast<double>(waves);
+  const double hit = waves <= 1 || saturating_mul(2, unique) <= t.l2_bytes
+                         ? 1.0
+                         : 1.0 / static_cast<double>(waves);
   k.load_bytes = 0;
   k.l2_bytes = 0;
   for (const InputReads& r : reads) {
     const int64_t first = std::min(r.loaded, r.size);
     const int64_t again = r.loaded - first;
-    const auto hits = static_cast<int64_t>(static_cast<double>(again) * hit);
-    k.load_bytes += first + again - hits;
-    k.l2_bytes += hits;
+    const auto hits = std::min(again, static_cast<int64_t>(static_cast<double>(again) * hit));
+    k.load_bytes = saturating_add(k.load_bytes, saturating_add(first, again - hits));
+    k.l2_bytes = saturating_add(k.l2_bytes, hits);
   }
 }
 
@@ -188,12 +195,12 @@ std::vector<InputReads> predefined_cost(const KernelGraph& g, const KernelOp& op
     // read once per column of blocks and B once per row of blocks.
     const Shape& a = in[0];
     int64_t m = s[s.rank() - 2], n = s[s.rank() - 1], kk = a[a.rank() - 1];
-    int64_t batch = s.numel() / (m * n);
+    int64_t batch = s.numel() / saturating_mul(m, n);
     int64_t row_blocks = ceil_div(m, kMatmulTileM), col_blocks = ceil_div(n, kMatmulTileN);
-    k.blocks = batch * row_blocks * col_blocks;
+    k.blocks = saturating_mul(batch, saturating_mul(row_blocks, col_blocks));
     k.forloop = ceil_div(kk, kMatmulTileK);
-    reads[0].loaded *= col_blocks;
-    reads[1].loaded *= row_blocks;
+    reads[0].loaded = saturating_mul(reads[0].loaded, col_blocks);
+    reads[1].loaded = saturating_mul(reads[1].loaded, row_blocks);
   } else {
     k.blocks = std::max<int64_t>(1, ceil_div(std::max(max_elems, s.numel()), kElementsPerBlock));
   }
@@ -217,18 +224,21 @@ std::vector<InputReads> customized_cost(const KernelGraph& g, const KernelOp& op
   for (const BlockOp& bop : b.ops()) {
     if (bop.kind == OpKind::Input) {
       // Hoisted out of the for-loop when the tile does not depend on the iteration.
-      int64_t trips = blocks * (bop.attrs.fmap == kReplicate ? 1 : F);
+      int64_t trips = saturating_mul(blocks, bop.attrs.fmap == kReplicate ? 1 : F);
       int64_t elem = dtype_size(dtypes[bop.attrs.input_index]);
       const Shape& tile = b.tensor(bop.output).shape;
-      const int64_t bytes = tile.numel() * elem * trips;
-      reads[bop.attrs.input_index].loaded += bytes;
+      const int64_t bytes = saturating_mul(saturating_mul(tile.numel(), elem), trips);
+      int64_t& loaded = reads[bop.attrs.input_index].loaded;
+      loaded = saturating_add(loaded, bytes);
       const Shape& full = g.tensor(op.inputs[bop.attrs.input_index]).shape;
       const int64_t row = tile.rank() == 0 ? elem : tile[tile.rank() - 1] * elem;
       if (row < 128 && tile.rank() > 0 && tile[tile.rank() - 1] < full[full.rank() - 1])
-        k.narrow_bytes += bytes;
+        k.narrow_bytes = saturating_add(k.narrow_bytes, bytes);
     } else if (bop.kind == OpKind::Output) {
       int64_t elem = dtype_size(g.tensor(op.outputs[saver++]).dtype);
-      k.store_bytes += b.tensor(bop.inputs[0]).shape.numel() * elem * blocks;
+      k.store_bytes = saturating_add(
+          k.store_bytes,
+          saturating_mul(saturating_mul(b.tensor(bop.inputs[0]).shape.numel(), elem), blocks));
     } else {
       std::vector<Shape> in;
       for (int t : bop.inputs) in.push_back(b.tensor(t).shape);
@@ -280,9 +290,10 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
                              ? 2 * (kMatmulTileM + kMatmulTileN) * kMatmulTileK * 2
                              : 0;
     split_rereads(reads, custom ? op.body->block_threads() : 128, smem, t, k);
-    k.alpha =
-        1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) / static_cast<double>(k.blocks);
-    k.t_mem_s = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps +
+    k.alpha = 1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) /
+                        static_cast<double>(k.blocks);
+    k.t_mem_s = (static_cast<double>(k.load_bytes) + static_cast<double>(k.store_bytes)) /
+                    t.mem_bandwidth_Bps +
                 static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
                 static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
     k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
@@ -316,9 +327,11 @@ int64_t block_smem_bytes(const BlockGraph& b, const std::vector<DType>& input_dt
     const BlockTensor& t = b.tensor(op.output);
     if (op.kind == OpKind::Input) {
       bool streamed = op.attrs.fmap != kReplicate && b.forloop() > 1;
-      total += t.shape.numel() * elem(op.attrs.input_index) * (streamed ? 2 : 1);
+      total = saturating_add(
+          total, saturating_mul(t.shape.numel(), elem(op.attrs.input_index) * (streamed ? 2 : 1)));
     } else {
-      total += t.shape.numel() * (t.stage == Stage::Post ? post_elem : loop_elem);
+      total = saturating_add(
+          total, saturating_mul(t.shape.numel(), t.stage == Stage::Post ? post_elem : loop_elem));
     }
   }
   return total;

@@ -1,9 +1,8 @@
 #include "frontend/program_lexer.h"
 
-#include <cerrno>
 #include <charconv>
-#include <cmath>
-#include <cstdlib>
+
+#include "util/real_literal.h"
 
 namespace strata::frontend {
 namespace {
@@ -130,12 +129,20 @@ Result<std::vector<Token>> lex_line(std::string_view line, int line_no, const st
                             "integer `" + text + "` is out of range; expected a 64-bit integer");
         t.real_value = static_cast<double>(t.int_value);
       } else {
-        errno = 0;
-        t.real_value = std::strtod(text.c_str(), nullptr);
-        if (errno == ERANGE && !std::isfinite(t.real_value))
-          return error_here(start,
-                            "number `" + text + "` is out of range; expected a finite number");
-        if (errno == ERANGE) t.real_value = 0.0;  // underflow: the value rounds to zero
+        // The nearest double, subnormal values included; never a silent 0 or infinity.
+        switch (parse_real_literal(text, t.real_value)) {
+          case RealLiteral::Ok:
+            break;
+          case RealLiteral::Overflow:
+            return error_here(start,
+                              "number `" + text + "` is out of range; expected a finite number");
+          case RealLiteral::Underflow:
+            return error_here(start, "number `" + text +
+                                         "` is too small to represent (it would become 0); "
+                                         "expected 0 or a magnitude of at least about 4.9e-324");
+          case RealLiteral::Malformed:
+            return error_here(start, "malformed number `" + text + "`");
+        }
       }
     } else {
       ++i;

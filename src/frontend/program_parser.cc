@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "frontend/program_lexer.h"
+#include "strata/json_read.h"
 
 namespace strata {
 namespace {
@@ -18,9 +19,6 @@ using frontend::TokKind;
 
 /// Deepest nesting of calls accepted in one statement (keeps recursion bounded).
 constexpr int kMaxNesting = 64;
-/// Largest tensor accepted, in elements: far beyond any GPU, small enough that element
-/// counts and byte sizes never overflow 64-bit arithmetic downstream.
-constexpr int64_t kMaxElements = int64_t{1} << 48;
 
 // ---- op signatures ---------------------------------------------------------------------
 
@@ -163,16 +161,6 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
   std::string c = closest(word, candidates);
   return c.empty() ? "" : " (did you mean `" + c + "`?)";
-}
-
-/// Element count of a shape, or -1 when it exceeds kMaxElements.
-int64_t bounded_numel(const Shape& s) {
-  int64_t n = 1;
-  for (int d = 0; d < s.rank(); ++d) {
-    if (s[d] > kMaxElements / n) return -1;
-    n *= s[d];
-  }
-  return n;
 }
 
 /// Drops the "kernel op #N (op): " and "op: " prefixes the IR puts on its messages; the
@@ -334,12 +322,9 @@ class ProgramParser {
                         "found " + describe(sep) + "; expected `,` or `]` in the dimension list");
     }
     STRATA_RETURN_IF_ERROR(expect_end());
+    // The size bound (kMaxElements) is the one every loader shares (Shape::check).
     auto shape = Shape::make(dims);
-    if (!shape.ok()) return error_at(name, shape.error().message);
-    if (bounded_numel(*shape) < 0)
-      return error_at(name, "input `" + name.text +
-                                "` has more than 2^48 elements; expected a "
-                                "tensor that fits in GPU memory");
+    if (!shape.ok()) return error_at(name, "input `" + name.text + "`: " + shape.error().message);
     auto t = g_.add_input(name.text, *shape, *dtype);
     if (!t.ok()) return error_at(name, t.error().message);
     defs_[name.text] = {*t, name.line, name.col};
@@ -603,11 +588,6 @@ class ProgramParser {
       }
       return error_at(c.op, "invalid operands for `" + c.op.text + "`: " + why);
     }
-    if (bounded_numel(g_.tensor(*t).shape) < 0)
-      return error_at(c.op, "the result of `" + c.op.text + "` has shape " +
-                                g_.tensor(*t).shape.str() +
-                                ", more than 2^48 elements; expected a tensor that fits in GPU "
-                                "memory");
     return *t;
   }
 
@@ -687,6 +667,7 @@ class ProgramParser {
 }  // namespace
 
 Result<KernelGraph> parse_program(std::string_view text, const std::string& filename) {
+  text = skip_utf8_bom(text);  // editors may write one; columns count from after it
   ProgramParser parser(filename);
   return parser.run(text);
 }

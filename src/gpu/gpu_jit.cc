@@ -23,6 +23,7 @@
 #include "strata/graph_io.h"
 #include "strata/hash.h"
 #include "strata/runtime_dir.h"
+#include "strata/json_read.h"
 
 extern char** environ;
 
@@ -149,14 +150,19 @@ std::string entry_problem(const fs::path& so, const fs::path& meta, const std::s
   if (!fs::exists(so, ec)) return "incomplete entry (library missing)";
   auto text = read_text_file(meta.string());
   if (!text.ok()) return "metadata unreadable";
-  auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return "metadata is not valid JSON";
-  if (doc.value("key", "") != key) return "metadata names another key";
+  auto parsed = parse_json_text(*text, meta.string());  // the limits of every JSON loader
+  if (!parsed.ok() || !parsed->is_object()) return "metadata is not valid JSON";
+  const Json& doc = *parsed;
+  auto text_at = [&](const char* k) {  // "" when absent or not a string
+    auto it = doc.find(k);
+    return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (text_at("key") != key) return "metadata names another key";
   auto bytes = fs::file_size(so, ec);
   if (ec || !doc.contains("bytes") || doc["bytes"] != bytes) return "library size mismatch";
   auto lib = read_text_file(so.string());
-  if (!lib.ok() || sha256_hex(*lib) != doc.value("sha256", "")) return "checksum mismatch";
-  if (log) *log = doc.value("log", "");
+  if (!lib.ok() || sha256_hex(*lib) != text_at("sha256")) return "checksum mismatch";
+  if (log) *log = text_at("log");
   return "";
 }
 

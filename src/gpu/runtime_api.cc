@@ -3,12 +3,14 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "cuda_check.h"
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
+#include "strata/json_read.h"
 #include "strata/result_graphs.h"
 
 // The CUDA emitter lives in strata_core (src/codegen) when this build has it.
@@ -116,13 +118,16 @@ std::optional<int64_t> source_smem_bytes(const std::string& cuda_source) {
   if (at == std::string::npos) return std::nullopt;
   size_t begin = at + kTag.size();
   std::string line = cuda_source.substr(begin, cuda_source.find('\n', begin) - begin);
-  auto meta = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (meta.is_discarded() || !meta.contains("kernels") || !meta["kernels"].is_array())
+  auto parsed = parse_json_text(line, "strata-meta");  // the limits of every JSON loader
+  if (!parsed.ok() || !parsed->is_object() || !parsed->contains("kernels") ||
+      !(*parsed)["kernels"].is_array())
     return std::nullopt;
   int64_t most = 0;
-  for (const auto& k : meta["kernels"])
-    if (k.is_object() && k.contains("smem") && k["smem"].is_number_integer())
-      most = std::max(most, k["smem"].get<int64_t>());
+  for (const auto& k : (*parsed)["kernels"])
+    if (k.is_object() && k.contains("smem"))
+      if (auto smem = json_int(k["smem"], "smem", 0, std::numeric_limits<int64_t>::max());
+          smem.ok())
+        most = std::max(most, *smem);
   return most;
 }
 

@@ -1,5 +1,9 @@
 #include "strata/interpreter.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "interp/executor.h"
 #include "util/mix.h"
 #include "util/parallel.h"
@@ -9,11 +13,28 @@ namespace strata {
 Result<std::vector<HostTensor>> run_reference(const KernelGraph& g,
                                               const std::vector<HostTensor>& inputs,
                                               const ExecOptions& options) {
+  STRATA_RETURN_IF_ERROR(check_host_size(g));
   std::vector<const HostTensor*> ptrs;
   for (const HostTensor& t : inputs) ptrs.push_back(&t);
   interp::ExecConfig cfg;
   cfg.threads = resolve_threads(options.threads);
   return interp::execute(interp::DoubleArith{}, g, ptrs, cfg);
+}
+
+Status check_host_size(const KernelGraph& g, int64_t bytes_per_element) {
+  int64_t bytes = 0;
+  for (const KernelTensor& t : g.tensors())
+    bytes = saturating_add(bytes, saturating_mul(t.shape.numel(), bytes_per_element));
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const int64_t physical = pages > 0 && page > 0 ? saturating_mul(pages, page) : int64_t{1} << 40;
+  if (bytes <= physical) return Status::success();
+  char msg[256];
+  std::snprintf(msg, sizeof msg,
+                "the graph's tensors need %.3g GB of host memory to evaluate on the CPU, more "
+                "than this machine's %.3g GB; expected a graph small enough for the CPU "
+                "reference",
+                static_cast<double>(bytes) / 1e9, static_cast<double>(physical) / 1e9);
+  return make_error(msg);
 }
 
 std::vector<HostTensor> random_inputs(const KernelGraph& g, uint64_t seed) {

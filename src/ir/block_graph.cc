@@ -33,6 +33,7 @@ std::string BlockGraph::where(int op_id, OpKind kind) const {
 Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int fmap) {
   int op_id = static_cast<int>(ops_.size());
   std::string at = where(op_id, OpKind::Input) + ", input " + std::to_string(num_inputs());
+  if (Status st = kernel_shape.check(); !st.ok()) return make_error(at + ": " + st.error().message);
   Shape tile = kernel_shape;
   std::array<int64_t, kMaxRank> ragged{};
   bool loop_ragged = false;
@@ -261,7 +262,7 @@ Result<int> BlockGraph::add_output(int tensor, GridMap omap) {
                         " is not a dimension of tile " + bt.shape.str());
     if (used[d]) return make_error(at + ": omap maps two grid axes to dim " + std::to_string(d));
     used[d] = true;
-    full[d] *= grid_[a];
+    full[d] = saturating_mul(full[d], grid_[a]);
     if (int64_t n = bt.ragged[d]; n > 0) {  // the blocks' tiles cover n elements together
       if (n > full[d] || n <= full[d] - bt.shape[d])
         return make_error(at + ": dim " + std::to_string(d) + " covers " + std::to_string(n) +
@@ -275,6 +276,8 @@ Result<int> BlockGraph::add_output(int tensor, GridMap omap) {
     if (bt.ragged[d] > 0 && !used[d])
       return make_error(at + ": dim " + std::to_string(d) +
                         " is split raggedly across the grid but no omap axis places it");
+  if (Status st = full.check(); !st.ok())
+    return make_error(at + ": saved tensor " + st.error().message);
   OpAttrs attrs;
   attrs.omap = omap;
   ops_.push_back({OpKind::Output, {tensor}, -1, attrs, {}});

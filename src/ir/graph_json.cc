@@ -1,6 +1,7 @@
 #include "strata/graph_json.h"
 
 #include <climits>
+#include <limits>
 #include <map>
 
 namespace strata {
@@ -34,43 +35,34 @@ void write_attrs(Json& j, OpKind kind, const OpAttrs& a) {
   }
 }
 
-// ---- reading ---------------------------------------------------------------------------
+// ---- reading ----------------------------------------------------------------------------
+//
+// Every integer is read as 64 bits and checked against the range its field allows (so that
+// nothing is truncated on the way into the int fields of the IR); the checking constructors
+// then apply the rules of docs/mugraph-semantics.md that depend on the graph.
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+/// Data dimension indices (imap/fmap/omap entries): 0 … kMaxRank − 1.
+constexpr int64_t kMaxDimIndex = kMaxRank - 1;
 
 /// Error at a JSON path.
 Error at(const std::string& path, const std::string& msg) {
   return make_error(path + ": " + msg);
 }
 
-Result<const Json*> member(const Json& obj, const char* key, const std::string& path) {
-  if (!obj.is_object()) return at(path, "expected an object");
-  auto it = obj.find(key);
-  if (it == obj.end()) return at(path, std::string("missing key \"") + key + "\"");
-  return &*it;
-}
-
-Result<int64_t> get_int(const Json& v, const std::string& path) {
-  if (!v.is_number_integer()) return at(path, "expected an integer, got " + v.dump());
-  return v.get<int64_t>();
-}
-
-Result<std::string> get_string(const Json& v, const std::string& path) {
-  if (!v.is_string()) return at(path, "expected a string, got " + v.dump());
-  return v.get<std::string>();
-}
-
 /// A dimension index or null (φ).
 Result<int> get_dim_or_null(const Json& v, const std::string& path) {
   if (v.is_null()) return kReplicate;
-  if (!v.is_number_integer())
-    return at(path, "expected a dimension index or null, got " + v.dump());
-  int d = v.get<int>();
-  if (d < 0) return at(path, "expected a non-negative dimension index or null, got " + v.dump());
-  return d;
+  auto d = json_int(v, path, 0, kMaxDimIndex);
+  if (!d.ok())
+    return at(path, "expected a data dimension index (0 to " + std::to_string(kMaxDimIndex) +
+                        ") or null, got " + json_brief(v));
+  return static_cast<int>(*d);
 }
 
 Result<GridMap> get_grid_map(const Json& v, const std::string& path) {
   if (!v.is_array() || v.size() != 3)
-    return at(path, "expected [x, y, z] with a dimension index or null each, got " + v.dump());
+    return at(path, "expected [x, y, z] with a dimension index or null each, got " + json_brief(v));
   GridMap m;
   for (int a = 0; a < 3; ++a) {
     STRATA_ASSIGN_OR_RETURN(m[a], get_dim_or_null(v[a], path + "[" + std::to_string(a) + "]"));
@@ -78,14 +70,41 @@ Result<GridMap> get_grid_map(const Json& v, const std::string& path) {
   return m;
 }
 
-Result<std::vector<int64_t>> get_int_list(const Json& v, const std::string& path) {
-  if (!v.is_array()) return at(path, "expected an array of integers, got " + v.dump());
+/// An array of integers, each in [lo, hi].
+Result<std::vector<int64_t>> get_int_list(const Json& v, const std::string& path, int64_t lo,
+                                          int64_t hi) {
+  if (!v.is_array()) return at(path, "expected an array of integers, got " + json_brief(v));
   std::vector<int64_t> out;
   for (size_t i = 0; i < v.size(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(int64_t x, get_int(v[i], path + "[" + std::to_string(i) + "]"));
+    STRATA_ASSIGN_OR_RETURN(int64_t x,
+                            json_int(v[i], path + "[" + std::to_string(i) + "]", lo, hi));
     out.push_back(x);
   }
   return out;
+}
+
+/// The integer member `key` of `obj` in [lo, hi].
+Result<int64_t> int_member(const Json& obj, const char* key, const std::string& path, int64_t lo,
+                           int64_t hi) {
+  STRATA_ASSIGN_OR_RETURN(const Json* v, json_member(obj, key, path));
+  return json_int(*v, path + "." + key, lo, hi);
+}
+
+/// The range an integer attribute may take in JSON (the constructors check the rest).
+std::pair<int64_t, int64_t> attr_range(AttrField f) {
+  switch (f) {
+    case AttrField::Dim:
+      return {-kMaxRank, kMaxDimIndex};
+    case AttrField::To:
+      return {1, kMaxElements};
+    case AttrField::Start:
+    case AttrField::End:
+      return {0, kMaxElements};
+    case AttrField::Scalar:
+    case AttrField::Scalar2:
+      break;
+  }
+  return {0, 0};
 }
 
 /// Reads the attributes of the op's attribute set (defaults for optional ones left out);
@@ -106,50 +125,67 @@ Result<OpAttrs> read_attrs(const Json& j, OpKind kind, const std::string& path) 
       continue;
     }
     if (spec.is_int) {
-      STRATA_ASSIGN_OR_RETURN(int64_t v, get_int(*it, p));
-      if (spec.field == AttrField::Dim && (v < INT_MIN || v > INT_MAX))
-        return at(p, "expected a dimension index, got " + it->dump());
+      auto [lo, hi] = attr_range(spec.field);
+      STRATA_ASSIGN_OR_RETURN(int64_t v, json_int(*it, p, lo, hi));
       set_int_attr(a, spec.field, v);
     } else {
-      if (!it->is_number()) return at(p, "expected a number, got " + it->dump());
-      set_real_attr(a, spec.field, it->get<double>());
+      STRATA_ASSIGN_OR_RETURN(double v, json_number(*it, p));
+      set_real_attr(a, spec.field, v);
     }
   }
   return a;
 }
 
 Result<OpKind> read_kind(const Json& j, const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const Json* o, member(j, "op", path));
-  STRATA_ASSIGN_OR_RETURN(std::string name, get_string(*o, path + ".op"));
+  STRATA_ASSIGN_OR_RETURN(const Json* o, json_member(j, "op", path));
+  STRATA_ASSIGN_OR_RETURN(std::string name, json_string(*o, path + ".op"));
   auto k = parse_op_kind(name);
-  if (!k) return at(path + ".op", "unknown op `" + name + "`");
+  if (!k) return at(path + ".op", "unknown op `" + json_quote(name) + "`");
   return *k;
 }
 
 /// Resolves a list of tensor names through a name table.
 Result<std::vector<int>> read_refs(const Json& j, const std::map<std::string, int>& names,
                                    const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const Json* ins, member(j, "inputs", path));
+  STRATA_ASSIGN_OR_RETURN(const Json* ins, json_member(j, "inputs", path));
   if (!ins->is_array()) return at(path + ".inputs", "expected an array of tensor names");
   std::vector<int> out;
   for (size_t i = 0; i < ins->size(); ++i) {
     std::string p = path + ".inputs[" + std::to_string(i) + "]";
-    STRATA_ASSIGN_OR_RETURN(std::string n, get_string((*ins)[i], p));
+    STRATA_ASSIGN_OR_RETURN(std::string n, json_string((*ins)[i], p));
     auto it = names.find(n);
-    if (it == names.end()) return at(p, "unknown tensor `" + n + "`");
+    if (it == names.end()) return at(p, "unknown tensor `" + json_quote(n) + "`");
     out.push_back(it->second);
   }
   return out;
 }
 
+/// A tensor name: an identifier [A-Za-z_][A-Za-z0-9_]*, as in .strata programs (names reach
+/// listings, DOT files and comments of generated CUDA, so nothing else is let in).
+Result<std::string> read_name(const Json& v, const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(std::string n, json_string(v, path));
+  auto ident_start = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  };
+  bool ok = !n.empty();
+  for (size_t i = 0; ok && i < n.size(); ++i)
+    ok = ident_start(n[i]) || (i > 0 && n[i] >= '0' && n[i] <= '9');
+  if (!ok)
+    return at(path, "invalid tensor name " + json_brief(v) +
+                        "; expected a name of letters, digits and `_` not starting with a digit");
+  return n;
+}
+
+/// Binds `name` to tensor `id` (-1: only checks that the name is free).
 Status bind_name(std::map<std::string, int>& names, const std::string& name, int id,
                  const std::string& path) {
-  if (!names.emplace(name, id).second) return at(path, "duplicate tensor name `" + name + "`");
+  if (names.count(name)) return at(path, "duplicate tensor name `" + name + "`");
+  if (id >= 0) names.emplace(name, id);
   return Status::success();
 }
 
 Result<std::vector<ThreadStep>> read_steps(const Json& j, const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const Json* steps, member(j, "steps", path));
+  STRATA_ASSIGN_OR_RETURN(const Json* steps, json_member(j, "steps", path));
   if (!steps->is_array()) return at(path + ".steps", "expected an array");
   std::vector<ThreadStep> chain;
   for (size_t i = 0; i < steps->size(); ++i) {
@@ -158,8 +194,8 @@ Result<std::vector<ThreadStep>> read_steps(const Json& j, const std::string& pat
     STRATA_ASSIGN_OR_RETURN(OpKind kind, read_kind(s, p));
     STRATA_ASSIGN_OR_RETURN(OpAttrs attrs, read_attrs(s, kind, p));
     ThreadStep step = make_step(kind, {0, 0}, attrs);
-    STRATA_ASSIGN_OR_RETURN(const Json* args, member(s, "args", p));
-    STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> a, get_int_list(*args, p + ".args"));
+    STRATA_ASSIGN_OR_RETURN(const Json* args, json_member(s, "args", p));
+    STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> a, get_int_list(*args, p + ".args", 0, kIntMax));
     if (a.size() > 2) return at(p + ".args", "a thread step takes at most two arguments");
     for (size_t k = 0; k < a.size(); ++k) step.args[k] = static_cast<int>(a[k]);
     if (static_cast<int>(a.size()) != op_info(kind).arity)
@@ -168,19 +204,6 @@ Result<std::vector<ThreadStep>> read_steps(const Json& j, const std::string& pat
     chain.push_back(step);
   }
   return chain;
-}
-
-std::pair<int, int> line_col(const std::string& text, size_t byte) {
-  int line = 1, col = 1;
-  for (size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return {line, col};
 }
 
 }  // namespace
@@ -270,20 +293,19 @@ Json kernel_graph_to_json(const KernelGraph& g) {
 
 Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shape>& input_shapes,
                                          const std::string& path) {
-  STRATA_ASSIGN_OR_RETURN(const Json* grid_j, member(doc, "grid", path));
-  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> grid, get_int_list(*grid_j, path + ".grid"));
+  STRATA_ASSIGN_OR_RETURN(const Json* grid_j, json_member(doc, "grid", path));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> grid,
+                          get_int_list(*grid_j, path + ".grid", 1, kIntMax));
   if (grid.size() != 3) return at(path + ".grid", "expected [x, y, z]");
-  STRATA_ASSIGN_OR_RETURN(const Json* block_j, member(doc, "block", path));
-  STRATA_ASSIGN_OR_RETURN(int64_t block, get_int(*block_j, path + ".block"));
-  STRATA_ASSIGN_OR_RETURN(const Json* loop_j, member(doc, "forloop", path));
-  STRATA_ASSIGN_OR_RETURN(int64_t forloop, get_int(*loop_j, path + ".forloop"));
-  auto made = BlockGraph::make(
-      Dim3{static_cast<int>(grid[0]), static_cast<int>(grid[1]), static_cast<int>(grid[2])},
-      static_cast<int>(block), static_cast<int>(forloop));
+  STRATA_ASSIGN_OR_RETURN(int64_t block, int_member(doc, "block", path, 32, 1024));
+  STRATA_ASSIGN_OR_RETURN(int64_t forloop, int_member(doc, "forloop", path, 1, kIntMax));
+  auto made = BlockGraph::make(Dim3{static_cast<int>(grid[0]), static_cast<int>(grid[1]),
+                                    static_cast<int>(grid[2])},
+                               static_cast<int>(block), static_cast<int>(forloop));
   if (!made.ok()) return at(path, made.error().message);
   BlockGraph g = std::move(made).value();
 
-  STRATA_ASSIGN_OR_RETURN(const Json* ops, member(doc, "ops", path));
+  STRATA_ASSIGN_OR_RETURN(const Json* ops, json_member(doc, "ops", path));
   if (!ops->is_array()) return at(path + ".ops", "expected an array of ops");
   std::map<std::string, int> names;
   for (size_t i = 0; i < ops->size(); ++i) {
@@ -292,8 +314,7 @@ Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shap
     STRATA_ASSIGN_OR_RETURN(OpKind kind, read_kind(o, p));
     Result<int> made_t = -1;
     if (kind == OpKind::Input) {
-      STRATA_ASSIGN_OR_RETURN(const Json* idx_j, member(o, "input", p));
-      STRATA_ASSIGN_OR_RETURN(int64_t idx, get_int(*idx_j, p + ".input"));
+      STRATA_ASSIGN_OR_RETURN(int64_t idx, int_member(o, "input", p, 0, kIntMax));
       if (idx != g.num_inputs())
         return at(p + ".input", "input iterators must appear in input order; expected " +
                                     std::to_string(g.num_inputs()) + ", got " +
@@ -301,7 +322,7 @@ Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shap
       if (idx >= static_cast<int64_t>(input_shapes.size()))
         return at(p + ".input", "the customized op has only " +
                                     std::to_string(input_shapes.size()) + " input(s)");
-      STRATA_ASSIGN_OR_RETURN(const Json* imap_j, member(o, "imap", p));
+      STRATA_ASSIGN_OR_RETURN(const Json* imap_j, json_member(o, "imap", p));
       STRATA_ASSIGN_OR_RETURN(GridMap imap, get_grid_map(*imap_j, p + ".imap"));
       int fmap = kReplicate;
       if (auto it = o.find("fmap"); it != o.end()) {
@@ -311,7 +332,7 @@ Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shap
     } else if (kind == OpKind::Output) {
       STRATA_ASSIGN_OR_RETURN(std::vector<int> refs, read_refs(o, names, p));
       if (refs.size() != 1) return at(p + ".inputs", "an output saver takes one tensor");
-      STRATA_ASSIGN_OR_RETURN(const Json* omap_j, member(o, "omap", p));
+      STRATA_ASSIGN_OR_RETURN(const Json* omap_j, json_member(o, "omap", p));
       STRATA_ASSIGN_OR_RETURN(GridMap omap, get_grid_map(*omap_j, p + ".omap"));
       auto r = g.add_output(refs[0], omap);
       if (!r.ok()) return at(p, r.error().message);
@@ -327,8 +348,8 @@ Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shap
     }
     if (!made_t.ok()) return at(p, made_t.error().message);
     int t = *made_t;
-    STRATA_ASSIGN_OR_RETURN(const Json* out_j, member(o, "output", p));
-    STRATA_ASSIGN_OR_RETURN(std::string out_name, get_string(*out_j, p + ".output"));
+    STRATA_ASSIGN_OR_RETURN(const Json* out_j, json_member(o, "output", p));
+    STRATA_ASSIGN_OR_RETURN(std::string out_name, read_name(*out_j, p + ".output"));
     STRATA_RETURN_IF_ERROR(bind_name(names, out_name, t, p + ".output"));
     auto named = g.set_tensor_name(t, out_name);
     if (!named.ok()) return at(p + ".output", named.error().message);
@@ -345,35 +366,40 @@ Result<BlockGraph> block_graph_from_json(const Json& doc, const std::vector<Shap
 Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& origin) {
   if (!doc.is_object()) return at(origin, "expected a JSON object (a μGraph document)");
   if (auto it = doc.find("format"); it != doc.end() && *it != kFormat)
-    return at(origin + ": format", std::string("expected \"") + kFormat + "\", got " + it->dump());
+    return at(origin + ": format",
+              std::string("expected \"") + kFormat + "\", got " + json_brief(*it));
   if (auto it = doc.find("version"); it != doc.end() && *it != kVersion)
-    return at(origin + ": version", "unsupported version " + it->dump() + " (this strata reads " +
-                                        std::to_string(kVersion) + ")");
+    return at(origin + ": version", "unsupported version " + json_brief(*it) +
+                                        " (this strata reads " + std::to_string(kVersion) + ")");
   KernelGraph g;
   std::map<std::string, int> names;
-  STRATA_ASSIGN_OR_RETURN(const Json* inputs, member(doc, "inputs", origin));
+  STRATA_ASSIGN_OR_RETURN(const Json* inputs, json_member(doc, "inputs", origin));
   if (!inputs->is_array()) return at(origin + ": inputs", "expected an array");
   for (size_t i = 0; i < inputs->size(); ++i) {
     std::string p = origin + ": inputs[" + std::to_string(i) + "]";
     const Json& in = (*inputs)[i];
-    STRATA_ASSIGN_OR_RETURN(const Json* name_j, member(in, "name", p));
-    STRATA_ASSIGN_OR_RETURN(std::string name, get_string(*name_j, p + ".name"));
-    STRATA_ASSIGN_OR_RETURN(const Json* shape_j, member(in, "shape", p));
-    STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> dims, get_int_list(*shape_j, p + ".shape"));
+    STRATA_ASSIGN_OR_RETURN(const Json* name_j, json_member(in, "name", p));
+    STRATA_ASSIGN_OR_RETURN(std::string name, read_name(*name_j, p + ".name"));
+    STRATA_ASSIGN_OR_RETURN(const Json* shape_j, json_member(in, "shape", p));
+    STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                            get_int_list(*shape_j, p + ".shape", 1, kMaxElements));
     auto shape = Shape::make(dims);
     if (!shape.ok()) return at(p + ".shape", shape.error().message);
     DType dt = DType::f16;
     if (auto it = in.find("dtype"); it != in.end()) {
-      STRATA_ASSIGN_OR_RETURN(std::string dn, get_string(*it, p + ".dtype"));
+      STRATA_ASSIGN_OR_RETURN(std::string dn, json_string(*it, p + ".dtype"));
       auto d = parse_dtype(dn);
-      if (!d) return at(p + ".dtype", "unknown dtype `" + dn + "` (expected f16, bf16 or f32)");
+      if (!d)
+        return at(p + ".dtype",
+                  "unknown dtype `" + json_quote(dn) + "` (expected f16, bf16 or f32)");
       dt = *d;
     }
+    STRATA_RETURN_IF_ERROR(bind_name(names, name, -1, p + ".name"));
     auto t = g.add_input(name, *shape, dt);
     if (!t.ok()) return at(p, t.error().message);
     names[name] = *t;
   }
-  STRATA_ASSIGN_OR_RETURN(const Json* ops, member(doc, "ops", origin));
+  STRATA_ASSIGN_OR_RETURN(const Json* ops, json_member(doc, "ops", origin));
   if (!ops->is_array()) return at(origin + ": ops", "expected an array");
   for (size_t i = 0; i < ops->size(); ++i) {
     std::string p = origin + ": ops[" + std::to_string(i) + "]";
@@ -383,15 +409,21 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
     if (kind == OpKind::Customized) {
       std::vector<Shape> shapes;
       for (int t : refs) shapes.push_back(g.tensor(t).shape);
-      STRATA_ASSIGN_OR_RETURN(const Json* body_j, member(o, "block_graph", p));
+      STRATA_ASSIGN_OR_RETURN(const Json* body_j, json_member(o, "block_graph", p));
       STRATA_ASSIGN_OR_RETURN(BlockGraph body,
                               block_graph_from_json(*body_j, shapes, p + ".block_graph"));
-      STRATA_ASSIGN_OR_RETURN(const Json* outs_j, member(o, "outputs", p));
+      STRATA_ASSIGN_OR_RETURN(const Json* outs_j, json_member(o, "outputs", p));
       if (!outs_j->is_array()) return at(p + ".outputs", "expected an array of names");
+      // One name per saver: an unnamed output could never be read or be a graph output.
+      if (outs_j->size() != static_cast<size_t>(body.num_outputs()))
+        return at(p + ".outputs", "the block graph has " + std::to_string(body.num_outputs()) +
+                                      " output saver(s) but " + std::to_string(outs_j->size()) +
+                                      " name(s) are given; expected one name per saver");
       std::vector<std::string> out_names;
       for (size_t k = 0; k < outs_j->size(); ++k) {
-        STRATA_ASSIGN_OR_RETURN(
-            std::string n, get_string((*outs_j)[k], p + ".outputs[" + std::to_string(k) + "]"));
+        std::string pk = p + ".outputs[" + std::to_string(k) + "]";
+        STRATA_ASSIGN_OR_RETURN(std::string n, read_name((*outs_j)[k], pk));
+        STRATA_RETURN_IF_ERROR(bind_name(names, n, -1, pk));
         out_names.push_back(n);
       }
       auto outs = g.add_customized(std::move(refs), std::move(body), out_names);
@@ -399,40 +431,27 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
       for (size_t k = 0; k < outs->size(); ++k) names[out_names[k]] = (*outs)[k];
     } else {
       STRATA_ASSIGN_OR_RETURN(OpAttrs attrs, read_attrs(o, kind, p));
-      STRATA_ASSIGN_OR_RETURN(const Json* out_j, member(o, "output", p));
-      STRATA_ASSIGN_OR_RETURN(std::string out_name, get_string(*out_j, p + ".output"));
+      STRATA_ASSIGN_OR_RETURN(const Json* out_j, json_member(o, "output", p));
+      STRATA_ASSIGN_OR_RETURN(std::string out_name, read_name(*out_j, p + ".output"));
+      STRATA_RETURN_IF_ERROR(bind_name(names, out_name, -1, p + ".output"));
       auto t = g.add_op(kind, std::move(refs), attrs, out_name);
       if (!t.ok()) return at(p, t.error().message);
       names[out_name] = *t;
     }
   }
-  STRATA_ASSIGN_OR_RETURN(const Json* outs, member(doc, "outputs", origin));
+  STRATA_ASSIGN_OR_RETURN(const Json* outs, json_member(doc, "outputs", origin));
   if (!outs->is_array()) return at(origin + ": outputs", "expected an array of tensor names");
   for (size_t i = 0; i < outs->size(); ++i) {
     std::string p = origin + ": outputs[" + std::to_string(i) + "]";
-    STRATA_ASSIGN_OR_RETURN(std::string n, get_string((*outs)[i], p));
+    STRATA_ASSIGN_OR_RETURN(std::string n, json_string((*outs)[i], p));
     auto it = names.find(n);
-    if (it == names.end()) return at(p, "unknown tensor `" + n + "`");
+    if (it == names.end()) return at(p, "unknown tensor `" + json_quote(n) + "`");
     auto st = g.mark_output(it->second);
     if (!st.ok()) return at(p, st.error().message);
   }
   auto complete = g.check_complete();
   if (!complete.ok()) return at(origin, complete.error().message);
   return g;
-}
-
-Result<Json> parse_json_text(const std::string& text, const std::string& origin) {
-  try {
-    return Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    auto [line, col] = line_col(text, e.byte == 0 ? 0 : e.byte - 1);
-    std::string what = e.what();
-    // nlohmann's message is "[json.exception.parse_error.101] parse error at line L, column C: ..."
-    auto pos = what.find(": ");
-    std::string detail = pos == std::string::npos ? what : what.substr(pos + 2);
-    return make_error(origin + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                      ": invalid JSON: " + detail);
-  }
 }
 
 }  // namespace strata

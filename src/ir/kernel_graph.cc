@@ -26,6 +26,11 @@ int KernelGraph::add_tensor(const Shape& s, DType dt, int producer, std::string 
 
 Result<int> KernelGraph::add_input(std::string name, const Shape& shape, DType dtype) {
   STRATA_RETURN_IF_ERROR(check_name(name));
+  if (shape.rank() < 1)
+    return make_error("input `" + name + "` has no dimensions; expected 1 to " +
+                      std::to_string(kMaxRank) + " extents");
+  if (Status st = shape.check(); !st.ok())
+    return make_error("input `" + name + "`: " + st.error().message);
   int op_id = static_cast<int>(ops_.size());
   int t = add_tensor(shape, dtype, op_id, std::move(name));
   ops_.push_back({OpKind::Input, {}, {t}, {}, nullptr});
@@ -129,6 +134,19 @@ int KernelGraph::num_customized() const {
   return static_cast<int>(std::count_if(ops_.begin(), ops_.end(), [](const KernelOp& op) {
     return op.kind == OpKind::Customized;
   }));
+}
+
+std::vector<int> KernelGraph::dead_tensors() const {
+  std::vector<char> used(tensors_.size(), 0);
+  for (const KernelOp& op : ops_)
+    for (int t : op.inputs) used[t] = 1;
+  for (int t : outputs_) used[t] = 1;
+  std::vector<int> dead;
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    const int producer = tensors_[t].producer;
+    if (!used[t] && ops_[producer].kind != OpKind::Input) dead.push_back(static_cast<int>(t));
+  }
+  return dead;
 }
 
 std::string KernelGraph::tensor_name(int id) const {

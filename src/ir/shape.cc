@@ -1,6 +1,7 @@
 #include "strata/shape.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace strata {
 
@@ -22,9 +23,28 @@ std::optional<DType> parse_dtype(std::string_view name) {
 
 int dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
 
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::numeric_limits<int64_t>::max();
+  return r;
+}
+
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return std::numeric_limits<int64_t>::max();
+  return r;
+}
+
 Shape::Shape(std::initializer_list<int64_t> dims) {
   rank_ = static_cast<int>(std::min<size_t>(dims.size(), kMaxRank));
   std::copy_n(dims.begin(), rank_, dims_.begin());
+}
+
+Shape Shape::unchecked(const std::vector<int64_t>& dims) {
+  Shape s;
+  s.rank_ = static_cast<int>(std::min<size_t>(dims.size(), kMaxRank));
+  std::copy_n(dims.begin(), s.rank_, s.dims_.begin());
+  return s;
 }
 
 Result<Shape> Shape::make(const std::vector<int64_t>& dims) {
@@ -34,25 +54,38 @@ Result<Shape> Shape::make(const std::vector<int64_t>& dims) {
   }
   Shape s;
   s.rank_ = static_cast<int>(dims.size());
-  for (int i = 0; i < s.rank_; ++i) {
-    if (dims[i] < 1) {
-      return make_error("shape dimension " + std::to_string(i) + " is " +
-                        std::to_string(dims[i]) + "; every extent must be at least 1");
-    }
-    s.dims_[i] = dims[i];
-  }
+  std::copy(dims.begin(), dims.end(), s.dims_.begin());
+  STRATA_RETURN_IF_ERROR(s.check());
   return s;
+}
+
+Status Shape::check() const {
+  if (rank_ < 0 || rank_ > kMaxRank)
+    return make_error("shape has rank " + std::to_string(rank_) + "; at most " +
+                      std::to_string(kMaxRank) + " dimensions are supported");
+  int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) {
+    if (dims_[i] < 1) {
+      return make_error("shape dimension " + std::to_string(i) + " is " + std::to_string(dims_[i]) +
+                        "; every extent must be at least 1");
+    }
+    n = saturating_mul(n, dims_[i]);
+  }
+  if (n > kMaxElements)
+    return make_error("shape " + str() +
+                      " has more than 2^48 elements; expected a tensor that fits in GPU memory");
+  return Status::success();
 }
 
 int64_t Shape::numel() const {
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  for (int i = 0; i < rank_; ++i) n = saturating_mul(n, dims_[i]);
   return n;
 }
 
 int64_t Shape::stride(int d) const {
   int64_t s = 1;
-  for (int i = d + 1; i < rank_; ++i) s *= dims_[i];
+  for (int i = d + 1; i < rank_; ++i) s = saturating_mul(s, dims_[i]);
   return s;
 }
 
@@ -87,9 +120,8 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
     if (da != db && da != 1 && db != 1) return std::nullopt;
     out[i] = std::max(da, db);
   }
-  auto s = Shape::make(out);
-  if (!s.ok()) return std::nullopt;
-  return s.value();
+  // Unchecked: the result may exceed kMaxElements; shape inference checks it (Shape::check).
+  return Shape::unchecked(out);
 }
 
 }  // namespace strata

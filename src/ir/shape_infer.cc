@@ -60,9 +60,14 @@ Shape last_dim_reduced(const Shape& s) {
   return out;
 }
 
-}  // namespace
+/// The result shape when it is within the bounds of Shape::check, else an error naming the op.
+Result<Shape> bounded(OpKind kind, const Shape& s) {
+  Status st = s.check();
+  if (!st.ok()) return make_error(named(kind) + ": result " + st.error().message);
+  return s;
+}
 
-Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& attrs) {
+Result<Shape> compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& attrs) {
   const OpInfo& info = op_info(kind);
   if (info.arity >= 0 && static_cast<int>(in.size()) != info.arity)
     return make_error(named(kind) + " takes " + std::to_string(info.arity) + " input(s), got " +
@@ -141,8 +146,8 @@ Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpA
   return make_error(named(kind) + " is not a compute op");
 }
 
-Result<Shape> infer_accum_shape(OpKind kind, const std::vector<Shape>& ins, int forloop,
-                                OpAttrs& attrs) {
+Result<Shape> accum_shape(OpKind kind, const std::vector<Shape>& ins, int forloop,
+                          OpAttrs& attrs) {
   if (op_category(kind) != Category::Accum)
     return make_error(named(kind) + " is not an accumulator");
   const OpInfo& info = op_info(kind);
@@ -166,7 +171,7 @@ Result<Shape> infer_accum_shape(OpKind kind, const std::vector<Shape>& ins, int 
   Shape out = in;
   int last = in.rank() - 1;
   if (kind == OpKind::AccumSum) {
-    if (attrs.fmap != kReplicate) out[attrs.fmap] = in[attrs.fmap] * forloop;
+    if (attrs.fmap != kReplicate) out[attrs.fmap] = saturating_mul(in[attrs.fmap], forloop);
     return out;
   }
   if (kind == OpKind::AccumRescale) return out;
@@ -179,6 +184,19 @@ Result<Shape> infer_accum_shape(OpKind kind, const std::vector<Shape>& ins, int 
   }
   // The remaining accumulators reduce the iterations and the tile's last dim.
   return last_dim_reduced(in);
+}
+
+}  // namespace
+
+Result<Shape> infer_compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& attrs) {
+  STRATA_ASSIGN_OR_RETURN(Shape out, compute_shape(kind, in, attrs));
+  return bounded(kind, out);
+}
+
+Result<Shape> infer_accum_shape(OpKind kind, const std::vector<Shape>& ins, int forloop,
+                                OpAttrs& attrs) {
+  STRATA_ASSIGN_OR_RETURN(Shape out, accum_shape(kind, ins, forloop, attrs));
+  return bounded(kind, out);
 }
 
 Result<Shape> infer_thread_graph_shape(const std::vector<ThreadStep>& chain,

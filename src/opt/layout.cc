@@ -1,6 +1,7 @@
 #include "strata/layout.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "strata/loop_groups.h"
@@ -24,11 +25,17 @@ DType input_tile_dtype(const KernelPlan& plan, int t) {
   return plan.input_dtypes[g.op(g.tensor(t).producer).attrs.input_index];
 }
 
-std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> d;
-  for (int64_t i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
+/// The divisors of n in increasing order, those up to `limit` (all by default). Trial division
+/// up to √n, so that extents up to 2^48 (shape.h) cost at most 2^24 steps, not one per unit.
+std::vector<int64_t> divisors(int64_t n, int64_t limit = std::numeric_limits<int64_t>::max()) {
+  std::vector<int64_t> small, large;
+  for (int64_t i = 1; i <= n / i && i <= limit; ++i) {
+    if (n % i != 0) continue;
+    small.push_back(i);
+    if (n / i != i && n / i <= limit) large.push_back(n / i);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 /// Warp tiling of a tensor-core matmul (see MmaTiling). `reg_budget` > 0 asks for a tiling
@@ -39,9 +46,9 @@ bool choose_tiling(int64_t batch, int64_t m, int64_t n, int warps, int chunk_flo
   const int64_t mtiles = (m + 15) / 16, rt = batch * mtiles, ct = n / 8;
   bool found = false;
   int64_t best_used = 0, best_cost = 0;
-  for (int64_t wm : divisors(rt)) {
+  for (int64_t wm : divisors(rt, warps)) {
     if (wm > warps) break;
-    for (int64_t wn : divisors(ct)) {
+    for (int64_t wn : divisors(ct, warps / wm)) {
       if (wm * wn > warps) break;
       const int64_t mt = rt / wm, nt = ct / wn;
       int64_t cm = 0, cn = 0;
@@ -51,8 +58,8 @@ bool choose_tiling(int64_t batch, int64_t m, int64_t n, int warps, int chunk_flo
         cn = nt;
       } else {
         const int64_t g = std::gcd(mt, mtiles);
-        for (int64_t a : divisors(g))
-          for (int64_t b : divisors(nt))
+        for (int64_t a : divisors(g, chunk_floats / 4))
+          for (int64_t b : divisors(nt, chunk_floats / 4))
             if (a * b * 4 <= chunk_floats && (a * b > cm * cn || (a * b == cm * cn && b > cn))) {
               cm = a;
               cn = b;

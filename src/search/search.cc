@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <mutex>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -121,14 +123,23 @@ Json task_stats_json(const TaskStats& t) {
   return j;
 }
 
-TaskStats task_stats_from_json(const Json& j) {
+/// Reads the counters of task_stats_json; a missing counter is 0, a malformed one an error.
+Result<TaskStats> task_stats_from_json(const Json& j, const std::string& path) {
   TaskStats t;
-  t.states = j.value("states", int64_t{0});
-  t.recipes = j.value("recipes", int64_t{0});
-  t.candidates = j.value("candidates", int64_t{0});
-  if (auto p = j.find("prunes"); p != j.end() && p->is_array())
-    for (size_t i = 0; i < p->size() && i < t.prunes.size(); ++i)
-      if ((*p)[i].is_number_integer()) t.prunes[i] = (*p)[i].get<int64_t>();
+  if (!j.is_object()) return make_error(path + ": expected an object, got " + json_brief(j));
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (auto [key, dst] : {std::pair{"states", &t.states}, std::pair{"recipes", &t.recipes},
+                          std::pair{"candidates", &t.candidates}})
+    if (auto it = j.find(key); it != j.end()) {
+      STRATA_ASSIGN_OR_RETURN(*dst, json_int(*it, path + "." + key, 0, kMax));
+    }
+  if (auto p = j.find("prunes"); p != j.end()) {
+    if (!p->is_array()) return make_error(path + ".prunes: expected an array of counts");
+    for (size_t i = 0; i < p->size() && i < t.prunes.size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(
+          t.prunes[i], json_int((*p)[i], path + ".prunes[" + std::to_string(i) + "]", 0, kMax));
+    }
+  }
   return t;
 }
 
@@ -349,7 +360,9 @@ Result<search::TaskResume> read_resume_point(const Json& e, const std::string& w
   const search::TaskPath& root = tasks[task];
   if (r.after.size() <= root.size() || !std::equal(root.begin(), root.end(), r.after.begin()))
     return make_error(where + ": \"after\" does not lie below task " + std::to_string(task));
-  if (auto st = e.find("stats"); st != e.end()) r.stats = task_stats_from_json(*st);
+  if (auto st = e.find("stats"); st != e.end()) {
+    STRATA_ASSIGN_OR_RETURN(r.stats, task_stats_from_json(*st, where + ".stats"));
+  }
   return r;
 }
 
@@ -358,18 +371,24 @@ Status read_checkpoint_impl(const std::string& path, const std::string& key,
                             Progress& p) {
   STRATA_ASSIGN_OR_RETURN(Json j, read_checked_json(path, kCheckpointFormat, key, program));
   const size_t tasks_total = tasks.size();
-  if (!j.is_object() || j.value("tasks_total", int64_t{-1}) != static_cast<int64_t>(tasks_total))
+  STRATA_ASSIGN_OR_RETURN(const Json* total, json_member(j, "tasks_total", path + ": payload"));
+  auto total_value =
+      json_int(*total, path + ": payload.tasks_total", 0, std::numeric_limits<int64_t>::max());
+  if (!total_value.ok()) return total_value.error();
+  if (*total_value != static_cast<int64_t>(tasks_total))
     return make_error(path + ": written by a different enumeration (task count differs)");
   Progress q;
   q.done.assign(tasks_total, 0);
   if (auto c = j.find("completed"); c != j.end() && c->is_array())
-    for (const Json& v : *c) {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
-          v.get<int64_t>() >= static_cast<int64_t>(tasks_total))
-        return make_error(path + ": bad task id " + v.dump());
-      q.done[v.get<size_t>()] = 1;
+    for (size_t i = 0; i < c->size(); ++i) {
+      auto id = json_int((*c)[i], path + ": payload.completed[" + std::to_string(i) + "]", 0,
+                         static_cast<int64_t>(tasks_total) - 1);
+      if (!id.ok()) return make_error("bad task id: " + id.error().message);
+      q.done[static_cast<size_t>(*id)] = 1;
     }
-  if (auto s = j.find("stats"); s != j.end()) q.done_stats = task_stats_from_json(*s);
+  if (auto s = j.find("stats"); s != j.end()) {
+    STRATA_ASSIGN_OR_RETURN(q.done_stats, task_stats_from_json(*s, path + ": payload.stats"));
+  }
   if (auto part = j.find("partial"); part != j.end() && part->is_array())
     for (size_t i = 0; i < part->size(); ++i) {
       size_t task = 0;

@@ -108,6 +108,11 @@ std::string search_cache_key(const KernelGraph& program, const SearchConfig& c,
   return sha256_hex(dump_safe(k));
 }
 
+std::string checked_json_checksum(const std::string& key, const std::string& program,
+                                  const Json& payload) {
+  return checksum_of(key, program, dump_safe(payload));
+}
+
 Status write_checked_json(const std::string& path, std::string_view format, const std::string& key,
                           const std::string& program, const Json& payload) {
   std::error_code ec;
@@ -138,10 +143,15 @@ Result<Json> read_checked_json_impl(const std::string& path, std::string_view fo
     auto it = doc.find(name);
     return it != doc.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
   };
-  const std::string* f = string_field("format");
-  if (!f || *f != format) return make_error(path + ": not a " + std::string(format) + " document");
-  auto v = doc.find("version");
-  if (v == doc.end() || !v->is_number_integer() || *v != kEnvelopeVersion)
+  auto field = [&](const char* name) -> const Json* {
+    auto it = doc.find(name);
+    return it != doc.end() ? &*it : nullptr;
+  };
+  const Json* f = field("format");
+  if (!f || !f->is_string() || f->get<std::string>() != format)
+    return make_error(path + ": not a " + std::string(format) + " document");
+  const Json* v = field("version");
+  if (!v || !json_int(*v, "version", kEnvelopeVersion, kEnvelopeVersion).ok())
     return make_error(path + ": unsupported version (expected " + std::to_string(kEnvelopeVersion) +
                       ")");
   const std::string* k = string_field("key");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <type_traits>
 
 #include "strata/cost_json.h"
 
@@ -51,14 +53,22 @@ Json stats_json(const SearchStats& s) {
   return j;
 }
 
+/// The member `key` of `j` as a T, or `fallback` when it is absent, null, of another type or
+/// (integers) outside the range of T: an informational field never stops a result from loading,
+/// and is never truncated.
 template <class T>
 T get_or(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    return fallback;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    auto v = json_int(*it, key, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+    return v.ok() ? static_cast<T>(*v) : fallback;
+  } else {
+    try {
+      return it->get<T>();
+    } catch (const nlohmann::json::exception&) {
+      return fallback;
+    }
   }
 }
 
@@ -159,7 +169,8 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
     auto p = s->find("prunes_by_rule");
     if (p != s->end() && p->is_object())
       for (auto it = p->begin(); it != p->end(); ++it)
-        if (it.value().is_number_integer()) r.stats.prunes_by_rule[it.key()] = it.value();
+        if (auto n = json_int(it.value(), it.key(), 0, std::numeric_limits<int64_t>::max()); n.ok())
+          r.stats.prunes_by_rule[it.key()] = *n;
     r.stats.candidates_found = get_or<int64_t>(*s, "candidates_found", 0);
     r.stats.candidates_screened = get_or<int64_t>(*s, "candidates_screened", 0);
     r.stats.candidates_verified = get_or<int64_t>(*s, "candidates_verified", 0);

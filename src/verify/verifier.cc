@@ -10,6 +10,7 @@
 
 #include "interp/executor.h"
 #include "interp/ops.h"
+#include "strata/interpreter.h"
 #include "util/parallel.h"
 #include "verify/analysis.h"
 #include "verify/exp_safety.h"
@@ -200,6 +201,7 @@ struct EquivalenceChecker::State {
 Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
                                                     const VerifyOptions& opts) {
   STRATA_RETURN_IF_ERROR(check_options(opts));
+  STRATA_RETURN_IF_ERROR(check_host_size(program, sizeof(ff::F2)));
   auto s = std::make_shared<State>();
   STRATA_ASSIGN_OR_RETURN(s->analysis, verify::analyze_graph(program));
   s->program = program;

@@ -1,11 +1,12 @@
-// `strata cost GRAPH [--target T] [--json]`: the analytical cost model's prediction for every
-// kernel of a program or μGraph (docs/cost-model.md).
+// `strata cost GRAPH [--target T] [--json] [--rank N]`: the analytical cost model's prediction
+// for every kernel of a program, μGraph or result entry (docs/cost-model.md).
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "graph_args.h"
 #include "strata/cost_json.h"
 #include "strata/cost_model.h"
 #include "strata/graph_io.h"
@@ -44,13 +45,12 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
-
-int run_cost(const std::string& path, const std::string& target_name, bool json) {
+int run_cost(const std::string& path, const std::string& target_name, bool json, int64_t rank) {
   auto target = Target::by_name(target_name);
   if (!target.ok()) return fail_bad_input(target.error().message);
-  auto g = load_graph(path);
+  auto g = load_graph_arg(path, rank);
   if (!g.ok()) return fail_bad_input(g.error().message);
-  GraphCost c = estimate_cost(*g, *target);
+  GraphCost c = estimate_cost(g->graph, *target);
   if (json) {
     std::cout << graph_cost_to_json(c, *target).dump(2) << "\n";
     return kExitOk;
@@ -87,13 +87,16 @@ std::function<int()> setup(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto target = std::make_shared<std::string>("h100");
   auto json = std::make_shared<bool>(false);
-  app.add_option("graph", *path, "program (.strata) or μGraph (.json)")->required();
+  auto rank = std::make_shared<int64_t>(-1);
+  app.add_option("graph", *path, "program (.strata), μGraph (.json) or search result document")
+      ->required();
+  add_rank_option(app, *rank);
   std::string names;
   for (const Target& t : known_targets()) names += (names.empty() ? "" : ", ") + t.name;
   app.add_option("--target", *target, "GPU whose constants are used: " + names)
       ->capture_default_str();
   app.add_flag("--json", *json, "print the prediction as JSON");
-  return [=] { return run_cost(*path, *target, *json); };
+  return [=] { return run_cost(*path, *target, *json, *rank); };
 }
 
 CommandRegistrar reg{Command{"cost",

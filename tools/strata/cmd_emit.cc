@@ -1,9 +1,11 @@
-// `strata emit GRAPH -o OUT.cu [--arch sm_90a] [emitter flags]`: writes the CUDA source of a
-// μGraph; `strata emit --list-knobs` lists the emitter knobs (emit_flags.h).
+// `strata emit GRAPH -o OUT.cu [--arch sm_90a] [--rank N] [emitter flags]`: writes the CUDA
+// source of a μGraph (or of an entry of a search result, with the emitter knobs its GPU profile
+// timed it with); `strata emit --list-knobs` lists the emitter knobs (emit_flags.h).
 #include <iostream>
 
 #include "command.h"
 #include "emit_flags.h"
+#include "graph_args.h"
 #include "strata/cuda_emitter.h"
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
@@ -35,9 +37,11 @@ std::function<int()> setup(CLI::App& app) {
     std::string graph, out, arch = "sm_90a", name;
     EmitFlags flags;
     bool plan = false, list_knobs = false;
+    int64_t rank = -1;
   };
   auto args = std::make_shared<Args>();
-  app.add_option("graph", args->graph, "μGraph JSON (or program) to compile");
+  app.add_option("graph", args->graph, "μGraph JSON, search result document or program to compile");
+  add_rank_option(app, args->rank);
   app.add_option("-o,--output", args->out, "output .cu file (default: stdout)");
   app.add_option("--arch", args->arch, "target architecture named in the source (sm_80, sm_90a)")
       ->capture_default_str();
@@ -54,15 +58,18 @@ std::function<int()> setup(CLI::App& app) {
     if (args->graph.empty()) return fail_bad_input("emit: a μGraph JSON or program is required");
     if (!valid_arch(args->arch))
       return fail_bad_input("--arch " + args->arch + ": expected sm_80 or newer (e.g. sm_90a)");
-    auto g = load_graph(args->graph);
+    auto g = load_graph_arg(args->graph, args->rank);
     if (!g.ok()) return fail_bad_input(g.error().message);
     EmitOptions opts;
     opts.arch = args->arch;
     opts.name = args->name.empty() ? stem(args->graph) : args->name;
+    // A result entry profiled fastest is emitted as it was timed; the flags apply on top.
+    if (Status st = apply_emit_knobs(g->knobs, opts); !st.ok())
+      return fail_bad_input(g->where + ": the knobs of its GPU profile: " + st.error().message);
     if (Status st = apply_emit_flags(args->flags, opts); !st.ok())
       return fail_bad_input(st.error().message);
-    auto src = emit_cuda_source(*g, opts);
-    if (!src.ok()) return fail_bad_input(args->graph + ": " + src.error().message);
+    auto src = emit_cuda_source(g->graph, opts);
+    if (!src.ok()) return fail_bad_input(g->where + ": " + src.error().message);
     if (args->out.empty()) {
       std::cout << src->code;
     } else {

@@ -3,14 +3,17 @@
 // Exit codes: 0 equivalent (with the error bound printed); 1 not equivalent (the first
 // differing output and element, or the mismatched input/output pair, printed) or unknown
 // (every trial agreed but no error bound below 1 holds: not a yes); 2 unreadable or
-// incomplete graphs, bad options.
+// incomplete graphs, bad flags, or graphs too large to evaluate on this machine. Either graph
+// may be a search result document (graph_args.h; --rank applies to each result document given).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "command.h"
-#include "strata/graph_io.h"
+#include "graph_args.h"
+#include "numeric_flags.h"
+#include "strata/interpreter.h"
 #include "strata/verifier.h"
 #include "util/progress.h"
 
@@ -23,6 +26,7 @@ struct EquivArgs {
   bool screen = false;
   bool timing = false;
   bool quiet = false;
+  int64_t rank = -1;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -49,14 +53,19 @@ std::string option_error(const VerifyOptions& o) {
 
 int run_equiv(const EquivArgs& args) {
   if (std::string e = option_error(args.options); !e.empty()) return fail_bad_input(e);
-  auto a = load_graph(args.a);
-  if (!a.ok()) return fail_bad_input(a.error().message);
-  auto b = load_graph(args.b);
-  if (!b.ok()) return fail_bad_input(b.error().message);
-  if (auto c = a->check_complete(); !c.ok())
-    return fail_bad_input(args.a + ": " + c.error().message);
-  if (auto c = b->check_complete(); !c.ok())
-    return fail_bad_input(args.b + ": " + c.error().message);
+  auto graphs = load_graph_args({args.a, args.b}, args.rank);
+  if (!graphs.ok()) return fail_bad_input(graphs.error().message);
+  const LoadedGraph& la = (*graphs)[0];
+  const LoadedGraph& lb = (*graphs)[1];
+  const KernelGraph* a = &la.graph;
+  const KernelGraph* b = &lb.graph;
+  for (const LoadedGraph* g : {&la, &lb})
+    if (auto c = g->graph.check_complete(); !c.ok())
+      return fail_bad_input(g->where + ": " + c.error().message);
+  // The verifier evaluates both graphs in full on the host, in pairs of 64-bit field elements.
+  for (const LoadedGraph* g : {&la, &lb})
+    if (Status fits = check_host_size(g->graph, 16); !fits.ok())
+      return fail_bad_input(g->where + ": " + fits.error().message);
   auto t0 = std::chrono::steady_clock::now();
   // A check at paper shapes runs for seconds to minutes: a progress line once a second.
   const char* what = args.screen ? "screening" : "verifying";
@@ -69,7 +78,7 @@ int run_equiv(const EquivArgs& args) {
   auto checker = EquivalenceChecker::make(*a, args.options);
   if (!checker.ok()) {
     progress.stop();
-    return fail_bad_input(args.a + ": " + checker.error().message);
+    return fail_bad_input(la.where + ": " + checker.error().message);
   }
   if (args.screen) {
     auto first = checker->screen(*b);  // also evaluates the program's outputs once
@@ -116,27 +125,36 @@ int run_equiv(const EquivArgs& args) {
   return kExitOk;
 }
 
-CommandRegistrar reg{Command{
-    "equiv",
-    "Prove two programs or μGraphs equivalent (finite-field random tests with an error bound)",
-    [](CLI::App& app) -> std::function<int()> {
-      auto args = std::make_shared<EquivArgs>();
-      app.add_option("A", args->a, "Program or μGraph (reference)")->required();
-      app.add_option("B", args->b, "Program or μGraph to compare with A")->required();
-      app.add_option("--trials", args->options.trials,
-                     "Trials to run, 0-64 (default 0: as many as the bound target needs)");
-      app.add_option("--target", args->options.target_log2_bound,
-                     "log2 of the error bound to reach, a finite negative number (default -60)");
-      app.add_option("--seed", args->options.seed, "Seed of all randomness (default 1)");
-      app.add_option("--threads", args->options.threads, "Worker threads (default: all)");
-      app.add_flag("--screen", args->screen,
-                   "Only the cheap screen: a few sampled blocks of one trial");
-      app.add_flag("--timing", args->timing, "Print how long the check took on stderr");
-      app.add_flag("--quiet", args->quiet,
-                   "No progress line (printed on stderr once a second while checking)");
-      return [args] { return run_equiv(*args); };
-    },
-    40}};
+CommandRegistrar reg{
+    Command{"equiv", "Prove two programs or μGraphs equivalent (finite-field random tests with an error bound)",
+            [](CLI::App& app) -> std::function<int()> {
+              auto args = std::make_shared<EquivArgs>();
+              app.add_option("A", args->a, "Program, μGraph or search result document (reference)")
+                  ->required();
+              app.add_option("B", args->b,
+                             "Program, μGraph or search result document to compare with A")
+                  ->required();
+              add_rank_option(app, args->rank);
+              app.add_option("--trials", args->options.trials,
+                             "Trials to run, 1 to 64 (default 0: as many as the bound target "
+                             "needs)")
+                  ->transform(integer_in(0, 64));
+              app.add_option("--target", args->options.target_log2_bound,
+                             "log2 of the error bound to reach, a finite negative number (default "
+                             "-60; beyond what 64 trials reach, the bound they reach is reported)");
+              app.add_option("--seed", args->options.seed,
+                             "Seed of all randomness, 0 to 2^64-1 (default 1)")
+                  ->transform(any_uint64());
+              app.add_option("--threads", args->options.threads, "Worker threads (default 0: all)")
+                  ->transform(integer_in(0, kMaxThreads));
+              app.add_flag("--screen", args->screen,
+                           "Only the cheap screen: a few sampled blocks of one trial");
+              app.add_flag("--timing", args->timing, "Print how long the check took on stderr");
+              app.add_flag("--quiet", args->quiet,
+                           "No progress line (printed on stderr once a second while checking)");
+              return [args] { return run_equiv(*args); };
+            },
+            40}};
 
 }  // namespace
 }  // namespace strata::cli

@@ -2,9 +2,13 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 
 #include "command.h"
+#include "graph_args.h"
 #include "input_files.h"
+#include "numeric_flags.h"
+#include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
 #include "strata/graph_print.h"
 #include "strata/search.h"
@@ -140,34 +144,41 @@ int run(const Options& o) {
 std::function<int()> setup(CLI::App& app) {
   auto o = std::make_shared<Options>();
   SearchConfig& c = o->config;
-  app.add_option("program", o->program, "program (.strata or μGraph JSON)")->required();
+  app.add_option("program", o->program,
+                 "program (.strata or μGraph JSON; of a search result document, its default "
+                 "entry)")
+      ->required();
   app.add_option("-o,--output", o->output,
                  "write the result (ranked μGraphs, costs, stats) as JSON");
   app.add_option("--threads", c.threads, "worker threads (0 = all cores)")
       ->default_val(0)
-      ->check(CLI::NonNegativeNumber);
+      ->transform(integer_in(0, kMaxThreads));
   app.add_option("--time-limit", c.time_limit_s,
                  "bound on the whole search in seconds: setup, enumeration, screening and "
                  "verification (not GPU profiling); 0 = none")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, 1e9));
   app.add_option("--enum-time-limit", c.enum_time_limit_s,
                  "bound on the enumeration in seconds (default: half of --time-limit, leaving "
                  "the rest to verification; else none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, 1e9));
   app.add_option("--max-states", c.max_states, "stop after N explored states (0 = none)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--max-kernel-ops", c.max_kernel_ops, "kernel ops per graph")
-      ->default_val(c.max_kernel_ops);
+      ->transform(integer_in(0, std::numeric_limits<int64_t>::max()));
+  app.add_option("--max-kernel-ops", c.max_kernel_ops, "kernel ops per graph, 1 to 8")
+      ->default_val(c.max_kernel_ops)
+      ->transform(integer_in(1, 8));
   app.add_option("--max-block-ops", c.max_block_ops,
                  "ops per block graph (input iterators, compute ops, accumulators); 0 = from "
                  "the program: max(11, its inputs and ops + 2), at most 16")
-      ->default_val(c.max_block_ops);
+      ->default_val(c.max_block_ops)
+      ->transform(integer_in(0, 16));
   app.add_flag_callback(
       "--no-abstract-pruning", [o] { o->config.abstract_pruning = false; },
       "do not prune by abstract subexpressions");
   app.add_option("--target", c.target, "GPU of the cost model: h100, h200 or a100")
       ->default_val(c.target);
-  app.add_option("--top", c.top_k, "candidates to verify and report")->default_val(c.top_k);
+  app.add_option("--top", c.top_k, "candidates to verify and report, 1 to 1000")
+      ->default_val(c.top_k)
+      ->transform(integer_in(1, 1000));
   app.add_flag("--resume", c.resume, "continue from the checkpoint of a stopped run");
   app.add_flag("--quiet", c.quiet, "no progress lines");
   app.add_flag_callback(
@@ -186,7 +197,8 @@ std::function<int()> setup(CLI::App& app) {
                  "with on the GPU, e.g. from `python3 bench/benchmarks.py inputs KEY DIR` "
                  "(default: uniform random inputs)");
   app.add_option("--input-scale", o->input_scale, "random profiling inputs are uniform in ±scale")
-      ->default_val(o->input_scale);
+      ->default_val(o->input_scale)
+      ->check(number_in(0, 1e30, true));
   app.add_flag_callback(
       "--no-cache", [o] { o->config.use_cache = false; },
       "neither read nor write the result cache");

@@ -1,5 +1,7 @@
 // `strata profile`: check candidates against the float64 reference on the GPU and time them
 // (docs/gpu-runtime.md). Writes a JSON report; used by bench/ and scripts/gpu-check.sh.
+// Exit codes: 0 every candidate passed, 1 a candidate failed or no GPU is usable (an
+// environment condition, not an internal error), 2 bad input or flags, 3 internal error.
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +14,9 @@
 
 #include "command.h"
 #include "emit_flags.h"
+#include "graph_args.h"
 #include "input_files.h"
+#include "numeric_flags.h"
 #include "strata/cost_model.h"
 #include "strata/cuda_emitter.h"
 #include "strata/emit_knobs.h"
@@ -44,6 +48,7 @@ struct ProfileArgs {
   double input_scale = 0.5;
   uint64_t seed = 1;
   int jobs = 0;
+  int64_t rank = -1;  ///< --rank: this entry of each result document instead of the top K
   std::string target;
   bool check_only = false;
   bool compile_only = false;
@@ -81,6 +86,11 @@ Result<std::vector<Entry>> collect_entries(const ProfileArgs& a, const KernelGra
     if (ends_with(path, ".strata")) {
       STRATA_ASSIGN_OR_RETURN(KernelGraph g, load_graph(path));
       entries.push_back({std::move(g), path, {}, {}});
+      continue;
+    }
+    if (a.rank >= 0) {  // the one entry --rank names, as every command takes it
+      STRATA_ASSIGN_OR_RETURN(LoadedGraph g, load_graph_entry(path, a.rank));
+      entries.push_back({std::move(g.graph), g.where, {}, {}});
       continue;
     }
     STRATA_ASSIGN_OR_RETURN(std::vector<ResultGraph> graphs, load_result_graphs(path));
@@ -169,8 +179,12 @@ int compile_only(const ProfileArgs& a, const std::string& arch, const Target& ta
 }
 
 int run_profile(const ProfileArgs& a) {
-  auto program = load_graph(a.program);
-  if (!program.ok()) return fail_bad_input(program.error().message);
+  std::vector<std::string> files = {a.program};
+  for (const std::string& c : a.candidates)
+    if (!ends_with(c, ".cu")) files.push_back(c);
+  auto loaded = load_graph_args(files, a.rank);  // also checks that --rank selects something
+  if (!loaded.ok()) return fail_bad_input(loaded.error().message);
+  Result<KernelGraph> program = std::move((*loaded)[0].graph);
   auto entries = collect_entries(a, *program);
   if (!entries.ok()) return fail_bad_input(entries.error().message);
   auto only = parse_only(a.only);
@@ -185,14 +199,14 @@ int run_profile(const ProfileArgs& a) {
   if (gpu_count() > 0) {
     auto info = query_device();
     if (!info.ok()) {
-      std::cerr << "strata: " << info.error().message << "\n";
-      return kExitInternal;
+      std::cerr << "strata: no usable GPU: " << info.error().message << "\n";
+      return kExitFalse;
     }
     dev = *info;
   } else if (!a.compile_only) {
     std::cerr << "strata: profile needs a GPU: no CUDA device is available (--compile-only "
                  "with --arch works without one)\n";
-    return kExitInternal;
+    return kExitFalse;
   }
   if (!dev && a.arch.empty()) return fail_bad_input("--compile-only without a GPU needs --arch");
   std::string arch = a.arch.empty() ? dev->arch() : a.arch;
@@ -359,14 +373,23 @@ int run_profile(const ProfileArgs& a) {
 std::function<int()> setup(CLI::App& app) {
   auto a = std::make_shared<ProfileArgs>();
   app.add_option("program", a->program,
-                 "the program (.strata or μGraph JSON): its float64 reference is the expected "
-                 "output")
+                 "the program (.strata, μGraph JSON or a search result document, whose entry "
+                 "--rank or the default choice gives the program): its float64 reference is "
+                 "the expected output")
       ->required();
   app.add_option("candidates", a->candidates,
-                 "candidates: μGraph JSON, strata optimize results (top K of each), .strata "
-                 "programs or .cu sources; default: the program itself");
+                 "candidates: μGraph JSON, strata optimize results (top K of each, or the "
+                 "entry --rank names), .strata programs or .cu sources; default: the program "
+                 "itself");
   app.add_option("--top", a->top, "candidates taken from each result document")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(integer_in(1, 1 << 20));
+  app.add_option("--rank", a->rank,
+                 "take entry ranked[N] of every search result document given (the program "
+                 "and candidates) instead of the default entry (program) or the top K "
+                 "(candidates)")
+      ->type_name("N")
+      ->transform(integer_in(0, 1 << 20));
   app.add_option("--arch", a->arch, "nvcc -arch (default: the GPU's)");
   app.add_option("-o,--output", a->out, "write the JSON report here");
   app.add_option("--export-dir", a->export_dir, "write each candidate's .cu and μGraph JSON here");
@@ -374,15 +397,25 @@ std::function<int()> setup(CLI::App& app) {
                  "directory with <input name>.f64 files (raw little-endian float64) to use as "
                  "inputs");
   app.add_option("--input-scale", a->input_scale, "random inputs are uniform in ±scale")
-      ->capture_default_str();
-  app.add_option("--seed", a->seed, "seed of the random inputs")->capture_default_str();
-  app.add_option("--tolerance", a->tolerance, "relative L2 error allowed")->capture_default_str();
-  app.add_option("--runs", a->runs, "timed CUDA-graph replays")->capture_default_str();
-  app.add_option("--warmup", a->warmup, "untimed replays first")->capture_default_str();
+      ->capture_default_str()
+      ->check(number_in(0, 1e30, true));
+  app.add_option("--seed", a->seed, "seed of the random inputs")
+      ->capture_default_str()
+      ->transform(any_uint64());
+  app.add_option("--tolerance", a->tolerance, "relative L2 error allowed")
+      ->capture_default_str()
+      ->check(number_in(0, 1e30, true));
+  app.add_option("--runs", a->runs, "timed CUDA-graph replays")
+      ->capture_default_str()
+      ->transform(integer_in(1, 1000000));
+  app.add_option("--warmup", a->warmup, "untimed replays first")
+      ->capture_default_str()
+      ->transform(integer_in(0, 1000000));
   app.add_option(
       "--only", a->only,
       "profile only these candidate indices (e.g. 0,3; counted after expanding --variants)");
-  app.add_option("--jobs", a->jobs, "parallel compilations (0: all cores)");
+  app.add_option("--jobs", a->jobs, "parallel compilations (0: all cores)")
+      ->transform(integer_in(0, kMaxThreads));
   app.add_option("--target", a->target,
                  "cost-model target for the predicted times (h100|h200|a100; default: from the "
                  "device name)");
@@ -399,11 +432,10 @@ std::function<int()> setup(CLI::App& app) {
       ->delimiter(';');
   return [a]() -> int {
 #ifdef STRATA_HAVE_CUDA
-    if (a->runs < 1) return fail_bad_input("--runs must be at least 1");
     return run_profile(*a);
 #else
     std::cerr << "strata: this build has no CUDA support (no toolkit was found at build time)\n";
-    return kExitInternal;
+    return kExitFalse;
 #endif
   };
 }
@@ -413,7 +445,7 @@ std::function<int()> setup(CLI::App& app) {
 static CommandRegistrar reg{Command{
     "profile",
     "check candidates against the float64 reference on the GPU and time them (exit 1 if any "
-    "candidate fails)",
+    "candidate fails or there is no GPU)",
     setup, 60}};
 
 }  // namespace strata::cli

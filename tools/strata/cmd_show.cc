@@ -1,7 +1,9 @@
-// `strata show FILE [--dot OUT] [--json]`: prints a program or μGraph at every level.
+// `strata show FILE [--dot OUT] [--json] [--rank N]`: prints a program, μGraph or result entry
+// at every level.
 #include <iostream>
 
 #include "command.h"
+#include "graph_args.h"
 #include "strata/graph_dot.h"
 #include "strata/graph_io.h"
 #include "strata/graph_json.h"
@@ -14,11 +16,15 @@ struct ShowOptions {
   std::string file;
   std::string dot;
   bool json = false;
+  int64_t rank = -1;
 };
 
 std::function<int()> setup(CLI::App& app) {
   auto opts = std::make_shared<ShowOptions>();
-  app.add_option("FILE", opts->file, "a .strata program or a μGraph .json document")->required();
+  app.add_option("FILE", opts->file,
+                 "a .strata program, a μGraph .json document or a search result document")
+      ->required();
+  add_rank_option(app, opts->rank);
   app.add_option("--dot", opts->dot,
                  "also write a Graphviz rendering (kernel graph, one cluster per customized "
                  "kernel with its block graph) to OUT; `-` writes it to stdout instead of the "
@@ -33,8 +39,9 @@ std::function<int()> setup(CLI::App& app) {
   return [opts] {
     if (opts->json && opts->dot == "-")
       return fail_bad_input("--json and --dot - both write to stdout; choose one");
-    auto g = load_graph(opts->file);
-    if (!g.ok()) return fail_bad_input(g.error().message);
+    auto loaded = load_graph_arg(opts->file, opts->rank);
+    if (!loaded.ok()) return fail_bad_input(loaded.error().message);
+    const KernelGraph* g = &loaded->graph;
     if (!opts->dot.empty()) {
       std::string dot = kernel_graph_to_dot(*g);
       if (opts->dot == "-") {

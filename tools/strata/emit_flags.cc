@@ -1,14 +1,18 @@
 #include "emit_flags.h"
 
+#include "numeric_flags.h"
 #include "strata/emit_knobs.h"
 
 namespace strata::cli {
 
 void add_emit_flags(CLI::App& app, EmitFlags& f) {
-  app.add_option("--stages", f.stages, "pipeline stages per input tile (0: auto)");
+  app.add_option("--stages", f.stages, "pipeline stages per input tile (0: auto)")
+      ->transform(integer_in(0, 64));
   app.add_option("--groups", f.groups,
-                 "loop groups: split each for-loop over this many warp groups (0: auto, 1: off)");
-  app.add_option("--threads", f.threads, "threads per block (0: auto)");
+                 "loop groups: split each for-loop over this many warp groups (0: auto, 1: off)")
+      ->transform(integer_in(0, 64));
+  app.add_option("--threads", f.threads, "threads per block (0: auto)")
+      ->transform(integer_in(0, 1024));
   app.add_flag("--no-tensor-cores", f.no_tensor_cores, "use the SIMT matmul path everywhere");
   app.add_flag("--f32-intermediates", f.f32_intermediates,
                "store tensors passed between kernels in f32");

@@ -1,6 +1,6 @@
 // Input values given as files (`strata profile --inputs`, `strata optimize --inputs`): one raw
 // little-endian float64 file <dir>/<input name>.f64 per program input, numel values each (the
-// format `python3 bench/benchmarks.py inputs KEY DIR` writes).
+// format `python3 bench/benchmarks.py inputs KEY DIR` writes). Values must be finite.
 #pragma once
 
 #include <string>

@@ -24,9 +24,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "strata " STRATA_VERSION
       " — a multi-level superoptimizer for GPU tensor programs.\n"
-      "Programs are .strata text files or μGraph JSON documents (see docs/).\n"
-      "Exit codes: 0 success, 1 a well-formed negative answer (e.g. not equivalent),\n"
-      "2 bad input or arguments, 3 internal error."};
+      "Programs are .strata text files, μGraph JSON documents or search result documents\n"
+      "(`optimize -o`; --rank N picks an entry), see docs/.\n"
+      "Exit codes: 0 success, 1 a well-formed negative answer (e.g. not equivalent) or no\n"
+      "usable GPU, 2 bad input or arguments, 3 internal error."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "strata " STRATA_VERSION);
   auto& commands = command_registry();
