@@ -431,7 +431,7 @@ class _Parser:
         self.tensors[t.name] = t
         self.inputs.append(t)
         m = _RECIPE.match(comment)
-        if comment and "recipe" in comment and not m:
+        if re.match(r"#\s*recipe\b", comment) and not m:
             raise self.err(lineno, 1, f"malformed recipe comment `{comment.strip()}`; "
                            "expected `# recipe: KIND(ARGS)`")
         if m:

@@ -14,7 +14,7 @@
 # Usage: scripts/gpu-suite.sh OUT_DIR
 # Environment: STRATA_SUITE_PART=I/N (the I-th of N parts: every N-th program in name order
 #   from the I-th; default all programs), STRATA_SUITE_NAMES (comma-separated programs instead),
-#   STRATA_SUITE_TOTAL (seconds for the whole script, build included, default 560: programs
+#   STRATA_SUITE_TOTAL (seconds for the whole script, build included, default 540: programs
 #   not started in time are reported as skipped, and the benchmark is stopped 20 s before),
 #   STRATA_SUITE_SEARCH_DIR (default bench/search/suite when present),
 #   STRATA_SUITE_SEARCH_TIME (seconds per search run here, default 60), STRATA_SUITE_TOP
@@ -31,7 +31,7 @@ root=$PWD
 [ $# -eq 1 ] || { echo "usage: scripts/gpu-suite.sh OUT_DIR"; exit 2; }
 gpu_script_begin "$1" gpu-suite.log
 failed=()
-total=${STRATA_SUITE_TOTAL:-560}
+total=${STRATA_SUITE_TOTAL:-540}
 build=${STRATA_BUILD_DIR:-$root/build-gpu}
 case $build in /*) ;; *) build=$root/$build ;; esac
 export STRATA_CACHE_DIR=${STRATA_CACHE_DIR:-$build/cache}

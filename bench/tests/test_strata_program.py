@@ -97,6 +97,8 @@ output D, B, E
             ("input X: f16[4]  # recipe: weird(1)\nO = exp(X)\noutput O\n", r"unknown recipe `weird`"),
             ("input X: f16[4]  # recipe: normal(1, 2)\nO = exp(X)\noutput O\n", r"takes 1 argument"),
             ("input X: f16[4]\nO = exp(X)\nO = exp(X)\noutput O\n", r"x:3:1: error: duplicate name `O`"),
+            ("input X: f16[4]  # recipe normal(1)\nO = exp(X)\noutput O\n",
+             r"x:1:1: error: malformed recipe comment"),
         ]
         for text, pattern in cases:
             with self.subTest(text=text):
@@ -117,6 +119,9 @@ output O
         self.assertEqual(p.recipe("G").text(), "gain")
         self.assertEqual(p.recipe("C").text(), "rope_cos(500000)")
         self.assertEqual(p.recipe("U").args, (-1.0, 0.5))
+        # Another comment is no recipe.
+        p = sp.parse("input X: f16[4]  # the recipe is the default\nO = exp(X)\noutput O\n")
+        self.assertEqual(p.recipe("X").text(), "normal(1)")
 
 
 class AttentionPatterns(unittest.TestCase):
