@@ -147,6 +147,8 @@ def build(device, results, profiles, plans, phases, tolerance, kind="paper"):
                                   key=lambda r: r["speedup"])["config"] if speedups else None,
         # Configurations without a speedup (no correct strata time, or no PyTorch time).
         "without_speedup": [r["config"] for r in rows if "speedup" not in r],
+        "below_parity": {r["config"]: r["speedup"] for r in rows
+                         if "speedup" in r and r["speedup"] < 1.0},
         # strata's time over the floor where the programs are bandwidth-bound (target ≤ 1.15).
         "time_over_floor": {r["config"]: 1 / r["strata_fraction_of_floor"] for r in rows
                             if bandwidth_bound(r) and "strata_fraction_of_floor" in r},
@@ -209,7 +211,11 @@ def suite_targets(sm):
     text = (f"no program below {SUITE_TARGET_MIN:.1f}× "
             f"{verdict(low is not None and low >= SUITE_TARGET_MIN and not missing)}")
     details = []
-    if low is not None:
+    below = sm.get("below_parity", {})
+    if len(below) > 1:
+        details.append(f"{len(below)} below: " + ", ".join(
+            f"{k} {v:.2f}×" for k, v in sorted(below.items(), key=lambda kv: kv[1])))
+    elif low is not None:
         details.append(f"lowest {low:.2f}×, {sm['min_speedup_config']}")
     if missing:
         details.append(f"{len(missing)} without a strata speedup: {', '.join(missing)}")

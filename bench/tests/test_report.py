@@ -288,6 +288,11 @@ class Suite(unittest.TestCase):
         md = report.markdown(doc)
         self.assertIn("| d | memory | — | — | — | — | — | skipped: time budget spent before its "
                       "benchmark | — | 15.00 | — | — |", md)
+        line = report.suite_targets(self.build([
+            suite_result("e", 1e3, 0, {"eager": 4.0}, strata=5.0),
+            suite_result("f", 1e3, 0, {"eager": 4.0}, strata=8.0),
+            suite_result("g", 1e3, 0, {"eager": 4.0}, strata=2.0)])["summary"])[0]
+        self.assertIn("no program below 1.0× MISSED (2 below: f 0.50×, e 0.80×)", line)
         line = report.suite_targets(self.build([suite_result("b", 1e3, 0, {"eager": 4.0})])
                                     ["summary"])[0]
         self.assertIn("≥ 1.5× MISSED (no program timed)", line)
