@@ -267,11 +267,15 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     }
     auto out = quick_shape(kind, std::span(shapes.data(), ins.n), attrs);
     if (!out) return prune(Prune::Shape);
-    if (kind == OpKind::Concat && !space.program_concat) {
-      // Concat-then-matmul, [X | Y]·[W ; B]: two operands that are not concats themselves,
-      // joined along a dim that a matmul contracts (the last two), of reduced classes.
+    if (kind == OpKind::Concat &&
+        !(space.program_concat &&
+          matches_program_op(kind, attrs, {ob.exprs[ins[0]], ob.exprs[ins[1]]}))) {
+      // A concat that is not one of the program's can only be concat-then-matmul,
+      // [X | Y]·[W ; B]: two operands that are not concats themselves, joined along a dim that
+      // a matmul contracts (the last two), of reduced classes, in a program with two matmuls.
       const int r = shapes[0].rank(), d = attrs.dim;
-      bool ok = (d == r - 1 || d == r - 2) && ob.bt[ins[0]].cls[d] != ob.bt[ins[1]].cls[d];
+      bool ok = space.merge_concat && (d == r - 1 || d == r - 2) &&
+                ob.bt[ins[0]].cls[d] != ob.bt[ins[1]].cls[d];
       for (int t : ins) {
         const BlockOp& producer = ob.b.op(ob.b.tensor(t).producer);
         DimClass c = ob.bt[t].cls[d];
@@ -313,7 +317,8 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     ob.b.pop_op();
     return prune(Prune::Sign);
   }
-  if (!program_site(kind, attrs, {ob.exprs[ins[0]], ins.n > 1 ? ob.exprs[ins[1]] : kNoExpr})) {
+  if (kind != OpKind::Concat &&  // concats: checked above (program's, or concat-then-matmul)
+      !program_site(kind, attrs, {ob.exprs[ins[0]], ins.n > 1 ? ob.exprs[ins[1]] : kNoExpr})) {
     ob.b.pop_op();
     return prune(Prune::ProgramSite);
   }

@@ -20,6 +20,7 @@
 #include "search/enumerator.h"
 #include "strata/abstract_expr.h"
 #include "strata/graph_optimizer.h"
+#include "strata/graph_print.h"
 #include "strata/kernel_plan.h"
 #include "strata/search_cache.h"
 #include "strata/search_report.h"
@@ -295,7 +296,12 @@ CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::
     c.error = ok.error().message;
     return c;
   }
-  if (!*ok) return c;
+  if (!*ok) {
+    if (search::trace_screen_failures())
+      std::fprintf(stderr, "candidate failed the equivalence screen:\n%s\n",
+                   format_graph(e.graph).c_str());
+    return c;
+  }
   verifying = true;
   t = Clock::now();
   auto v = checker.verify(e.graph);
