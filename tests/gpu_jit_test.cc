@@ -16,6 +16,7 @@
 #include "strata/gpu_device.h"
 #include "strata/gpu_jit.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/hash.h"
 #include "strata/profiler.h"
 #include "strata/result_graphs.h"

@@ -17,6 +17,7 @@
 #include "strata/dtype_codec.h"
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/profiler.h"
 #include "strata/runtime_api.h"

@@ -13,6 +13,7 @@
 #include "strata/cost_model.h"
 #include "strata/dim_classes.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/hash.h"
 #include "strata/search.h"

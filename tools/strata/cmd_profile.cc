@@ -21,6 +21,7 @@
 #include "strata/cuda_emitter.h"
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 
 #ifdef STRATA_HAVE_CUDA
