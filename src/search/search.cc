@@ -190,9 +190,7 @@ Result<SearchResult> load_cached_result(const std::string& path, const std::stri
 /// limit, so a candidate can pass it and still not fit. Returns the prune rule that rejects
 /// g, or "" if it is emittable.
 std::string not_emittable(const KernelGraph& g, const Target& t) {
-  PlanOptions options;
-  options.smem_limit = t.smem_per_block_bytes;
-  options.sm_count = t.sm_count;
+  const PlanOptions options = PlanOptions::for_arch(t);
   for (const KernelOp& op : g.ops()) {
     if (op.kind != OpKind::Customized) continue;
     if (!block_graph_codegen_unsupported(*op.body).empty()) return "codegen_unsupported";

@@ -2,7 +2,6 @@
 // (docs/gpu-runtime.md). Writes a JSON report; used by bench/ and scripts/gpu-check.sh.
 // Exit codes: 0 every candidate passed, 1 a candidate failed or no GPU is usable (an
 // environment condition, not an internal error), 2 bad input or flags, 3 internal error.
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -116,17 +115,6 @@ Result<std::set<int>> parse_only(const std::string& text) {
   return only;
 }
 
-/// The cost-model target for a device: named by --target, else guessed from the device name
-/// ("H200", "H100", "A100"), else h100.
-Result<Target> cost_target(const std::string& requested, const std::string& device_name) {
-  if (!requested.empty()) return Target::by_name(requested);
-  std::string lower;
-  for (char c : device_name) lower.push_back(static_cast<char>(std::tolower(c)));
-  for (const char* name : {"h200", "h100", "a100"})
-    if (lower.find(name) != std::string::npos) return Target::by_name(name);
-  return Target::by_name("h100");
-}
-
 Json timing_json(const Timing& t) {
   return {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"min_us", t.min_us},
           {"p10_us", t.p10_us},       {"p90_us", t.p90_us},   {"runs", t.runs},
@@ -211,7 +199,9 @@ int run_profile(const ProfileArgs& a) {
   }
   if (!dev && a.arch.empty()) return fail_bad_input("--compile-only without a GPU needs --arch");
   std::string arch = a.arch.empty() ? dev->arch() : a.arch;
-  auto target = cost_target(a.target, dev ? dev->name : "");
+  // The cost-model target: named by --target, else the device's (h100 when unknown).
+  auto target = a.target.empty() ? Result<Target>(Target::for_device(dev ? dev->name : ""))
+                                 : Target::by_name(a.target);
   if (!target.ok()) return fail_bad_input(target.error().message);
 
   ProfileOptions options;
@@ -333,9 +323,9 @@ int run_profile(const ProfileArgs& a) {
               {"device",
                {{"name", dev->name},
                 {"arch", arch},
-                {"sm_count", dev->sm_count},
-                {"l2_bytes", dev->l2_bytes},
-                {"smem_per_block", dev->smem_per_block},
+                {"sm_count", dev->traits.sm_count},
+                {"l2_bytes", dev->traits.l2_bytes},
+                {"smem_per_block", dev->traits.smem_per_block_bytes},
                 {"driver_version", dev->driver_version}}},
               {"tolerance", a.tolerance},
               {"inputs", a.inputs_dir.empty() ? "uniform(±" + std::to_string(a.input_scale) +
