@@ -77,10 +77,10 @@ def module_dirs(root, order):
     return dirs
 
 
-def public_owner(root, name, dirs, owners):
+def public_owner(root, name, dirs, owners, order=()):
     """The module of include/strata/<name>, or None."""
     first, _, rest = name.partition("/")
-    if rest and first in dirs:  # grouped layout: strata/<module>/<header>
+    if rest and (first in dirs or first in order):  # grouped: strata/<module>/<header>
         return first
     if name in owners:
         return owners[name]
@@ -104,7 +104,7 @@ def check(root):
     for base, _, names in os.walk(inc_root):
         for n in sorted(names):
             rel = os.path.relpath(os.path.join(base, n), inc_root)
-            mod = public_owner(root, rel, dirs, owners)
+            mod = public_owner(root, rel, dirs, owners, order)
             path = os.path.relpath(os.path.join(base, n), root)
             if mod is None:
                 files.append((None, path))
@@ -124,7 +124,7 @@ def check(root):
                 inc = m.group(1)
                 first, _, rest = inc.partition("/")
                 if first == "strata" and rest:
-                    target = public_owner(root, rest, dirs, owners)
+                    target = public_owner(root, rest, dirs, owners, order)
                     if target is None:
                         problems.append(f"{path}:{n}: {inc}: no module owns this header")
                         continue

@@ -70,11 +70,12 @@ def rewrite(text, table, code):
     # Paths: include/strata/<name> (not already grouped).
     text = re.sub(r"include/strata/(" + alt + r")(?![\w.])",
                   lambda m: f"include/strata/{table[m.group(1)]}/{m.group(1)}", text)
-    if code:
-        # #include and __has_include operands: "strata/<name>" or <strata/<name>>.
-        text = re.sub(r'(["<])strata/(' + alt + r')([">])',
-                      lambda m: f"{m.group(1)}strata/{table[m.group(2)]}/{m.group(2)}{m.group(3)}",
-                      text)
+    # In sources every "strata/<name>" or <strata/<name>> (#include, __has_include); in other
+    # text (docs, scripts) the #include lines of examples.
+    lead = r'(["<])' if code else r'(#\s*include\s*["<])'
+    text = re.sub(lead + r"strata/(" + alt + r')([">])',
+                  lambda m: f"{m.group(1)}strata/{table[m.group(2)]}/{m.group(2)}{m.group(3)}",
+                  text)
     # CMake globs of the public headers.
     text = text.replace("include/strata/*.h", "include/strata/*/*.h")
     text = text.replace("include/strata/*.def", "include/strata/*/*.def")
@@ -100,7 +101,10 @@ def main():
         return 2
     for n, mod in table.items():
         print(f"include/strata/{n} -> include/strata/{mod}/{n}")
-    if args.dry_run or not table:
+    if not table:
+        print("group_headers: nothing to do (no header directly in include/strata/)")
+        return 0
+    if args.dry_run:
         return 0
     is_git = subprocess.run(["git", "-C", root, "rev-parse", "--is-inside-work-tree"],
                             capture_output=True).returncode == 0
