@@ -68,7 +68,7 @@ def rewrite(text, table, code):
     if not alt:
         return text
     # Paths: include/strata/<name> (not already grouped).
-    text = re.sub(r"include/strata/(" + alt + r")(?![\w.])",
+    text = re.sub(r"include/strata/(" + alt + r")(?!\w)",
                   lambda m: f"include/strata/{table[m.group(1)]}/{m.group(1)}", text)
     # In sources every "strata/<name>" or <strata/<name>> (#include, __has_include); in other
     # text (docs, scripts) the #include lines of examples.
