@@ -15,6 +15,7 @@
 
 #include "strata/cuda_emitter.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/search.h"
 #include "strata/thread_fusion.h"
 #include "support/cuda_tools.h"

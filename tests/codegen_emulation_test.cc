@@ -9,6 +9,7 @@
 
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/thread_fusion.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"

@@ -17,6 +17,7 @@
 #include "strata/dtype_codec.h"
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/profiler.h"
 #include "strata/runtime_api.h"
@@ -57,12 +58,12 @@ TEST(GpuRuntime, DeviceIsVisible) {
   REQUIRE_GPU();
   auto dev = query_device();
   ASSERT_TRUE(dev.ok()) << dev.error().message;
-  EXPECT_GT(dev->sm_count, 0);
-  EXPECT_GT(dev->l2_bytes, 1 << 20);
-  EXPECT_GE(dev->smem_per_block, 48 * 1024);
+  EXPECT_GT(dev->traits.sm_count, 0);
+  EXPECT_GT(dev->traits.l2_bytes, 1 << 20);
+  EXPECT_GE(dev->traits.smem_per_block_bytes, 48 * 1024);
   EXPECT_EQ(dev->arch().rfind("sm_", 0), 0u);
   std::printf("device: %s (%s), %d SMs, L2 %lld bytes\n", dev->name.c_str(), dev->arch().c_str(),
-              dev->sm_count, static_cast<long long>(dev->l2_bytes));
+              dev->traits.sm_count, static_cast<long long>(dev->traits.l2_bytes));
 }
 
 TEST(GpuRuntime, RunsLibrariesOnDeviceBuffers) {

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/arch_traits.h"
 #include "strata/block_graph.h"
 #include "strata/shape.h"
 #include "strata/status.h"
@@ -33,9 +34,22 @@ inline constexpr int64_t kSmemAlign = 128;
 /// Knobs of the graph optimizer. Defaults target an H100/H200 (132 SMs, 227 KB of shared
 /// memory per block). None of them changes what a kernel computes, only how.
 struct PlanOptions {
-  int64_t smem_limit = 227 * 1024;       ///< dynamic shared memory per block (bytes)
-  int64_t sm_smem = 228 * 1024;          ///< shared memory per SM (sizes co-resident blocks)
-  int sm_count = 132;                    ///< SMs of the target (blocks per SM for the budgets)
+  // The target's hardware, by default ArchTraits::default_arch()'s (arch_traits.h); for_arch
+  // sets all three from one architecture.
+  /// Dynamic shared memory per block (bytes).
+  int64_t smem_limit = ArchTraits::default_arch().smem_per_block_bytes;
+  /// Shared memory per SM (sizes co-resident blocks).
+  int64_t sm_smem = ArchTraits::default_arch().smem_per_sm_bytes;
+  /// SMs of the target (blocks per SM for the budgets).
+  int sm_count = ArchTraits::default_arch().sm_count;
+  /// Default options for the GPU `arch`: its shared memory per block and per SM, its SMs.
+  static PlanOptions for_arch(const ArchTraits& arch) {
+    PlanOptions o;
+    o.smem_limit = arch.smem_per_block_bytes;
+    o.sm_smem = arch.smem_per_sm_bytes;
+    o.sm_count = arch.sm_count;
+    return o;
+  }
   int max_stages = 12;                   ///< pipeline depth cap for per-iteration input tiles
   int64_t bytes_in_flight = 128 * 1024;  ///< per-SM prefetch target that sizes the pipeline
   int register_accum_floats = 64;        ///< per-thread f32 budget for register accumulators

@@ -10,6 +10,7 @@
 #include "cuda_check.h"
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/json_read.h"
 #include "strata/result_graphs.h"
 

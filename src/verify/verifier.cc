@@ -8,8 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include "interp/executor.h"
-#include "interp/ops.h"
+#include "interp/value_domain.h"
 #include "strata/interpreter.h"
 #include "util/parallel.h"
 #include "verify/analysis.h"
