@@ -7,7 +7,8 @@
 // Execution model. The grid is one block per worker (one per SM; every block resident). A
 // worker takes tasks either from its static list (mode 0) or from a global counter over the
 // compiled topological order (mode 1); for each task it
-//   1. waits until every event the task waits on has reached count · step (thread 0 spins on an
+//   1. asks L2 to prefetch the task's weights (or cached keys and values), then
+//      waits until every event the task waits on has reached count · step (thread 0 spins on an
 //      acquire load with __nanosleep; the counters only grow, so no reset between steps),
 //   2. runs the task's device function with all 256 threads,
 //   3. after a barrier, thread 0 fences and adds 1 to every event the task triggers (release).
@@ -35,7 +36,9 @@ __device__ __forceinline__ void red_release(unsigned* p, unsigned v) {
 
 __device__ void run_task(const MpkParams& p, int id, char* smem) {
   const int* r = p.tasks + (size_t)id * MPK_TASK_FIELDS;
+  const Task task = load_task(p, id);
   if (threadIdx.x == 0) {
+    if (p.prefetch) prefetch_task(p, task);
     const int wb = __ldg(r + MPK_TASK_WAIT_BEGIN), wn = __ldg(r + MPK_TASK_WAIT_COUNT);
     for (int i = 0; i < wn; ++i) {
       const int e = __ldg(p.waits + wb + i);
@@ -44,7 +47,7 @@ __device__ void run_task(const MpkParams& p, int id, char* smem) {
     }
   }
   __syncthreads();
-  run_task_body(p, load_task(p, id), smem);
+  run_task_body(p, task, smem);
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -84,17 +87,21 @@ extern "C" {
 
 /// Allows `smem_bytes` of dynamic shared memory for both kernels; returns a cudaError_t.
 int mpk_configure(int smem_bytes) {
-  cudaError_t e = cudaFuncSetAttribute(mpk_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       smem_bytes);
+  cudaError_t e =
+      cudaFuncSetAttribute(mpk_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
   if (e != cudaSuccess) return (int)e;
   return (int)cudaFuncSetAttribute(mpk_op_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    smem_bytes);
 }
 
-/// One decode step as one persistent launch of `grid` workers.
+/// One decode step as one persistent launch of `grid` workers. A cooperative launch: it fails
+/// (cudaErrorCooperativeLaunchTooLarge) rather than start when the workers cannot all be
+/// resident at once, which the absence of deadlock relies on.
 int mpk_launch(const MpkParams* p, int grid, int smem_bytes, void* stream) {
-  mpk_persistent<<<grid, kThreads, smem_bytes, (cudaStream_t)stream>>>(*p);
-  return (int)cudaGetLastError();
+  MpkParams copy = *p;
+  void* args[] = {&copy};
+  return (int)cudaLaunchCooperativeKernel((const void*)mpk_persistent, dim3(grid), dim3(kThreads),
+                                          args, (size_t)smem_bytes, (cudaStream_t)stream);
 }
 
 /// One op's tasks as one ordinary launch (no events): the one-kernel-per-op baseline.
@@ -104,7 +111,9 @@ int mpk_launch_op(const MpkParams* p, int first_task, int num_tasks, int smem_by
 }
 
 /// sizeof(MpkParams), for the driver to check its mirror of the structure.
-int mpk_params_size() { return (int)sizeof(MpkParams); }
+int mpk_params_size() {
+  return (int)sizeof(MpkParams);
+}
 
 /// Dynamic shared memory a step needs: the matmul rows, the attention buffers, the argmax.
 int mpk_smem_bytes(int batch, int max_k, int heads, int kv_heads, int head_dim) {

@@ -19,8 +19,8 @@ namespace strata_mpk {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kMaxBatch = 8;   // rows of a matmul task (the driver checks the model's batch)
-constexpr int kMaxGroup = 16;  // q heads per kv head
+constexpr int kMaxBatch = 8;          // rows of a matmul task (the driver checks the model's batch)
+constexpr int kMaxGroup = 16;         // q heads per kv head
 constexpr int kAttnBlock = kThreads;  // positions scored per attention sub-block
 
 /// Everything one launch needs; the layout is mirrored by the ctypes structure of the driver.
@@ -43,6 +43,7 @@ struct MpkParams {
   int pos;        // position of the new token (the cache holds pos entries before the step)
   unsigned step;  // 1, 2, ...: the events' targets are count · step
   int mode;       // 0 static lists, 1 global queue
+  int prefetch;   // 1: prefetch each task's streamed inputs into L2 before waiting
   int batch, hidden, heads, kv_heads, head_dim, intermediate, vocab, max_kv, layers;
   float eps;
 };
@@ -72,7 +73,9 @@ STRATA_DEVICE T ldcg(const T* p) {
 #endif
 }
 
-STRATA_DEVICE int imin(int a, int b) { return a < b ? a : b; }
+STRATA_DEVICE int imin(int a, int b) {
+  return a < b ? a : b;
+}
 
 STRATA_DEVICE float fast_exp(float x) {
 #if defined(STRATA_RT_EMULATE)
@@ -127,7 +130,9 @@ STRATA_DEVICE float warp_max(float v) {
   return v;
 }
 
-STRATA_DEVICE float h2f(__half h) { return __half2float(h); }
+STRATA_DEVICE float h2f(__half h) {
+  return __half2float(h);
+}
 STRATA_DEVICE __half ldcg_h(const __half* p) {
   return ldcg(p);
 }
@@ -167,9 +172,16 @@ __device__ inline void load_rows(const MpkParams& p, const long long* op, __half
   if (gw >= 0) {
     for (int b = warp; b < B; b += kWarps) {
       float ss = 0;
-      for (int k = lane; k < K; k += 32) {
-        const float v = h2f(ldcg_h(x + (size_t)b * K + k));
-        ss = fmaf(v, v, ss);
+      if (K % 8 == 0) {
+        for (int k = lane * 8; k < K; k += 256) {
+          const uint4 v = ldcg(reinterpret_cast<const uint4*>(x + (size_t)b * K + k));
+          ss += dot8(v, v);
+        }
+      } else {
+        for (int k = lane; k < K; k += 32) {
+          const float v = h2f(ldcg_h(x + (size_t)b * K + k));
+          ss = fmaf(v, v, ss);
+        }
       }
       ss = warp_sum(ss);
       if (lane == 0) rstd[b] = rsqrt_f(ss / K + p.eps);
@@ -177,6 +189,26 @@ __device__ inline void load_rows(const MpkParams& p, const long long* op, __half
     __syncthreads();
   }
   const __half* gain = gw >= 0 ? static_cast<const __half*>(p.buffers[gw]) : nullptr;
+  if (K % 8 == 0) {  // 16-byte vectors (Kp == K)
+    const int K8 = K / 8;
+    for (int i = threadIdx.x; i < B * K8; i += kThreads) {
+      const int b = i / K8, k = (i % K8) * 8;
+      uint4 v = ldcg(reinterpret_cast<const uint4*>(x + (size_t)b * K + k));
+      if (gain) {
+        const uint4 g = *reinterpret_cast<const uint4*>(gain + k);
+        __half2* v2 = reinterpret_cast<__half2*>(&v);
+        const __half2* g2 = reinterpret_cast<const __half2*>(&g);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float2 a = __half22float2(v2[j]), c = __half22float2(g2[j]);
+          v2[j] = __floats2half2_rn(a.x * rstd[b] * c.x, a.y * rstd[b] * c.y);
+        }
+      }
+      *reinterpret_cast<uint4*>(xs + (size_t)b * Kp + k) = v;
+    }
+    __syncthreads();
+    return;
+  }
   for (int i = threadIdx.x; i < B * Kp; i += kThreads) {
     const int b = i / Kp, k = i % Kp;
     float v = 0;
@@ -192,8 +224,8 @@ __device__ inline void load_rows(const MpkParams& p, const long long* op, __half
 // acc[b] (+ acc2[b] for a second weight) = Σ_k xs[b][k]·W[c][k] for one column c, by one warp;
 // the result is complete in every lane.
 template <int NB, bool TWO>
-STRATA_DEVICE void column_dot(const __half* W, const __half* W2, long long c, int K,
-                                           int Kp, const __half* xs, float* acc, float* acc2) {
+STRATA_DEVICE void column_dot(const __half* W, const __half* W2, long long c, int K, int Kp,
+                              const __half* xs, float* acc, float* acc2) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int b = 0; b < NB; ++b) acc[b] = acc2[b] = 0;
@@ -241,7 +273,8 @@ STRATA_DEVICE void column_dot(const __half* W, const __half* W2, long long c, in
 }
 
 template <int NB>
-__device__ inline void matmul_task(const MpkParams& p, const long long* op, const Task& t, char* smem) {
+__device__ inline void matmul_task(const MpkParams& p, const long long* op, const Task& t,
+                                   char* smem) {
   const int kind = (int)op[MPK_OP_KIND];
   const int K = (int)op[MPK_OP_K], N = (int)op[MPK_OP_N], tile = (int)op[MPK_OP_TILE];
   const int Kp = (K + 7) / 8 * 8;
@@ -327,8 +360,8 @@ STRATA_DEVICE size_t cache_index(const MpkParams& p, int layer, int b, int h, in
 
 // Loads v (D values from f16) into `buf` as floats; qk-norm (gain g) and rotation by pos;
 // returns nothing, buf holds the result rounded to f16 precision. One warp.
-__device__ inline void norm_rope(const MpkParams& p, float* buf, const __half* gain, const float* inv_freq,
-                          int D) {
+__device__ inline void norm_rope(const MpkParams& p, float* buf, const __half* gain,
+                                 const float* inv_freq, int D) {
   const int lane = threadIdx.x % 32;
   if (gain) {
     float ss = 0;
@@ -350,14 +383,17 @@ __device__ inline void norm_rope(const MpkParams& p, float* buf, const __half* g
   sync_warp();
 }
 
-__device__ inline void rope_append_task(const MpkParams& p, const long long* op, const Task& t, char* smem) {
+__device__ inline void rope_append_task(const MpkParams& p, const long long* op, const Task& t,
+                                        char* smem) {
   const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, KVW = p.kv_heads * D;
   const int QKV = QW + 2 * KVW;
   const int b = t.i0, h = t.i1, layer = (int)op[MPK_OP_LAYER];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const __half* qkv = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * QKV;
-  const __half* qn = op[MPK_OP_W0] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W0]]) : nullptr;
-  const __half* kn = op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
+  const __half* qn =
+      op[MPK_OP_W0] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W0]]) : nullptr;
+  const __half* kn =
+      op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
   const float* inv_freq = static_cast<const float*>(p.buffers[op[MPK_OP_W2]]);
   __half* kc = static_cast<__half*>(p.buffers[op[MPK_OP_W3]]);
   __half* vc = static_cast<__half*>(p.buffers[op[MPK_OP_W4]]);
@@ -375,17 +411,20 @@ __device__ inline void rope_append_task(const MpkParams& p, const long long* op,
   }
 }
 
-__device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, const Task& t, char* smem) {
+__device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, const Task& t,
+                                       char* smem) {
   const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D;
   const int b = t.i0, h = t.i1, c = t.i2, C = (int)op[MPK_OP_N], layer = (int)op[MPK_OP_LAYER];
   const int L = p.pos + 1, len = (L + C - 1) / C;
   const int jb = imin(L, c * len), je = imin(L, jb + len);
-  const __half* kc = static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + cache_index(p, layer, b, h, 0);
-  const __half* vc = static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + cache_index(p, layer, b, h, 0);
-  float* q = reinterpret_cast<float*>(smem);       // [G][D]
-  float* S = q + G * D;                             // [G][kAttnBlock]
-  float* st = S + G * kAttnBlock;                   // m[G], l[G], alpha[G]
-  float* red = st + 3 * kMaxGroup;                  // [jgroups][G][D]
+  const __half* kc =
+      static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + cache_index(p, layer, b, h, 0);
+  const __half* vc =
+      static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + cache_index(p, layer, b, h, 0);
+  float* q = reinterpret_cast<float*>(smem);  // [G][D]
+  float* S = q + G * D;                       // [G][kAttnBlock]
+  float* st = S + G * kAttnBlock;             // m[G], l[G], alpha[G]
+  float* red = st + 3 * kMaxGroup;            // [jgroups][G][D]
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const float scale = rsqrt_f((float)D);
   const __half* qsrc = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * QW + (size_t)h * G * D;
@@ -512,7 +551,8 @@ __device__ inline void attn_combine_task(const MpkParams& p, const long long* op
   }
 }
 
-// ---- embedding, argmax ---------------------------------------------------------------------------
+// ---- embedding, argmax
+// ---------------------------------------------------------------------------
 
 __device__ inline void embed_task(const MpkParams& p, const long long* op, const Task& t) {
   const int H = (int)op[MPK_OP_K], b = t.i0;
@@ -559,7 +599,8 @@ __device__ inline void argmax_task(const MpkParams& p, const long long* op, char
   }
 }
 
-// ---- dispatch -------------------------------------------------------------------------------------
+// ---- dispatch
+// -------------------------------------------------------------------------------------
 
 __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* smem) {
   const long long* op = p.ops + (size_t)t.op * MPK_OP_FIELDS;
@@ -572,15 +613,32 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
     case MPK_NORM_GATED:
     case MPK_NORM_LMHEAD:
       switch (p.batch) {
-        case 1: matmul_task<1>(p, op, t, smem); break;
-        case 2: matmul_task<2>(p, op, t, smem); break;
-        case 3: matmul_task<3>(p, op, t, smem); break;
-        case 4: matmul_task<4>(p, op, t, smem); break;
-        case 5: matmul_task<5>(p, op, t, smem); break;
-        case 6: matmul_task<6>(p, op, t, smem); break;
-        case 7: matmul_task<7>(p, op, t, smem); break;
-        case 8: matmul_task<8>(p, op, t, smem); break;
-        default: break;
+        case 1:
+          matmul_task<1>(p, op, t, smem);
+          break;
+        case 2:
+          matmul_task<2>(p, op, t, smem);
+          break;
+        case 3:
+          matmul_task<3>(p, op, t, smem);
+          break;
+        case 4:
+          matmul_task<4>(p, op, t, smem);
+          break;
+        case 5:
+          matmul_task<5>(p, op, t, smem);
+          break;
+        case 6:
+          matmul_task<6>(p, op, t, smem);
+          break;
+        case 7:
+          matmul_task<7>(p, op, t, smem);
+          break;
+        case 8:
+          matmul_task<8>(p, op, t, smem);
+          break;
+        default:
+          break;
       }
       break;
     case MPK_ROPE_APPEND:
@@ -597,6 +655,48 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
       break;
     default:
       break;
+  }
+}
+
+// ---- L2 prefetch
+// ----------------------------------------------------------------------------------
+
+constexpr long long kMaxPrefetchBytes = 192 * 1024;  // per range: L2 (50 MB) shared by ~132 SMs
+
+// Asks L2 to fetch [ptr, ptr + bytes) (the first kMaxPrefetchBytes), without waiting.
+STRATA_DEVICE void prefetch_l2(const void* ptr, long long bytes) {
+  bytes = bytes < kMaxPrefetchBytes ? bytes : kMaxPrefetchBytes;
+  bytes &= ~15LL;
+  if (bytes <= 0 || (reinterpret_cast<uintptr_t>(ptr) & 15) != 0) return;
+#if defined(STRATA_RT_EMULATE)
+  (void)ptr;
+#else
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(ptr), "r"((unsigned)bytes)
+               : "memory");
+#endif
+}
+
+// Prefetches what task t streams from memory that no task of this step writes: a matmul tile's
+// weight rows, an attention chunk's cached keys and values (positions before pos). Called by
+// one thread before the task waits for its events, so the fetch overlaps the wait.
+STRATA_DEVICE void prefetch_task(const MpkParams& p, const Task& t) {
+  const long long* op = p.ops + (size_t)t.op * MPK_OP_FIELDS;
+  const int kind = (int)op[MPK_OP_KIND];
+  if (kind == MPK_NORM_MATMUL || kind == MPK_MATMUL_RESIDUAL || kind == MPK_NORM_GATED ||
+      kind == MPK_NORM_LMHEAD) {
+    const long long K = op[MPK_OP_K], N = op[MPK_OP_N], tile = op[MPK_OP_TILE];
+    const long long c0 = t.i0 * tile, c1 = c0 + tile < N ? c0 + tile : N;
+    const long long bytes = (c1 - c0) * K * 2;
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) + c0 * K, bytes);
+    if (kind == MPK_NORM_GATED)
+      prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) + c0 * K, bytes);
+  } else if (kind == MPK_ATTN_CHUNK) {
+    const int C = (int)op[MPK_OP_N], L = p.pos + 1, len = (L + C - 1) / C;
+    const int jb = imin(p.pos, t.i2 * len), je = imin(p.pos, jb + len);
+    const size_t at = cache_index(p, (int)op[MPK_OP_LAYER], t.i0, t.i1, jb);
+    const long long bytes = (long long)(je - jb) * p.head_dim * 2;
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + at, bytes);
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + at, bytes);
   }
 }
 
