@@ -106,7 +106,8 @@ def numpy_step(m, w, kc, vc, tokens, pos):
 
 @unittest.skipIf(MISSING, MISSING or "")
 class ReferenceModelTest(unittest.TestCase):
-    def model(self, qk_norm):
+    @staticmethod
+    def model(qk_norm):
         m = {"format": "strata-mpk-model", "version": 1, "name": "t", "layers": 2, "hidden": 32,
              "heads": 4, "kv_heads": 2, "head_dim": 8, "intermediate": 48, "vocab": 50,
              "eps": 1e-5, "rope_theta": 10000.0, "qk_norm": qk_norm, "max_kv": 12, "batch": 2}
@@ -120,7 +121,7 @@ class ReferenceModelTest(unittest.TestCase):
 
     def test_eager_and_masked_match_float64(self):
         for qk in (False, True):
-            tasks = self.model(qk)
+            tasks = ReferenceModelTest.model(qk)
             m = tasks["model"]
             w = md.make_weights(m, tasks["buffers"], seed=3, device="cpu")
             shape = (m["layers"], m["batch"], m["kv_heads"], m["max_kv"], m["head_dim"])
@@ -145,3 +146,53 @@ class ReferenceModelTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipIf(MISSING, MISSING or "")
+class DriverTest(unittest.TestCase):
+    """The driver's plumbing without a GPU: a stand-in library records what would be launched."""
+
+    class FakeLib:
+        def __init__(self):
+            self.launches = []
+
+        def mpk_smem_bytes(self, *a):
+            return 4096
+
+        def mpk_configure(self, smem):
+            return 0
+
+        def mpk_launch_op(self, p, first, n, smem, stream):
+            self.launches.append((first, n))
+            return 0
+
+    def test_tables_and_report(self):
+        tasks = ReferenceModelTest.model(True)
+        m = tasks["model"]
+        w = md.make_weights(m, tasks["buffers"], seed=1, device="cpu")
+        shape = (m["layers"], m["batch"], m["kv_heads"], m["max_kv"], m["head_dim"])
+        kc, vc = torch.zeros(shape, dtype=torch.float16), torch.zeros(shape, dtype=torch.float16)
+        lib = self.FakeLib()
+        mk = md.Megakernel(lib, tasks, w, kc, vc, 4)
+        n = len(tasks["tasks"]) // tasks["task_fields"]
+        self.assertEqual(sum(c for _, c in mk.op_ranges), n)
+        self.assertEqual(tuple(mk.logits.shape), (m["batch"], m["vocab"]))
+        self.assertEqual(mk.buffers[-2].item(), kc.data_ptr())
+        tok = torch.zeros(m["batch"], dtype=torch.int32)
+        p = mk.params(tok, tok, 5, 1)
+        self.assertEqual((p.num_tasks, p.pos, p.mode, p.heads), (n, 5, 1, m["heads"]))
+        self.assertEqual(p.buffers, mk.buffers.data_ptr())
+        rec = {"model": "t", "batch": 2, "kv": 5, "floor_ms": 0.5,
+               "times_ms": {"megakernel_static": 1.0, "megakernel_queue": 1.1,
+                            "megakernel_static_no_prefetch": 1.2, "strata_per_op_graph": 1.5,
+                            "torch_eager": 5.0, "torch_compile_reduce_overhead": 1.4},
+               "check": {"static": {"max_abs_err": 0.01}},
+               "greedy": {"equal": False, "first_difference": {
+                   "step": 3, "near_tie": True, "reference_top2_gap": 0.01}}}
+        text = md.report({"gpu": "X", "date": "d", "torch": "t", "copy_bandwidth": 3e12,
+                          "peak_bandwidth": 3.35e12,
+                          "records": [rec, {"model": "u", "batch": 1, "kv": 1, "error": "E"}]})
+        self.assertIn("| t | 2 | 5 | 1000 | 1100 | 1200 | 1500 | 5000 | 1400 | 1.40x | 500 | 50% |",
+                      text)
+        self.assertIn("near tie", text)
+        self.assertIn("error: E", text)
