@@ -221,25 +221,26 @@ __device__ inline void load_rows(const MpkParams& p, const long long* op, __half
   __syncthreads();
 }
 
-// acc[b] (+ acc2[b] for a second weight) = Σ_k xs[b][k]·W[c][k] for one column c, by one warp;
-// the result is complete in every lane.
-template <int NB, bool TWO>
-STRATA_DEVICE void column_dot(const __half* W, const __half* W2, long long c, int K, int Kp,
-                              const __half* xs, float* acc, float* acc2) {
+// acc[r][b] = Σ_k xs[b][k]·rows[r][k] for NW weight rows streamed together by one warp (U
+// 16-byte loads of each row in flight per lane, so NW·U per lane); the sums are complete in
+// every lane.
+template <int NB, int NW, int U>
+STRATA_DEVICE void rows_dot(const __half* const* rows, int K, int Kp, const __half* xs,
+                            float (*acc)[NB]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
-  for (int b = 0; b < NB; ++b) acc[b] = acc2[b] = 0;
+  for (int r = 0; r < NW; ++r)
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[r][b] = 0;
   if (K % 8 == 0) {
-    constexpr int U = TWO ? 4 : 8;
-    const __half* row = W + c * K;
-    const __half* row2 = TWO ? W2 + c * K : nullptr;
     for (int k0 = lane * 8; k0 < K; k0 += 32 * 8 * U) {
-      uint4 wv[U], wv2[U];
+      uint4 wv[NW][U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int k = k0 + u * 256;
-        wv[u] = k < K ? ld_stream(row + k) : make_uint4(0, 0, 0, 0);
-        if (TWO) wv2[u] = k < K ? ld_stream(row2 + k) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int r = 0; r < NW; ++r)
+          wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -248,27 +249,47 @@ STRATA_DEVICE void column_dot(const __half* W, const __half* W2, long long c, in
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
           const uint4 xv = *reinterpret_cast<const uint4*>(xs + (size_t)b * Kp + k);
-          acc[b] += dot8(wv[u], xv);
-          if (TWO) acc2[b] += dot8(wv2[u], xv);
+#pragma unroll
+          for (int r = 0; r < NW; ++r) acc[r][b] += dot8(wv[r][u], xv);
         }
       }
     }
   } else {
     for (int k = lane; k < K; k += 32) {
-      const float w = h2f(W[c * K + k]);
-      const float w2 = TWO ? h2f(W2[c * K + k]) : 0.f;
 #pragma unroll
-      for (int b = 0; b < NB; ++b) {
-        const float xv = h2f(xs[(size_t)b * Kp + k]);
-        acc[b] = fmaf(w, xv, acc[b]);
-        if (TWO) acc2[b] = fmaf(w2, xv, acc2[b]);
+      for (int r = 0; r < NW; ++r) {
+        const float w = h2f(rows[r][k]);
+#pragma unroll
+        for (int b = 0; b < NB; ++b) acc[r][b] = fmaf(w, h2f(xs[(size_t)b * Kp + k]), acc[r][b]);
       }
     }
   }
 #pragma unroll
-  for (int b = 0; b < NB; ++b) {
-    acc[b] = warp_sum(acc[b]);
-    if (TWO) acc2[b] = warp_sum(acc2[b]);
+  for (int r = 0; r < NW; ++r)
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[r][b] = warp_sum(acc[r][b]);
+}
+
+// The epilogue of column c for batch row b: y (and u for the gated MLP) are the f32 sums.
+template <int NB>
+STRATA_DEVICE void matmul_store(const MpkParams& p, const long long* op, int kind, int N, int c,
+                                int b, float acc, float acc_up, float* best, int* best_i) {
+  const float y = h2f(__float2half(acc));
+  if (kind == MPK_NORM_MATMUL) {
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(y);
+  } else if (kind == MPK_MATMUL_RESIDUAL) {
+    const float r = h2f(ldcg_h(ws<const __half>(p, op[MPK_OP_IN1]) + (size_t)b * N + c));
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(r + y);
+  } else if (kind == MPK_NORM_GATED) {
+    const float u = h2f(__float2half(acc_up));
+    const float s = h2f(__float2half(y / (1.f + fast_exp(-y))));
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(s * u);
+  } else {  // MPK_NORM_LMHEAD
+    ws<float>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = y;
+    if (y > best[b] || (y == best[b] && c < best_i[b])) {
+      best[b] = y;
+      best_i[b] = c;
+    }
   }
 }
 
@@ -282,9 +303,10 @@ __device__ inline void matmul_task(const MpkParams& p, const long long* op, cons
   float* rstd = reinterpret_cast<float*>(smem + (size_t)NB * Kp * 2);
   load_rows(p, op, xs, rstd, NB, K, Kp);
   const __half* W = static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]);
+  const __half* W2 =
+      kind == MPK_NORM_GATED ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile);
-  float acc[NB], acc2[NB];
   float best[NB];
   int best_i[NB];
 #pragma unroll
@@ -292,33 +314,49 @@ __device__ inline void matmul_task(const MpkParams& p, const long long* op, cons
     best[b] = -INFINITY;
     best_i[b] = 0x7fffffff;
   }
-  for (int c = c0 + warp; c < c1; c += kWarps) {
-    if (kind == MPK_NORM_GATED) {
-      const __half* W2 = static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]);
-      column_dot<NB, true>(W, W2, c, K, Kp, xs, acc, acc2);
-    } else {
-      column_dot<NB, false>(W, nullptr, c, K, Kp, xs, acc, acc2);
-    }
-    if (lane != 0) continue;
+  // Warp w takes columns c0 + w + 8j, two at a time (c and c + 8) while two remain.
+  for (int c = c0 + warp; c < c1; c += 2 * kWarps) {
+    const bool pair = c + kWarps < c1;
+    const int cb = c + kWarps;
+    if (W2) {
+      if (pair) {
+        const __half* rows[4] = {W + (size_t)c * K, W2 + (size_t)c * K, W + (size_t)cb * K,
+                                 W2 + (size_t)cb * K};
+        float acc[4][NB];
+        rows_dot<NB, 4, 4>(rows, K, Kp, xs, acc);
+        if (lane == 0)
 #pragma unroll
-    for (int b = 0; b < NB; ++b) {
-      const float y = h2f(__float2half(acc[b]));
-      if (kind == MPK_NORM_MATMUL) {
-        ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(y);
-      } else if (kind == MPK_MATMUL_RESIDUAL) {
-        const float r = h2f(ldcg_h(ws<const __half>(p, op[MPK_OP_IN1]) + (size_t)b * N + c));
-        ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(r + y);
-      } else if (kind == MPK_NORM_GATED) {
-        const float u = h2f(__float2half(acc2[b]));
-        const float s = h2f(__float2half(y / (1.f + fast_exp(-y))));
-        ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(s * u);
-      } else {  // MPK_NORM_LMHEAD
-        ws<float>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = y;
-        if (y > best[b] || (y == best[b] && c < best_i[b])) {
-          best[b] = y;
-          best_i[b] = c;
-        }
+          for (int b = 0; b < NB; ++b) {
+            matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], acc[1][b], best, best_i);
+            matmul_store<NB>(p, op, kind, N, cb, b, acc[2][b], acc[3][b], best, best_i);
+          }
+      } else {
+        const __half* rows[2] = {W + (size_t)c * K, W2 + (size_t)c * K};
+        float acc[2][NB];
+        rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
+        if (lane == 0)
+#pragma unroll
+          for (int b = 0; b < NB; ++b)
+            matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], acc[1][b], best, best_i);
       }
+    } else if (pair) {
+      const __half* rows[2] = {W + (size_t)c * K, W + (size_t)cb * K};
+      float acc[2][NB];
+      rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
+      if (lane == 0)
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+          matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], 0.f, best, best_i);
+          matmul_store<NB>(p, op, kind, N, cb, b, acc[1][b], 0.f, best, best_i);
+        }
+    } else {
+      const __half* rows[1] = {W + (size_t)c * K};
+      float acc[1][NB];
+      rows_dot<NB, 1, 8>(rows, K, Kp, xs, acc);
+      if (lane == 0)
+#pragma unroll
+        for (int b = 0; b < NB; ++b)
+          matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], 0.f, best, best_i);
     }
   }
   if (kind == MPK_NORM_LMHEAD) {
