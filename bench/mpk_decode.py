@@ -257,6 +257,15 @@ def time_ms(fn, iters, reps=5, warmup=5):
     return best[len(best) // 2]
 
 
+def cudagraph_skips():
+    """How often inductor has declined to use CUDA graphs in this process (-1: unknown)."""
+    try:
+        from torch._dynamo.utils import counters
+        return int(counters["inductor"].get("cudagraph_skips", 0))
+    except Exception:
+        return -1
+
+
 def peak_bandwidth():
     name = torch.cuda.get_device_name()
     peak = None
@@ -382,6 +391,7 @@ def run_config(lib, strata, model_file, batch, kv, args, deadline):
         try:
             t1 = time.time()
             torch._dynamo.reset()
+            skips0 = cudagraph_skips()
             cm = Reference(m, w, kc0.clone(), vc0.clone(), masked=True)
             fn = torch.compile(cm, mode="reduce-overhead", fullgraph=True)
             pos_t = torch.tensor(kv, device="cuda")
@@ -392,6 +402,8 @@ def run_config(lib, strata, model_file, batch, kv, args, deadline):
                 times["torch_compile_reduce_overhead"] = time_ms(lambda: fn(tokens, pos_t),
                                                                  args.iters)
             rec["torch_compile_seconds"] = round(time.time() - t1, 1)
+            # Did inductor fall back from CUDA graphs (e.g. on the cache mutation)?
+            rec["torch_compile_cudagraph_skips"] = cudagraph_skips() - skips0
             rec["torch_compile_max_abs_err_vs_eager"] = (lg - want).abs().max().item()
             del cm, fn
         except Exception as e:  # reported, not hidden
@@ -441,6 +453,18 @@ def main():
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, value)
     records = []
+    date = datetime.date.today().isoformat()
+    tag = gpu.replace("NVIDIA ", "").split()[0].lower()
+    base = os.path.join(args.out, f"mpk-{tag}-{date}")
+
+    def write():  # after every configuration, so that a run cut short keeps what it measured
+        doc = {"gpu": gpu, "peak_bandwidth": peak, "copy_bandwidth": measured, "date": date,
+               "torch": torch.__version__, "records": records}
+        with open(base + ".json", "w") as f:
+            json.dump(doc, f, indent=1)
+        with open(base + ".md", "w") as f:
+            f.write(report(doc))
+
     configs = [(mf, b, kv) for b in map(int, args.batches.split(","))
                for mf in args.models.split(",") for kv in map(int, args.kv.split(","))]
     for mf, b, kv in configs:
@@ -459,15 +483,7 @@ def main():
             rec["floor_ms_measured_bw"] = rec["bytes_per_token"] / measured * 1e3
             log("  " + ", ".join(f"{k} {v * 1e3:.0f} us" for k, v in t.items()) +
                 f"; floor {floor * 1e3:.0f} us")
-    date = datetime.date.today().isoformat()
-    tag = gpu.replace("NVIDIA ", "").split()[0].lower()
-    doc = {"gpu": gpu, "peak_bandwidth": peak, "copy_bandwidth": measured, "date": date,
-           "torch": torch.__version__, "records": records}
-    base = os.path.join(args.out, f"mpk-{tag}-{date}")
-    with open(base + ".json", "w") as f:
-        json.dump(doc, f, indent=1)
-    with open(base + ".md", "w") as f:
-        f.write(report(doc))
+        write()
     log(f"wrote {base}.md and {base}.json")
     ok = all("error" not in r and r["check"]["static"]["within_tol"] and
              r["check"]["queue"]["within_tol"] and
@@ -508,6 +524,18 @@ def report(doc):
             f"{f'{tc / mk:.2f}x' if tc else '-'} | {r['floor_ms'] * 1e3:.0f} | "
             f"{100 * r['floor_ms'] * 1e3 / mk:.0f}% | "
             f"{r['check']['static']['max_abs_err']:.3g} | {gs} |")
+    notes = []
+    for r in doc["records"]:
+        where = f"{r['model']} b{r['batch']} kv{r['kv']}"
+        if r.get("torch_compile_cudagraph_skips", 0) > 0:
+            notes.append(f"- {where}: inductor skipped CUDA graphs "
+                         f"({r['torch_compile_cudagraph_skips']}x): torch.compile ran without them")
+        if "torch_compile_seconds" in r:
+            notes.append(f"- {where}: torch.compile took {r['torch_compile_seconds']} s, its "
+                         f"logits differ from eager by at most "
+                         f"{r['torch_compile_max_abs_err_vs_eager']:.3g}")
+    if notes:
+        lines += ["", "Notes:", ""] + notes
     return "\n".join(lines) + "\n"
 
 

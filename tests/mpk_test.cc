@@ -260,6 +260,20 @@ TEST(MpkCompiler, MemoryPlanReusesDeadActivations) {
   }
 }
 
+TEST(MpkCompiler, RefusesGraphsBeyondTheTaskLimitBeforeBuildingThem) {
+  ModelConfig m = tiny();
+  m.layers = int64_t{1} << 30;  // a valid model file, but billions of tasks
+  auto g = build_task_graph(m, opts(8));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.error().message.find("tasks, more than the 262144"), std::string::npos)
+      << g.error().message;
+  CompileOptions o = opts(8, 65536);
+  m = tiny();
+  m.max_kv = 1 << 20;
+  m.batch = 64;
+  EXPECT_FALSE(build_task_graph(m, o).ok());  // 2 layers · 64 · 2 heads · 65536 chunks
+}
+
 TEST(MpkCompiler, RealShapesCompileAndValidate) {
   ModelConfig m;  // Qwen3-0.6B at batch 8 (qk-norm, head dim 128)
   m.layers = 28;

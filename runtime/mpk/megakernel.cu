@@ -18,11 +18,17 @@
 //
 // The same device functions, one kernel launch per op without events (mpk_launch_op), are the
 // "one kernel per op" baseline.
+#include <cstdio>
+
 #include "mpk/mpk_tasks.cuh"
 
 namespace {
 
 using namespace strata_mpk;
+
+// Polls of an event (each followed by a ~64 ns sleep, in practice longer) before a worker gives
+// up: about 2^26 · 64 ns ≈ 4 s, far above any step.
+constexpr unsigned kMaxPolls = 1u << 26;
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   unsigned v;
@@ -43,7 +49,17 @@ __device__ void run_task(const MpkParams& p, int id, char* smem) {
     for (int i = 0; i < wn; ++i) {
       const int e = __ldg(p.waits + wb + i);
       const unsigned target = (unsigned)__ldg(p.event_counts + e) * p.step;
-      while (ld_acquire(p.event_counters + e) < target) __nanosleep(64);
+      // A wait of seconds means a broken graph or a worker that never started: fail the launch
+      // (an error on the host) instead of hanging it.
+      unsigned polls = 0, seen;
+      while ((seen = ld_acquire(p.event_counters + e)) < target) {
+        __nanosleep(64);
+        if (++polls == kMaxPolls) {
+          printf("mpk: worker %d, task %d: event %d at %u of %u after %u polls\n", blockIdx.x, id,
+                 e, seen, target, polls);
+          __trap();
+        }
+      }
     }
   }
   __syncthreads();

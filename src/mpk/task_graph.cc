@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 
+#include "mpk/region_index.h"
 #include "strata/mpk/task_schedule.h"
 
 namespace strata::mpk {
@@ -61,6 +62,28 @@ int64_t choose_matmul_tile(int64_t n, int64_t k, int64_t weights, const CompileO
 }
 
 namespace {
+
+// KV chunks per (batch row, kv head).
+int64_t attention_chunks(const ModelConfig& m, const CompileOptions& o) {
+  const int64_t c =
+      o.attn_chunks > 0 ? o.attn_chunks : std::max<int64_t>(1, o.workers / (m.batch * m.kv_heads));
+  return std::min(c, m.max_kv);
+}
+
+// The number of tasks build() makes, computed without making them (saturating).
+double estimate_tasks(const ModelConfig& m, const CompileOptions& o) {
+  auto tiles = [&](int64_t n, int64_t k, int64_t w) {
+    const int64_t t = choose_matmul_tile(n, k, w, o);
+    return static_cast<double>((n + t - 1) / t);
+  };
+  const double heads = static_cast<double>(m.batch) * static_cast<double>(m.kv_heads);
+  const double per_layer = tiles(m.qkv_width(), m.hidden, 1) + heads * 2 +
+                           heads * static_cast<double>(attention_chunks(m, o)) +
+                           tiles(m.hidden, m.q_width(), 1) + tiles(m.intermediate, m.hidden, 2) +
+                           tiles(m.hidden, m.intermediate, 1);
+  return static_cast<double>(m.batch) + static_cast<double>(m.layers) * per_layer +
+         tiles(m.vocab, m.hidden, 1) + 1;
+}
 
 // Builds the graph op by op; tasks are appended in op order, so task ids are a topological
 // order (every footprint dependency points to an earlier op).
@@ -341,14 +364,15 @@ class Builder {
   // Events from footprints: for every region a task reads, the tasks of earlier ops that write
   // an overlapping region; one event per distinct producer set.
   void derive_events() {
-    std::vector<std::vector<std::pair<int, Region>>> writers(g_.tensors.size());
+    const RegionIndex index(g_);
     std::map<std::vector<int>, int> event_of;
     for (size_t ti = 0; ti < g_.tasks.size(); ++ti) {
       TaskInfo& t = g_.tasks[ti];
       for (const Region& r : t.reads) {
         std::vector<int> producers;
-        for (const auto& [w, wr] : writers[r.tensor])
-          if (g_.tasks[w].op < t.op && wr.overlaps(r)) producers.push_back(w);
+        index.for_each_overlap(r, [&](int w, const Region&) {
+          if (g_.tasks[w].op < t.op) producers.push_back(w);
+        });
         if (producers.empty()) continue;
         std::sort(producers.begin(), producers.end());
         producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
@@ -357,7 +381,6 @@ class Builder {
         if (std::find(t.waits.begin(), t.waits.end(), it->second) == t.waits.end())
           t.waits.push_back(it->second);
       }
-      for (const Region& r : t.writes) writers[r.tensor].push_back({static_cast<int>(ti), r});
     }
     for (size_t e = 0; e < g_.events.size(); ++e)
       for (int p : g_.events[e].producers) g_.tasks[p].triggers.push_back(static_cast<int>(e));
@@ -400,12 +423,14 @@ Result<TaskGraph> build_task_graph(const ModelConfig& model, const CompileOption
   if (options.attn_chunks < 0 || options.attn_chunks > 65536)
     return make_error("attention chunks: expected an integer in [0, 65536], got " +
                       std::to_string(options.attn_chunks));
+  const double tasks = estimate_tasks(model, options);
+  if (tasks > static_cast<double>(kMaxTasks))
+    return make_error("the model needs about " + std::to_string(static_cast<int64_t>(tasks)) +
+                      " tasks, more than the " + std::to_string(kMaxTasks) +
+                      " the compiler takes (fewer layers, a smaller batch, larger tiles or "
+                      "fewer attention chunks)");
   Builder b(model, options);
-  TaskGraph g = b.build();
-  if (g.tasks.size() > (size_t{1} << 24))
-    return make_error("the model needs " + std::to_string(g.tasks.size()) +
-                      " tasks, more than the 2^24 the runtime takes; use larger tiles");
-  return g;
+  return b.build();
 }
 
 Result<TaskGraph> compile_task_graph(const ModelConfig& model, const CompileOptions& options) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "mpk/region_index.h"
 #include "strata/mpk/task_schedule.h"
 
 namespace strata::mpk {
@@ -69,27 +70,40 @@ Status validate_task_graph(const TaskGraph& g) {
           return make_error(task_name(g, t) + " waits on event " + std::to_string(e) +
                             " whose producer " + task_name(g, p) + " does not precede it");
     }
-  // Footprints: single writer per region, every read covered by an event.
-  std::vector<std::vector<std::pair<int, Region>>> writers(g.tensors.size());
+  // Footprints: single writer per region, every read covered by an event. (Region tensor ids
+  // are checked first: the index is built over them.)
+  for (size_t t = 0; t < n; ++t)
+    for (const auto* list : {&g.tasks[t].reads, &g.tasks[t].writes})
+      for (const Region& r : *list)
+        if (r.tensor < 0 || static_cast<size_t>(r.tensor) >= g.tensors.size() || r.r0 < 0 ||
+            r.r1 > g.tensors[r.tensor].rows || r.c0 < 0 || r.c1 > g.tensors[r.tensor].cols ||
+            r.r0 >= r.r1 || r.c0 >= r.c1)
+          return make_error(task_name(g, t) + " has a footprint outside its tensor");
+  const RegionIndex index(g);
   for (size_t t = 0; t < n; ++t)
     for (const Region& r : g.tasks[t].writes) {
-      for (const auto& [w, wr] : writers[r.tensor])
-        if (wr.overlaps(r))
-          return make_error(task_name(g, t) + " and " + task_name(g, w) +
-                            " write overlapping parts of " + g.tensors[r.tensor].name);
-      writers[r.tensor].push_back({static_cast<int>(t), r});
+      std::string clash;
+      index.for_each_overlap(r, [&](int w, const Region&) {
+        if (w != static_cast<int>(t) && clash.empty())
+          clash = task_name(g, t) + " and " + task_name(g, w) + " write overlapping parts of " +
+                  g.tensors[r.tensor].name;
+      });
+      if (!clash.empty()) return make_error(clash);
     }
   for (size_t t = 0; t < n; ++t) {
     std::vector<int> direct;
     for (int e : g.tasks[t].waits)
       direct.insert(direct.end(), g.events[e].producers.begin(), g.events[e].producers.end());
     std::sort(direct.begin(), direct.end());
+    std::string missing;
     for (const Region& r : g.tasks[t].reads)
-      for (const auto& [w, wr] : writers[r.tensor])
-        if (g.tasks[w].op < g.tasks[t].op && wr.overlaps(r) &&
+      index.for_each_overlap(r, [&](int w, const Region&) {
+        if (missing.empty() && g.tasks[w].op < g.tasks[t].op &&
             !std::binary_search(direct.begin(), direct.end(), w))
-          return make_error(task_name(g, t) + " reads " + g.tensors[r.tensor].name +
-                            " written by " + task_name(g, w) + " without waiting for it");
+          missing = task_name(g, t) + " reads " + g.tensors[r.tensor].name + " written by " +
+                    task_name(g, w) + " without waiting for it";
+      });
+    if (!missing.empty()) return make_error(missing);
   }
   // Worker lists.
   if (!g.worker_lists.empty()) {

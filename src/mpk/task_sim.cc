@@ -3,6 +3,8 @@
 
 #include <random>
 
+#include "mpk/region_index.h"
+
 namespace strata::mpk {
 
 Result<std::vector<int>> simulate(const TaskGraph& g, SchedulePolicy policy, uint64_t seed,
@@ -14,10 +16,7 @@ Result<std::vector<int>> simulate(const TaskGraph& g, SchedulePolicy policy, uin
   std::mt19937_64 rng(seed);
   std::vector<int> fired_count(g.events.size(), 0);
   std::vector<char> finished(n, 0);
-  // Writers of every tensor, for the direct footprint check at each start.
-  std::vector<std::vector<int>> writers(g.tensors.size());
-  for (size_t t = 0; t < n; ++t)
-    for (const Region& r : g.tasks[t].writes) writers[r.tensor].push_back(static_cast<int>(t));
+  const RegionIndex index(g);  // the writes, for the direct footprint check at each start
   struct Worker {
     size_t next = 0;  // position in its static list
     int held = -1;    // the task it holds (waiting or running)
@@ -59,14 +58,15 @@ Result<std::vector<int>> simulate(const TaskGraph& g, SchedulePolicy policy, uin
     Worker& k = workers[enabled[rng() % enabled.size()]];
     const int t = k.held;
     if (!k.running) {
+      int early = -1;
       for (const Region& r : g.tasks[t].reads)
-        for (int w : writers[r.tensor])
-          if (g.tasks[w].op < g.tasks[t].op && !finished[w])
-            for (const Region& wr : g.tasks[w].writes)
-              if (wr.overlaps(r))
-                return make_error("task " + std::to_string(t) + " (" + g.ops[g.tasks[t].op].name +
-                                  ") started before task " + std::to_string(w) + " (" +
-                                  g.ops[g.tasks[w].op].name + ") that writes what it reads");
+        index.for_each_overlap(r, [&](int w, const Region&) {
+          if (early < 0 && g.tasks[w].op < g.tasks[t].op && !finished[w]) early = w;
+        });
+      if (early >= 0)
+        return make_error("task " + std::to_string(t) + " (" + g.ops[g.tasks[t].op].name +
+                          ") started before task " + std::to_string(early) + " (" +
+                          g.ops[g.tasks[early].op].name + ") that writes what it reads");
       k.running = true;
       started.push_back(t);
       if (hooks.on_start) hooks.on_start(t);

@@ -106,8 +106,12 @@ struct TaskGraph {
 /// The ABI record of op `op` (MPK_OP_FIELDS values; workspace offsets from the memory plan).
 std::vector<int64_t> op_record(const TaskGraph& g, int op);
 
+/// Most tasks a step may have (checked before any is made).
+inline constexpr int64_t kMaxTasks = int64_t{1} << 18;
+
 /// Builds the ops, tasks, footprints, events and order of one step of `model` (no schedule, no
-/// memory plan: see assign_workers and plan_workspace). Errors on invalid options.
+/// memory plan: see assign_workers and plan_workspace). Errors on invalid options and on
+/// models of more than kMaxTasks tasks.
 Result<TaskGraph> build_task_graph(const ModelConfig& model, const CompileOptions& options);
 
 /// The whole compiler: build_task_graph, then plan_workspace and assign_workers.
