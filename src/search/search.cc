@@ -18,6 +18,7 @@
 
 #include "search/candidate_pool.h"
 #include "search/enumerator.h"
+#include "search/segments.h"
 #include "strata/abstract_expr.h"
 #include "strata/graph_optimizer.h"
 #include "strata/kernel_plan.h"
@@ -650,6 +651,8 @@ std::string search_summary(const SearchResult& r) {
 Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& given) {
   const auto t0 = Clock::now();
   STRATA_RETURN_IF_ERROR(check_config(given));
+  // Communication splits the program: no kernel spans an all_reduce (docs/tensor-parallel.md).
+  if (search::has_collectives(program)) return search::search_around_collectives(program, given);
   STRATA_RETURN_IF_ERROR(check_program(program));
   SearchConfig config = given;  // with the limits that depend on the program resolved
   if (config.max_block_ops == 0)

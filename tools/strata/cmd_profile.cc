@@ -271,8 +271,14 @@ int run_profile(const ProfileArgs& a) {
       r["status"] = "skipped";
       continue;
     }
-    Result<std::string> source = e.source ? Result<std::string>(*e.source)
-                                          : emit_cuda(e.graph, variants[variant_of[i]].second);
+    Result<std::string> source =
+        e.graph.is_parallel()
+            ? Result<std::string>(make_error(
+                  "a graph over " + std::to_string(e.graph.ranks()) +
+                  " rank(s) with all_reduce runs one process per GPU under a launcher, not in "
+                  "`strata profile` (docs/tensor-parallel.md, bench/tp_bench.py)"))
+        : e.source ? Result<std::string>(*e.source)
+                   : emit_cuda(e.graph, variants[variant_of[i]].second);
     if (!source.ok()) {
       r["status"] = candidate_status_name(CandidateStatus::CompileError);
       r["error"] = "CUDA emitter: " + source.error().message;
