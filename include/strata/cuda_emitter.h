@@ -22,6 +22,7 @@
 //   int strata_nccl_unique_id(void* id);  // ncclGetUniqueId into NCCL_UNIQUE_ID_BYTES bytes
 //   int strata_nccl_init(const void* id, int nranks, int rank);  // own communicator
 //   int strata_nccl_set_comm(void* comm);  // or the caller's ncclComm_t (not freed here)
+//   void* strata_nccl_comm(void);          // the communicator in use (to share it), or null
 //   int strata_nccl_finalize(void);        // destroys the communicator strata_nccl_init made
 // NCCL failures return 10000 + the ncclResult_t; strata_launch without a communicator returns
 // 10000 + ncclInvalidUsage.

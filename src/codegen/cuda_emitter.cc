@@ -444,6 +444,7 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     w.line("g_own_comm = true;");
     w.line("return 0;");
     w.close();
+    w.line("extern \"C\" void* strata_nccl_comm(void) { return g_comm; }");
     w.open("extern \"C\" int strata_nccl_set_comm(void* comm)");
     w.line("strata_nccl_finalize();");
     w.line("g_comm = static_cast<ncclComm_t>(comm);");

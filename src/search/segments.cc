@@ -147,9 +147,18 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
     if (segs[k].ops.empty()) continue;
     STRATA_ASSIGN_OR_RETURN(segs[k].program, segment_program(program, segs[k]));
     auto r = superoptimize(segs[k].program, sub);
-    if (!r.ok())
-      return make_error("segment " + std::to_string(k) + " (the ops between all_reduce ops): " +
-                        r.error().message);
+    if (!r.ok()) {  // a segment the search cannot take (too large, …) is kept as written
+      result.notes.push_back("segment " + std::to_string(k) +
+                             " (the ops between all_reduce ops) is kept as written: " +
+                             r.error().message);
+      VerifyResult identity;
+      identity.equivalent = true;
+      identity.log2_bound = -INFINITY;
+      identity.detail = "the input program itself";
+      parts[k].ranked.push_back({segs[k].program, estimate_cost(segs[k].program, target),
+                                 identity, true});
+      continue;
+    }
     parts[k] = std::move(*r);
     width = std::max(width, parts[k].ranked.size());
     const SearchStats& st = parts[k].stats;
