@@ -45,8 +45,8 @@ std::string tp_mlp(int ranks, int tokens, int hidden, int inter, const std::stri
                     T = std::to_string(tokens);
   return "ranks " + std::to_string(ranks) + "\ninput X: " + dt + "[" + T + ", " + Hd +
          "]\ninput G: " + dt + "[" + Hd + "]\ninput W1: " + dt + "[" + Hd + ", " + I +
-         "] shard(dim=1)\ninput W3: " + dt + "[" + Hd + ", " + I + "] shard(dim=-1)\ninput W2: " +
-         dt + "[" + I + ", " + Hd +
+         "] shard(dim=1)\ninput W3: " + dt + "[" + Hd + ", " + I +
+         "] shard(dim=-1)\ninput W2: " + dt + "[" + I + ", " + Hd +
          "] shard(dim=0)\n"
          "Y = mul(rms_norm(X, eps=1e-05), G)\n"
          "H = mul(silu(matmul(Y, W1)), matmul(Y, W3))\n"
@@ -71,8 +71,7 @@ std::string full_mlp(int tokens, int hidden, int inter, const std::string& dt = 
 double max_abs_diff(const HostTensor& a, const HostTensor& b) {
   EXPECT_EQ(a.shape, b.shape);
   double m = 0;
-  for (int64_t i = 0; i < a.numel() && i < b.numel(); ++i)
-    m = std::max(m, std::abs(a[i] - b[i]));
+  for (int64_t i = 0; i < a.numel() && i < b.numel(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
   return m;
 }
 
@@ -293,11 +292,9 @@ TEST(TensorParallelSearch, FusesAroundTheAllReduceAndVerifies) {
                "input G2: f16[512]\nN = mul(rms_norm(O, eps=1e-05), G2)\noutput O, N\n");
   KernelGraph program = parse(text);
   auto dir = fs::temp_directory_path() / ("strata-tp-search-" + std::to_string(::getpid()));
-  auto r = superoptimize(program, SearchConfig{}
-                                      .with_threads(2)
-                                      .with_quiet(true)
-                                      .with_cache(false)
-                                      .with_cache_dir(dir.string()));
+  auto r = superoptimize(
+      program, SearchConfig{}.with_threads(2).with_quiet(true).with_cache(false).with_cache_dir(
+                   dir.string()));
   fs::remove_all(dir);
   ASSERT_TRUE(r.ok()) << r.error().message;
   const Candidate& best = r->ranked[0];

@@ -482,8 +482,8 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
         return at(p + "[" + std::to_string(i) + "]", st.error().message);
     }
   }
-  if (g.ranks() > 1)
-    if (Status st = check_replicated_outputs(g); !st.ok()) return at(origin + ": outputs", st.error().message);
+  if (Status st = check_replicated_outputs(g); !st.ok())
+    return at(origin + ": outputs", st.error().message);
   auto complete = g.check_complete();
   if (!complete.ok()) return at(origin, complete.error().message);
   return g;

@@ -67,8 +67,8 @@ Result<KernelGraph> expand_ranks(const KernelGraph& g) {
   int input_pos = 0;
   for (size_t i = 0; i < g.ops().size(); ++i) {
     const KernelOp& op = g.op(static_cast<int>(i));
-    const std::string at = "kernel op #" + std::to_string(i) + " (" +
-                           std::string(op_name(op.kind)) + ")";
+    const std::string at =
+        "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
     if (op.kind == OpKind::Input) {
       const int t = op.outputs[0];
       const KernelTensor& x = g.tensor(t);

@@ -148,15 +148,15 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
     STRATA_ASSIGN_OR_RETURN(segs[k].program, segment_program(program, segs[k]));
     auto r = superoptimize(segs[k].program, sub);
     if (!r.ok()) {  // a segment the search cannot take (too large, …) is kept as written
-      result.notes.push_back("segment " + std::to_string(k) +
-                             " (the ops between all_reduce ops) is kept as written: " +
-                             r.error().message);
+      result.notes.push_back(
+          "segment " + std::to_string(k) +
+          " (the ops between all_reduce ops) is kept as written: " + r.error().message);
       VerifyResult identity;
       identity.equivalent = true;
       identity.log2_bound = -INFINITY;
       identity.detail = "the input program itself";
-      parts[k].ranked.push_back({segs[k].program, estimate_cost(segs[k].program, target),
-                                 identity, true});
+      parts[k].ranked.push_back(
+          {segs[k].program, estimate_cost(segs[k].program, target), identity, true});
       continue;
     }
     parts[k] = std::move(*r);
@@ -191,9 +191,8 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
     KernelGraph out;
     std::vector<int> map(program.tensors().size(), -1);
     for (int t : program.inputs()) {
-      STRATA_ASSIGN_OR_RETURN(
-          map[t], out.add_input(program.tensor_name(t), program.tensor(t).shape,
-                                program.tensor(t).dtype));
+      STRATA_ASSIGN_OR_RETURN(map[t], out.add_input(program.tensor_name(t), program.tensor(t).shape,
+                                                    program.tensor(t).dtype));
     }
     bool all_program = true;
     for (size_t k = 0; k < segs.size(); ++k) {
