@@ -434,8 +434,8 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     w.close();
     w.line("// nranks must be the graph's ranks (" + R + "); rank in [0, nranks).");
     w.open("extern \"C\" int strata_nccl_init(const void* id, int nranks, int rank)");
-    w.line("if (nranks != " + R +
-           " || rank < 0 || rank >= nranks) return kNcclError + static_cast<int>(ncclInvalidArgument);");
+    w.line("if (nranks != " + R + " || rank < 0 || rank >= nranks)");
+    w.line("  return kNcclError + static_cast<int>(ncclInvalidArgument);");
     w.line("strata_nccl_finalize();");
     w.line("ncclUniqueId uid;");
     w.line("std::memcpy(&uid, id, sizeof uid);");

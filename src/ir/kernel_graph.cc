@@ -193,8 +193,9 @@ Status KernelGraph::set_output_shard(int index, int dim) {
 
 bool KernelGraph::is_parallel() const {
   if (ranks_ > 1) return true;
-  return std::any_of(ops_.begin(), ops_.end(),
-                     [](const KernelOp& op) { return op_category(op.kind) == Category::Collective; });
+  return std::any_of(ops_.begin(), ops_.end(), [](const KernelOp& op) {
+    return op_category(op.kind) == Category::Collective;
+  });
 }
 
 void KernelGraph::copy_parallel_interface(const KernelGraph& from) {
