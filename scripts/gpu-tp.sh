@@ -57,7 +57,9 @@ budget=$((left - 90))
 step "torchrun --nproc_per_node=$nproc bench/tp_bench.py (budget $budget s of $left s left)"
 args=(--lib-dir "$libs" --out "$out" --modes "${STRATA_TP_MODES:-eager,compile}" --budget-s "$budget")
 [ -n "${STRATA_TP_PROGRAMS:-}" ] && args+=(--programs "$STRATA_TP_PROGRAMS")
-timeout -k 10 $((left - 15)) torchrun --standalone --nproc_per_node="$nproc" bench/tp_bench.py "${args[@]}"
+# python3 -m torch.distributed.run is torchrun (also where the script is not on PATH)
+timeout -k 10 $((left - 15)) python3 -m torch.distributed.run --standalone \
+  --nproc_per_node="$nproc" bench/tp_bench.py "${args[@]}"
 rc=$?
 step "done in $((SECONDS - start)) s (torchrun exit $rc); outputs in $out"
 ls "$out"
