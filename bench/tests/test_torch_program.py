@@ -87,6 +87,12 @@ def checksums(t):
 
 # Small programs that together call every program op, each family of the suite among them.
 SMALL = {
+    # all_reduce over the one rank of a program without `ranks`: the identity
+    "all_reduce_one_rank": """input X: f32[3, 8]
+input W: f32[8, 4]
+O = add_scalar(all_reduce(matmul(X, W)), 1)
+output O
+""",
     "unary": """input X: f32[3, 5, 8]
 A = add(add(add(exp(X), square(X)), sqrt(add_scalar(square(X), 1))), silu(X))
 B = add(add(gelu(X), relu(X)), add(sigmoid(X), tanh(X)))

@@ -74,6 +74,7 @@ void BlockEmitter::emit_op(int i) {
     case Category::Scan:  // a running reduction into its state tile
       if (p.scan_of < 0) emit_reduction(i);  // else kept in registers by its matmul chain
       return;
+    case Category::Collective:  // kernel level only
     case Category::Source:  // input iterators: loaded by the pipeline
     case Category::Customized:
       return;

@@ -1,5 +1,6 @@
 #include "strata/cuda_emitter.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -37,7 +38,13 @@ struct Launch {
   std::vector<int> args;  ///< kernel tensor ids: inputs then outputs
   std::string comment;
   int streamed = -1;  ///< kernel tensor launched with a streaming L2 window, or -1
+  bool all_reduce = false;  ///< an ncclAllReduce of args[0] into args[1], not a kernel
 };
+
+/// NCCL's name of a dtype.
+const char* nccl_type(DType t) {
+  return t == DType::f16 ? "ncclFloat16" : t == DType::bf16 ? "ncclBfloat16" : "ncclFloat32";
+}
 
 std::string var(int t) {
   return "t" + std::to_string(t);
@@ -161,6 +168,26 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     if (op.kind == OpKind::Input || is_kernel_view(g, views, i)) continue;
     const std::string where =
         "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
+    if (op_category(op.kind) == Category::Collective) {
+      if (!options.nccl)
+        return make_error(where +
+                          ": all_reduce needs NCCL, and this strata was configured without "
+                          "nccl.h (configure with -DSTRATA_NCCL_ROOT=DIR, the directory holding "
+                          "include/nccl.h); expected a graph without all_reduce");
+      if (views[op.inputs[0]])
+        return make_error(where + ": all_reduce of a view (" + g.tensor_name(op.inputs[0]) +
+                          ", read in place) is not supported; expected a whole tensor");
+      Launch L;
+      L.all_reduce = true;
+      L.args = {op.inputs[0], op.outputs[0]};
+      L.name = "ncclAllReduce";
+      L.comment = "kernel op #" + std::to_string(i) + ": all_reduce (NCCL, sum over " +
+                  std::to_string(g.ranks()) + " ranks)";
+      launches.push_back(std::move(L));
+      result.kernels.push_back({"ncclAllReduce", std::string(op_name(op.kind)), Dim3{1, 1, 1}, 0,
+                                0, 0, 1, std::string()});
+      continue;
+    }
     std::shared_ptr<const BlockGraph> body = op.body;
     if (op.kind == OpKind::Matmul) {
       auto lowered = codegen::lower_matmul_to_block_graph(g.tensor(op.inputs[0]).shape,
@@ -235,6 +262,10 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   meta["outputs"] = nlohmann::ordered_json::array();
   for (int t : g.outputs()) meta["outputs"].push_back(tensor_meta(g, t, dtypes[t]));
   meta["workspace_bytes"] = workspace;
+  meta["ranks"] = g.ranks();
+  const bool uses_nccl =
+      std::any_of(launches.begin(), launches.end(), [](const Launch& l) { return l.all_reduce; });
+  meta["nccl"] = uses_nccl;
   meta["kernels"] = nlohmann::ordered_json::array();
   for (const Launch& l : launches)
     meta["kernels"].push_back({{"name", l.name},
@@ -247,7 +278,8 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
          "\". Do not edit.");
   w.line("// Target " + options.arch + " (any sm_80 or newer GPU). Build, for example:");
   w.line("//   nvcc -std=c++17 -O3 -arch=" + options.arch +
-         " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu");
+         " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu" +
+         (uses_nccl ? " -I <nccl>/include -L <nccl>/lib -l:libnccl.so.2" : ""));
   w.line("// strata-meta: " + meta.dump());
   w.line("//");
   std::istringstream listing(kernel_graph_listing(g));
@@ -258,8 +290,18 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   w.line("// ---- host API (see include/strata/cuda_emitter.h) ----");
   w.line("#if !defined(__CUDACC_RTC__)");
   w.line("#include \"strata_rt/host.cuh\"");
+  if (uses_nccl) {
+    w.line("#include <nccl.h>");
+    w.line("#include <cstring>");
+  }
   w.line("");
   w.open("namespace");
+  if (uses_nccl) {
+    w.line("// The communicator of the tensor-parallel group (docs/tensor-parallel.md).");
+    w.line("ncclComm_t g_comm = nullptr;");
+    w.line("bool g_own_comm = false;");
+    w.line("constexpr int kNcclError = 10000;  // + ncclResult_t");
+  }
   w.line("struct StrataTensorInfo {");
   w.line("  const char* name;");
   w.line("  int rank;");
@@ -320,10 +362,26 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
              std::to_string(b.offset) + ");  // " + g.tensor_name(t) + " (intermediate)");
     w.line("(void)" + var(t) + ";");
   }
+  if (uses_nccl)
+    w.line("if (g_comm == nullptr) return kNcclError + static_cast<int>(ncclInvalidUsage);");
   for (const Launch& l : launches) {
     std::string args;
     for (int t : l.args) args += ", " + var(t);
     w.line("// " + l.comment);
+    if (l.all_reduce) {
+      const int in = l.args[0], out = l.args[1];
+      if (dtypes[in] != dtypes[out])
+        return make_error("all_reduce of " + g.tensor_name(in) + ": its input is stored as " +
+                          std::string(dtype_name(dtypes[in])) + " and its result as " +
+                          std::string(dtype_name(dtypes[out])) + "; expected one dtype");
+      w.open("");
+      w.line("const ncclResult_t r = ncclAllReduce(" + var(in) + ", " + var(out) + ", " +
+             std::to_string(g.tensor(in).shape.numel()) + "ULL, " + nccl_type(dtypes[in]) +
+             ", ncclSum, g_comm, stream);");
+      w.line("if (r != ncclSuccess) return kNcclError + static_cast<int>(r);");
+      w.close();
+      continue;
+    }
     const std::string shape = l.name + ", dim3(" + std::to_string(l.grid.x) + ", " +
                               std::to_string(l.grid.y) + ", " + std::to_string(l.grid.z) +
                               "), dim3(" + std::to_string(l.threads) + "), " +
@@ -360,6 +418,39 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
          std::to_string(workspace) + "ULL; }");
   const std::string ni = std::to_string(g.inputs().size()), no = std::to_string(g.outputs().size());
   w.line("extern \"C\" int strata_num_inputs(void) { return " + ni + "; }");
+  w.line("extern \"C\" int strata_ranks(void) { return " + std::to_string(g.ranks()) + "; }");
+  if (uses_nccl) {
+    const std::string R = std::to_string(g.ranks());
+    w.open("extern \"C\" int strata_nccl_unique_id(void* id)");
+    w.line("const ncclResult_t r = ncclGetUniqueId(static_cast<ncclUniqueId*>(id));");
+    w.line("return r == ncclSuccess ? 0 : kNcclError + static_cast<int>(r);");
+    w.close();
+    w.open("extern \"C\" int strata_nccl_finalize(void)");
+    w.line("ncclResult_t r = ncclSuccess;");
+    w.line("if (g_own_comm && g_comm != nullptr) r = ncclCommDestroy(g_comm);");
+    w.line("g_comm = nullptr;");
+    w.line("g_own_comm = false;");
+    w.line("return r == ncclSuccess ? 0 : kNcclError + static_cast<int>(r);");
+    w.close();
+    w.line("// nranks must be the graph's ranks (" + R + "); rank in [0, nranks).");
+    w.open("extern \"C\" int strata_nccl_init(const void* id, int nranks, int rank)");
+    w.line("if (nranks != " + R + " || rank < 0 || rank >= nranks)");
+    w.line("  return kNcclError + static_cast<int>(ncclInvalidArgument);");
+    w.line("strata_nccl_finalize();");
+    w.line("ncclUniqueId uid;");
+    w.line("std::memcpy(&uid, id, sizeof uid);");
+    w.line("const ncclResult_t r = ncclCommInitRank(&g_comm, nranks, uid, rank);");
+    w.line("if (r != ncclSuccess) { g_comm = nullptr; return kNcclError + static_cast<int>(r); }");
+    w.line("g_own_comm = true;");
+    w.line("return 0;");
+    w.close();
+    w.line("extern \"C\" void* strata_nccl_comm(void) { return g_comm; }");
+    w.open("extern \"C\" int strata_nccl_set_comm(void* comm)");
+    w.line("strata_nccl_finalize();");
+    w.line("g_comm = static_cast<ncclComm_t>(comm);");
+    w.line("return 0;");
+    w.close();
+  }
   w.line("extern \"C\" int strata_num_outputs(void) { return " + no + "; }");
   for (const char* side : {"input", "output"}) {
     const std::string n = side[0] == 'i' ? ni : no;
@@ -378,6 +469,14 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   result.code = w.str();
   result.workspace_bytes = workspace;
   return result;
+}
+
+bool nccl_configured() {
+#if defined(STRATA_HAVE_NCCL)
+  return true;
+#else
+  return false;
+#endif
 }
 
 Result<std::string> emit_cuda(const KernelGraph& g, const EmitOptions& options) {

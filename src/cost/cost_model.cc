@@ -126,6 +126,7 @@ Flops op_flops(const std::vector<Shape>& in, const Shape& out, OpKind kind, cons
     case Category::Concat:
     case Category::Layout:
     case Category::Customized:
+    case Category::Collective:  // communication: bytes moved (docs/tensor-parallel.md)
       break;  // data movement only
   }
   return f;

@@ -17,6 +17,10 @@ std::vector<VariantRun> emit_variant_runs(const std::vector<VariantCandidate>& c
       if (run.selected) {
         if (cand.source) {
           run.source = *cand.source;
+        } else if (cand.graph.is_parallel()) {
+          run.emit_error = "a graph over " + std::to_string(cand.graph.ranks()) +
+                           " rank(s) with all_reduce runs one process per GPU under a launcher, "
+                           "not in `strata profile` (docs/tensor-parallel.md, bench/tp_bench.py)";
         } else {
           Result<std::string> emitted = variants[v].emit(cand.graph);
           if (emitted.ok())

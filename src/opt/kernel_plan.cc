@@ -194,6 +194,7 @@ bool block_codegen_supports(const BlockOp& op) {
     case Category::Concat:
     case Category::Layout:
     case Category::Fused:
+    case Category::Collective:  // kernel level only: never in a block graph
       break;
   }
   return true;

@@ -41,6 +41,7 @@ ClassMask partial_after(OpKind kind, const std::array<const BTensor*, 2>& in, Cl
     case Category::Customized:
     case Category::Accum:
     case Category::Fused:
+    case Category::Collective:
       break;
   }
   return 0;
@@ -250,6 +251,7 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
       case OpKind::Concat:
       case OpKind::Transpose:
       case OpKind::Slice:
+      case OpKind::AllReduce:
       case OpKind::RunningMax:
       case OpKind::ThreadFused:
         break;  // not an accumulator

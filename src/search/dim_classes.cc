@@ -81,6 +81,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
         break;
       }
       case Category::Unary:
+      case Category::Collective:
         for (int d = 0; d < r; ++d) link_if(op.inputs[0], d, out, d);
         break;
       case Category::Binary:
@@ -361,6 +362,7 @@ ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
   const int r = out_shape.rank();
   switch (op_category(kind)) {
     case Category::Unary:
+    case Category::Collective:
       f.out = in[0];
       f.prov = prov(0);
       break;

@@ -38,6 +38,7 @@ std::optional<Shape> quick_shape(OpKind kind, std::span<const Shape> in, const O
   const Shape& a = in[0];
   switch (op_category(kind)) {
     case Category::Unary:
+    case Category::Collective:
       return a;
     case Category::Matmul: {
       const Shape& b = in[1];
@@ -157,7 +158,7 @@ Result<SearchSpace> SearchSpace::from_program(const KernelGraph& program) {
   for (const OpInfo& info : op_table()) {
     if (!has[static_cast<int>(info.kind)] || info.kind == OpKind::Input) continue;
     s.kernel_kinds.push_back(info.kind);
-    s.block_kinds.push_back(info.kind);
+    if (info.levels & kBlock) s.block_kinds.push_back(info.kind);
   }
   // Concat in block graphs serves concat-then-matmul ([X | Y]·[W ; B] = X·W + Y·B), so it is
   // offered when the program has two matmuls to merge (or concatenates by itself).
@@ -313,6 +314,7 @@ void Enumerator::Impl::reset() {
     kt.push_back(k);
     kexprs.push_back(space.input_exprs[t]);
   }
+  g.copy_parallel_interface(p);
   num_program_inputs = static_cast<int>(kt.size());
 }
 
@@ -517,8 +519,10 @@ bool Enumerator::Impl::program_site(OpKind kind, const OpAttrs& attrs,
   const bool constants = cat == Category::Unary && op_info(kind).attrs != AttrSet::None;
   const bool view = cat == Category::Layout;
   const bool concat = cat == Category::Concat && space.program_concat;
+  // Communication (all_reduce) happens where the program has it, on what it reduces there.
+  const bool collective = cat == Category::Collective;
   if (kind == OpKind::Max) return max_site(attrs, in[0]);
-  if (!constants && !view && !concat) return true;
+  if (!constants && !view && !concat && !collective) return true;
   return matches_program_op(kind, attrs, in);
 }
 

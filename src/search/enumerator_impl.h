@@ -303,6 +303,7 @@ void Enumerator::Impl::for_each_compute(OpKind kind, int n, int lo, ShapeOf shap
   auto one = [](int t) { return Ins{{t, 0}, 1}; };
   auto two = [](int a, int b) { return Ins{{a, b}, 2}; };
   switch (op_category(kind)) {
+    case Category::Collective:  // all_reduce: only where the program has it (program_site)
     case Category::Unary:
       for (int t = lo; t < n; ++t) {
         if (op_info(kind).attrs == AttrSet::None) {

@@ -22,6 +22,7 @@
 #include "search/checkpoint.h"
 #include "search/enumerator.h"
 #include "search/search_monitor.h"
+#include "search/segments.h"
 #include "strata/abstract_expr.h"
 #include "strata/graph_optimizer.h"
 #include "strata/graph_print.h"
@@ -393,6 +394,8 @@ struct SearchJob {
 Result<SearchJob> set_up_job(const KernelGraph& program, const SearchConfig& given) {
   const auto t0 = Clock::now();
   STRATA_RETURN_IF_ERROR(check_config(given));
+  // Communication splits the program: no kernel spans an all_reduce (docs/tensor-parallel.md).
+  if (search::has_collectives(program)) return search::search_around_collectives(program, given);
   STRATA_RETURN_IF_ERROR(check_program(program));
   SearchConfig config = given;
   if (config.max_block_ops == 0) config.max_block_ops = SearchConfig::auto_max_block_ops(program);
