@@ -173,5 +173,36 @@ TEST(SearchPrograms, ResidualNormSavesTheSumItReads) {
   EXPECT_EQ(block_ops(best.graph, OpKind::Input).count("rms_norm"), 1u);
 }
 
+// ---- loop-invariant operands after the loop ----------------------------------------------
+
+// add(matmul(X, W), bias) at K = 4096: without a for-loop over K no tile pair fits shared
+// memory, so the fused kernel must loop over K and add the bias (an fmap-φ tile) after the
+// loop (docs/mugraph-semantics.md §3.4).
+TEST(SearchPrograms, BiasIsAddedAfterTheLoop) {
+  KernelGraph program = parse(
+      "input X: f16[16, 4096]\ninput W: f16[4096, 1024]\ninput B: f16[1024]\n"
+      "O = add(matmul(X, W), B)\noutput O\n");
+  auto r = superoptimize(program, config("bias"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_FALSE(r->ranked.empty());
+  const Candidate& best = r->ranked[0];
+  EXPECT_FALSE(best.is_program);
+  EXPECT_TRUE(best.verification.equivalent);
+  EXPECT_LE(best.verification.log2_bound, -60.0);
+  ASSERT_EQ(kernels(best.graph), 1);
+  const BlockGraph* b = nullptr;
+  for (const KernelOp& op : best.graph.ops())
+    if (op.kind == OpKind::Customized) b = op.body.get();
+  ASSERT_NE(b, nullptr);
+  EXPECT_GT(b->forloop(), 1);
+  bool bias_after_loop = false;  // a post-loop op (or thread graph) reads the bias tile
+  for (const BlockOp& op : b->ops()) {
+    if (op.output < 0 || b->tensor(op.output).stage != Stage::Post) continue;
+    for (int t : op.inputs)
+      bias_after_loop |= b->op(b->tensor(t).producer).kind == OpKind::Input && b->loop_invariant(t);
+  }
+  EXPECT_TRUE(bias_after_loop);
+}
+
 }  // namespace
 }  // namespace strata

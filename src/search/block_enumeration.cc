@@ -66,7 +66,12 @@ void Enumerator::Impl::block_level(OpenBlock& ob) {
   }
   if ((unread + 1) / 2 + (F == 1 ? 1 : 0) > remaining) return prune(Prune::DeadEnd);
   auto shape_of = [&](int t) -> const Shape& { return ob.b.tensor(t).shape; };
-  auto same_stage = [&](int a, int b) { return ob.b.tensor(a).stage == ob.b.tensor(b).stage; };
+  // Operands of one op share a stage, except that a post-loop op may read a loop-invariant
+  // tile (a bias or gain next to a loop's result; docs/mugraph-semantics.md §3.4).
+  auto same_stage = [&](int a, int b) {
+    const Stage sa = ob.b.tensor(a).stage, sb = ob.b.tensor(b).stage;
+    return sa == sb || (sa == Stage::Post ? !ob.bt[b].varying : !ob.bt[a].varying);
+  };
   const int lo = ob.keys.empty() ? 0 : ob.keys.back().max_input();
   for (OpKind kind : space.block_kinds) {
     for_each_compute(kind, n, lo, shape_of, same_stage,
