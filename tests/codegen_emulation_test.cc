@@ -158,6 +158,14 @@ EmitOptions with(std::function<void(PlanOptions&)> set) {
   return o;
 }
 
+// Post-loop ops read loop-invariant tiles (a bias, a gain computed from an fmap-φ input):
+// hoisted before the loop, and loaded in the loop when hoisting is off.
+TEST(EmulationCoverage, PostLoopReadsLoopInvariantTiles) {
+  check_graph({"postinv", post_loop_invariants()});
+  check_graph({"postinv_nohoist", post_loop_invariants(), 0.5, 2e-2,
+               with([](PlanOptions& p) { p.hoist_invariants = false; })});
+}
+
 KernelGraph lora_streamed_graph(int64_t m, int64_t k, int64_t n, int64_t r, int64_t tn,
                                 int64_t tm);
 

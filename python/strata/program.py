@@ -256,12 +256,13 @@ class ProgramBuilder:
         self._values[name] = v
         return v
 
-    def constant(self, value, like, name=None):
-        """An input of shape [1] and ``like``'s dtype that the program binds to the scalar
-        ``value`` (``Program.bound``): how capture expresses Python scalars that no op
-        attribute takes. Broadcasting applies it elementwise."""
+    def constant(self, value, like, name=None, shape=(1,)):
+        """An input of ``shape`` (default [1]) and ``like``'s dtype that the program binds to
+        the scalar ``value`` everywhere (``Program.bound``): how capture expresses Python
+        scalars that no op attribute takes, and (ones of shape [*batch, 1, 1]) the broadcast
+        of a matmul operand over batch dims. Broadcasting applies it elementwise."""
         name = self._fresh(name or "c")
-        v = self.input(name, (1,), like.dtype)
+        v = self.input(name, tuple(shape), like.dtype)
         self._bound[name] = float(value)
         return v
 

@@ -288,6 +288,12 @@ struct Enumerator::Impl {
   /// class, so that accum_sum_ld of that tile gives accum(t) fused (rule unfused_reduction).
   bool fused_sum_covers(const OpenBlock& ob, int t) const;
   void try_close(OpenBlock& ob);
+  /// Whether computed tile t, read inside the block, may also be saved: its rank is that of a
+  /// program output and, with abstract pruning, its expression is equivalent to that output's
+  /// and no kernel tensor has it yet.
+  bool could_be_output(const OpenBlock& ob, int t) const;
+  /// Closes the block saving exactly `sinks` (every choice of output maps).
+  void close_variant(OpenBlock& ob, const std::vector<int>& sinks);
   void close_with(OpenBlock& ob, const std::vector<int>& sinks, const std::vector<GridMap>& omaps);
   bool try_complete();
 };
