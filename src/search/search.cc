@@ -394,8 +394,6 @@ struct SearchJob {
 Result<SearchJob> set_up_job(const KernelGraph& program, const SearchConfig& given) {
   const auto t0 = Clock::now();
   STRATA_RETURN_IF_ERROR(check_config(given));
-  // Communication splits the program: no kernel spans an all_reduce (docs/tensor-parallel.md).
-  if (search::has_collectives(program)) return search::search_around_collectives(program, given);
   STRATA_RETURN_IF_ERROR(check_program(program));
   SearchConfig config = given;
   if (config.max_block_ops == 0) config.max_block_ops = SearchConfig::auto_max_block_ops(program);
@@ -688,6 +686,11 @@ void persist(const SearchJob& job, bool all_done, const search::Progress& progre
 }  // namespace
 
 Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& config) {
+  // Communication splits the program: no kernel spans an all_reduce (docs/tensor-parallel.md).
+  if (search::has_collectives(program)) {
+    STRATA_RETURN_IF_ERROR(check_config(config));
+    return search::search_around_collectives(program, config);
+  }
   STRATA_ASSIGN_OR_RETURN(const SearchJob job, set_up_job(program, config));
   SearchResult result;
   result.cache_key = job.cache_key;
