@@ -249,7 +249,10 @@ std::vector<InputReads> customized_cost(const KernelGraph& g, const KernelOp& op
       std::vector<Shape> in;
       for (int t : bop.inputs) in.push_back(b.tensor(t).shape);
       Flops f = op_flops(in, b.tensor(bop.output).shape, bop.kind, bop.attrs, bop.chain);
-      bool in_loop = b.tensor(bop.output).stage == Stage::Loop;
+      // Accumulators and loop-body ops run every iteration; a post-loop op once, also when
+      // it reads a loop-invariant tile.
+      bool in_loop = op_category(bop.kind) == Category::Accum ||
+                     b.tensor(bop.output).stage == Stage::Loop;
       double trips = static_cast<double>(blocks) * (in_loop ? static_cast<double>(F) : 1.0);
       k.tensor_flops += f.tensor * trips;
       k.simt_flops += f.simt * trips;
