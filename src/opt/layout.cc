@@ -367,8 +367,10 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       rowsums += (q.rowsum_of == i ? 1 : 0) + (q.scan_of == i ? 2 : 0);
     const int64_t estimate = 4 * mt * (nt1 + nt2) + a_regs + 2 * mt * rowsums + 2 * nt2 + 24 +
                              (p.scale_a >= 0 || p.scale_b >= 0 ? 12 : 0);
-    p.a_in_registers =
-        plan.ops[g.tensor(a).producer].phase == Phase::Prologue && a_regs <= 32 && estimate <= 128;
+    // (A ragged contraction reads A through the masked path: no fragments kept.)
+    p.a_in_registers = plan.ops[g.tensor(a).producer].phase == Phase::Prologue && a_regs <= 32 &&
+                       estimate <= 128 && plan.ragged.dim(a, as.rank() - 1) < 0 &&
+                       plan.ragged.dim(g.op(i).inputs[1], as.rank() - 2) < 0;
   }
   for (int i = 0; i < nops; ++i) {
     const BlockOp& op = g.op(i);
