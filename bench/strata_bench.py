@@ -265,6 +265,22 @@ def bench_config(cfg, inputs, prof, modes, runs):
 # ---- main --------------------------------------------------------------------------------
 
 
+def measure_device():
+    """The GPU and the floor's figures, measured now (bench/README.md, "Steps", 1)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    device = {"name": props.name, "arch": arch_of_device(), "sm_count": props.multi_processor_count,
+              "l2_bytes": timing.l2_bytes(), "torch": torch.__version__,
+              "cuda": torch.version.cuda, "python": platform.python_version()}
+    device["bandwidth_Bps"] = timing.measure_bandwidth()
+    device["tensor_peak_flops"] = timing.measure_tensor_peak()
+    device["launch_us"] = timing.measure_launch_floor()
+    log(f"   {device['name']} ({device['arch']}): {device['bandwidth_Bps'] / 1e12:.2f} TB/s, "
+        f"{device['tensor_peak_flops'] / 1e12:.0f} TFLOP/s fp16, "
+        f"launch {device['launch_us']:.2f} us, L2 {device['l2_bytes'] / 2**20:.0f} MiB")
+    return device
+
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", default=str(ROOT / "bench" / "results"), help="output directory")
@@ -318,16 +334,7 @@ def run_steps(args, out):
     started = time.time()
 
     with Phase("device", phases):
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        device = {"name": props.name, "arch": arch_of_device(), "sm_count": props.multi_processor_count,
-                  "l2_bytes": timing.l2_bytes(), "torch": torch.__version__,
-                  "cuda": torch.version.cuda, "python": platform.python_version()}
-        device["bandwidth_Bps"] = timing.measure_bandwidth()
-        device["tensor_peak_flops"] = timing.measure_tensor_peak()
-        device["launch_us"] = timing.measure_launch_floor()
-        log(f"   {device['name']} ({device['arch']}): {device['bandwidth_Bps'] / 1e12:.2f} TB/s, "
-            f"{device['tensor_peak_flops'] / 1e12:.0f} TFLOP/s fp16, "
-            f"launch {device['launch_us']:.2f} us, L2 {device['l2_bytes'] / 2**20:.0f} MiB")
+        device = measure_device()
 
     with Phase("inputs", phases):
         inputs = {}

@@ -32,7 +32,14 @@ def sets_for(bytes_per_set, l2_multiple=4.0, max_sets=MAX_SETS):
 
 
 def relative_l2_error(got, want):
-    """‖got − want‖₂ / ‖want‖₂ in float64; inf if got holds a NaN or an infinity."""
+    """‖got − want‖₂ / ‖want‖₂ in float64; inf if got holds a NaN or an infinity. For sequences
+    of tensors (a program's outputs), the largest error of corresponding outputs."""
+    if isinstance(got, (list, tuple)) or isinstance(want, (list, tuple)):
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        want = list(want) if isinstance(want, (list, tuple)) else [want]
+        if len(got) != len(want):
+            return float("inf")
+        return max(relative_l2_error(g, w) for g, w in zip(got, want))
     got = got.double()
     want = want.double()
     if got.shape != want.shape or not torch.isfinite(got).all():
@@ -131,20 +138,32 @@ def measure_launch_floor(runs=100):
     return time_launches(lambda i: xs[i % 64].add_(1.0), 1024, runs=runs)["median_us"]
 
 
+def output_shapes(output_shape):
+    """A list of output shapes from one shape (a sequence of ints) or a list of shapes."""
+    shapes = list(output_shape)
+    if shapes and isinstance(shapes[0], (list, tuple)):
+        return [tuple(s) for s in shapes]
+    return [tuple(shapes)]
+
+
 def check_library(lib, inputs, output_shape, ref):
-    """Runs a StrataLibrary once on `inputs` into a NaN-poisoned f16 output; returns the relative
+    """Runs a StrataLibrary once on `inputs` into NaN-poisoned f16 outputs (`output_shape`: one
+    shape, or a list of shapes with `ref` the list of their references); returns the relative
     L2 error against `ref` (inf if any output element was left unwritten)."""
-    out = torch.full(output_shape, float("nan"), dtype=torch.float16, device="cuda")
-    lib.binder(inputs, [out])()
+    outs = [torch.full(s, float("nan"), dtype=torch.float16, device="cuda")
+            for s in output_shapes(output_shape)]
+    lib.binder(inputs, outs)()
     torch.cuda.synchronize()
-    return relative_l2_error(out, ref)
+    return relative_l2_error(outs if len(outs) > 1 else outs[0], ref)
 
 
 def time_library(lib, sets_inputs, output_shape, runs, min_launches=MIN_LAUNCHES):
-    """Times a StrataLibrary over the input sets (one launch per set, each with its own output)
+    """Times a StrataLibrary over the input sets (one launch per set, each with its own outputs)
     by time_launches."""
-    outputs = [torch.empty(output_shape, dtype=torch.float16, device="cuda") for _ in sets_inputs]
-    launches = [lib.binder(x, [o]) for x, o in zip(sets_inputs, outputs)]
+    shapes = output_shapes(output_shape)
+    outputs = [[torch.empty(s, dtype=torch.float16, device="cuda") for s in shapes]
+               for _ in sets_inputs]
+    launches = [lib.binder(x, o) for x, o in zip(sets_inputs, outputs)]
     return time_launches(lambda i: launches[i](), len(sets_inputs), runs=runs,
                          min_launches=min_launches)
 

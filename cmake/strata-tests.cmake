@@ -62,11 +62,14 @@ foreach(test_src ${STRATA_TESTS})
   endif()
 endforeach()
 
-# The benchmark scripts' own tests (bench/tests/): pure Python, standard library only.
+# The benchmark scripts' own tests (bench/tests/): Python, standard library only here (the
+# tests of the PyTorch interpreter say they are skipped without torch; scripts/python-test.sh
+# runs them with it). STRATA_TOOL: the tool the suite's programs are compared with.
 add_test(NAME bench_python_test
          COMMAND python3 -m unittest discover -s ${PROJECT_SOURCE_DIR}/bench/tests
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(bench_python_test PROPERTIES TIMEOUT 120)
+set_tests_properties(bench_python_test PROPERTIES TIMEOUT 120
+                     ENVIRONMENT "STRATA_TOOL=$<TARGET_FILE:strata>")
 
 # The installed package from outside: installs this build into a prefix under the build
 # directory, builds examples/consumer against it with find_package(strata), runs it, and

@@ -5,7 +5,8 @@
 # Safe to run repeatedly: it does nothing when everything is present.
 set -euo pipefail
 
-packages=(cmake g++ make ccache libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libz3-dev graphviz)
+packages=(cmake g++ make ccache libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev libz3-dev graphviz
+          time)  # GNU time: bench/suite_search.py and its test
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Python package with pip (scikit-build-core, the same `pip install .` users run)
-# into a cached virtual environment and runs its CPU tests (docs/python.md, "Tests").
+# into a cached virtual environment and runs its CPU tests (docs/python.md, "Tests"), then the
+# tests of the benchmark's PyTorch interpreter (bench/tests/test_torch_program.py) with it.
 #
 # The environment lives outside the tree ($STRATA_PYENV, default ~/.cache/strata/pyenv-pyXY) so
 # that a fresh checkout or `rm -rf build` does not download PyTorch again; it is re-provisioned
@@ -54,3 +55,9 @@ echo "python-test: package built and installed in $(( $(date +%s) - start )) s" 
 
 # Tests run against the installed package, from outside the source tree's python/ directory.
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider -m "not gpu" python/tests "$@"
+
+# The benchmark's PyTorch interpreter (bench/torch_program.py) against the reference interpreter:
+# its tests need torch, which this environment has and the CTest run may not (they skip there).
+echo "python-test: bench/tests/test_torch_program.py (the suite's PyTorch baselines)" >&2
+STRATA_TOOL=${STRATA_TOOL:-$PWD/build/strata} "$VENV/bin/python" -m unittest discover \
+  -s bench/tests -p test_torch_program.py

@@ -1,5 +1,6 @@
 """Tests of bench/report.py: statistics, the report built from a small synthetic run, the
-Markdown table and "Targets:" line, and `merge` of a run made in parts."""
+Markdown table and "Targets:" line, `merge` of a run made in parts; the same for the suite's
+kind of report (bench/suite_bench.py)."""
 
 import contextlib
 import io
@@ -214,6 +215,114 @@ class Merge(unittest.TestCase):
             with self.assertRaises(SystemExit) as e:
                 report.merge([tmp], str(Path(tmp) / "x"))
         self.assertIn("no <gpu>-<date>.json report", str(e.exception.code))
+
+
+def suite_result(program, nbytes, flops, times, strata=None, skipped=None):
+    """A raw suite result (bench/suite_bench.py): PyTorch systems (None: failed) and strata."""
+    r = result("x", 0, nbytes, flops, times, strata)
+    del r["benchmark"], r["batch"]
+    r["program"] = program
+    if skipped:
+        r["skipped"] = skipped
+    return r
+
+
+class Suite(unittest.TestCase):
+    """DEVICE: 4 TB/s, 700 TFLOP/s, 1 µs launch."""
+
+    def build(self, results):
+        plans = {r["program"]: {"source": "search result"} for r in results}
+        return report.build(DEVICE, results, {}, plans, {"bench": 2.0}, 0.01, kind="suite")
+
+    def test_rows_bound_speedup_and_best_pytorch(self):
+        doc = self.build([
+            # memory-bound: 40 MB → 10 µs floor; sdpa not present
+            suite_result("llama_mlp_d1", 40e6, 1e9, {"eager": 30.0, "compile": 25.0,
+                                                     "max-autotune": 20.0}, strata=11.0),
+            # compute-bound: 7e9 FLOPs → 10 µs; sdpa-flash is the best PyTorch
+            suite_result("attn_p2048", 1e6, 7e9, {"eager": 80.0, "compile": 60.0,
+                                                  "max-autotune": 50.0, "sdpa-flash": 20.0},
+                         strata=16.0),
+            # launch-bound
+            suite_result("rope_d16", 1e3, 0, {"eager": 8.0}, strata=2.0),
+        ])
+        rows = {r["config"]: r for r in doc["results"]}
+        self.assertEqual(doc["kind"], "suite")
+        self.assertEqual([rows[k]["bound"] for k in ("llama_mlp_d1", "attn_p2048", "rope_d16")],
+                         ["memory", "compute", "launch"])
+        self.assertEqual(rows["attn_p2048"]["best_pytorch"]["mode"], "sdpa-flash")
+        self.assertAlmostEqual(rows["attn_p2048"]["speedup"], 1.25)
+        sm = doc["summary"]
+        self.assertAlmostEqual(sm["geomean_speedup"], (20 / 11 * 1.25 * 4.0) ** (1 / 3))
+        self.assertEqual(sm["min_speedup_config"], "attn_p2048")
+        self.assertEqual(sm["bandwidth_bound"], ["llama_mlp_d1"])
+        self.assertAlmostEqual(sm["time_over_floor"]["llama_mlp_d1"], 1.1)
+        md = report.markdown(doc)
+        self.assertIn("# The suite: strata vs PyTorch on Test GPU", md)
+        self.assertIn("| program | bound | eager | compile | max-autotune | sdpa-flash | strata |", md)
+        self.assertIn("| attn_p2048 | compute | 80.00 | 60.00 | 50.00 | 20.00 | 16.00 | 1.25× | "
+                      "sdpa-flash | 10.00 | 0.62 | 0.50 |", md)
+        self.assertIn("| rope_d16 | launch | 8.00 | — | — | — | 2.00 | 4.00× | eager |", md)
+        (line,) = [l for l in md.splitlines() if l.startswith("Targets:")]
+        self.assertEqual(
+            line, "Targets: geometric-mean speedup over the best PyTorch per program ≥ 1.5× "
+            "holds (2.09× over 3 programs); no program below 1.0× holds (lowest 1.25×, "
+            "attn_p2048); bandwidth-bound programs (1) within 1.15× of the floor holds (strata "
+            "time / floor: worst llama_mlp_d1 1.100).")
+
+    def test_targets_missed_names_the_programs(self):
+        doc = self.build([
+            suite_result("a", 40e6, 0, {"eager": 12.0}, strata=12.5),  # 0.96×, 1.25× the floor
+            suite_result("b", 80e6, 0, {"eager": 40.0}),  # no strata time
+            suite_result("c", 1e3, 0, {"eager": 5.0}, strata=5.0, skipped=None),
+            suite_result("d", 60e6, 0, {}, skipped="time budget spent before its benchmark"),
+        ])
+        sm = doc["summary"]
+        self.assertEqual(sm["without_speedup"], ["b", "d"])
+        line = report.suite_targets(sm)[0]
+        self.assertIn("≥ 1.5× MISSED (0.98× over 2 programs)", line)
+        self.assertIn("no program below 1.0× MISSED (lowest 0.96×, a; 2 without a strata "
+                      "speedup: b, d)", line)
+        self.assertIn("bandwidth-bound programs (3) within 1.15× of the floor MISSED (strata "
+                      "time / floor: worst a 1.250; 2 without a strata time)", line)
+        md = report.markdown(doc)
+        self.assertIn("| d | memory | — | — | — | — | — | skipped: time budget spent before its "
+                      "benchmark | — | 15.00 | — | — |", md)
+        line = report.suite_targets(self.build([
+            suite_result("e", 1e3, 0, {"eager": 4.0}, strata=5.0),
+            suite_result("f", 1e3, 0, {"eager": 4.0}, strata=8.0),
+            suite_result("g", 1e3, 0, {"eager": 4.0}, strata=2.0)])["summary"])[0]
+        self.assertIn("no program below 1.0× MISSED (2 below: f 0.50×, e 0.80×)", line)
+        line = report.suite_targets(self.build([suite_result("b", 1e3, 0, {"eager": 4.0})])
+                                    ["summary"])[0]
+        self.assertIn("≥ 1.5× MISSED (no program timed)", line)
+
+    def test_merge_of_suite_parts_keeps_the_kind(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dirs = []
+            for i, r in enumerate([suite_result("p", 40e6, 0, {"eager": 20.0}, strata=10.5),
+                                   suite_result("q", 1e3, 0, {"eager": 3.0}, strata=1.5)]):
+                d = Path(tmp) / f"part{i}"
+                (d / "profile").mkdir(parents=True)
+                (d / "h100-2026-01-02.json").write_text(json.dumps(self.build([r])))
+                dirs.append(d)
+            with contextlib.redirect_stdout(io.StringIO()):
+                report.merge(dirs, str(Path(tmp) / "m"))
+            doc = json.loads((Path(tmp) / "m.json").read_text())
+            self.assertEqual(doc["kind"], "suite")
+            self.assertEqual([r["config"] for r in doc["results"]], ["p", "q"])
+            self.assertAlmostEqual(doc["summary"]["geomean_speedup"], math.sqrt(20 / 10.5 * 2))
+            self.assertIn("Targets: geometric-mean speedup over the best PyTorch per program",
+                          (Path(tmp) / "m.md").read_text())
+            # A paper part and a suite part do not merge.
+            paper = Path(tmp) / "paper"
+            (paper / "profile").mkdir(parents=True)
+            (paper / "h100-2026-01-02.json").write_text(json.dumps(report.build(
+                DEVICE, [result("gqa", 1, 1e3, 1e3, {"eager": 4.0}, strata=2.0)], {}, {}, {},
+                0.01)))
+            with self.assertRaises(SystemExit) as e:
+                report.merge([dirs[0], paper], str(Path(tmp) / "x"))
+            self.assertIn("different kinds", str(e.exception.code))
 
 
 if __name__ == "__main__":

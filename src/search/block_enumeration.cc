@@ -313,9 +313,9 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     ob.b.pop_op();
     return prune(Prune::Sign);
   }
-  if (!constant_site(kind, attrs, ob.exprs[ins[0]])) {
+  if (!program_site(kind, attrs, {ob.exprs[ins[0]], ins.n > 1 ? ob.exprs[ins[1]] : kNoExpr})) {
     ob.b.pop_op();
-    return prune(Prune::ConstantSite);
+    return prune(Prune::ProgramSite);
   }
   if (key.len == 0) key = rank_key(ins, kind, attrs);
   if (enter()) {

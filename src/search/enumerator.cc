@@ -101,7 +101,7 @@ std::string_view prune_rule_name(Prune p) {
       "duplicate",     "unread",           "single_op_kernel",  "shared_memory",  "canonical_order",
       "abstract_expr", "invariant_accum",  "unfused_reduction", "block_op_limit", "unused_input",
       "dead_tensor",   "too_many_outputs", "replicated_output", "partial_output", "no_extents",
-      "dead_end",      "not_equivalent",   "incomplete",        "constant_site"};
+      "dead_end",      "not_equivalent",   "incomplete",        "program_site"};
   static_assert(std::size(names) == static_cast<size_t>(Prune::kCount));
   return names[static_cast<int>(p)];
 }
@@ -363,9 +363,9 @@ void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
     g.pop_op();
     return prune(Prune::Sign);
   }
-  if (!constant_site(kind, attrs, kexprs[ins[0]])) {
+  if (!program_site(kind, attrs, {kexprs[ins[0]], ins.n > 1 ? kexprs[ins[1]] : kNoExpr})) {
     g.pop_op();
-    return prune(Prune::ConstantSite);
+    return prune(Prune::ProgramSite);
   }
   if (enter()) {
     if (trace_enabled())
@@ -447,16 +447,33 @@ void Enumerator::Impl::customized_ops() {
   }
 }
 
-bool Enumerator::Impl::constant_site(OpKind kind, const OpAttrs& attrs, ExprId in) const {
-  if (!space.tensor_oracle || op_category(kind) != Category::Unary ||
-      op_info(kind).attrs == AttrSet::None)
-    return true;
+bool Enumerator::Impl::program_site(OpKind kind, const OpAttrs& attrs,
+                                    std::array<ExprId, 2> in) const {
+  if (!space.tensor_oracle) return true;
+  const Category cat = op_category(kind);
+  const bool constants = cat == Category::Unary && op_info(kind).attrs != AttrSet::None;
+  const bool view = cat == Category::Layout;
+  // A concat the program does not have is the concat-then-matmul merge (rule concat_form).
+  const bool concat = cat == Category::Concat && space.program_concat;
+  if (!constants && !view && !concat) return true;
   const KernelGraph& p = *space.program;
-  for (const KernelOp& op : p.ops())
-    if (op.kind == kind && op.attrs.scalar == attrs.scalar && op.attrs.scalar2 == attrs.scalar2 &&
-        space.tensor_oracle->is_equivalent(in, op.inputs[0]))
-      return true;
-  return false;
+  bool merge_possible = concat && space.block_concat;
+  for (const KernelOp& op : p.ops()) {
+    if (op.kind != kind) continue;
+    if (constants && (op.attrs.scalar != attrs.scalar || op.attrs.scalar2 != attrs.scalar2))
+      continue;
+    if (kind == OpKind::Slice && (op.attrs.dim != attrs.dim || op.attrs.start != attrs.start ||
+                                  op.attrs.end != attrs.end))
+      continue;
+    if (concat && op.attrs.dim != attrs.dim) continue;
+    bool same = space.tensor_oracle->is_equivalent(in[0], op.inputs[0]);
+    if (op_info(kind).arity == 2)
+      same = same && space.tensor_oracle->is_equivalent(in[1], op.inputs[1]);
+    if (same) return true;
+  }
+  // Without a matching site a concat may still serve concat-then-matmul when the program
+  // has two matmuls to merge (checked by concat_form).
+  return merge_possible && space.pool->kind(in[0]) != ExprKind::Concat;
 }
 
 bool Enumerator::Impl::sign_consistent(OpKind kind, std::array<ExprId, 2> in, ExprId e) const {

@@ -59,7 +59,7 @@ enum class Prune : int {
   DeadEnd,           ///< too few ops left to consume the unread tensors
   NotEquivalent,     ///< a complete graph whose abstract expression differs from the target
   Incomplete,        ///< the kernel-op limit was reached without producing every output
-  ConstantSite,      ///< an op with constants applied where the program does not apply it
+  ProgramSite,       ///< an op with constants, a view or a concat where the program has none
   kCount
 };
 std::string_view prune_rule_name(Prune p);

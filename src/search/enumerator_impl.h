@@ -200,10 +200,13 @@ struct Enumerator::Impl {
   /// the expressions of a and b, and add is not generated where its result would have the
   /// expression of one of the program's differences.
   bool sign_consistent(OpKind kind, std::array<ExprId, 2> in, ExprId e) const;
-  /// Constants make equivalent graphs many: c·(x·y) = (c·x)·y = x·(c·y). With abstract
-  /// pruning, an op with constants (mul_scalar, add_scalar, clamp) is applied only to a tensor
-  /// with the expression of the operand the program applies it to, with the same constants.
-  bool constant_site(OpKind kind, const OpAttrs& attrs, ExprId in) const;
+  /// Ops the abstraction sees coarsely make equivalent or useless graphs many: constants
+  /// (c·(x·y) = (c·x)·y = x·(c·y)), views (a slice or transpose of anything), and concats (any
+  /// two subexpressions concatenated pass the concat rule). With abstract pruning such an op
+  /// (mul_scalar, add_scalar, clamp, transpose, slice, and concat when the program
+  /// concatenates) is applied only to operands with the expressions of an op of the program of
+  /// the same kind and attributes; a concat may also be the concat-then-matmul merge.
+  bool program_site(OpKind kind, const OpAttrs& attrs, std::array<ExprId, 2> in) const;
   /// Whether expression a occurs in expression b (structurally).
   bool subterm(ExprId a, ExprId b);
   /// With abstract pruning, a customized op does not read both a tensor and one whose
