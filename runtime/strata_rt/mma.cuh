@@ -384,38 +384,6 @@ STRATA_DEVICE void warp_mma_chained(const float (&c)[MT][S::K / 8][4], const T* 
   }
 }
 
-/// warp_mma_chained over the present rows k < klimit of K only (ragged contractions, above):
-/// the register A operand must already be zero at absent columns; MASK_B zeroes the B
-/// fragments there.
-template <class S, class T, int MT, int NT, bool MASK_B>
-STRATA_DEVICE void warp_mma_chained_ragged(const float (&c)[MT][S::K / 8][4], const T* B,
-                                           float (&acc)[MT][NT][4], int tm0, int tn0,
-                                           int klimit) {
-  const int batch = tm0 / S::MTILES;
-  const T* b = B + batch * S::SB;
-#pragma unroll
-  for (int s = 0; s < S::K / 16; ++s) {
-    if (s * 16 >= klimit) continue;
-    u32 bf[NT][2];
-    warp_load_b<S, T, NT>(b, bf, s * 16, tn0);
-    if constexpr (MASK_B) {
-      if (s * 16 + 16 > klimit) {
-#pragma unroll
-        for (int j = 0; j < NT; ++j) mask_b_fragment(bf[j], s * 16, klimit);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < MT; ++i) {
-      const u32 a[4] = {pack2<T>(c[i][2 * s][0], c[i][2 * s][1]),
-                        pack2<T>(c[i][2 * s][2], c[i][2 * s][3]),
-                        pack2<T>(c[i][2 * s + 1][0], c[i][2 * s + 1][1]),
-                        pack2<T>(c[i][2 * s + 1][2], c[i][2 * s + 1][3])};
-#pragma unroll
-      for (int j = 0; j < NT; ++j) mma_16816<T>(acc[i][j], a, bf[j]);
-    }
-  }
-}
-
 /// Calls f(batch, row, col, v0, v1) with references to every pair of adjacent elements this
 /// lane holds, padding rows included (their row index is clamped to M-1, so operand reads stay
 /// in range; their values are never stored).

@@ -424,7 +424,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       plan.tensors[g.op(i).output].home = grouped ? TensorHome::Registers : TensorHome::Fused;
   }
   // Other loop accumulators: per thread in registers, over thread-owned chunks of their input.
-  if (plan.options.register_accums) {
+  if (plan.options.register_accums && !plan.ragged.any()) {  // (ragged: general path)
     const int threads = warps * 32;
     for (int i = 0; i < nops; ++i) {
       const BlockOp& op = g.op(i);
@@ -612,7 +612,11 @@ int register_estimate(const KernelPlan& plan) {
 }  // namespace
 
 Result<KernelPlan> choose_layouts(KernelPlan plan) {
-  if (plan.options.rowwise && rowwise_eligible(plan)) return plan_rowwise(std::move(plan));
+  // Ragged tiles are masked on the general path only (docs/codegen.md, "Ragged tiles"): no
+  // rowwise kernels, loop groups or per-thread register accumulators.
+  const bool ragged = plan.ragged.any();
+  if (plan.options.rowwise && !ragged && rowwise_eligible(plan))
+    return plan_rowwise(std::move(plan));
   const BlockGraph& g = *plan.graph;
   const int nops = static_cast<int>(g.ops().size());
   const int ntensors = static_cast<int>(g.tensors().size());

@@ -156,6 +156,10 @@ Result<RaggedTiles> ragged_tiles(const BlockGraph& g) {
           for (int d = 0; d < ro; ++d)
             r[d] = d == op.attrs.fmap ? -1 : b.after_loop(b.dim(x, d));
         } else {
+          if (op_info(op.kind).arity == 2)
+            for (int d = 0; d < xs.rank(); ++d)
+              if (b.dim(x, d) >= 0 && b.after_loop(b.dim(x, d)) < 0)
+                return fail("a rescaling accumulator over a tile ragged per iteration");
           for (int d = 0; d < ro; ++d) r[d] = b.after_loop(b.dim(x, d));
         }
         break;

@@ -95,7 +95,9 @@ bool computes_shifted_exp(const BlockGraph& g, const std::vector<int>& ops, int 
 }  // namespace
 
 Result<KernelPlan> chain_matmuls(KernelPlan plan) {
-  if (!plan.options.chain_matmuls) return plan;
+  // Ragged tiles: the chain's fragments and online softmax are not masked (docs/codegen.md,
+  // "Ragged tiles"); such graphs take the general path.
+  if (!plan.options.chain_matmuls || plan.ragged.any()) return plan;
   const BlockGraph& g = *plan.graph;
   const int n = static_cast<int>(g.ops().size());
   for (int m1 = 0; m1 < n; ++m1) {
@@ -181,18 +183,6 @@ Result<KernelPlan> chain_matmuls(KernelPlan plan) {
     }
     if (acc2 < 0) continue;
     if (xs[xs.rank() - 1] % 16 != 0) continue;
-    // Ragged tiles: the chain masks the columns of S absent in a block or iteration (the second
-    // contraction); rows of either product absent in one iteration only would need masks per
-    // row in registers, so such chains are left to the general path.
-    bool per_iteration = false;
-    auto loop_ragged = [&](int t, int d) {
-      const int e = plan.ragged.dim(t, d);
-      return e >= 0 && plan.ragged.extents[e].loop;
-    };
-    for (int d = 0; d + 1 < xs.rank(); ++d) per_iteration = per_iteration || loop_ragged(x, d);
-    for (int d = 0; d < g.tensor(g.op(m2).output).shape.rank(); ++d)
-      per_iteration = per_iteration || loop_ragged(g.op(m2).output, d);
-    if (per_iteration) continue;
     // The running max lives in registers: the chain's ops and its accumulators' shifts are its
     // only readers.
     if (scan >= 0) {
