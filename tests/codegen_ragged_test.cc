@@ -7,16 +7,11 @@
 #include <gtest/gtest.h>
 
 #include "strata/emit_knobs.h"
-#include "support/benchmark_graphs.h"
-#include "support/coverage_graphs.h"
 #include "support/emulation.h"
+#include "support/ragged_graphs.h"
 
 namespace strata::testing {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 /// Emits `g`, checks that the source contains each of `expect`, runs it on the emulator (threads
 /// in order and in reverse) and compares every output with the interpreter's, and the
@@ -54,217 +49,62 @@ void check_ragged(const std::string& name, const KernelGraph& g,
   }
 }
 
-/// matmul(rms_norm(X), W) as one kernel (the reference RMSNorm μGraph) with a grid of `grid`
-/// blocks over N and `loops` iterations over K: ragged wherever they do not divide.
-KernelGraph rmsnorm_ragged(int64_t m, int64_t k, int64_t n, int grid, int loops) {
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
-  int w = must(g.add_input("W", Shape{k, n}, DType::f16));
-  BlockGraph b = must(BlockGraph::make({grid, 1, 1}, 128, loops));
-  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, 1));
-  int wi = must(b.add_input(Shape{k, n}, {1, P, P}, 0));
-  int mm = must(b.add_op(OpKind::Matmul, {xi, wi}));
-  int am = must(b.add_op(OpKind::AccumSum, {mm}));
-  int ax = must(b.add_op(OpKind::AccumRmsLd, {xi}));
-  int o = must(b.add_op(OpKind::Div, {am, ax}));
-  must(b.add_output(o, {1, P, P}));
-  auto outs = must(g.add_customized({x, w}, std::move(b), {"O"}));
-  must(g.mark_output(outs[0]));
-  return g;
+/// Emits the case, checks that the source contains each of `expect` (the masked paths), runs
+/// it on the emulator and compares with the interpreter and the program.
+void check_case(const RaggedCase& c, const std::vector<std::string>& expect) {
+  check_ragged(c.name, c.graph, expect, c.program ? &*c.program : nullptr, c.amp);
 }
 
 // N = 1000 over 9 blocks: tiles of 112, the last 104 wide (loads zero-filled, stores clipped).
 TEST(RaggedCodegen, RmsNormMatmulRaggedN) {
-  KernelGraph prog = rmsnorm_program(4, 256, 1000);
-  KernelGraph g = rmsnorm_ragged(4, 256, 1000, 9, 4);
-  ASSERT_TRUE(g.tensor(g.outputs()[0]).shape == (Shape{4, 1000}));
-  check_ragged("rmsnorm_n1000", g, {"cp_async_zfill", "rgp0"}, &prog);
+  RaggedCase c = ragged_rmsnorm_n1000();
+  ASSERT_TRUE(c.graph.tensor(c.graph.outputs()[0]).shape == (Shape{4, 1000}));
+  check_case(c, {"cp_async_zfill", "rgp0"});
 }
 
 // N = 1000 over 7 blocks (tiles of 143, the last 142: scalar copies) and K = 300 over 7
 // iterations (43 each, the last 42): the RMS divides by the 300 elements present, not 7 · 43.
 TEST(RaggedCodegen, RmsNormMatmulRaggedNAndK) {
-  KernelGraph prog = rmsnorm_program(4, 300, 1000);
-  check_ragged("rmsnorm_k300", rmsnorm_ragged(4, 300, 1000, 7, 7),
-               {"copy_sync_zfill", "static_cast<float>(300)"}, &prog);
-}
-
-/// X·W with the contraction K split over `loops` iterations and N over `grid` blocks.
-KernelGraph matmul_ragged(int64_t m, int64_t k, int64_t n, int grid, int loops) {
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
-  int w = must(g.add_input("W", Shape{k, n}, DType::f16));
-  BlockGraph b = must(BlockGraph::make({grid, 1, 1}, 128, loops));
-  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, 1));
-  int wi = must(b.add_input(Shape{k, n}, {1, P, P}, 0));
-  int mm = must(b.add_op(OpKind::Matmul, {xi, wi}));
-  int am = must(b.add_op(OpKind::AccumSum, {mm}));
-  must(b.add_output(am, {1, P, P}));
-  auto outs = must(g.add_customized({x, w}, std::move(b), {"O"}));
-  must(g.mark_output(outs[0]));
-  return g;
-}
-
-KernelGraph matmul_program(int64_t m, int64_t k, int64_t n) {
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
-  int w = must(g.add_input("W", Shape{k, n}, DType::f16));
-  must(g.mark_output(must(g.add_op(OpKind::Matmul, {x, w}, {}, "O"))));
-  return g;
+  check_case(ragged_rmsnorm_k300(), {"copy_sync_zfill", "static_cast<float>(300)"});
 }
 
 // K = 1100 in 35 iterations of 32 (the last 12: a k-step of 16 half present), tensor cores.
 TEST(RaggedCodegen, MatmulRaggedLoopKTensorCores) {
-  KernelGraph prog = matmul_program(16, 1100, 256);
-  check_ragged("matmul_k1100_tc", matmul_ragged(16, 1100, 256, 4, 35),
-               {"cp_async_zfill", "warp_mma<", "strata_rt::imin(32, 1100 - "}, &prog);
+  check_case(ragged_matmul_k1100_tc(),
+             {"cp_async_zfill", "warp_mma<", "strata_rt::imin(32, 1100 - "});
 }
 
 // K = 1100 in 9 iterations of 123 (the last 116), N = 250 over 2 blocks of 125.
 TEST(RaggedCodegen, MatmulRaggedLoopKOddTiles) {
-  KernelGraph prog = matmul_program(8, 1100, 250);
-  check_ragged("matmul_k1100_odd", matmul_ragged(8, 1100, 250, 2, 9), {"copy_sync_zfill"}, &prog);
+  check_case(ragged_matmul_k1100_odd(), {"copy_sync_zfill"});
 }
 
-// Gated MLP silu(X·W1) ⊙ (X·W3) with hidden 1100 over 23 blocks (tiles of 48, the last 44).
+// Gated MLP with hidden 1100 over 23 blocks (tiles of 48, the last 44).
 TEST(RaggedCodegen, GatedMlpRaggedHidden) {
-  KernelGraph prog = gatedmlp_program(8, 256, 1100);
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{8, 256}, DType::f16));
-  int w1 = must(g.add_input("W1", Shape{256, 1100}, DType::f16));
-  int w3 = must(g.add_input("W3", Shape{256, 1100}, DType::f16));
-  BlockGraph b = must(BlockGraph::make({23, 1, 1}, 128, 4));
-  int xi = must(b.add_input(Shape{8, 256}, {P, P, P}, 1));
-  int w1i = must(b.add_input(Shape{256, 1100}, {1, P, P}, 0));
-  int w3i = must(b.add_input(Shape{256, 1100}, {1, P, P}, 0));
-  int a1 = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {xi, w1i}))}));
-  int a3 = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {xi, w3i}))}));
-  int o = must(b.add_op(OpKind::Mul, {must(b.add_op(OpKind::Silu, {a1})), a3}));
-  must(b.add_output(o, {1, P, P}));
-  must(g.mark_output(must(g.add_customized({x, w1, w3}, std::move(b), {"O"}))[0]));
-  check_ragged("gatedmlp_h1100", g, {"cp_async_zfill"}, &prog);
+  check_case(ragged_gatedmlp_h1100(), {"cp_async_zfill"});
 }
 
-// The whole gated MLP (silu(X·W1) ⊙ (X·W3))·W2 in one kernel: the loop runs over hidden 1100 in
-// 23 iterations of 48 (the last 44), so the second matmul's contraction is ragged per
-// iteration and its A operand is computed: its fragments are zeroed at absent indices.
+// The whole gated MLP in one kernel, the loop over hidden 1100 (23 iterations of 48).
 TEST(RaggedCodegen, GatedMlpDownProjectionRaggedLoop) {
-  const int64_t m = 8, k = 64, h = 1100, n = 128;
-  KernelGraph prog;
-  {
-    int x = must(prog.add_input("X", Shape{m, k}, DType::f16));
-    int w1 = must(prog.add_input("W1", Shape{k, h}, DType::f16));
-    int w3 = must(prog.add_input("W3", Shape{k, h}, DType::f16));
-    int w2 = must(prog.add_input("W2", Shape{h, n}, DType::f16));
-    int s = must(prog.add_op(OpKind::Silu, {must(prog.add_op(OpKind::Matmul, {x, w1}))}));
-    int a = must(prog.add_op(OpKind::Mul, {s, must(prog.add_op(OpKind::Matmul, {x, w3}))}));
-    must(prog.mark_output(must(prog.add_op(OpKind::Matmul, {a, w2}, {}, "O"))));
-  }
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
-  int w1 = must(g.add_input("W1", Shape{k, h}, DType::f16));
-  int w3 = must(g.add_input("W3", Shape{k, h}, DType::f16));
-  int w2 = must(g.add_input("W2", Shape{h, n}, DType::f16));
-  BlockGraph b = must(BlockGraph::make({2, 1, 1}, 128, 23));
-  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, P));
-  int w1i = must(b.add_input(Shape{k, h}, {P, P, P}, 1));
-  int w3i = must(b.add_input(Shape{k, h}, {P, P, P}, 1));
-  int w2i = must(b.add_input(Shape{h, n}, {1, P, P}, 0));
-  int s = must(b.add_op(OpKind::Silu, {must(b.add_op(OpKind::Matmul, {xi, w1i}))}));
-  int a = must(b.add_op(OpKind::Mul, {s, must(b.add_op(OpKind::Matmul, {xi, w3i}))}));
-  int acc = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {a, w2i}))}));
-  must(b.add_output(acc, {1, P, P}));
-  must(g.mark_output(must(g.add_customized({x, w1, w3, w2}, std::move(b), {"O"}))[0]));
-  check_ragged("gatedmlp_down_h1100", g, {"warp_mma_ragged"}, &prog);
+  check_case(ragged_gatedmlp_down_h1100(), {"warp_mma_ragged"});
 }
 
-// Row reductions over a dim split raggedly across 9 blocks (tiles of 112, the last 104): a max
-// of −x² (whose zero-filled absent elements would win), a mean (divided by the elements
-// present), a softmax (exp of absent elements left out of the sum), an RMS norm.
+// Max, mean, softmax and RMS norm over a dim split raggedly across blocks.
 TEST(RaggedCodegen, RowReductionsRaggedAcrossBlocks) {
-  const int64_t rows = 4, n = 1000;
-  const int grid = 9;
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{rows, n}, DType::f16));
-  BlockGraph b = must(BlockGraph::make({grid, 1, 1}, 128, 1));
-  int xi = must(b.add_input(Shape{rows, n}, {1, P, P}, P));
-  int neg =
-      must(b.add_op(OpKind::MulScalar, {must(b.add_op(OpKind::Square, {xi}))}, scalar_attr(-1)));
-  int mx = must(b.add_op(OpKind::Max, {neg}, dim_attr(1)));
-  int mean = must(b.add_op(OpKind::Mean, {xi}, dim_attr(1)));
-  int mxx = must(b.add_op(OpKind::Max, {xi}, dim_attr(1)));
-  int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Sub, {xi, mxx}))}));
-  int sm = must(b.add_op(OpKind::Div, {e, must(b.add_op(OpKind::Sum, {e}, dim_attr(1)))}));
-  OpAttrs norm = dim_attr(1);
-  norm.scalar = 1e-5;
-  int rn = must(b.add_op(OpKind::RmsNorm, {xi}, norm));
-  // (One iteration: each accumulator is its input.)
-  for (int t : {mx, mean, sm, rn})
-    must(b.add_output(must(b.add_op(OpKind::AccumSum, {t})), {1, P, P}));
-  auto outs = must(g.add_customized({x}, std::move(b), {"MX", "MEAN", "SM", "RN"}));
-  for (int o : outs) must(g.mark_output(o));
-  ASSERT_TRUE(g.tensor(outs[0]).shape == (Shape{rows, grid}));
-  ASSERT_TRUE(g.tensor(outs[2]).shape == (Shape{rows, n}));
-  check_ragged("rows_ragged_grid", g, {"cp_async_zfill", ">= rgp0) continue;"}, nullptr, 2.0);
+  RaggedCase c = ragged_rows_grid();
+  ASSERT_TRUE(c.graph.tensor(c.graph.outputs()[0]).shape == (Shape{4, 9}));
+  ASSERT_TRUE(c.graph.tensor(c.graph.outputs()[2]).shape == (Shape{4, 1000}));
+  check_case(c, {"cp_async_zfill", ">= rgp0) continue;"});
 }
 
-// Row reductions over a loop split of 1000 into 7 iterations of 143 (the last 142), rows split
-// raggedly over 3 blocks (3, 3, 2): running maxima, means and RMS values over the loop, checked
-// against the naive program.
+// Running maxima and means over a ragged loop, rows ragged across blocks.
 TEST(RaggedCodegen, RowReductionsRaggedLoop) {
-  const int64_t rows = 8, n = 1000;
-  KernelGraph prog;
-  {
-    int x = must(prog.add_input("X", Shape{rows, n}, DType::f16));
-    int neg = must(
-        prog.add_op(OpKind::MulScalar, {must(prog.add_op(OpKind::Square, {x}))}, scalar_attr(-1)));
-    must(prog.mark_output(must(prog.add_op(OpKind::Max, {neg}, dim_attr(1), "MX"))));
-    must(prog.mark_output(must(prog.add_op(OpKind::Mean, {x}, dim_attr(1), "MEAN"))));
-  }
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{rows, n}, DType::f16));
-  BlockGraph b = must(BlockGraph::make({3, 1, 1}, 128, 7));
-  int xi = must(b.add_input(Shape{rows, n}, {0, P, P}, 1));
-  int neg =
-      must(b.add_op(OpKind::MulScalar, {must(b.add_op(OpKind::Square, {xi}))}, scalar_attr(-1)));
-  int mx = must(b.add_op(OpKind::AccumMaxLd, {neg}));
-  int mean = must(b.add_op(OpKind::AccumMeanLd, {xi}));
-  must(b.add_output(mx, {0, P, P}));
-  must(b.add_output(mean, {0, P, P}));
-  auto outs = must(g.add_customized({x}, std::move(b), {"MX", "MEAN"}));
-  for (int o : outs) must(g.mark_output(o));
-  check_ragged("rows_ragged_loop", g, {"strata_rt::imin(143, "}, &prog, 2.0);
+  check_case(ragged_rows_loop(), {"strata_rt::imin(143, "});
 }
 
-// A computed operand that is not finite at absent indices (log((X·W1)²) is −inf there, and
-// −inf · 0 is NaN) reaches a ragged contraction: its fragments must be zeroed past the present
-// extent.
+// A computed operand that is −inf at absent indices reaches a ragged contraction.
 TEST(RaggedCodegen, ComputedOperandRaggedContraction) {
-  const int64_t m = 16, k = 32, h = 220, n = 64;
-  KernelGraph prog;
-  {
-    int x = must(prog.add_input("X", Shape{m, k}, DType::f16));
-    int w1 = must(prog.add_input("W1", Shape{k, h}, DType::f16));
-    int w2 = must(prog.add_input("W2", Shape{h, n}, DType::f16));
-    int e = must(prog.add_op(
-        OpKind::Log,
-        {must(prog.add_op(OpKind::Square, {must(prog.add_op(OpKind::Matmul, {x, w1}))}))}));
-    must(prog.mark_output(must(prog.add_op(OpKind::Matmul, {e, w2}, {}, "O"))));
-  }
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
-  int w1 = must(g.add_input("W1", Shape{k, h}, DType::f16));
-  int w2 = must(g.add_input("W2", Shape{h, n}, DType::f16));
-  BlockGraph b = must(BlockGraph::make({1, 1, 1}, 128, 7));  // 220 = 6 · 32 + 28
-  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, P));
-  int w1i = must(b.add_input(Shape{k, h}, {P, P, P}, 1));
-  int w2i = must(b.add_input(Shape{h, n}, {P, P, P}, 0));
-  int e = must(b.add_op(
-      OpKind::Log, {must(b.add_op(OpKind::Square, {must(b.add_op(OpKind::Matmul, {xi, w1i}))}))}));
-  int acc = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {e, w2i}))}));
-  must(b.add_output(acc, {P, P, P}));
-  must(g.mark_output(must(g.add_customized({x, w1, w2}, std::move(b), {"O"}))[0]));
-  check_ragged("log_down_h220", g, {"warp_mma_ragged<"}, &prog, 0.25);
+  check_case(ragged_log_down_h220(), {"warp_mma_ragged<"});
 }
 
 }  // namespace
