@@ -20,8 +20,12 @@ SearchConfig config(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("strata-search-extents-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  return SearchConfig{}.with_threads(2).with_quiet(true).with_cache(false).with_cache_dir(
-      dir.string()).with_top_k(1);
+  return SearchConfig{}
+      .with_threads(2)
+      .with_quiet(true)
+      .with_cache(false)
+      .with_cache_dir(dir.string())
+      .with_top_k(1);
 }
 
 /// The best graph of the search over `program`, which must be one customized kernel (fused)
@@ -42,7 +46,8 @@ std::optional<BlockGraph> best_fused(const std::string& name, const std::string&
     else if (op.kind != OpKind::Input)
       ++others;
   }
-  EXPECT_TRUE(fused != nullptr && others == 0) << name << ": the best graph is not one fused kernel";
+  EXPECT_TRUE(fused != nullptr && others == 0)
+      << name << ": the best graph is not one fused kernel";
   if (!fused) return std::nullopt;
   EXPECT_EQ(block_graph_codegen_unsupported(*fused->body), "") << name;
   auto src = emit_cuda_source(best);
@@ -108,9 +113,9 @@ TEST(SearchExtents, LargeVocabulariesGetLargerTiles) {
     const std::string name = "head" + std::to_string(h.vocab);
     // (K = 256 keeps the verifier's trials small; `strata optimize` finds the same tiles with
     // K = 2048.)
-    std::optional<BlockGraph> b = best_fused(name, "input X: f16[" + std::to_string(h.tokens) +
-                                        ", 256]\ninput W: f16[256, " + std::to_string(h.vocab) +
-                                        "]\nY = rms_norm(X)\nO = matmul(Y, W)\noutput O\n");
+    std::optional<BlockGraph> b = best_fused(
+        name, "input X: f16[" + std::to_string(h.tokens) + ", 256]\ninput W: f16[256, " +
+                  std::to_string(h.vocab) + "]\nY = rms_norm(X)\nO = matmul(Y, W)\noutput O\n");
     ASSERT_TRUE(b) << name;
     EXPECT_EQ(vocabulary_tile(*b, 1), h.tile) << name;
   }

@@ -126,7 +126,8 @@ inline void add_forbidden(const void* p, size_t bytes) {
 inline void check_access(const void* p, int bytes) {
   const unsigned char* b = static_cast<const unsigned char*>(p);
   for (const auto& r : forbidden())
-    if (b < r.second && r.first < b + bytes) fail("a copy reads or writes past the end of a tensor");
+    if (b < r.second && r.first < b + bytes)
+      fail("a copy reads or writes past the end of a tensor");
 }
 
 /// Returns control to the scheduler; resumes when the scheduler picks this fiber again.

@@ -259,10 +259,13 @@ std::string format_plan(const KernelPlan& plan) {
     if (p.scale_a >= 0) os << " rows scaled by op #" << p.scale_a;
     if (p.scale_b >= 0) os << " columns scaled by op #" << p.scale_b;
     if (p.register_accum) os << " in registers per thread";
-    if (p.ragged_extent >= 0) os << " combines present elements of ragged extent " << p.ragged_extent;
-    if (p.ragged_mask != 0) os << " masks absent positions of dims 0x" << std::hex << p.ragged_mask << std::dec;
+    if (p.ragged_extent >= 0)
+      os << " combines present elements of ragged extent " << p.ragged_extent;
+    if (p.ragged_mask != 0)
+      os << " masks absent positions of dims 0x" << std::hex << p.ragged_mask << std::dec;
     if (p.ragged_zero_operands != 0)
-      os << " zeroes absent fragments of operand(s) 0x" << std::hex << p.ragged_zero_operands << std::dec;
+      os << " zeroes absent fragments of operand(s) 0x" << std::hex << p.ragged_zero_operands
+         << std::dec;
     os << "\n";
   }
   for (size_t t = 0; t < g.tensors().size(); ++t) {

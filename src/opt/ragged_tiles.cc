@@ -69,8 +69,8 @@ Result<RaggedTiles> ragged_tiles(const BlockGraph& g) {
         const bool loop = op.attrs.fmap == d && F > 1;
         const bool per_iteration = loop && (across || part != tile[d] * F);
         if (!across && !per_iteration) continue;
-        b.dims(op.output)[d] = b.intern(
-            {across ? axis : -1, across ? n : part, part, tile[d], loop});
+        b.dims(op.output)[d] =
+            b.intern({across ? axis : -1, across ? n : part, part, tile[d], loop});
       }
       continue;
     }
@@ -136,8 +136,7 @@ Result<RaggedTiles> ragged_tiles(const BlockGraph& g) {
         const ReductionShape rs = reduction_shape(op, g.tensor(x).shape);
         if (b.dim(x, rs.dim) >= 0 && rs.to != 1)
           return fail("a reduction to " + std::to_string(rs.to) + " groups along a ragged dim");
-        for (int d = 0; d < ro; ++d)
-          r[d] = cat == Category::Norm || d != rs.dim ? b.dim(x, d) : -1;
+        for (int d = 0; d < ro; ++d) r[d] = cat == Category::Norm || d != rs.dim ? b.dim(x, d) : -1;
         break;
       }
       case Category::Accum: {
@@ -153,8 +152,7 @@ Result<RaggedTiles> ragged_tiles(const BlockGraph& g) {
         } else if (op.kind == OpKind::AccumSum && op.attrs.fmap != kReplicate) {
           if (b.dim(x, op.attrs.fmap) >= 0)
             return fail("iterations concatenated along a ragged dim");
-          for (int d = 0; d < ro; ++d)
-            r[d] = d == op.attrs.fmap ? -1 : b.after_loop(b.dim(x, d));
+          for (int d = 0; d < ro; ++d) r[d] = d == op.attrs.fmap ? -1 : b.after_loop(b.dim(x, d));
         } else {
           if (op_info(op.kind).arity == 2)
             for (int d = 0; d < xs.rank(); ++d)

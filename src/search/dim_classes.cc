@@ -482,8 +482,7 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
       for (int64_t t : tiles) {
         if (t <= 1 || t >= e) continue;
         int64_t g = (e + t - 1) / t;
-        if (g > policy.max_blocks ||
-            static_cast<double>(g * t - e) > policy.max_ragged_waste * e)
+        if (g > policy.max_blocks || static_cast<double>(g * t - e) > policy.max_ragged_waste * e)
           continue;
         out.push_back(g);
       }

@@ -225,7 +225,9 @@ inline RaggedCase ragged_log_down_h220() {
 
 /// Every case above.
 inline std::vector<RaggedCase> ragged_cases() {
-  return {ragged_rmsnorm_n1000(), ragged_rmsnorm_k300(), ragged_matmul_k1100_tc(), ragged_matmul_k1100_odd(), ragged_gatedmlp_h1100(), ragged_gatedmlp_down_h1100(), ragged_rows_grid(), ragged_rows_loop(), ragged_log_down_h220()};
+  return {ragged_rmsnorm_n1000(),    ragged_rmsnorm_k300(),   ragged_matmul_k1100_tc(),
+          ragged_matmul_k1100_odd(), ragged_gatedmlp_h1100(), ragged_gatedmlp_down_h1100(),
+          ragged_rows_grid(),        ragged_rows_loop(),      ragged_log_down_h220()};
 }
 
 }  // namespace strata::testing
