@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "strata/emit_knobs.h"
+#include "strata/kernel_plan.h"
+#include "strata/program_parser.h"
+#include "strata/search.h"
 #include "support/emulation.h"
 #include "support/ragged_graphs.h"
 
@@ -105,6 +108,54 @@ TEST(RaggedCodegen, RowReductionsRaggedLoop) {
 // A computed operand that is −inf at absent indices reaches a ragged contraction.
 TEST(RaggedCodegen, ComputedOperandRaggedContraction) {
   check_case(ragged_log_down_h220(), {"warp_mma_ragged<"});
+}
+
+// The search end to end on programs whose extents no tile divides: every ranked graph (fused
+// ragged ones among them) is emitted, runs on the emulator and matches the interpreter.
+TEST(RaggedCodegen, SearchedRaggedGraphsRun) {
+  const char* programs[] = {
+      "input X: f16[2, 256]\ninput G: f16[1, 256]\ninput W: f16[256, 1000]\n"
+      "Y = rms_norm(X)\nZ = mul(Y, G)\nO = matmul(Z, W)\noutput O\n",
+      "input X: f16[2, 256]\ninput W1: f16[256, 1100]\ninput W3: f16[256, 1100]\n"
+      "A = matmul(X, W1)\nB = matmul(X, W3)\nO = mul(silu(A), B)\noutput O\n",
+  };
+  int ragged = 0, p = 0;
+  for (const char* text : programs) {
+    auto prog = parse_program(text, "ragged" + std::to_string(p) + ".strata");
+    ASSERT_TRUE(prog.ok()) << prog.error().message;
+    auto r = superoptimize(*prog, SearchConfig{}.with_threads(2).with_quiet(true).with_cache(
+                                      false).with_top_k(3));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    for (size_t k = 0; k < r->ranked.size(); ++k) {
+      const KernelGraph& g = r->ranked[k].graph;
+      bool any = false;
+      for (const KernelOp& op : g.ops())
+        if (op.kind == OpKind::Customized && op.body->ragged()) any = true;
+      if (!any) continue;
+      ++ragged;
+      check_ragged("searched" + std::to_string(p) + "_rank" + std::to_string(k), g, {}, &*prog);
+    }
+    ++p;
+  }
+  EXPECT_GE(ragged, 2);  // at least one fused ragged graph per program
+}
+
+// What the code generator does not mask is refused with a message naming it (and the search
+// does not offer it): here an accumulator keeping a dim split raggedly both across blocks
+// (1000 in parts of 334, the last 332) and by the loop (iterations of 112, the last 108).
+TEST(RaggedCodegen, RefusalNamesTheConstruct) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{4, 1000}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({3, 1, 1}, 128, 3));
+  int xi = must(b.add_input(Shape{4, 1000}, {1, P, P}, 1));
+  must(b.add_output(must(b.add_op(OpKind::AccumSum, {xi})), {1, P, P}));
+  const std::string why = block_graph_codegen_unsupported(b);
+  EXPECT_NE(why.find("ragged both across blocks and per iteration"), std::string::npos) << why;
+  must(g.mark_output(must(g.add_customized({x}, std::move(b), {"O"}))[0]));
+  auto src = emit_cuda_source(g);
+  ASSERT_FALSE(src.ok());
+  EXPECT_NE(src.error().message.find("ragged both across blocks"), std::string::npos)
+      << src.error().message;
 }
 
 }  // namespace

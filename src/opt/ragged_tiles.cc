@@ -39,6 +39,7 @@ class Builder {
 
   std::array<int, kMaxRank>& dims(int t) { return r_.dims[t]; }
   int dim(int t, int d) const { return r_.dims[t][d]; }
+  const RaggedExtent& extent(int e) const { return r_.extents[e]; }
   RaggedTiles take() { return std::move(r_); }
 
  private:
@@ -143,6 +144,14 @@ Result<RaggedTiles> ragged_tiles(const BlockGraph& g) {
         const int x = op.inputs[0];
         const Shape& xs = g.tensor(x).shape;
         const bool reducing = op_reduction(op.kind) != nullptr;
+        // A dim kept by the accumulator and split raggedly both across blocks and by the loop:
+        // the last block's result would be shorter than its first iteration's tile says.
+        const int reduced = reducing ? reduction_shape(op, xs).dim : -1;
+        for (int d = 0; d < xs.rank(); ++d) {
+          const int e = b.dim(x, d);
+          if (d != reduced && e >= 0 && b.extent(e).loop && b.extent(e).axis >= 0)
+            return fail("an accumulator keeping a dim ragged both across blocks and per iteration");
+        }
         if (reducing) {
           const ReductionShape rs = reduction_shape(op, xs);
           if (b.dim(x, rs.dim) >= 0 && rs.to != 1)
