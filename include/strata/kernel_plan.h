@@ -15,6 +15,7 @@
 //    every tensor and the reduction scratch and is ≤ PlanOptions::smem_limit.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -164,6 +165,32 @@ struct InputView {
   IndexMap map;
 };
 
+/// A tile dim whose present extent can fall short of its nominal extent: the tile of the last
+/// block or iteration of a ragged split (docs/mugraph-semantics.md §3.1; docs/codegen.md,
+/// "Ragged tiles"). In block b and iteration `it` its first
+///   present(b, it) = min(tile, part(b) − (loop ? it · tile : 0))
+/// elements are present, with part(b) = axis ≥ 0 ? min(block_tile, extent − b_axis · block_tile)
+/// : extent, the block's part of the dim. Never less than 1.
+struct RaggedExtent {
+  int axis = -1;           ///< grid axis that splits `extent` raggedly across blocks, or -1
+  int64_t extent = 0;      ///< axis ≥ 0: the device extent split across the grid; else the
+                           ///< block's part (the same in every block)
+  int64_t block_tile = 0;  ///< axis ≥ 0: ⌈extent / grid⌉; else extent
+  int64_t tile = 0;        ///< the nominal extent of the dim in the tile
+  bool loop = false;       ///< the block's part is split again over the iterations (fmap)
+  bool operator==(const RaggedExtent&) const = default;
+};
+
+/// The ragged dims of the tensors of a block graph (ragged_tiles.h).
+struct RaggedTiles {
+  std::vector<RaggedExtent> extents;            ///< the distinct ragged extents
+  std::vector<std::array<int, kMaxRank>> dims;  ///< per tensor and dim: an extent id, or -1
+  /// Whether some tile is ragged.
+  bool any() const { return !extents.empty(); }
+  /// The extent id of dim d of tensor t, or -1 (every element present).
+  int dim(int t, int d) const { return dims.empty() || d < 0 ? -1 : dims[t][d]; }
+};
+
 struct OpPlan {
   Phase phase = Phase::Loop;
   int level = 0;             ///< barrier-separated step within the phase (loads are level 0)
@@ -197,6 +224,22 @@ struct OpPlan {
   int scale_b = -1;     ///< matmul: rms_norm folded into operand B (scales output columns)
   bool a_in_registers = false;  ///< chained matmul: loop-invariant A fragments kept in registers
   bool register_accum = false;  ///< non-matmul accumulator kept in registers per thread
+  // Ragged tiles (KernelPlan::ragged; docs/codegen.md, "Ragged tiles"): set by
+  // plan_ragged_tiles.
+  /// The extent id (RaggedTiles::extents) of the dim this op combines, or -1 when that dim is
+  /// never ragged: a reduction's reduced dim (it combines the present elements only; a mean
+  /// divides by their count) or a matmul's contraction (k-steps past it are skipped).
+  int ragged_extent = -1;
+  /// Bit d: positions absent along dim d are left out. An accumulator or a reduction folded
+  /// into a loop state (running max, reducing accumulators) masks its input there to the
+  /// reduction's identity (skips those rows); a matmul adding its product into an accumulator
+  /// masks the product there. Set for dims whose tiles are ragged per iteration (a later
+  /// iteration of the same block sees the position present).
+  unsigned ragged_mask = 0;
+  /// Matmul with a ragged contraction: operand fragments zeroed at absent contraction indices
+  /// (bit 0: A, bit 1: B), for operands that may hold anything there (computed tiles; loaded
+  /// tiles are zero-filled).
+  unsigned ragged_zero_operands = 0;
 };
 
 struct TensorPlan {
@@ -246,6 +289,8 @@ struct KernelPlan {
   std::vector<OpPlan> ops;                  ///< indexed like graph->ops()
   std::vector<TensorPlan> tensors;          ///< indexed like graph->tensors()
   std::vector<std::vector<int>> levels[3];  ///< op ids per phase and level
+
+  RaggedTiles ragged;  ///< the ragged dims of the graph's tensors (empty: none)
 
   int pipeline_stages = 1;      ///< stages of every per-iteration input tile
   int64_t scratch_offset = -1;  ///< reduction scratch (one float per warp), if any
@@ -307,7 +352,7 @@ bool is_reduction(const BlockOp& op);
 /// others, naming the op). Every op the IR can build in a block graph is handled.
 bool block_codegen_supports(const BlockOp& op);
 /// Why the code generator cannot emit block graph g ("" if it can): an op it does not support,
-/// or a construct (ragged splits) it does not handle yet.
+/// or a construct on ragged tiles it does not handle (ragged_tiles.h).
 std::string block_graph_codegen_unsupported(const BlockGraph& g);
 /// The reduction of such an op on its input tile shape.
 ReductionShape reduction_shape(const BlockOp& op, const Shape& input);

@@ -233,6 +233,7 @@ Status BlockEmitter::emit(const std::string& title) {
   w_.line("(void)bx;");
   w_.line("(void)by;");
   w_.line("(void)bz;");
+  declare_ragged_parts();
   if (plan_.rowwise) {
     Status st = emit_rowwise();
     w_.close();
@@ -665,7 +666,8 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   for (int d = 0; d < r; ++d) {
     const int sd = stored_dim(d);
     for (int a = 0; a < 3; ++a)
-      if (op.attrs.imap[a] == d) origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[sd]));
+      if (op.attrs.imap[a] == d)  // parts of ⌈D / grid⌉ (the last one shorter when ragged)
+        origin.push_back(mul(axis_var(a), ((D[d] + g_.grid()[a] - 1) / g_.grid()[a]) * gs[sd]));
     if (op.attrs.fmap == d) origin.push_back(mul(iter, tile[sd] * gs[sd]));
     if (view && !view->map.origin.empty()) view_offset += view->map.origin[d] * gs[d];
   }
@@ -724,6 +726,33 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   std::string src_ptr = "src + " + paren(sum(goff));
   if (!gstep.empty() && sum(gstep) != "0") src_ptr += " + " + paren(sum(gstep));
   const std::string dst_ptr = "&" + dst.ref(idx, walk.swizzle_row);
+  // Ragged tiles: the bytes of this copy that hold present elements are read, the rest
+  // zero-filled (nothing is read when none is present; the source then points at the tile's
+  // first element, which is always present).
+  std::string absent, last_present;
+  for (int sd = 0; sd < r; ++sd) {
+    const int e = plan_.ragged.dim(t, stored_dim(sd));
+    if (e < 0) continue;
+    const std::string present = ragged_present(e, iter);
+    if (sd == r - 1)
+      last_present = present;
+    else
+      absent += (absent.empty() ? "" : " || ") + paren(idx[sd]) + " >= " + present;
+  }
+  if (!absent.empty() || !last_present.empty()) {
+    std::string nb = last_present.empty() ? std::to_string(bytes)
+                                          : "strata_rt::present_bytes<" + std::to_string(bytes) +
+                                                ", " + std::to_string(esize) + ">(" + last_present +
+                                                " - " + paren(idx[r - 1]) + ")";
+    if (!absent.empty()) nb = "(" + absent + ") ? 0 : " + nb;
+    w_.line("const int nb = " + nb + ";");
+    w_.line("strata_rt::" + std::string(bytes >= 4 ? "cp_async_zfill<" : "copy_sync_zfill<") +
+            std::to_string(bytes) + ">(" + dst_ptr + ", nb > 0 ? " + paren(src_ptr) +
+            " : src, nb);");
+    w_.close();
+    w_.close();
+    return;
+  }
   if (bytes >= 4)
     w_.line("strata_rt::cp_async<" + std::to_string(bytes) + ">(" + dst_ptr + ", " + src_ptr +
             ");");
@@ -819,6 +848,10 @@ void BlockEmitter::emit_save(int i) {
   w_.line(cuda_type(out_t) + "* dst = gout" + std::to_string(oi) + " + " + sum(origin) + ";");
   std::vector<std::string> idx = open_chunk_loop(chunks).idx;
   if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
+  // Ragged tiles: only present elements are written (a vector is wholly present or absent:
+  // the tile and the true extent are both multiples of its width).
+  if (const std::string absent = ragged_absent(t, idx, ~0u, "0"); !absent.empty())
+    w_.line("if (" + absent + ") continue;");
   std::vector<std::string> goff;
   for (int d = 0; d < r; ++d) goff.push_back(mul(idx[d], gs[d]));
   if (vec > 1) {

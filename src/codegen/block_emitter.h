@@ -149,6 +149,21 @@ class BlockEmitter {
   // block_rowwise.cc: rowwise kernels.
   Status emit_rowwise();
 
+  // block_ragged.cc: ragged tiles (KernelPlan::ragged).
+  /// Emits the block's part of every extent split raggedly across the grid (rgp<e>).
+  void declare_ragged_parts();
+  /// The block's part of ragged extent e: rgp<e>, or a literal.
+  std::string ragged_part(int e) const;
+  /// The present extent of ragged extent e in iteration `iter` (an expression).
+  std::string ragged_present(int e, const std::string& iter) const;
+  /// The condition that element `idx` of tensor t is absent along one of the dims in the bit
+  /// set `dims` (in iteration `iter`); "" when none of them is ragged.
+  std::string ragged_absent(int t, const std::vector<std::string>& idx, unsigned dims,
+                            const std::string& iter) const;
+  /// For a reduction over a ragged dim (OpPlan::ragged_extent): the float expression of the
+  /// elements combined per output (over all iterations for an accumulator); "" otherwise.
+  std::string ragged_count(int op) const;
+
   // block_ops.cc: the compute ops.
   void emit_op(int op);
   void emit_elementwise(int op);

@@ -292,8 +292,11 @@ void BlockEmitter::emit_sum_partials(int i, bool finalize) {
   w_.line("for (int pg = 1; pg < " + std::to_string(plan_.groups) + "; ++pg) " +
           red.update(
               "v", a.base + "[pg * " + std::to_string(tp.group_elems) + " + " + paren(off) + "]"));
-  w_.line(a.base + "[" + off + "] = " +
-          (finalize ? finalized(op, "v", finalize_count(g_, op)) : std::string("v")) + ";");
+  const std::string rc = ragged_count(i);
+  const std::string fv = !finalize    ? std::string("v")
+                         : rc.empty() ? finalized(op, "v", finalize_count(g_, op))
+                                      : red.finalize("v", rc);
+  w_.line(a.base + "[" + off + "] = " + fv + ";");
   w_.close();
   w_.close();
 }
@@ -304,13 +307,18 @@ void BlockEmitter::emit_finalize_shared(int i) {
   const Shape& s = g_.tensor(t).shape;
   Access a = access(t);
   const int64_t count = finalize_count(g_, op);
+  // Ragged tiles: a mean over a ragged dim divides by the elements present.
+  const std::string rc = ragged_count(i);
   w_.open("");
   w_.line("// finalize " + g_.tensor_name(t) + ": " + std::string(op_name(op.kind)) + " over " +
-          std::to_string(count) + " elements per row");
+          (rc.empty() ? std::to_string(count) : rc) + " elements per row");
   w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
           "; e += " + std::to_string(plan_.threads) + ")");
   std::string ref = a.ref(unflatten("e", s));
-  w_.line(ref + " = " + finalized(op, ref, count) + ";");
+  w_.line(ref + " = " +
+          (rc.empty() ? finalized(op, ref, count)
+                      : ReductionCode(op.kind, op.attrs).finalize(ref, rc)) +
+          ";");
   w_.close();
   w_.close();
 }

@@ -187,10 +187,23 @@ void BlockEmitter::emit_reduction(int i) {
           (team == 0 ? std::string("block-wide") : std::to_string(team) + " lane(s) each"));
   const std::string lanes = team == 0 ? std::to_string(threads()) : std::to_string(team);
   const std::string lane = team == 0 ? tid_ : "lane";
+  // Ragged tiles (docs/codegen.md, "Ragged tiles"): a reduced dim that is ragged combines its
+  // present elements only, and a mean divides by their count; a loop state leaves the rows
+  // absent in this iteration as they are.
+  const OpPlan& rp = plan_.ops[i];
+  const std::string group_end = rp.ragged_extent >= 0
+                                    ? ragged_present(rp.ragged_extent, in_loop_ ? "it" : "0")
+                                    : std::to_string(group);
+  const std::string count = ragged_count(i);
+  auto finalized = [&](const std::string& v) {
+    return count.empty() ? red.finalize(v, group) : red.finalize(v, count);
+  };
+  auto inverted = [&](const std::string& v) {
+    return count.empty() ? red.inverse(v, group) : red.inverse(v, count);
+  };
   if (team == 0) {
     w_.line("#pragma unroll 1");
     w_.open("for (int o = 0; o < " + std::to_string(outs) + "; ++o)");
-    w_.line("const bool active = true;");
   } else {
     w_.line("const int lane = " + tid_ + " % " + lanes + ", team = " + tid_ + " / " + lanes + ";");
     const int teams = threads() / team;
@@ -198,15 +211,20 @@ void BlockEmitter::emit_reduction(int i) {
     w_.open("for (int o0 = 0; o0 < " + std::to_string(outs) + "; o0 += " + std::to_string(teams) +
             ")");
     w_.line("const int o = o0 + team;");
-    w_.line("const bool active = o < " + std::to_string(outs) + ";");
   }
   std::vector<std::string> oidx = unflatten("o", oshape);
+  {
+    std::string active = team == 0 ? "true" : "o < " + std::to_string(outs);
+    const std::string absent = ragged_absent(x, oidx, rp.ragged_mask, "it");
+    if (!absent.empty()) active = (team == 0 ? "" : active + " && ") + "!(" + absent + ")";
+    w_.line("const bool active = " + active + ";");
+  }
   std::vector<std::string> xidx = oidx;
   if (in.rank() > 0)
     xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
   w_.line("float acc = " + red.identity() + ";");
   w_.open("if (active)");
-  w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
+  w_.open("for (int t = " + lane + "; t < " + group_end + "; t += " + lanes + ")");
   const std::string xv =
       plan_.tensors[x].home == TensorHome::Inline ? operand_value(x, in, xidx) : xa.load(xidx);
   w_.line("const float v = " + xv + ";");
@@ -220,11 +238,11 @@ void BlockEmitter::emit_reduction(int i) {
   if (folded) {
     // Folded into a matmul: only the inverse RMS is stored (the matmul scales its result).
     w_.open("if (active && " + lane + " == 0)");
-    w_.line(ya.ref(oidx) + " = " + red.inverse("acc", group) + ";");
+    w_.line(ya.ref(oidx) + " = " + inverted("acc") + ";");
     w_.close();
   } else if (norm) {
     w_.open("if (active)");
-    w_.line("const float inv = " + red.inverse("acc", group) + ";");
+    w_.line("const float inv = " + inverted("acc") + ";");
     w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
     w_.line(ya.ref(xidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(xidx) +
             " * inv);");
@@ -245,8 +263,8 @@ void BlockEmitter::emit_reduction(int i) {
     } else if (accumulate)
       w_.line(red.update(ya.ref(yidx), "acc"));
     else
-      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" +
-              red.finalize("acc", group) + ");");
+      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + finalized("acc") +
+              ");");
     w_.close();
   }
   w_.close();
@@ -347,6 +365,10 @@ void BlockEmitter::emit_accumulate(int i) {
                      "] = " + g_.tensor_name(x)));
   open_thread_loop(w_, "e", xs.numel(), threads(), tid_);
   std::vector<std::string> idx = unflatten("e", xs);
+  // Ragged tiles: positions absent in this iteration add nothing.
+  if (const std::string absent = ragged_absent(x, idx, plan_.ops[i].ragged_mask, "it");
+      !absent.empty())
+    w_.line("if (" + absent + ") continue;");
   const std::string value = operand_value(x, xs, idx);
   if (rescales(op.kind)) {
     // accum_rescale: the sum so far re-expressed in this iteration's shift, plus this one.
@@ -386,6 +408,16 @@ void BlockEmitter::emit_matmul_sink(int i, bool pair) {
   const int nvals = pair ? 2 : 1;
   const std::vector<std::string>* at[2] = {&idx, &idx1};
   emit_matmul_scales(i, pair);
+  if (p.accumulate_into >= 0 && p.ragged_mask != 0) {
+    // Ragged tiles: positions absent in this iteration add nothing.
+    Access acc = access(g_.op(p.accumulate_into).output);
+    for (int v = 0; v < nvals; ++v) {
+      const std::string absent = ragged_absent(op.output, *at[v], p.ragged_mask, "it");
+      w_.line((absent.empty() ? "" : "if (!(" + absent + ")) ") + acc.ref(*at[v]) + " += v" +
+              std::to_string(v) + ";");
+    }
+    return;
+  }
   if (p.accumulate_into >= 0) {
     Access acc = access(g_.op(p.accumulate_into).output);
     if (pair) {
@@ -444,11 +476,24 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
           std::to_string(tl.warps_n) + ";");
   const std::string A = a.pointer(), B = b.pointer();
-  if (regs && p.scale_a < 0 && p.scale_b < 0) {
-    w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + std::to_string(tl.mt) + ", " +
-            std::to_string(tl.nt) + ">(" + A + ", " + B + ", racc" +
-            std::to_string(g_.op(p.accumulate_into).output) + ", wm * " + std::to_string(tl.mt) +
-            ", wn * " + std::to_string(tl.nt) + ");");
+  // Ragged tiles: a ragged contraction skips the k-steps past its present extent and zeroes
+  // the fragments of operands that may hold anything at absent indices; a product added into
+  // a register accumulator is masked where rows or columns are absent in this iteration.
+  auto mma = [&](const std::string& acc, const std::string& mt, const std::string& nt,
+                 const std::string& tm, const std::string& tn) {
+    if (p.ragged_extent < 0 || p.ragged_zero_operands == 0)
+      return "strata_rt::warp_mma<" + spec + ", " + T + ", " + mt + ", " + nt + ">(" + A + ", " +
+             B + ", " + acc + ", " + tm + ", " + tn + ");";
+    return "strata_rt::warp_mma_ragged<" + spec + ", " + T + ", " + mt + ", " + nt + ", " +
+           (p.ragged_zero_operands & 1u ? "true" : "false") + ", " +
+           (p.ragged_zero_operands & 2u ? "true" : "false") + ">(" + A + ", " + B + ", " + acc +
+           ", " + tm + ", " + tn + ", " + ragged_present(p.ragged_extent, in_loop_ ? "it" : "0") +
+           ");";
+  };
+  if (regs && p.scale_a < 0 && p.scale_b < 0 && p.ragged_mask == 0) {
+    w_.line(mma("racc" + std::to_string(g_.op(p.accumulate_into).output), std::to_string(tl.mt),
+                std::to_string(tl.nt), "wm * " + std::to_string(tl.mt),
+                "wn * " + std::to_string(tl.nt)));
   } else if (regs) {
     // A folded norm scales this iteration's product before it is added.
     const std::string mt = std::to_string(tl.mt), nt = std::to_string(tl.nt);
@@ -456,13 +501,23 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
     const std::string racc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
     w_.line("float acc[" + mt + "][" + nt + "][4];");
     w_.line("strata_rt::mma_zero(acc);");
-    w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + mt + ", " + nt + ">(" + A + ", " + B +
-            ", acc, " + tm + ", " + tn + ");");
+    w_.line(mma("acc", mt, nt, tm, tn));
     w_.line("strata_rt::mma_transform<" + spec + ", " + mt + ", " + nt + ">(acc, " + tm + ", " +
             tn + ", [&](int b, int r, int c, float& v0, float& v1) {");
     w_.open("");
     w_.line("(void)b;");
     emit_matmul_scales(i, true);
+    if (p.ragged_mask != 0) {
+      const Shape& out = g_.tensor(op.output).shape;
+      std::vector<std::string> idx = unflatten("b", batch_shape(out));
+      idx.push_back("r");
+      idx.push_back("c");
+      for (int v = 0; v < 2; ++v) {
+        if (v == 1) idx.back() = "c + 1";
+        const std::string absent = ragged_absent(op.output, idx, p.ragged_mask, "it");
+        if (!absent.empty()) w_.line("if (" + absent + ") v" + std::to_string(v) + " = 0.0f;");
+      }
+    }
     w_.close("");
     w_.line("});");
     w_.line("#pragma unroll");
@@ -494,8 +549,7 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
                       tn = "wn * " + std::to_string(tl.nt) + " + cn";
     w_.line("float acc[" + cmt + "][" + cnt + "][4];");
     w_.line("strata_rt::mma_zero(acc);");
-    w_.line("strata_rt::warp_mma<" + spec + ", " + T + ", " + cmt + ", " + cnt + ">(" + A + ", " +
-            B + ", acc, " + tm + ", " + tn + ");");
+    w_.line(mma("acc", cmt, cnt, tm, tn));
     w_.line("strata_rt::mma_epilogue<" + spec + ", " + cmt + ", " + cnt + ">(acc, " + tm + ", " +
             tn + ", [&](int b, int r, int c, float v0, float v1) {");
     w_.open("");
@@ -534,8 +588,11 @@ void BlockEmitter::emit_matmul_simt(int i) {
   bi.push_back("c");
   w_.line("float v0 = 0.0f;");
   w_.line("#pragma unroll 4");
-  w_.line("for (int kk = 0; kk < " + std::to_string(k) + "; ++kk) v0 += " + a.load(ai) + " * " +
-          b.load(bi) + ";");
+  // Ragged tiles: a ragged contraction stops at its present extent.
+  const int e = plan_.ops[i].ragged_extent;
+  const std::string k_end = e >= 0 ? ragged_present(e, in_loop_ ? "it" : "0") : std::to_string(k);
+  w_.line("for (int kk = 0; kk < " + k_end + "; ++kk) v0 += " + a.load(ai) + " * " + b.load(bi) +
+          ";");
   emit_matmul_sink(i, false);
   w_.close();
   w_.close();

@@ -72,8 +72,12 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
                         std::to_string(shortest) + " into " + std::to_string(forloop_) +
                         " iterations of " + std::to_string(t) +
                         ", which leaves the last iteration empty");
-    loop_ragged = ragged[fmap] > 0 || tile[fmap] % forloop_ != 0;
-    ragged[fmap] = 0;  // the loop's own raggedness is per iteration, not across blocks
+    // The loop's own raggedness is per iteration, not across blocks. One iteration cuts nothing:
+    // the block's part stays ragged across the grid (and its saver writes the true extent).
+    if (forloop_ > 1) {
+      loop_ragged = ragged[fmap] > 0 || tile[fmap] % forloop_ != 0;
+      ragged[fmap] = 0;
+    }
     tile[fmap] = t;
   }
   OpAttrs attrs;

@@ -79,13 +79,14 @@ Json search_model_fingerprint(const std::string& target) {
     f["iteration_latency_s"] = iteration_latency_s;
   }
   const auto& [grid_tiles, max_unit_tile_extent, reduce_tiles, loop_tiles, max_blocks,
-               max_ragged_waste] = SplitPolicy{};
+               max_ragged_waste, large_grid_tiles] = SplitPolicy{};
   f["grid_tiles"] = grid_tiles;
   f["max_unit_tile_extent"] = max_unit_tile_extent;
   f["reduce_tiles"] = reduce_tiles;
   f["loop_tiles"] = loop_tiles;
   f["max_blocks"] = max_blocks;
   f["max_ragged_waste"] = max_ragged_waste;
+  f["large_grid_tiles"] = large_grid_tiles;
   return f;
 }
 
