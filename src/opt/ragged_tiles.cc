@@ -174,6 +174,7 @@ Result<RaggedTiles> ragged_tiles(const BlockGraph& g) {
       case Category::Source:
       case Category::Sink:
       case Category::Customized:
+      case Category::Collective:  // kernel level only
         break;
     }
   }
