@@ -82,7 +82,7 @@ class SuiteProgram:
 
 
 def select(args):
-    suite = Path(args.suite_dir)
+    suite = Path(getattr(args, "suite_dir", "") or SUITE)
     every = sorted(suite.glob("*.strata"))
     names = {p.stem: p for p in every}
     if args.programs:

@@ -325,6 +325,11 @@ class SuiteHarness(unittest.TestCase):
         import argparse
         return argparse.Namespace(**{"programs": "", "part": "", **kw})
 
+    def test_another_folder_of_programs(self):
+        chosen = self.sb.select(self.args(suite_dir=str(BENCH.parent / "examples" / "real")))
+        self.assertIn("rotary", [c.key for c in chosen])
+        self.assertNotIn("mcfuser_s7", [c.key for c in chosen])
+
     def test_parts_cover_every_program_once(self):
         every = [c.key for c in self.sb.select(self.args())]
         self.assertEqual(every, sorted(p.stem for p in (BENCH / "suite").glob("*.strata")))
