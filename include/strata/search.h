@@ -29,6 +29,10 @@
 
 namespace strata {
 
+/// The largest program (inputs and op results) the search takes; larger ones are refused with
+/// an error naming the count (the PyTorch backend splits its partitions to stay within it).
+inline constexpr int kMaxProgramTensors = 24;
+
 /// Configuration of one search job. Fields can be set directly or through the chainable
 /// setters. The fields marked (key) change the result and are part of the cache key.
 struct SearchConfig {

@@ -98,6 +98,7 @@ std::string run_search(const KernelGraph& program, SearchArgs args, nb::object p
 }  // namespace
 
 void bind_search(nb::module_& m) {
+  m.attr("max_program_tensors") = kMaxProgramTensors;
   m.def(
       "superoptimize",
       [](const KernelGraph& program, int threads, double time_limit, int64_t max_states,

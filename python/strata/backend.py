@@ -24,7 +24,7 @@ import logging
 
 import torch
 import torch.fx
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from . import _core
@@ -43,33 +43,68 @@ _SEARCHES = {}  # (program JSON, configuration) → OptimizeResult
 def node_supported(node, root=None):
     """None when strata can lower `node` on its own (its tensor arguments as inputs), else the
     reason. Nodes that produce no tensor (shape queries) are left outside partitions."""
+    reason, _ = _lower_alone(node, root)
+    return reason
+
+
+def _lower_alone(node, root):
+    """(reason, tensors): the reason `node` cannot be lowered (None when it can) and how many
+    program tensors its lowering adds besides its tensor arguments (op results, constants)."""
     if node.op not in ("call_function", "call_method", "call_module"):
-        return f"{node.op} nodes are not partitioned"
+        return f"{node.op} nodes are not partitioned", 0
     if tensor_meta(node) is None:
-        return "produces no tensor (or its shape is unknown)"
-    cx = Lowering(ProgramBuilder(), root=root)
+        return "produces no tensor (or its shape is unknown)", 0
+    b = ProgramBuilder()
+    cx = Lowering(b, root=root)
     try:
         for arg in node.all_input_nodes:
             meta = tensor_meta(arg)
             if meta is None:
                 raise Unsupported(f"argument {arg.name} is not a tensor of known shape")
             cx.env[arg] = cx._input(arg.name, meta, where=f"argument {arg.name}")
+        args = len(b._stmts)
         lower_node(cx, node)
     except Unsupported as e:
-        return str(e)
-    return None
+        return str(e), 0
+    return None, len(b._stmts) - args
 
 
 class _Support(OperatorSupportBase):
     def __init__(self, root):
         self.root = root
         self.reasons = {}
+        self.tensors = {}  # supported node -> program tensors its lowering adds
 
     def is_node_supported(self, submodules, node):
-        reason = node_supported(node, self.root)
+        reason, tensors = _lower_alone(node, self.root)
         if reason is not None:
             self.reasons[node.name] = reason
+        else:
+            self.tensors[node] = tensors
         return reason is None
+
+
+def split_partition(nodes, tensors, limit):
+    """Splits a partition (its nodes in graph order) into consecutive runs whose programs stay
+    within `limit` tensors: a run counts its distinct outside arguments once and each node's
+    own tensors (`tensors[node]`). Consecutive runs of a convex partition are convex (a path
+    between two nodes of a run that left it would pass a node of the partition between them,
+    or leave the partition), so each run can be fused on its own. A node too large alone is a
+    run of its own (its search then refuses it and it falls back)."""
+    runs, run, members, outside, size = [], [], set(), set(), 0
+    for n in nodes:
+        new = {a for a in n.all_input_nodes if a not in members and a not in outside}
+        if run and size + len(new) + tensors[n] > limit:
+            runs.append(run)
+            run, members, outside, size = [], set(), set(), 0
+            new = set(n.all_input_nodes)
+        run.append(n)
+        members.add(n)
+        outside |= new
+        size += len(new) + tensors[n]
+    if run:
+        runs.append(run)
+    return runs
 
 
 class StrataPartition(torch.nn.Module):
@@ -159,7 +194,17 @@ def strata_backend(gm, example_inputs, *, options=None, mode=None):
     _ensure_meta(gm, example_inputs)
     support = _Support(gm)
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
-    partitions = [p for p in partitioner.propose_partitions()
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    partitions = []
+    for p in partitioner.propose_partitions():
+        nodes = sorted(p.nodes, key=order.get)
+        runs = split_partition(nodes, support.tensors, _core.max_program_tensors)
+        if len(runs) > 1:
+            log.info("strata backend: %d nodes (%s … %s) split into %d partitions of at most "
+                     "%d program tensors each (the search's limit)", len(nodes), nodes[0].name,
+                     nodes[-1].name, len(runs), _core.max_program_tensors)
+        partitions += [Partition(id=len(partitions) + i, nodes=run) for i, run in enumerate(runs)]
+    partitions = [p for p in partitions
                   if sum(1 for n in p.nodes if n.op.startswith("call_")) >= opts["min_ops"]]
     for name, reason in support.reasons.items():
         log.debug("strata backend: node %s stays with %s: %s", name, opts["fallback"], reason)

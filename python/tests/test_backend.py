@@ -100,6 +100,42 @@ def test_failing_partition_falls_back_per_partition(caplog, monkeypatch):
                for s in _messages(caplog)) == 2
 
 
+def long_chain(x, w):
+    """A supported chain of about 40 program tensors: more than one search takes."""
+    h = x @ w
+    for i in range(12):
+        h = torch.tanh(h * (0.5 + 0.01 * i) + 0.1) * x
+    return h
+
+
+def test_oversized_partition_is_split_within_the_search_limit(caplog):
+    from strata.backend import _Support, split_partition
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    x, w = torch.randn(4, 16), torch.randn(16, 16) / 4
+    gm = torch.fx.symbolic_trace(long_chain)
+    ShapeProp(gm).propagate(x, w)
+    support = _Support(gm)
+    calls = [n for n in gm.graph.nodes if n.op.startswith("call_")]
+    assert all(support.is_node_supported({}, n) for n in calls)
+    limit = strata._core.max_program_tensors
+    runs = split_partition(calls, support.tensors, limit)
+    assert len(runs) >= 2 and [n for r in runs for n in r] == calls
+    for run in runs:  # each run, lowered on its own, is a program the search takes
+        members = set(run)
+        outside = {a for n in run for a in n.all_input_nodes if a not in members}
+        assert len(outside) + sum(support.tensors[n] for n in run) <= limit
+    # end to end: every run is a partition of its own, and the result matches eager
+    f = torch.compile(long_chain, backend="strata",
+                      options={"cpu": "interpret", "fallback": "eager"})
+    with caplog.at_level(logging.INFO, logger="strata"):
+        got = f(x, w)
+    torch.testing.assert_close(got, long_chain(x, w), atol=1e-4, rtol=1e-4)
+    msgs = _messages(caplog)
+    assert any(f"split into {len(runs)} partitions" in s for s in msgs), msgs
+    assert any(f"{len(runs)} partition(s), {len(runs)} run by strata" in s for s in msgs), msgs
+
+
 def test_unknown_option():
     with pytest.raises(strata.StrataError, match="unknown option"):
         strata_backend(torch.fx.symbolic_trace(torch.nn.ReLU()), [torch.randn(2)],

@@ -66,9 +66,10 @@ Status check_program(const KernelGraph& program) {
                         " is a customized kernel; the search takes programs of predefined ops "
                         "only (.strata programs or μGraph JSON without block graphs)");
   }
-  if (program.tensors().size() > 24)
+  if (program.tensors().size() > static_cast<size_t>(kMaxProgramTensors))
     return make_error("the program has " + std::to_string(program.tensors().size()) +
-                      " tensors; the search handles programs of at most 24 tensors");
+                      " tensors; the search handles programs of at most " +
+                      std::to_string(kMaxProgramTensors) + " tensors");
   return Status::success();
 }
 
