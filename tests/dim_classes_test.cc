@@ -126,6 +126,29 @@ output D
   EXPECT_EQ(t.name(p), "part(A.1/4)");
 }
 
+TEST(DimClasses, ConcatMetInAnInputIsAnchoredToItsPlainClass) {
+  // Decode attention over a value cache with the new token appended: V's rows are contracted
+  // with K's columns, so the concat's dim is K's plain class (splittable), and the program's
+  // concat maps its operands' classes onto it.
+  KernelGraph g = parse(R"(
+input Q: f16[8, 4, 64]
+input K: f16[8, 64, 256]
+input Vc: f16[8, 255, 64]
+input v: f16[8, 1, 64]
+V = concat(Vc, v, dim=1)
+O = matmul(softmax(matmul(Q, K), dim=2), V)
+output O
+)");
+  ClassTable t = analyze(g);
+  DimClass keys = cls(t, g, "K", 2);
+  EXPECT_EQ(t.info(keys).kind, ClassKind::Plain);
+  EXPECT_TRUE(t.info(keys).splittable());
+  EXPECT_EQ(cls(t, g, "V", 1), keys);
+  EXPECT_EQ(t.concat_class(cls(t, g, "Vc", 1), kNoClass), keys);
+  // another pair of operand classes still makes a derived concat class
+  EXPECT_EQ(t.info(t.concat_class(kNoClass, cls(t, g, "Vc", 1))).kind, ClassKind::Concat);
+}
+
 TEST(DimClasses, FlowRejectsMismatchedClasses) {
   KernelGraph g = parse(kRmsNorm);
   ClassTable t = analyze(g);

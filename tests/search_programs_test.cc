@@ -149,6 +149,23 @@ TEST(SearchPrograms, SafeAttentionFusesWithARunningMax) {
   EXPECT_LE(r->ranked[0].verification.log2_bound, -60.0);
 }
 
+// Decode attention over a value cache with the new token appended (torch.cat in the model):
+// the concat stays a kernel of its own, and the attention over its result fuses.
+TEST(SearchPrograms, AttentionOverAnAppendedCacheFuses) {
+  KernelGraph program = parse(
+      "input Q: f16[2, 4, 32]\ninput K: f16[2, 32, 128]\ninput Vc: f16[2, 127, 32]\n"
+      "input v: f16[2, 1, 32]\nV = concat(Vc, v, dim=1)\n"
+      "S = mul_scalar(matmul(Q, K), 0.125)\nO = matmul(softmax(S, dim=-1), V)\noutput O\n");
+  auto r = superoptimize(program, config("append"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+  ASSERT_FALSE(r->ranked.empty());
+  const Candidate& best = r->ranked[0];
+  EXPECT_FALSE(best.is_program);
+  EXPECT_TRUE(best.verification.equivalent);
+  EXPECT_LT(kernels(best.graph), kernels(program) - 1);
+}
+
 // ---- outputs that are also read ---------------------------------------------------------
 
 // The residual sum H is an output and the norm's input: the fused kernel saves it and reads

@@ -128,6 +128,10 @@ class ClassTable {
 
   /// The class of a dim concatenating a dim of class a with one of class b (interned).
   DimClass concat(DimClass a, DimClass b);
+  /// The class a concat of dims of classes a and b makes: the plain class of an anchored
+  /// program concat (one whose dim the program meets in an input) with these operand classes,
+  /// else concat(a, b).
+  DimClass concat_class(DimClass a, DimClass b);
   /// The class of an output dim holding `parts` per-block partial results of a grid split of
   /// class `split` along `axis` of kernel op `origin`, each a tile of class `inner` with
   /// extent `inner_extent` (interned).
@@ -154,6 +158,13 @@ class ClassTable {
     DimClass to = kNoClass;
   };
 
+  /// An anchored concat of the program: operands of classes a and b make a dim of plain class
+  /// `to`.
+  struct ConcatRule {
+    DimClass a = kNoClass, b = kNoClass;
+    DimClass to = kNoClass;
+  };
+
   /// Forgets the derived classes numbered n and above, returning to the table as it was when
   /// size() was n (n ≥ num_plain()). The search calls it when it backtracks, so that the
   /// number of a derived class depends only on the current prefix, never on the subtrees
@@ -170,6 +181,7 @@ class ClassTable {
   std::vector<DimProvVec> tensor_prov_;
   std::vector<ProgramReduction> reductions_;
   std::vector<SliceRule> slices_;
+  std::vector<ConcatRule> concat_rules_;
   std::map<std::tuple<int, int, int, int64_t, int64_t, int, int>, DimClass> derived_;
 };
 

@@ -141,9 +141,20 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
     }
   }
 
-  // A set that contains a derived dim takes the derived class; every other set is plain.
+  // A set that contains a derived dim takes the derived class; every other set is plain. A
+  // concat whose dim the program also meets in one of its inputs (attention over a key cache
+  // with the new token appended: V's rows are K's columns) is *anchored*: its set is the plain
+  // class of that input dim, and the concat maps its operands' classes onto it (concat_rules_),
+  // so that the class can be split like any other.
+  std::vector<bool> input_node(static_cast<size_t>(nt) * kMaxRank, false);
+  for (int t : program.inputs())
+    for (int d = 0; d < program.tensor(t).shape.rank(); ++d) input_node[node(t, d)] = true;
+  std::vector<bool> anchored_root(static_cast<size_t>(nt) * kMaxRank, false);
+  for (int n = 0; n < nt * kMaxRank; ++n)
+    if (input_node[n]) anchored_root[uf.find(n)] = true;
   std::vector<bool> derived_root(static_cast<size_t>(nt) * kMaxRank, false);
-  for (const Derivation& d : derivations) derived_root[uf.find(d.target)] = true;
+  for (const Derivation& d : derivations)
+    if (!(d.concat && anchored_root[uf.find(d.target)])) derived_root[uf.find(d.target)] = true;
 
   ClassTable table;
   std::vector<DimClass> root_class(static_cast<size_t>(nt) * kMaxRank, kNoClass);
@@ -172,13 +183,21 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
   }
   for (const Derivation& d : derivations) {
     int root = uf.find(d.target);
-    if (root_class[root] != kNoClass) continue;  // two derivations met in one set
+    if (d.concat && !derived_root[root]) continue;  // anchored: recorded below
+    if (root_class[root] != kNoClass) continue;     // two derivations met in one set
     DimClass a = root_class[uf.find(d.a)];
     if (d.concat) {
       root_class[root] = table.concat(a, root_class[uf.find(d.b)]);
     } else {
       root_class[root] = table.grouped(a, d.to);
     }
+  }
+
+  for (const Derivation& d : derivations) {
+    int root = uf.find(d.target);
+    if (d.concat && !derived_root[root])
+      table.concat_rules_.push_back(
+          {root_class[uf.find(d.a)], root_class[uf.find(d.b)], root_class[root]});
   }
 
   table.tensor_classes_.assign(nt, kNoClasses);
@@ -244,6 +263,12 @@ ClassMask ClassTable::reduced_mask() const {
     if (classes_[c].sum_reduced || classes_[c].norm_reduced || classes_[c].max_reduced)
       m |= class_bit(c);
   return m;
+}
+
+DimClass ClassTable::concat_class(DimClass a, DimClass b) {
+  for (const ConcatRule& r : concat_rules_)
+    if (r.a == a && r.b == b) return r.to;
+  return concat(a, b);
 }
 
 DimClass ClassTable::slice_class(DimClass from, const OpAttrs& attrs) const {
@@ -446,7 +471,7 @@ ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
         meet(f.out[d], in[0][d]);
         meet(f.out[d], in[1][d]);
       }
-      f.out[attrs.dim] = table.concat(in[0][attrs.dim], in[1][attrs.dim]);
+      f.out[attrs.dim] = table.concat_class(in[0][attrs.dim], in[1][attrs.dim]);
       break;
     case Category::Source:
     case Category::Sink:
