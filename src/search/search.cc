@@ -205,7 +205,11 @@ std::string not_emittable(const KernelGraph& g, const Target& t) {
     std::vector<DType> in, out;
     for (int x : op.inputs) in.push_back(g.tensor(x).dtype);
     for (int x : op.outputs) out.push_back(g.tensor(x).dtype);
-    if (!optimize_block_graph(op.body, in, out, options).ok()) return "codegen_shared_memory";
+    if (auto plan = optimize_block_graph(op.body, in, out, options); !plan.ok()) {
+      if (search::trace_screen_failures())
+        std::fprintf(stderr, "screen: not emittable: %s\n", plan.error().message.c_str());
+      return "codegen_shared_memory";
+    }
   }
   return "";
 }
