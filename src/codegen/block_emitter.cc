@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "reduction_code.h"
-#include "strata/loop_groups.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
 
@@ -58,8 +57,7 @@ std::string Access::offset(const std::vector<std::string>& logical,
   if (r >= 1) {
     std::string c = idx[r - 1];
     const std::string& row = swizzle_row.empty() && r >= 2 ? idx[r - 2] : swizzle_row;
-    if (swizzle && r >= 2 && row != "0")
-      c = "strata_rt::swizzle_col<true>(" + row + ", " + c + ")";
+    if (swizzle && r >= 2 && row != "0") c = "strata_rt::swizzle_col<true>(" + row + ", " + c + ")";
     terms.push_back(c);
   }
   return sum(terms);
@@ -72,8 +70,7 @@ std::string Access::pointer() const {
   return off == 0 ? base : "(" + base + " + " + lit(off) + ")";
 }
 
-std::string Access::ref(const std::vector<std::string>& idx,
-                        const std::string& swizzle_row) const {
+std::string Access::ref(const std::vector<std::string>& idx, const std::string& swizzle_row) const {
   return base + "[" + offset(idx, swizzle_row) + "]";
 }
 
@@ -211,14 +208,9 @@ Status BlockEmitter::emit(const std::string& title) {
   w_.line("// " + title);
   std::istringstream desc(describe_block_graph(plan_) + format_plan(plan_));
   for (std::string l; std::getline(desc, l);) w_.line("//   " + l);
-  // A grid that fills at most one block per SM lets the compiler use every register a block of
-  // this size can have (minimum one block per SM); PlanOptions::min_blocks_per_sm overrides.
-  const int min_blocks = plan_.options.min_blocks_per_sm > 0 ? plan_.options.min_blocks_per_sm
-                         : blocks_per_sm(plan_) == 1         ? 1
-                                                             : 0;
+  const int min_blocks = plan_.emission.min_blocks_per_sm;
   const std::string bounds =
       std::to_string(plan_.threads) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
-  register_cap_ = std::min(255, 65536 / (plan_.threads * std::max(1, min_blocks)));
   std::string sig =
       "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + info_.name + "(";
   for (int i = 0; i < g_.num_inputs(); ++i)
@@ -633,10 +625,10 @@ void BlockEmitter::emit_group_loop() {
 void BlockEmitter::emit_post() {
   w_.line("// ---- after the loop");
   barrier();
-  const bool fin = post_finalize_work(plan_);
-  if (fin) emit_finalize();
+  const FinalizePlan& fin = plan_.emission.finalize;
+  if (fin.work) emit_finalize();
   for (int l = 1; l < plan_.num_levels(Phase::Post); ++l) {
-    if (l > 1 || barrier_before_post_level_one(plan_)) barrier();
+    if (l > 1 || fin.barrier_before_level_one) barrier();
     emit_level(Phase::Post, l);
   }
 }
@@ -711,7 +703,7 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   // the loop is unrolled), when the walk splits that way. The compiler keeps a 64-bit address
   // per copy live for that form; under a register cap of 128 or less (512 threads, or two
   // blocks of 256) it spilled, so there the offset stays one integer sum.
-  const bool pointer_steps = !walk.uses_c && register_cap_ > 128;
+  const bool pointer_steps = !walk.uses_c && plan_.emission.pointer_steps;
   std::vector<std::string> goff, gstep;
   for (int d = 0; d < r; ++d) {
     if (!pointer_steps) {
@@ -742,7 +734,7 @@ ChunkWalk BlockEmitter::chunk_walk(const Shape& chunks) const {
   const int64_t R = r >= 2 ? chunks[r - 2] : 1, outer = n / Q;
   const int64_t RS = T % Q == 0 ? T / Q : 0;  // chunk rows per step of k
   // Whole rows per step; with batch dims, steps that never straddle two batches.
-  if (!plan_.options.split_chunk_walks || r < 2 || RS == 0 || (outer > R && R % RS != 0)) {
+  if (!plan_.emission.split_chunk_walks || r < 2 || RS == 0 || (outer > R && R % RS != 0)) {
     w.idx = unflatten("c", chunks);
     if (n % T != 0) w.past_end = "c >= " + std::to_string(n);
     return w;
@@ -758,7 +750,7 @@ ChunkWalk BlockEmitter::chunk_walk(const Shape& chunks) const {
   w.thread[r - 2] = trow;
   w.thread[r - 1] = Q == 1 ? "0" : tid_ + " % " + lit(Q);
   for (int d = 0; d < r; ++d)
-    w.idx.push_back(w.step[d] == "0" ? w.thread[d]
+    w.idx.push_back(w.step[d] == "0"     ? w.thread[d]
                     : w.thread[d] == "0" ? w.step[d]
                                          : w.step[d] + " + " + w.thread[d]);
   // The swizzle reads the row's low 3 bits: the thread's row plus the step's row mod 8, which
@@ -779,7 +771,7 @@ ChunkWalk BlockEmitter::begin_chunk_step(const Shape& chunks) {
 ChunkWalk BlockEmitter::open_chunk_loop(const Shape& chunks) {
   const int64_t n = chunks.numel();
   const int64_t trips = (n + threads() - 1) / threads();
-  if (trips <= (plan_.options.split_chunk_walks ? 32 : 16)) {
+  if (trips <= plan_.emission.max_unrolled_chunks) {
     w_.line("#pragma unroll");
     w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
     return begin_chunk_step(chunks);

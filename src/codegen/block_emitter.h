@@ -13,7 +13,6 @@
 
 #include "code_writer.h"
 #include "strata/kernel_plan.h"
-#include "strata/loop_groups.h"
 #include "strata/status.h"
 
 namespace strata::codegen {
@@ -31,7 +30,8 @@ struct Access {
   /// Element offset of index expressions `idx` (one per dim). `swizzle_row`, when given, is an
   /// expression congruent to idx[rank-2] modulo 8 that the swizzle reads instead (it only
   /// reads the row's low three bits); it is ignored where the map moves rows.
-  std::string offset(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
+  std::string offset(const std::vector<std::string>& idx,
+                     const std::string& swizzle_row = "") const;
   /// A pointer to the tile's logical element (0, …, 0) (base plus the map's origin): how
   /// tensor-core operands are passed, with the strides and, for a transposed map, the TA / TB
   /// flags of MmaSpec. With a swizzle the origin must keep the swizzle's phase (rows by 8,
@@ -50,9 +50,9 @@ struct ChunkWalk {
   /// When the walk is split (!uses_c): idx[d] = thread[d] + step[d], where thread[d] depends
   /// on the thread alone and step[d] on k alone.
   std::vector<std::string> thread, step;
-  std::string swizzle_row;       ///< congruent to idx[rank-2] modulo 8 ("": idx[rank-2] itself)
-  std::string past_end;          ///< true for a chunk past the end ("": none is)
-  bool uses_c = true;            ///< the expressions read the variable `c`
+  std::string swizzle_row;  ///< congruent to idx[rank-2] modulo 8 ("": idx[rank-2] itself)
+  std::string past_end;     ///< true for a chunk past the end ("": none is)
+  bool uses_c = true;       ///< the expressions read the variable `c`
 };
 
 /// The batch dims of a tile (all but the last two), as a shape (rank 0 for a matrix).
@@ -196,7 +196,7 @@ class BlockEmitter {
   bool grouped() const { return plan_.groups > 1; }
   /// Loop groups refill the stage consumed in the previous iteration at the top of the next
   /// (PlanOptions::early_refill; needs two or more stages).
-  bool early_refill() const { return refills_early(plan_); }
+  bool early_refill() const { return plan_.emission.early_refill; }
   /// Enters (true) or leaves the code of one loop group: thread index `gtid`, group threads,
   /// group copies of tiles.
   void set_group_scope(bool on);
@@ -209,8 +209,6 @@ class BlockEmitter {
   bool group_scope_ = false;  ///< emitting code of one loop group (group copies, `gtid`)
   std::string tid_ = "tid";   ///< the thread index variable of the code being emitted
   int threads_ = 0;
-  /// Registers per thread that __launch_bounds__ leaves the compiler (set by emit()).
-  int register_cap_ = 255;
   int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
   /// Tiles prefetched for the current chunk loop: tensor -> register array (indexed by j).
   std::map<int, std::string> vector_operands_;

@@ -1,5 +1,5 @@
 // After the loop (post level 0): accumulators leave registers, loop groups' partial sums are
-// added up, means and RMS values are taken. Two steps when needed (finalize_in_two_steps): every
+// added up, means and RMS values are taken. Two steps when the plan says so (FinalizePlan): every
 // thread first writes what it holds (into its loop group's copy), then, after a barrier, the
 // block sums the copies into the first one and finalizes.
 #include "block_emitter.h"
@@ -23,7 +23,7 @@ std::string finalized(const BlockOp& op, const std::string& v, int64_t count) {
 }  // namespace
 
 void BlockEmitter::emit_finalize() {
-  const bool two_steps = finalize_in_two_steps(plan_);
+  const FinalizePlan& fin = plan_.emission.finalize;
   const int n = static_cast<int>(g_.ops().size());
   // Step 1: what each thread holds, into its loop group's copy.
   set_group_scope(true);
@@ -41,10 +41,10 @@ void BlockEmitter::emit_finalize() {
       emit_dump_fragments(i);
   }
   set_group_scope(false);
-  if (two_steps) barrier();
+  if (fin.two_steps) barrier();
   // Step 2: loop groups' copies summed; means and RMS values.
   for (int i = 0; i < n; ++i) {
-    switch (finalize_step_two(plan_, i)) {
+    switch (fin.step_two[i]) {
       case StepTwo::SumPartials:
         emit_sum_partials(i, accum_finalizes(g_.op(i).kind));
         break;

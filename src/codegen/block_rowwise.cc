@@ -5,7 +5,7 @@
 // row spans several warps).
 #include "block_emitter.h"
 #include "reduction_code.h"
-#include "strata/rowwise.h"
+#include "strata/kernel_plan.h"
 
 namespace strata::codegen {
 namespace {
@@ -29,7 +29,7 @@ std::string offset_of(const std::vector<std::string>& idx, const std::vector<int
 }  // namespace
 
 Status BlockEmitter::emit_rowwise() {
-  STRATA_ASSIGN_OR_RETURN(RowwiseLayout L, rowwise_layout(plan_));
+  const RowwiseLayout& L = plan_.rowwise_layout;
   const int T = L.threads;
   const int64_t K = L.per_thread, V = L.vec, W = T / 32;
   const Shape& full = L.full;
