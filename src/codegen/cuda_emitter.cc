@@ -253,7 +253,7 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   std::istringstream listing(kernel_graph_listing(g));
   for (std::string l; std::getline(listing, l);) w.line("//   " + l);
   w.line("#include \"strata_rt/strata_rt.cuh\"");
-  w.raw(kernels.str());
+  w.add(kernels.root());
   w.line("");
   w.line("// ---- host API (see include/strata/cuda_emitter.h) ----");
   w.line("#if !defined(__CUDACC_RTC__)");
