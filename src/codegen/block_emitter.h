@@ -21,7 +21,7 @@ namespace strata::codegen {
 /// the physical indices of its storage by `map` (a transpose / slice read in place; identity
 /// for a stored tile); strides and the swizzle apply to the physical indices.
 struct Access {
-  std::string base;  ///< pointer expression to the storage's element (0, …, 0)
+  ir::Expr base;  ///< pointer expression to the storage's element (0, …, 0)
   DType dtype = DType::f32;
   std::vector<int64_t> strides;  ///< per physical dim, in elements; the last is 1
   bool swizzle = false;          ///< XOR swizzle of the last two dims (runtime swizzle_col)
@@ -30,29 +30,35 @@ struct Access {
   /// Element offset of index expressions `idx` (one per dim). `swizzle_row`, when given, is an
   /// expression congruent to idx[rank-2] modulo 8 that the swizzle reads instead (it only
   /// reads the row's low three bits); it is ignored where the map moves rows.
-  std::string offset(const std::vector<std::string>& idx,
-                     const std::string& swizzle_row = "") const;
+  ir::Expr offset(const std::vector<ir::Expr>& idx, const ir::Expr& swizzle_row = {}) const;
   /// A pointer to the tile's logical element (0, …, 0) (base plus the map's origin): how
   /// tensor-core operands are passed, with the strides and, for a transposed map, the TA / TB
   /// flags of MmaSpec. With a swizzle the origin must keep the swizzle's phase (rows by 8,
   /// columns by 64: the planner's rule).
-  std::string pointer() const;
+  ir::Expr pointer() const;
   /// The element as an lvalue.
-  std::string ref(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
+  ir::Expr ref(const std::vector<ir::Expr>& idx, const ir::Expr& swizzle_row = {}) const;
   /// The element widened to f32.
+  ir::Expr load(const std::vector<ir::Expr>& idx) const;
+  /// The same, for index expressions given as text.
+  std::string offset(const std::vector<std::string>& idx,
+                     const std::string& swizzle_row = "") const;
+  std::string ref(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
   std::string load(const std::vector<std::string>& idx) const;
+  std::string pointer_text() const { return ir::print_expr(pointer()); }
+  std::string base_text() const { return ir::print_expr(base); }
 };
 
 /// Where a thread's chunks lie in a chunk loop: chunk c = <tid> + k · threads() of a
 /// row-major grid of chunks (the thread ↔ chunk assignment of every chunk loop).
 struct ChunkWalk {
-  std::vector<std::string> idx;  ///< per dim, in chunks (the last dim is not scaled by the width)
-  /// When the walk is split (!uses_c): idx[d] = thread[d] + step[d], where thread[d] depends
+  std::vector<ir::Expr> idx;  ///< per dim, in chunks (the last dim is not scaled by the width)
+  /// When the walk is split (!uses_c): idx[d] = step[d] + thread[d], where thread[d] depends
   /// on the thread alone and step[d] on k alone.
-  std::vector<std::string> thread, step;
-  std::string swizzle_row;  ///< congruent to idx[rank-2] modulo 8 ("": idx[rank-2] itself)
-  std::string past_end;     ///< true for a chunk past the end ("": none is)
-  bool uses_c = true;       ///< the expressions read the variable `c`
+  std::vector<ir::Expr> thread, step;
+  ir::Expr swizzle_row;  ///< congruent to idx[rank-2] modulo 8 (null: idx[rank-2] itself)
+  ir::Expr past_end;     ///< true for a chunk past the end (null: none is)
+  bool uses_c = true;    ///< the expressions read the variable `c`
 };
 
 /// The batch dims of a tile (all but the last two), as a shape (rank 0 for a matrix).
@@ -90,7 +96,7 @@ class BlockEmitter {
   void emit_group_loop();
   void emit_post();
   void emit_level(Phase phase, int level);
-  void emit_load(int op, const std::string& stage, const std::string& iter);
+  void emit_load(int op, const ir::Expr& stage, const ir::Expr& iter);
   void emit_save(int op);
   /// Opens a loop over the chunks of a row-major grid `chunks` spread over the cooperating
   /// threads (chunk c = <tid> + k · threads(); unrolled over k when each thread has at most
@@ -160,8 +166,12 @@ class BlockEmitter {
   /// A rescaling accumulator in shared memory (TensorPlan::shift_offset): the element of its
   /// shift slot `slot` (an expression) that the accumulator's element at `out_idx` (of a tile of
   /// shape `out` the shift broadcasts to) reads.
-  std::string shift_slot(int op, const std::string& slot, const Shape& out,
-                         const std::vector<std::string>& out_idx) const;
+  ir::Expr shift_slot(int op, const ir::Expr& slot, const Shape& out,
+                      const std::vector<ir::Expr>& out_idx) const;
+  /// `ref = (it > 0 ? ref · rescale_factor(previous shift, m) : 0) + value`: a rescaling
+  /// accumulator's element re-expressed in this iteration's shift `m` (declared by the caller).
+  void emit_rescaled_update(int op, const ir::Expr& ref, const Shape& out,
+                            const std::vector<ir::Expr>& idx, const ir::Expr& value);
   /// Stores this iteration's shift of rescaling accumulator `op` into slot it % 2.
   void emit_shift_save(int op);
   void emit_matmul(int op);
@@ -187,8 +197,8 @@ class BlockEmitter {
 
   // Addressing.
   Access access(int tensor) const;
-  Access access_stage(int tensor, const std::string& stage) const;
-  std::string tile_ptr(int tensor) const;
+  Access access_stage(int tensor, const ir::Expr& stage) const;
+  ir::Expr tile_ptr(int tensor) const;
   std::string tname(int tensor) const;
   std::string dtype_of(int tensor) const;
   /// Threads cooperating on the code being emitted (the block, or one loop group).
@@ -208,6 +218,7 @@ class BlockEmitter {
   bool in_loop_ = false;      ///< emitting inside the for-loop (pipelined tiles use `stage`)
   bool group_scope_ = false;  ///< emitting code of one loop group (group copies, `gtid`)
   std::string tid_ = "tid";   ///< the thread index variable of the code being emitted
+  ir::Expr tid() const { return ir::var(tid_); }
   int threads_ = 0;
   int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
   /// Tiles prefetched for the current chunk loop: tensor -> register array (indexed by j).

@@ -9,6 +9,7 @@
 #include "predefined_emitter.h"
 #include "strata/graph_optimizer.h"
 #include "strata/kernel_views.h"
+#include "strata/matmul_lowering.h"
 
 namespace strata {
 namespace {
@@ -98,32 +99,25 @@ int streamed_input(const KernelGraph& g, const KernelOp& op, const BlockGraph& b
   return large;
 }
 
-}  // namespace
+/// Where every kernel tensor lives and in which type (the steps before any kernel is written).
+struct BufferPlan {
+  /// Predefined layout ops read in place by the customized kernels (kernel_views.h): no kernel,
+  /// no memory; their readers get the tensor holding them and the index map.
+  std::vector<std::optional<KernelView>> views;
+  std::vector<Buffer> buf;
+  std::vector<bool> is_input, is_output;
+  std::vector<DType> dtypes;  ///< the storage type of every tensor (a view: its storage's)
+  std::vector<int> reads;  ///< kernel ops reading each storage (plus graph outputs that are inputs)
+  int64_t workspace = 0;
+  int storage_of(int t) const { return views[t] ? views[t]->storage : t; }
+};
 
-Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options) {
-  STRATA_RETURN_IF_ERROR(g.check_complete());
-  const int ntensors = static_cast<int>(g.tensors().size());
-  // Predefined layout ops read in place by the customized kernels (kernel_views.h): no kernel,
-  // no memory; their readers get the tensor holding them and the index map.
-  const std::vector<std::optional<KernelView>> views = plan_kernel_views(g);
-  auto storage_of = [&](int t) { return views[t] ? views[t]->storage : t; };
-  const std::string prefix = codegen::identifier("strata_", options.name);
-  // Buffers: graph inputs, graph outputs, workspace for the rest.
-  std::vector<Buffer> buf(ntensors);
-  std::vector<bool> is_input(ntensors, false), is_output(ntensors, false);
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    int t = g.inputs()[i];
-    is_input[t] = true;
-    buf[t] = {Buffer::Input, static_cast<int>(i), 0, g.tensor(t).dtype};
-  }
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    int t = g.outputs()[i];
-    is_output[t] = true;
-    if (!is_input[t]) buf[t] = {Buffer::Output, static_cast<int>(i), 0, g.tensor(t).dtype};
-  }
-  // A 16-bit intermediate whose consumer loads tiles with rows of an odd number of elements
-  // could only be copied 2 bytes at a time, synchronously: store it in f32 (cp.async-able).
-  std::vector<bool> widen(ntensors, options.f32_intermediates);
+/// Which intermediates are stored in f32: all with EmitOptions::f32_intermediates; else a 16-bit
+/// intermediate whose consumer loads tiles with rows of an odd number of elements (it could only
+/// be copied 2 bytes at a time, synchronously; in f32 it is cp.async-able).
+std::vector<bool> widened_tensors(const KernelGraph& g, const BufferPlan& bp,
+                                  const EmitOptions& options) {
+  std::vector<bool> widen(g.tensors().size(), options.f32_intermediates);
   for (const KernelOp& op : g.ops()) {
     if (op.kind != OpKind::Customized) continue;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
@@ -131,134 +125,154 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
       const Shape& tile = b.tensor(b.op(b.input_op(static_cast<int>(k))).output).shape;
       // A transposed view's tile is copied along the rows of the tensor holding it.
       const int t = op.inputs[k], r = tile.rank();
-      const int64_t row = r == 0                                           ? 1
-                          : views[t] && views[t]->map.transposed && r >= 2 ? tile[r - 2]
-                                                                           : tile[r - 1];
-      if ((row * 2) % 4 != 0) widen[storage_of(t)] = true;
+      const int64_t row = r == 0                                                 ? 1
+                          : bp.views[t] && bp.views[t]->map.transposed && r >= 2 ? tile[r - 2]
+                                                                                 : tile[r - 1];
+      if ((row * 2) % 4 != 0) widen[bp.storage_of(t)] = true;
     }
   }
-  int64_t workspace = 0;
+  return widen;
+}
+
+/// Buffers: graph inputs, graph outputs, 256-byte aligned workspace slots (no reuse) for the
+/// rest; storage types; read counts (for the L2 streaming window).
+BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options) {
+  const int ntensors = static_cast<int>(g.tensors().size());
+  BufferPlan bp;
+  bp.views = plan_kernel_views(g);
+  bp.buf.resize(ntensors);
+  bp.is_input.assign(ntensors, false);
+  bp.is_output.assign(ntensors, false);
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    int t = g.inputs()[i];
+    bp.is_input[t] = true;
+    bp.buf[t] = {Buffer::Input, static_cast<int>(i), 0, g.tensor(t).dtype};
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    int t = g.outputs()[i];
+    bp.is_output[t] = true;
+    if (!bp.is_input[t]) bp.buf[t] = {Buffer::Output, static_cast<int>(i), 0, g.tensor(t).dtype};
+  }
+  const std::vector<bool> widen = widened_tensors(g, bp, options);
   for (int t = 0; t < ntensors; ++t) {
-    if (is_input[t] || is_output[t] || views[t]) continue;
+    if (bp.is_input[t] || bp.is_output[t] || bp.views[t]) continue;
     DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
-    buf[t] = {Buffer::Workspace, 0, workspace, dt};
-    workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
-                 kWorkspaceAlign * kWorkspaceAlign;
+    bp.buf[t] = {Buffer::Workspace, 0, bp.workspace, dt};
+    bp.workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
+                    kWorkspaceAlign * kWorkspaceAlign;
   }
-  std::vector<DType> dtypes(ntensors);
-  for (int t = 0; t < ntensors; ++t) dtypes[t] = buf[storage_of(t)].dtype;
-  std::vector<int> reads(ntensors, 0);
+  bp.dtypes.resize(ntensors);
+  for (int t = 0; t < ntensors; ++t) bp.dtypes[t] = bp.buf[bp.storage_of(t)].dtype;
+  bp.reads.assign(ntensors, 0);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
-    if (!is_kernel_view(g, views, i))
-      for (int t : g.op(i).inputs) ++reads[storage_of(t)];
-  for (int t : g.outputs()) reads[t] += is_input[t] ? 1 : 0;
+    if (!is_kernel_view(g, bp.views, i))
+      for (int t : g.op(i).inputs) ++bp.reads[bp.storage_of(t)];
+  for (int t : g.outputs()) bp.reads[t] += bp.is_input[t] ? 1 : 0;
+  return bp;
+}
 
-  CodeWriter kernels;
-  std::vector<Launch> launches;
-  EmittedSource result;
-  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
-    const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input || is_kernel_view(g, views, i)) continue;
-    const std::string where =
-        "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
-    std::shared_ptr<const BlockGraph> body = op.body;
-    if (op.kind == OpKind::Matmul) {
-      auto lowered = codegen::lower_matmul_to_block_graph(g.tensor(op.inputs[0]).shape,
-                                                          g.tensor(op.inputs[1]).shape);
-      if (lowered) body = std::make_shared<const BlockGraph>(std::move(*lowered));
+/// Plans and writes the kernel of kernel op `i` into `kernels`; returns its launch. A customized
+/// op (or a lowered matmul) is planned by the graph optimizer and emitted from its plan; a
+/// lowered matmul whose plan fails, and every other predefined op, gets a generic kernel.
+Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
+                           const EmitOptions& options, const std::string& prefix,
+                           CodeWriter& kernels, std::vector<EmittedKernel>& emitted) {
+  const KernelOp& op = g.op(i);
+  const std::string where =
+      "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
+  std::shared_ptr<const BlockGraph> body = kernel_block_graph(g, i);
+  Launch L;
+  for (int t : op.inputs) L.args.push_back(bp.storage_of(t));
+  L.args.insert(L.args.end(), op.outputs.begin(), op.outputs.end());
+  L.comment = "kernel op #" + std::to_string(i) + ": " + std::string(op_name(op.kind));
+  kernels.line("");
+  if (body) {
+    std::vector<DType> in_t, out_t;
+    std::vector<std::optional<InputView>> in_views;
+    for (int t : op.inputs) {
+      in_t.push_back(bp.dtypes[t]);
+      in_views.push_back(bp.views[t] ? std::optional<InputView>(InputView{
+                                           g.tensor(bp.views[t]->storage).shape, bp.views[t]->map})
+                                     : std::nullopt);
     }
-    Launch L;
-    for (int t : op.inputs) L.args.push_back(storage_of(t));
-    L.args.insert(L.args.end(), op.outputs.begin(), op.outputs.end());
-    kernels.line("");
-    if (body) {
-      std::vector<DType> in_t, out_t;
-      std::vector<std::optional<InputView>> in_views;
-      for (int t : op.inputs) {
-        in_t.push_back(dtypes[t]);
-        in_views.push_back(views[t] ? std::optional<InputView>(InputView{
-                                          g.tensor(views[t]->storage).shape, views[t]->map})
-                                    : std::nullopt);
-      }
-      for (int t : op.outputs) out_t.push_back(dtypes[t]);
-      auto plan = optimize_block_graph(body, in_t, out_t, options.plan, in_views);
-      if (!plan.ok() && op.kind == OpKind::Matmul) {
-        body = nullptr;  // fall back to the generic kernel below
-      } else {
-        if (!plan.ok()) return make_error(where + ": " + plan.error().message);
-        const Dim3 grid = body->grid();
-        if (grid.y > 65535 || grid.z > 65535)
-          return make_error(where + ": grid (" + std::to_string(grid.x) + ", " +
-                            std::to_string(grid.y) + ", " + std::to_string(grid.z) +
-                            ") exceeds CUDA's limit of 65535 blocks along y and z");
-        codegen::BlockKernelInfo info{prefix + "_k" + std::to_string(i) + "_" +
-                                          (op.kind == OpKind::Matmul ? "matmul" : "customized"),
-                                      in_t, out_t};
-        std::string title = "kernel op #" + std::to_string(i) + ": " +
-                            (op.kind == OpKind::Matmul ? "matmul lowered to a tiled block graph"
-                                                       : "customized kernel");
-        STRATA_RETURN_IF_ERROR(codegen::emit_block_kernel(*plan, info, title, kernels));
-        L.name = info.name;
-        L.grid = grid;
-        L.threads = plan->threads;
-        L.smem = plan->smem_bytes;
-        int streamed = options.l2_streaming ? streamed_input(g, op, *body, reads, dtypes,
-                                                             options.l2_streaming_min_bytes)
-                                            : -1;
-        if (streamed >= 0 && views[op.inputs[streamed]]) streamed = -1;  // not a whole tensor
-        if (streamed >= 0) L.streamed = op.inputs[streamed];
-        result.kernels.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
-                                  plan->pipeline_stages, plan->groups, format_plan(*plan),
-                                  streamed});
-      }
+    for (int t : op.outputs) out_t.push_back(bp.dtypes[t]);
+    auto plan = optimize_block_graph(body, in_t, out_t, options.plan, in_views);
+    if (plan.ok() || op.kind != OpKind::Matmul) {
+      if (!plan.ok()) return make_error(where + ": " + plan.error().message);
+      const Dim3 grid = body->grid();
+      if (grid.y > 65535 || grid.z > 65535)
+        return make_error(where + ": grid (" + std::to_string(grid.x) + ", " +
+                          std::to_string(grid.y) + ", " + std::to_string(grid.z) +
+                          ") exceeds CUDA's limit of 65535 blocks along y and z");
+      const bool lowered = op.kind == OpKind::Matmul;
+      codegen::BlockKernelInfo info{
+          prefix + "_k" + std::to_string(i) + "_" + (lowered ? "matmul" : "customized"), in_t,
+          out_t};
+      const std::string title =
+          "kernel op #" + std::to_string(i) + ": " +
+          (lowered ? "matmul lowered to a tiled block graph" : "customized kernel");
+      STRATA_RETURN_IF_ERROR(codegen::emit_block_kernel(*plan, info, title, kernels));
+      L.name = info.name;
+      L.grid = grid;
+      L.threads = plan->threads;
+      L.smem = plan->smem_bytes;
+      int streamed = options.l2_streaming ? streamed_input(g, op, *body, bp.reads, bp.dtypes,
+                                                           options.l2_streaming_min_bytes)
+                                          : -1;
+      if (streamed >= 0 && bp.views[op.inputs[streamed]]) streamed = -1;  // not a whole tensor
+      if (streamed >= 0) L.streamed = op.inputs[streamed];
+      emitted.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
+                         plan->pipeline_stages, plan->groups, format_plan(*plan), streamed});
+      return L;
     }
-    if (!body) {
-      codegen::PredefinedLaunch pl;
-      L.name = prefix + "_k" + std::to_string(i) + "_" + std::string(op_name(op.kind));
-      STRATA_RETURN_IF_ERROR(codegen::emit_predefined_kernel(g, i, dtypes, L.name, kernels, pl));
-      L.grid = {static_cast<int>(pl.blocks), 1, 1};
-      L.threads = pl.threads;
-      L.smem = 0;
-      result.kernels.push_back(
-          {L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0, 0, 1, std::string()});
-    }
-    L.comment = "kernel op #" + std::to_string(i) + ": " + std::string(op_name(op.kind));
-    launches.push_back(std::move(L));
   }
+  codegen::PredefinedLaunch pl;
+  L.name = prefix + "_k" + std::to_string(i) + "_" + std::string(op_name(op.kind));
+  STRATA_RETURN_IF_ERROR(codegen::emit_predefined_kernel(g, i, bp.dtypes, L.name, kernels, pl));
+  L.grid = {static_cast<int>(pl.blocks), 1, 1};
+  L.threads = pl.threads;
+  L.smem = 0;
+  emitted.push_back(
+      {L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0, 0, 1, std::string()});
+  return L;
+}
 
-  // Metadata.
+/// The `// strata-meta: {json}` document: inputs, outputs, workspace, kernels.
+nlohmann::ordered_json metadata(const KernelGraph& g, const BufferPlan& bp,
+                                const std::vector<Launch>& launches, const EmitOptions& options) {
   nlohmann::ordered_json meta;
   meta["graph"] = options.name;
   meta["arch"] = options.arch;
   meta["inputs"] = nlohmann::ordered_json::array();
-  for (int t : g.inputs()) meta["inputs"].push_back(tensor_meta(g, t, dtypes[t]));
+  for (int t : g.inputs()) meta["inputs"].push_back(tensor_meta(g, t, bp.dtypes[t]));
   meta["outputs"] = nlohmann::ordered_json::array();
-  for (int t : g.outputs()) meta["outputs"].push_back(tensor_meta(g, t, dtypes[t]));
-  meta["workspace_bytes"] = workspace;
+  for (int t : g.outputs()) meta["outputs"].push_back(tensor_meta(g, t, bp.dtypes[t]));
+  meta["workspace_bytes"] = bp.workspace;
   meta["kernels"] = nlohmann::ordered_json::array();
   for (const Launch& l : launches)
     meta["kernels"].push_back({{"name", l.name},
                                {"grid", {l.grid.x, l.grid.y, l.grid.z}},
                                {"block", l.threads},
                                {"smem", l.smem}});
+  return meta;
+}
 
-  CodeWriter w;
-  w.line("// Generated by strata " STRATA_VERSION " from the μGraph \"" + options.name +
-         "\". Do not edit.");
-  w.line("// Target " + options.arch + " (any sm_80 or newer GPU). Build, for example:");
-  w.line("//   nvcc -std=c++17 -O3 -arch=" + options.arch +
-         " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu");
-  w.line("// strata-meta: " + meta.dump());
+/// The header comment: provenance, build line, metadata, the kernel graph's listing.
+void emit_header(const KernelGraph& g, const nlohmann::ordered_json& meta,
+                 const EmitOptions& options, CodeWriter& w) {
+  w.comment("Generated by strata " STRATA_VERSION " from the μGraph \"" + options.name +
+            "\". Do not edit.");
+  w.comment("Target " + options.arch + " (any sm_80 or newer GPU). Build, for example:");
+  w.comment("  nvcc -std=c++17 -O3 -arch=" + options.arch +
+            " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu");
+  w.comment("strata-meta: " + meta.dump());
   w.line("//");
   std::istringstream listing(kernel_graph_listing(g));
-  for (std::string l; std::getline(listing, l);) w.line("//   " + l);
-  w.line("#include \"strata_rt/strata_rt.cuh\"");
-  w.add(kernels.root());
-  w.line("");
-  w.line("// ---- host API (see include/strata/cuda_emitter.h) ----");
-  w.line("#if !defined(__CUDACC_RTC__)");
-  w.line("#include \"strata_rt/host.cuh\"");
-  w.line("");
+  for (std::string l; std::getline(listing, l);) w.comment("  " + l);
+}
+
+/// The tables of tensor names, ranks, dims and dtypes the query functions read.
+void emit_tensor_tables(const KernelGraph& g, const BufferPlan& bp, CodeWriter& w) {
   w.open("namespace");
   w.line("struct StrataTensorInfo {");
   w.line("  const char* name;");
@@ -273,91 +287,114 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
       std::string dims;
       for (int d = 0; d < 4; ++d) dims += (d ? ", " : "") + std::to_string(d < s.rank() ? s[d] : 1);
       w.line("{\"" + g.tensor_name(t) + "\", " + std::to_string(s.rank()) + ", {" + dims + "}, " +
-             std::to_string(dtype_code(dtypes[t])) + "},");
+             std::to_string(dtype_code(bp.dtypes[t])) + "},");
     }
     w.close(";");
   };
   table("kInputs", g.inputs());
   table("kOutputs", g.outputs());
   w.close("  // namespace");
-  w.line("");
+}
+
+/// strata_init: raises the dynamic shared-memory limit of every kernel above 48 KB.
+void emit_init(const std::vector<Launch>& launches, CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const ir::Expr err = ir::var("err");
   w.open("extern \"C\" int strata_init(void)");
-  w.line("int err = 0;");
+  w.add(ir::decl("int", "err", 0));
   for (const Launch& l : launches)
     if (l.smem > 48 * 1024)
-      w.line("if (err == 0) err = strata_rt::host::allow_dynamic_smem(" + l.name + ", " +
-             std::to_string(l.smem) + ");");
+      w.add(ir::if_compact(ir::eq(err, 0),
+                           ir::assign(err, ir::call("strata_rt::host::allow_dynamic_smem",
+                                                    {ir::var(l.name), l.smem}))));
   w.line("return err;");
   w.close();
-  w.line("");
+}
+
+/// strata_launch: the tensors' pointers (inputs, outputs, workspace slots), every kernel's launch
+/// (with the L2 streaming window where one is marked), the copies of outputs that are inputs.
+void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
+                 CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const int ntensors = static_cast<int>(g.tensors().size());
   w.open(
       "extern \"C\" int strata_launch(const void* const* inputs, void* const* outputs, void* "
       "workspace, cudaStream_t stream)");
-  w.line("static const int init = strata_init();");
+  w.add(ir::decl("static const int", "init", ir::call("strata_init")));
   w.line("if (init != 0) return init;");
   // The workspace pointer is named only when an intermediate lives there (an unused local
   // would draw nvcc's "set but never used" warning).
   bool uses_workspace = false;
   for (int t = 0; t < ntensors; ++t)
-    uses_workspace |= buf[t].kind == Buffer::Workspace && !views[t];
+    uses_workspace |= bp.buf[t].kind == Buffer::Workspace && !bp.views[t];
   if (uses_workspace)
-    w.line("unsigned char* ws = static_cast<unsigned char*>(workspace);");
+    w.add(ir::decl("unsigned char*", "ws",
+                   ir::static_cast_to("unsigned char*", ir::var("workspace"))));
   else
-    w.line("(void)workspace;");
-  w.line("(void)outputs;");
+    w.add(ir::eval(ir::c_cast("void", ir::var("workspace"))));
+  w.add(ir::eval(ir::c_cast("void", ir::var("outputs"))));
   for (int t = 0; t < ntensors; ++t) {
-    if (views[t]) continue;  // read in place: its readers get the tensor holding it
-    const std::string T = codegen::cuda_type(dtypes[t]);
-    const Buffer& b = buf[t];
+    if (bp.views[t]) continue;  // read in place: its readers get the tensor holding it
+    const std::string T = codegen::cuda_type(bp.dtypes[t]);
+    const Buffer& b = bp.buf[t];
     if (b.kind == Buffer::Input)
-      w.line("const " + T + "* " + var(t) + " = static_cast<const " + T + "*>(inputs[" +
-             std::to_string(b.index) + "]);  // " + g.tensor_name(t));
+      w.add(ir::decl("const " + T + "*", var(t),
+                     ir::static_cast_to("const " + T + "*", ir::index(ir::var("inputs"), b.index)),
+                     g.tensor_name(t)));
     else if (b.kind == Buffer::Output)
-      w.line(T + "* " + var(t) + " = static_cast<" + T + "*>(outputs[" + std::to_string(b.index) +
-             "]);  // " + g.tensor_name(t));
+      w.add(ir::decl(T + "*", var(t),
+                     ir::static_cast_to(T + "*", ir::index(ir::var("outputs"), b.index)),
+                     g.tensor_name(t)));
     else
-      w.line(T + "* " + var(t) + " = reinterpret_cast<" + T + "*>(ws + " +
-             std::to_string(b.offset) + ");  // " + g.tensor_name(t) + " (intermediate)");
-    w.line("(void)" + var(t) + ";");
+      w.add(ir::decl(
+          T + "*", var(t),
+          ir::reinterpret_cast_to(T + "*", ir::binary("+", ir::var("ws"), ir::int_lit(b.offset))),
+          g.tensor_name(t) + " (intermediate)"));
+    w.add(ir::eval(ir::c_cast("void", ir::var(var(t)))));
   }
   for (const Launch& l : launches) {
-    std::string args;
-    for (int t : l.args) args += ", " + var(t);
-    w.line("// " + l.comment);
-    const std::string shape = l.name + ", dim3(" + std::to_string(l.grid.x) + ", " +
-                              std::to_string(l.grid.y) + ", " + std::to_string(l.grid.z) +
-                              "), dim3(" + std::to_string(l.threads) + "), " +
-                              std::to_string(l.smem) + ", stream";
+    std::vector<ir::Expr> args = {ir::var(l.name), ir::call("dim3", {l.grid.x, l.grid.y, l.grid.z}),
+                                  ir::call("dim3", {l.threads}), l.smem, ir::var("stream")};
+    w.comment(l.comment);
     if (l.streamed < 0) {
-      w.line("STRATA_RT_LAUNCH(" + shape + args + ");");
+      for (int t : l.args) args.push_back(ir::var(var(t)));
+      w.call("STRATA_RT_LAUNCH", args);
       continue;
     }
     const int t = l.streamed;
-    const std::string bytes = std::to_string(g.tensor(t).shape.numel() * dtype_size(dtypes[t]));
-    w.line("// " + g.tensor_name(t) + " (" + bytes +
-           " bytes) is read once, each byte by one block: L2 evicts its lines first");
+    const int64_t bytes = g.tensor(t).shape.numel() * dtype_size(bp.dtypes[t]);
+    w.comment(g.tensor_name(t) + " (" + std::to_string(bytes) +
+              " bytes) is read once, each byte by one block: L2 evicts its lines first");
     w.open("");
-    w.line("const int err = strata_rt::host::launch_streaming(" + shape + ", " + var(t) + ", " +
-           bytes + "ULL" + args + ");");
+    args.push_back(ir::var(var(t)));
+    args.push_back(ir::int_lit(bytes, "ULL"));
+    for (int a : l.args) args.push_back(ir::var(var(a)));
+    w.add(ir::decl("const int", "err", ir::call("strata_rt::host::launch_streaming", args)));
     w.line("if (err != 0) return err;");
     w.close();
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     int t = g.outputs()[i];
-    if (!is_input[t]) continue;
-    w.line("// output " + g.tensor_name(t) + " is an input: copy it");
+    if (!bp.is_input[t]) continue;
+    w.comment("output " + g.tensor_name(t) + " is an input: copy it");
     w.open("");
-    w.line("const int err = strata_rt::host::copy_device(outputs[" + std::to_string(i) + "], " +
-           var(t) + ", " + std::to_string(g.tensor(t).shape.numel() * dtype_size(dtypes[t])) +
-           "ULL, stream);");
+    w.add(
+        ir::decl("const int", "err",
+                 ir::call("strata_rt::host::copy_device",
+                          {ir::index(ir::var("outputs"), static_cast<int64_t>(i)), ir::var(var(t)),
+                           ir::int_lit(g.tensor(t).shape.numel() * dtype_size(bp.dtypes[t]), "ULL"),
+                           ir::var("stream")})));
     w.line("if (err != 0) return err;");
     w.close();
   }
   w.line("return strata_rt::host::last_error();");
   w.close();
-  w.line("");
+}
+
+/// The query functions: workspace bytes, tensor counts, names, ranks, dims, dtypes.
+void emit_queries(const KernelGraph& g, const BufferPlan& bp, CodeWriter& w) {
   w.line("extern \"C\" unsigned long long strata_workspace_bytes(void) { return " +
-         std::to_string(workspace) + "ULL; }");
+         std::to_string(bp.workspace) + "ULL; }");
   const std::string ni = std::to_string(g.inputs().size()), no = std::to_string(g.outputs().size());
   w.line("extern \"C\" int strata_num_inputs(void) { return " + ni + "; }");
   w.line("extern \"C\" int strata_num_outputs(void) { return " + no + "; }");
@@ -374,9 +411,48 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     w.line("extern \"C\" int strata_" + s + "_dtype(int i) { return i >= 0 && i < " + n + " ? " +
            tab + "[i].dtype : -1; }");
   }
+}
+
+/// The host API (guarded from NVRTC): tables, strata_init, strata_launch, the queries.
+void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
+                   CodeWriter& w) {
+  w.line("");
+  w.comment("---- host API (see include/strata/cuda_emitter.h) ----");
+  w.line("#if !defined(__CUDACC_RTC__)");
+  w.line("#include \"strata_rt/host.cuh\"");
+  w.line("");
+  emit_tensor_tables(g, bp, w);
+  w.line("");
+  emit_init(launches, w);
+  w.line("");
+  emit_launch(g, bp, launches, w);
+  w.line("");
+  emit_queries(g, bp, w);
   w.line("#endif  // !__CUDACC_RTC__");
+}
+
+}  // namespace
+
+Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options) {
+  STRATA_RETURN_IF_ERROR(g.check_complete());
+  const BufferPlan bp = plan_buffers(g, options);
+  const std::string prefix = codegen::identifier("strata_", options.name);
+  CodeWriter kernels;
+  std::vector<Launch> launches;
+  EmittedSource result;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i)) continue;
+    STRATA_ASSIGN_OR_RETURN(Launch L,
+                            emit_kernel(g, i, bp, options, prefix, kernels, result.kernels));
+    launches.push_back(std::move(L));
+  }
+  CodeWriter w;
+  emit_header(g, metadata(g, bp, launches, options), options, w);
+  w.line("#include \"strata_rt/strata_rt.cuh\"");
+  w.add(kernels.root());
+  emit_host_api(g, bp, launches, w);
   result.code = w.str();
-  result.workspace_bytes = workspace;
+  result.workspace_bytes = bp.workspace;
   return result;
 }
 

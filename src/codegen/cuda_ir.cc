@@ -45,6 +45,12 @@ Expr int_lit(int64_t v) {
   return Expr(std::move(n));
 }
 
+Expr int_lit(int64_t v, std::string suffix) {
+  Expr e = int_lit(v);
+  const_cast<ExprNode*>(e.get())->type = std::move(suffix);
+  return e;
+}
+
 Expr float_lit(double v) {
   auto n = std::make_shared<ExprNode>();
   n->kind = ExprKind::Float;
@@ -80,6 +86,12 @@ Expr static_cast_to(std::string type, Expr a) {
 
 Expr reinterpret_cast_to(std::string type, Expr a) {
   Expr e = node(ExprKind::Cast, "reinterpret_cast", {std::move(a)});
+  const_cast<ExprNode*>(e.get())->type = std::move(type);
+  return e;
+}
+
+Expr c_cast(std::string type, Expr a) {
+  Expr e = node(ExprKind::Cast, "", {std::move(a)});
   const_cast<ExprNode*>(e.get())->type = std::move(type);
   return e;
 }
@@ -157,10 +169,16 @@ Expr lor(Expr a, Expr b) {
 
 Expr sum(const std::vector<Expr>& terms) {
   Expr s;
-  for (const Expr& t : terms) {
-    if (!t || t.is(0)) continue;
+  std::function<void(const Expr&)> add = [&](const Expr& t) {
+    if (!t || t.is(0)) return;
+    if (s && t->kind == ExprKind::Binary && t->name == "+") {
+      add(t->args[0]);
+      add(t->args[1]);
+      return;
+    }
     s = s ? s + t : t;
-  }
+  };
+  for (const Expr& t : terms) add(t);
   return s ? s : int_lit(0);
 }
 
@@ -183,7 +201,6 @@ Stmt decl(std::string type, std::string name, Expr init, std::string comment) {
   s->text = std::move(type);
   s->names = {std::move(name)};
   s->exprs = {std::move(init)};
-  s->dims = {0};
   s->comment = std::move(comment);
   return s;
 }
@@ -191,16 +208,20 @@ Stmt decl(std::string type, std::string name, Expr init, std::string comment) {
 Stmt decl_many(std::string type, std::vector<std::string> names, std::vector<Expr> inits) {
   Stmt s = stmt(StmtKind::Decl);
   s->text = std::move(type);
-  s->dims.assign(names.size(), 0);
   s->names = std::move(names);
   s->exprs = std::move(inits);
   return s;
 }
 
-Stmt decl_array(std::string type, std::string name, int64_t n) {
-  Stmt s = decl(std::move(type), std::move(name));
-  s->dims = {n};
+Stmt decl_array(std::string type, std::string name, std::vector<int64_t> extents, Expr init,
+                std::string comment) {
+  Stmt s = decl(std::move(type), std::move(name), std::move(init), std::move(comment));
+  s->dims = std::move(extents);
   return s;
+}
+
+Expr aggregate_zero() {
+  return verbatim("{}");
 }
 
 Stmt assign(Expr lhs, Expr rhs, std::string op, std::string comment) {
@@ -223,12 +244,43 @@ Stmt for_loop(std::string v, Expr init, Expr cond, Expr step, std::string pragma
   s->names = {std::move(v)};
   s->exprs = {std::move(init), std::move(cond), std::move(step)};
   s->pragma = std::move(pragma);
+  s->text = "int";
+  return s;
+}
+
+Stmt for_typed(std::string type, std::string v, Expr init, Expr cond, Expr step,
+               std::string pragma) {
+  Stmt s =
+      for_loop(std::move(v), std::move(init), std::move(cond), std::move(step), std::move(pragma));
+  s->text = std::move(type);
   return s;
 }
 
 Stmt if_then(Expr cond) {
   Stmt s = stmt(StmtKind::If);
   s->exprs = {std::move(cond)};
+  return s;
+}
+
+Stmt if_compact(Expr cond, Stmt body) {
+  Stmt s = if_then(std::move(cond));
+  s->body = {std::move(body)};
+  s->compact = true;
+  return s;
+}
+
+Stmt for_compact(std::string v, Expr init, Expr cond, Stmt body, std::string pragma) {
+  Stmt s = for_loop(std::move(v), std::move(init), std::move(cond), {}, std::move(pragma));
+  s->body = {std::move(body)};
+  s->compact = true;
+  return s;
+}
+
+Stmt lambda_call(std::string callee, std::vector<Expr> args, std::string params) {
+  Stmt s = stmt(StmtKind::LambdaCall);
+  s->text = std::move(callee);
+  s->exprs = std::move(args);
+  s->names = {std::move(params)};
   return s;
 }
 

@@ -46,7 +46,8 @@ enum class ExprKind : uint8_t {
   Binary,    ///< args[0] `op` args[1]
   Call,      ///< `name`(args…); name may carry template arguments ("strata_rt::cp_async<16>")
   Index,     ///< args[0][args[1]]
-  Cast,      ///< `name`<type>(args[0]): static_cast / reinterpret_cast to `type`
+  Cast,      ///< `name`<type>(args[0]): static_cast / reinterpret_cast to `type`; name "":
+             ///< the C cast `(type)args[0]`
   Select,    ///< args[0] ? args[1] : args[2]
   Verbatim,  ///< text from a helper that spells a runtime expression (printed as is)
 };
@@ -54,7 +55,7 @@ enum class ExprKind : uint8_t {
 struct ExprNode {
   ExprKind kind = ExprKind::Var;
   std::string name;  ///< Var / Call name, Unary / Binary operator, Cast kind, Verbatim text
-  std::string type;  ///< Cast: the target type
+  std::string type;  ///< Cast: the target type; Int: the literal's suffix ("LL")
   int64_t ival = 0;
   double fval = 0;
   std::vector<Expr> args;
@@ -62,6 +63,8 @@ struct ExprNode {
 
 Expr var(std::string name);
 Expr int_lit(int64_t v);
+/// An integer literal with a type suffix ("LL", "ULL"): 64-bit arithmetic where it appears.
+Expr int_lit(int64_t v, std::string suffix);
 Expr float_lit(double v);
 /// A runtime expression spelled as text (e.g. by ReductionCode); parenthesized by the printer
 /// where it is an operand, unless it is a single name, literal or call.
@@ -72,6 +75,8 @@ Expr call(std::string callee, std::vector<Expr> args = {});
 Expr index(Expr base, Expr i);
 Expr static_cast_to(std::string type, Expr a);
 Expr reinterpret_cast_to(std::string type, Expr a);
+/// `(type)a` (`(void)x` marks a variable used).
+Expr c_cast(std::string type, Expr a);
 Expr select(Expr c, Expr a, Expr b);
 Expr addr(Expr a);  ///< &a
 
@@ -89,23 +94,26 @@ Expr eq(Expr a, Expr b);
 Expr ne(Expr a, Expr b);
 Expr land(Expr a, Expr b);  ///< a && b
 Expr lor(Expr a, Expr b);   ///< a || b
-/// a + b + … of the terms (null terms skipped); 0 when none is left.
+/// a + b + … of the terms (null terms skipped, sums among them joined into one chain of
+/// integer additions); 0 when none is left.
 Expr sum(const std::vector<Expr>& terms);
 
 struct StmtNode;
 using Stmt = std::shared_ptr<StmtNode>;
 
 enum class StmtKind : uint8_t {
-  Seq,       ///< body, in order, without braces
-  Scope,     ///< `header {` body `}suffix` (header "" gives a plain block)
-  Decl,      ///< `type name[dims] = init, name2 = init2;` (names / inits / dims parallel)
-  Assign,    ///< `lhs op rhs;` (op "=", "+=", …)
-  Eval,      ///< `expr;`
-  For,       ///< `for (int var = init; cond; step) {` body `}` with an optional unroll pragma
-  If,        ///< `if (cond) {` body `}` [`else {` else_body `}`]
-  Break,     ///< `break;`
-  Comment,   ///< `// text`
-  Verbatim,  ///< one line of text as is (pragmas, `using` aliases, preprocessor lines)
+  Seq,         ///< body, in order, without braces
+  Scope,       ///< `header {` body `}suffix` (header "" gives a plain block)
+  Decl,        ///< `type name[dims] = init, name2 = init2;` (names / inits / dims parallel)
+  Assign,      ///< `lhs op rhs;` (op "=", "+=", …)
+  Eval,        ///< `expr;`
+  For,         ///< `for (int var = init; cond; step) {` body `}` with an optional unroll pragma
+  If,          ///< `if (cond) {` body `}` [`else {` else_body `}`]
+  Break,       ///< `break;`
+  LambdaCall,  ///< `text(args…, [&](params) {` body `});`: a runtime function applying a
+               ///< callback (exprs: args; names[0]: the parameter list)
+  Comment,     ///< `// text`
+  Verbatim,    ///< one line of text as is (pragmas, `using` aliases, preprocessor lines)
 };
 
 struct StmtNode {
@@ -120,6 +128,9 @@ struct StmtNode {
   std::vector<int64_t> dims;       ///< Decl: array extents of each declarator (0: scalar)
   std::string pragma;              ///< For: "" or "unroll" / "unroll 1" (`#pragma …` before it)
   std::vector<Stmt> body, else_body;
+  /// For / If with one simple statement (Decl, Assign, Eval, Break) as its body: printed on
+  /// one line without braces (`if (c) break;`).
+  bool compact = false;
 };
 
 Stmt seq(std::vector<Stmt> body = {});
@@ -128,13 +139,24 @@ Stmt scope(std::string header, std::vector<Stmt> body = {}, std::string suffix =
 Stmt decl(std::string type, std::string name, Expr init = {}, std::string comment = "");
 /// Several declarators of one type: `type a = x, b = y;`.
 Stmt decl_many(std::string type, std::vector<std::string> names, std::vector<Expr> inits);
-/// `type name[n];`
-Stmt decl_array(std::string type, std::string name, int64_t n);
+/// `type name[n0][n1]… = init;` (init null: none; `{}` zero-fills: aggregate_zero()).
+Stmt decl_array(std::string type, std::string name, std::vector<int64_t> extents, Expr init = {},
+                std::string comment = "");
+/// The aggregate initializer `{}`.
+Expr aggregate_zero();
 Stmt assign(Expr lhs, Expr rhs, std::string op = "=", std::string comment = "");
 Stmt eval(Expr e, std::string comment = "");
 Stmt for_loop(std::string var, Expr init, Expr cond, Expr step = {}, std::string pragma = "");
+/// The same with a loop variable of type `type` (e.g. "long long").
+Stmt for_typed(std::string type, std::string var, Expr init, Expr cond, Expr step = {},
+               std::string pragma = "");
 Stmt if_then(Expr cond);
+/// `if (cond) s` / `for (…) s` on one line (StmtNode::compact).
+Stmt if_compact(Expr cond, Stmt s);
+Stmt for_compact(std::string var, Expr init, Expr cond, Stmt s, std::string pragma = "");
 Stmt brk();
+/// `callee(args…, [&](params) { … });` (the body is filled through CodeWriter::open).
+Stmt lambda_call(std::string callee, std::vector<Expr> args, std::string params);
 Stmt comment(std::string text);
 Stmt verbatim_stmt(std::string text);
 /// `__syncthreads();`

@@ -45,8 +45,9 @@ int expr_rank(const Expr& e) {
     case ExprKind::Float:
     case ExprKind::Call:
     case ExprKind::Index:
-    case ExprKind::Cast:
       return 0;
+    case ExprKind::Cast:
+      return e->name.empty() ? 3 : 0;
     case ExprKind::Int:
       return e->ival < 0 ? 3 : 0;
     case ExprKind::Unary:
@@ -76,6 +77,8 @@ bool needs_parens(const Expr& parent, const Expr& child, bool right) {
   if (cr > pr) return true;
   if (child->kind != ExprKind::Binary) return false;
   if (cr == pr && right) return true;
+  // Shifts and bitwise operators inside another operator: always parenthesized.
+  if ((cr == 7 || (cr >= 11 && cr <= 13)) && child->name != parent->name) return true;
   if (pr == 5) return child->name != parent->name || right;                // clarity in * / %
   if (pr >= 7 && pr != 9 && pr != 10) return child->name != parent->name;  // & ^ | && || << >>
   return false;
@@ -108,7 +111,8 @@ class Printer {
         std::string t = s.text + " ";
         for (size_t i = 0; i < s.names.size(); ++i) {
           t += (i ? ", " : "") + s.names[i];
-          if (i < s.dims.size() && s.dims[i] > 0) t += "[" + std::to_string(s.dims[i]) + "]";
+          if (s.names.size() == 1)
+            for (int64_t n : s.dims) t += "[" + std::to_string(n) + "]";
           if (i < s.exprs.size() && s.exprs[i]) t += " = " + print_expr(s.exprs[i]);
         }
         line(t + ";" + trailing(s));
@@ -123,15 +127,22 @@ class Printer {
         return;
       case StmtKind::For: {
         if (!s.pragma.empty()) line("#pragma " + s.pragma);
+        if (s.compact) {
+          line(for_header(s) + " " + single(s));
+          return;
+        }
         const std::string& v = s.names[0];
         const std::string step = s.exprs[2] ? v + " += " + print_expr(s.exprs[2]) : "++" + v;
-        line("for (int " + v + " = " + print_expr(s.exprs[0]) + "; " + print_expr(s.exprs[1]) +
-             "; " + step + ") {");
+        line(for_header(s) + " {");
         body(s.body);
         line("}");
         return;
       }
       case StmtKind::If:
+        if (s.compact) {
+          line("if (" + print_expr(s.exprs[0]) + ") " + single(s));
+          return;
+        }
         line("if (" + print_expr(s.exprs[0]) + ") {");
         body(s.body);
         if (!s.else_body.empty()) {
@@ -139,6 +150,12 @@ class Printer {
           body(s.else_body);
         }
         line("}");
+        return;
+      case StmtKind::LambdaCall:
+        line(s.text + "(" + args_text(s.exprs) + (s.exprs.empty() ? "" : ", ") + "[&](" +
+             s.names[0] + ") {");
+        body(s.body);
+        line("});");
         return;
       case StmtKind::Break:
         line("break;");
@@ -154,6 +171,20 @@ class Printer {
   std::string str() const { return out_.str(); }
 
  private:
+  static std::string for_header(const StmtNode& s) {
+    const std::string& v = s.names[0];
+    const std::string step = s.exprs[2] ? v + " += " + print_expr(s.exprs[2]) : "++" + v;
+    return "for (" + s.text + " " + v + " = " + print_expr(s.exprs[0]) + "; " +
+           print_expr(s.exprs[1]) + "; " + step + ")";
+  }
+  /// The one simple statement of a compact for / if, as text without indentation.
+  static std::string single(const StmtNode& s) {
+    Printer p;
+    p.print(*s.body.at(0));
+    std::string t = p.str();
+    while (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  }
   static std::string trailing(const StmtNode& s) {
     return s.comment.empty() ? "" : "  // " + s.comment;
   }
@@ -178,7 +209,7 @@ std::string print_expr(const Expr& e) {
     case ExprKind::Var:
       return e->name;
     case ExprKind::Int:
-      return std::to_string(e->ival);
+      return std::to_string(e->ival) + e->type;
     case ExprKind::Float:
       return float_text(e->fval);
     case ExprKind::Verbatim:
@@ -196,8 +227,11 @@ std::string print_expr(const Expr& e) {
       const std::string b = print_expr(e->args[0]);
       return (expr_rank(e->args[0]) > 0 ? "(" + b + ")" : b) + "[" + print_expr(e->args[1]) + "]";
     }
-    case ExprKind::Cast:
-      return e->name + "<" + e->type + ">(" + print_expr(e->args[0]) + ")";
+    case ExprKind::Cast: {
+      if (!e->name.empty()) return e->name + "<" + e->type + ">(" + print_expr(e->args[0]) + ")";
+      const std::string a = print_expr(e->args[0]);
+      return "(" + e->type + ")" + (expr_rank(e->args[0]) > 0 ? "(" + a + ")" : a);
+    }
     case ExprKind::Select: {
       auto part = [](const Expr& x) {
         const std::string s = print_expr(x);
