@@ -54,6 +54,9 @@ SIGNATURES = {
     "concat": (["a", "b"], [("dim", "int", None)]),
     "transpose": (["x"], []),
     "slice": (["x"], [("dim", "int", None), ("start", "int", None), ("end", "int", None)]),
+    # the sum over the ranks of a tensor-parallel group (docs/tensor-parallel.md); programs
+    # that declare `ranks` are not read here (bench/tp_bench.py states its own shapes)
+    "all_reduce": (["x"], []),
     # composites
     "softmax": (["x"], [("dim", "int", -1)]),
     "layer_norm": (["x"], [("dim", "int", -1), ("eps", "real", 0.0)]),

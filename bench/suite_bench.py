@@ -82,13 +82,14 @@ class SuiteProgram:
 
 
 def select(args):
-    every = sorted(SUITE.glob("*.strata"))
+    suite = Path(getattr(args, "suite_dir", "") or SUITE)
+    every = sorted(suite.glob("*.strata"))
     names = {p.stem: p for p in every}
     if args.programs:
         wanted = [n for n in args.programs.split(",") if n]
         missing = [n for n in wanted if n not in names]
         if missing:
-            sys.exit(f"suite_bench: no program {', '.join(missing)} in {SUITE}")
+            sys.exit(f"suite_bench: no program {', '.join(missing)} in {suite}")
         chosen = [names[n] for n in wanted]
     else:
         chosen = every
@@ -191,6 +192,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", default=str(HERE / "results"), help="output directory")
     p.add_argument("--strata", default=str(ROOT / "build" / "strata"), help="the strata tool")
+    p.add_argument("--suite-dir", default=os.environ.get("STRATA_SUITE_DIR", str(SUITE)),
+                   help="folder of .strata programs (default bench/suite/; e.g. examples/real)")
     p.add_argument("--programs", default=os.environ.get("STRATA_SUITE_NAMES", ""),
                    help="comma-separated program names (default: all of bench/suite/)")
     p.add_argument("--part", default=os.environ.get("STRATA_SUITE_PART", ""),

@@ -46,6 +46,17 @@ def _max(x, dim):
     return torch.amax(x, dim=dim, keepdim=True)
 
 
+def _all_reduce(x):
+    """The sum over the ranks of the default process group (torch.distributed, NCCL on GPUs);
+    without one, the sum over a single rank: x itself."""
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        y = x.clone()
+        dist.all_reduce(y)
+        return y
+    return x
+
+
 def _rms_norm(x, dim, eps):
     if dim == x.dim() - 1:
         return F.rms_norm(x, (x.shape[-1],), eps=eps)
@@ -88,6 +99,7 @@ OPS = {
     "concat": lambda t, a: torch.cat([t[0], t[1]], dim=a["dim"]),
     "transpose": lambda t, a: t[0].transpose(-1, -2),
     "slice": lambda t, a: t[0].narrow(a["dim"], a["start"], a["end"] - a["start"]),
+    "all_reduce": lambda t, a: _all_reduce(t[0]),
     "softmax": lambda t, a: torch.softmax(t[0], dim=a["dim"]),
     "layer_norm": lambda t, a: _layer_norm(t[0], a["dim"], a["eps"]),
 }

@@ -15,7 +15,7 @@
 find_package(GTest REQUIRED)
 enable_testing()
 
-set(STRATA_NVCC_TESTS codegen_compile_test codegen_emulation_test)
+set(STRATA_NVCC_TESTS codegen_compile_test codegen_emulation_test mpk_emulation_test codegen_ragged_test)
 set(STRATA_GPU_LIB_TESTS gpu_jit_test)
 
 set(STRATA_HAVE_NVCC OFF)
@@ -70,6 +70,16 @@ add_test(NAME bench_python_test
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(bench_python_test PROPERTIES TIMEOUT 120
                      ENVIRONMENT "STRATA_TOOL=$<TARGET_FILE:strata>")
+
+# The module order (docs/architecture.md, "Module order"): every #include of the sources
+# against the order defined there; then the checker's own tests, and those of the header
+# grouping script (tools/tests/).
+add_test(NAME layering_test COMMAND python3 ${PROJECT_SOURCE_DIR}/tools/check_layering.py
+                                    --root ${PROJECT_SOURCE_DIR})
+add_test(NAME tools_python_test
+         COMMAND python3 -m unittest discover -s ${PROJECT_SOURCE_DIR}/tools/tests -p "*_test.py"
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(layering_test tools_python_test PROPERTIES TIMEOUT 120)
 
 # The installed package from outside: installs this build into a prefix under the build
 # directory, builds examples/consumer against it with find_package(strata), runs it, and

@@ -2,8 +2,9 @@
 # The GPU check, in one invocation on a GPU machine (docs/gpu-runtime.md, "The GPU script"):
 #   1. build strata (Release) in build-gpu/, using .devdeps/ (scripts/fetch-device-deps.sh)
 #      when the machine lacks the Debian build dependencies;
-#   2. run the GPU tests (ctest -L gpu) and the C++ API example, and `strata optimize` on the
-#      rmsnorm b8 program (search, then every ranked candidate checked and timed on the GPU);
+#   2. run the GPU tests (ctest -L gpu, ragged-tile graphs included) and the C++ API example,
+#      and `strata optimize` on the rmsnorm b8 program and on programs with ragged and large
+#      extents (search, then every ranked candidate checked and timed on the GPU);
 #   3. check every benchmark's result: every candidate against the float64 reference
 #      (strata profile, through bench/strata_bench.py --phase profile);
 #   4. the benchmark: PyTorch eager / torch.compile / max-autotune vs strata, in one process.
@@ -62,6 +63,27 @@ grep -q '"gpu_profile"' "$out/optimize-rmsnorm_b8.json" 2>/dev/null ||
 
 step "C++ API example on the optimize result (the profiled fastest, with its emitter variant)"
 "$build/cpp_api_example" "$out/optimize-rmsnorm_b8.json" || failed+=("C++ API example on the result")
+
+# Ragged tiles (docs/codegen.md): extents no tile divides (a vocabulary of 50257, an
+# intermediate size of 11000) and vocabularies too large for the default tiles (128256); every
+# ranked candidate is checked against the float64 reference. (The emitted ragged test graphs
+# are checked by runtime_gpu_test, GpuRuntime.EmittedRaggedGraphsMatchTheInterpreter, above.)
+step "strata optimize on ragged and large extents, candidates checked against float64"
+mkdir -p "$build/ragged"
+printf 'input X: f16[2, 2048]\ninput G: f16[1, 2048]\ninput W: f16[2048, 50257]\nY = rms_norm(X)\nZ = mul(Y, G)\nO = matmul(Z, W)\noutput O\n' \
+  >"$build/ragged/vocab50257.strata"
+printf 'input X: f16[4, 2048]\ninput W1: f16[2048, 11000]\ninput W3: f16[2048, 11000]\nA = matmul(X, W1)\nB = matmul(X, W3)\nO = mul(silu(A), B)\noutput O\n' \
+  >"$build/ragged/mlp11000.strata"
+printf 'input X: f16[8, 2048]\ninput W: f16[2048, 128256]\nY = rms_norm(X)\nO = matmul(Y, W)\noutput O\n' \
+  >"$build/ragged/head128256.strata"
+for prog in vocab50257 mlp11000 head128256; do
+  "$build/strata" optimize "$build/ragged/$prog.strata" --no-cache --quiet --top 1 \
+    -o "$out/optimize-$prog.json" || failed+=("strata optimize on $prog")
+  if ! grep -q '"gpu_profile"' "$out/optimize-$prog.json" 2>/dev/null ||
+     grep -Eq '"status": *"(wrong_answer|compile_error|launch_failure)"' "$out/optimize-$prog.json"; then
+    failed+=("ragged candidates of $prog")
+  fi
+done
 fi
 
 bench_args=(--out "$out" --strata "$build/strata" --top "${STRATA_BENCH_TOP:-5}"

@@ -26,6 +26,15 @@ python3 -m venv --system-site-packages "$venv" || exit 3
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 wheels=()
 if [ -d "$root/.devdeps/wheels" ]; then wheels=(--no-index --find-links "$root/.devdeps/wheels"); fi
+# --system-site-packages does not reach a PyTorch installed in the user site or another prefix
+# of the machine's python3: point the environment at the folders that hold torch and numpy.
+for mod in torch numpy; do
+  if ! "$venv/bin/python" -c "import $mod" 2>/dev/null; then
+    dir=$(python3 -c "import $mod, os; print(os.path.dirname(os.path.dirname($mod.__file__)))") &&
+      echo "$dir" >"$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/machine-$mod.pth" &&
+      echo "environment: $mod from $dir"
+  fi
+done
 "${pip[@]}" install -q "${wheels[@]}" "scikit-build-core>=0.10" "nanobind>=2.0" pytest || exit 3
 "$venv/bin/python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 

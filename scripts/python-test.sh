@@ -61,3 +61,8 @@ echo "python-test: package built and installed in $(( $(date +%s) - start )) s" 
 echo "python-test: bench/tests/test_torch_program.py (the suite's PyTorch baselines)" >&2
 STRATA_TOOL=${STRATA_TOOL:-$PWD/build/strata} "$VENV/bin/python" -m unittest discover \
   -s bench/tests -p test_torch_program.py
+
+# The megakernel benchmark's PyTorch model against a float64 NumPy model (bench/mpk_decode.py).
+echo "python-test: bench/tests/test_mpk_decode.py (the megakernel's PyTorch reference)" >&2
+STRATA_TOOL=${STRATA_TOOL:-$PWD/build/strata} "$VENV/bin/python" -m unittest discover \
+  -s bench/tests -p test_mpk_decode.py

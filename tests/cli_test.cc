@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 
 namespace strata {

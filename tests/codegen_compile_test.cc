@@ -15,11 +15,13 @@
 
 #include "strata/cuda_emitter.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/search.h"
 #include "strata/thread_fusion.h"
 #include "support/cuda_tools.h"
 #include "support/test_steps.h"
 #include "support/op_coverage_graphs.h"
+#include "support/ragged_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -130,6 +132,9 @@ std::vector<Target> targets() {
   ts.push_back({"cov_attention_g", online_attention(DType::f16, true, true, false, 2, 32)});
   ts.push_back({"prog_rmsnorm_b1", rmsnorm_program(2, 4096, 6144)});
   ts.push_back({"prog_gqa_b1", attention_program(2, 256, 64, 4096, false)});
+  // Ragged tiles: zero-filling cp.async and scalar copies, masked tensor-core fragments.
+  for (RaggedCase c : {ragged_rmsnorm_n1000(), ragged_rmsnorm_k300(), ragged_log_down_h220()})
+    ts.push_back({"ragged_" + c.name, std::move(c.graph)});
   return ts;
 }
 

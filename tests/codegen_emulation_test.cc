@@ -9,6 +9,7 @@
 
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/thread_fusion.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
@@ -155,6 +156,14 @@ EmitOptions with(std::function<void(PlanOptions&)> set) {
   EmitOptions o;
   set(o.plan);
   return o;
+}
+
+// Post-loop ops read loop-invariant tiles (a bias, a gain computed from an fmap-φ input):
+// hoisted before the loop, and loaded in the loop when hoisting is off.
+TEST(EmulationCoverage, PostLoopReadsLoopInvariantTiles) {
+  check_graph({"postinv", post_loop_invariants()});
+  check_graph({"postinv_nohoist", post_loop_invariants(), 0.5, 2e-2,
+               with([](PlanOptions& p) { p.hoist_invariants = false; })});
 }
 
 KernelGraph lora_streamed_graph(int64_t m, int64_t k, int64_t n, int64_t r, int64_t tn,

@@ -15,6 +15,7 @@
 
 #include "strata/cost_model.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 
 namespace strata {
 namespace {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/interpreter.h"
 #include "strata/verifier.h"

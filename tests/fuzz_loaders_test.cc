@@ -22,6 +22,7 @@
 #include <map>
 
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/search.h"
 #include "support/coverage_graphs.h"
 #include "support/fuzz_loaders.h"

@@ -16,12 +16,14 @@
 #include "strata/gpu_device.h"
 #include "strata/gpu_jit.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/hash.h"
 #include "strata/profiler.h"
 #include "strata/result_graphs.h"
 #include "strata/runtime_api.h"
 #include "strata/search.h"
 #include "strata/search_profile.h"
+#include "strata/variant_profile.h"
 
 namespace strata {
 namespace {
@@ -66,6 +68,61 @@ void flip_byte(const fs::path& file, std::streamoff at) {
   c = static_cast<char>(c ^ 0x5A);
   f.seekp(at);
   f.write(&c, 1);
+}
+
+// Candidates × emitter variants (variant_profile.h): the expansion, the selection, emitter
+// failures and the choice of the fastest, without a GPU.
+TEST(VariantProfile, ExpandsCandidatesTimesVariants) {
+  auto a = load_graph("examples/programs/rmsnorm_small.strata");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  std::vector<VariantCandidate> candidates = {
+      {*a, std::nullopt}, {*a, std::string("// given source")}, {*a, std::nullopt}};
+  int calls = 0;
+  std::vector<EmitterVariant> variants = {
+      {"one",
+       [&](const KernelGraph&) -> Result<std::string> {
+         return "// one " + std::to_string(++calls);
+       }},
+      {"two", [&](const KernelGraph&) -> Result<std::string> { return make_error("rejected"); }}};
+  // Runs: c0·one, c0·two, c1 (source), c2·one, c2·two; run 3 is left out.
+  std::vector<VariantRun> runs =
+      emit_variant_runs(candidates, variants, [](size_t i) { return i != 3; });
+  ASSERT_EQ(runs.size(), 5u);
+  const int expected[5][2] = {{0, 0}, {0, 1}, {1, -1}, {2, 0}, {2, 1}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].candidate, expected[i][0]) << i;
+    EXPECT_EQ(runs[i].variant, expected[i][1]) << i;
+    EXPECT_EQ(runs[i].selected, i != 3) << i;
+    EXPECT_FALSE(runs[i].outcome) << i;
+  }
+  EXPECT_EQ(calls, 1);  // "one" emitted c0 only: c2·one was left out
+  EXPECT_EQ(runs[0].source, std::optional<std::string>("// one 1"));
+  EXPECT_EQ(runs[1].source, std::nullopt);
+  EXPECT_EQ(runs[1].emit_error, "CUDA emitter: rejected");
+  EXPECT_EQ(runs[2].source, std::optional<std::string>("// given source"));
+  EXPECT_EQ(runs[3].source, std::nullopt);
+  EXPECT_TRUE(runs[3].emit_error.empty());
+  EXPECT_EQ(runs[4].emit_error, "CUDA emitter: rejected");
+
+  // No run with a source: nothing to profile, no GPU needed.
+  std::vector<VariantRun> none = {runs[1], runs[3]};
+  EXPECT_TRUE(profile_variant_runs(candidates, none, ProfileOptions{}).ok());
+  EXPECT_FALSE(none[0].outcome);
+
+  // The fastest: the least median among timed runs, the first of equals.
+  EXPECT_EQ(fastest_variant_run(runs), -1);
+  auto timed = [](double us) {
+    ProfiledCandidate pc;
+    pc.status = CandidateStatus::Ok;
+    pc.timing = Timing{};
+    pc.timing->median_us = us;
+    return pc;
+  };
+  runs[0].outcome = timed(5);
+  runs[2].outcome = timed(3);
+  runs[4].outcome = timed(3);
+  runs[1].outcome = ProfiledCandidate{};  // not timed
+  EXPECT_EQ(fastest_variant_run(runs), 2);
 }
 
 TEST(Sha256, KnownVectors) {

@@ -86,6 +86,40 @@ TEST(BlockGraph, RejectsRuleViolations) {
   EXPECT_EQ(b.output_shape(0), (Shape{16, 64}));
 }
 
+// A post-loop op may read a loop tile only if it is the same in every iteration: an fmap-φ
+// input, or ops of such tiles (docs/mugraph-semantics.md §3.4).
+TEST(BlockGraph, PostLoopOpsReadLoopInvariantTiles) {
+  auto b = *BlockGraph::make({2, 1, 1}, 128, 4);
+  int x = *b.add_input(Shape{8, 64}, {0, kReplicate, kReplicate}, 1);             // [4, 16], varies
+  int bias = *b.add_input(Shape{8, 1}, {0, kReplicate, kReplicate}, kReplicate);  // invariant
+  int acc = *b.add_op(OpKind::AccumSumLd, {x});
+  EXPECT_TRUE(b.loop_invariant(bias));
+  EXPECT_FALSE(b.loop_invariant(x));
+  EXPECT_FALSE(b.loop_invariant(acc));  // post-loop
+  auto sum = b.add_op(OpKind::Add, {acc, bias});
+  ASSERT_TRUE(sum.ok()) << sum.error().message;
+  EXPECT_EQ(b.tensor(*sum).stage, Stage::Post);
+  int e = *b.add_op(OpKind::Exp, {bias});  // an op of invariant tiles is invariant
+  EXPECT_TRUE(b.loop_invariant(e));
+  auto chain = b.add_thread_graph({e, *sum}, {{OpKind::Mul, {0, 1}, 0.0}});
+  ASSERT_TRUE(chain.ok()) << chain.error().message;
+  EXPECT_EQ(b.tensor(*chain).stage, Stage::Post);
+  // A tile that changes with the iteration, or a running op's (the max so far), is not.
+  int xs = *b.add_op(OpKind::Sum, {x}, [] {
+    OpAttrs a;
+    a.dim = 1;
+    return a;
+  }());
+  int rm = *b.add_op(OpKind::RunningMax, {x});
+  for (int loop : {xs, rm}) {
+    EXPECT_FALSE(b.loop_invariant(loop));
+    auto m = b.add_op(OpKind::Add, {acc, loop});
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.error().message.find("changes with the iteration"), std::string::npos);
+    EXPECT_FALSE(b.add_thread_graph({acc, loop}, {{OpKind::Add, {0, 1}, 0.0}}).ok());
+  }
+}
+
 TEST(KernelGraph, CustomizedChecksInputs) {
   KernelGraph g;
   int x = *g.add_input("X", Shape{16, 4096}, DType::f16);

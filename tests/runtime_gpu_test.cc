@@ -1,7 +1,7 @@
 // GPU tests of the runtime: loading and running libraries, the correctness check, timing, the
-// candidate profiler, and emitted code for the reference μGraphs checked against the float64
-// interpreter. Labelled `gpu`: run by scripts/gpu-check.sh on a GPU machine. Without a GPU
-// every test fails (the first assertion says why); nothing is skipped.
+// candidate profiler, and emitted code for the reference μGraphs and for ragged tiles checked
+// against the float64 interpreter. Labelled `gpu`: run by scripts/gpu-check.sh on a GPU
+// machine. Without a GPU every test fails (the first assertion says why); nothing is skipped.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,9 +17,11 @@
 #include "strata/dtype_codec.h"
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/profiler.h"
 #include "strata/runtime_api.h"
+#include "support/ragged_graphs.h"
 
 namespace strata {
 namespace {
@@ -57,12 +59,12 @@ TEST(GpuRuntime, DeviceIsVisible) {
   REQUIRE_GPU();
   auto dev = query_device();
   ASSERT_TRUE(dev.ok()) << dev.error().message;
-  EXPECT_GT(dev->sm_count, 0);
-  EXPECT_GT(dev->l2_bytes, 1 << 20);
-  EXPECT_GE(dev->smem_per_block, 48 * 1024);
+  EXPECT_GT(dev->traits.sm_count, 0);
+  EXPECT_GT(dev->traits.l2_bytes, 1 << 20);
+  EXPECT_GE(dev->traits.smem_per_block_bytes, 48 * 1024);
   EXPECT_EQ(dev->arch().rfind("sm_", 0), 0u);
   std::printf("device: %s (%s), %d SMs, L2 %lld bytes\n", dev->name.c_str(), dev->arch().c_str(),
-              dev->sm_count, static_cast<long long>(dev->l2_bytes));
+              dev->traits.sm_count, static_cast<long long>(dev->traits.l2_bytes));
 }
 
 TEST(GpuRuntime, RunsLibrariesOnDeviceBuffers) {
@@ -217,6 +219,31 @@ TEST(GpuRuntime, EmittedReferenceGraphsMatchTheInterpreter) {
   }
   // No reference program: each candidate is checked against its own graph (all compiled
   // in parallel).
+  ProfileOptions o;
+  o.check_only = true;
+  auto out = profile_candidates(graphs, sources, o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  for (size_t i = 0; i < graphs.size(); ++i)
+    EXPECT_EQ((*out)[i].status, CandidateStatus::Ok)
+        << names[i] << ": " << candidate_status_name((*out)[i].status) << ": " << (*out)[i].error;
+}
+
+// Ragged tiles (docs/codegen.md, "Ragged tiles"): graphs whose grid or loop splits do not
+// divide their extents (masked loads, clipped stores, reductions over the present elements,
+// masked tensor-core fragments) against the float64 interpreter on the device.
+TEST(GpuRuntime, EmittedRaggedGraphsMatchTheInterpreter) {
+  REQUIRE_GPU();
+  auto dev = query_device();
+  ASSERT_TRUE(dev.ok());
+  std::vector<KernelGraph> graphs;
+  std::vector<std::string> sources, names;
+  for (testing::RaggedCase& c : testing::ragged_cases()) {
+    auto src = emit_graph_source(c.graph, dev->arch());
+    ASSERT_TRUE(src.ok()) << c.name << ": " << src.error().message;
+    graphs.push_back(std::move(c.graph));
+    sources.push_back(*src);
+    names.push_back(c.name);
+  }
   ProfileOptions o;
   o.check_only = true;
   auto out = profile_candidates(graphs, sources, o);

@@ -13,6 +13,7 @@
 #include "strata/cost_model.h"
 #include "strata/dim_classes.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/hash.h"
 #include "strata/search.h"
@@ -88,10 +89,10 @@ TEST(SearchCache, KeysAndHashes) {
 
 /// The hash of the sources that determine search results, recomputed from the files here the
 /// way cmake/source_hash.cmake computes it at build time.
-std::string current_source_hash() {
+std::vector<std::string> current_source_files() {
   std::vector<std::string> files;
   auto add = [&](const fs::path& dir, std::initializer_list<const char*> exts) {
-    for (const auto& e : fs::directory_iterator(dir))
+    for (const auto& e : fs::recursive_directory_iterator(dir))
       for (const char* ext : exts)
         if (e.is_regular_file() && e.path().extension() == ext)
           files.push_back(e.path().lexically_relative(".").generic_string());
@@ -100,8 +101,13 @@ std::string current_source_hash() {
   for (const char* d : {"search", "expr", "verify", "opt", "cost", "ir", "interp", "util"})
     add(fs::path("src") / d, {".h", ".cc"});
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string current_source_hash() {
   std::string lines;
-  for (const std::string& f : files) lines += f + " " + sha256_hex(slurp(f)) + "\n";
+  for (const std::string& f : current_source_files())
+    lines += f + " " + sha256_hex(slurp(f)) + "\n";
   return sha256_hex(lines);
 }
 
@@ -110,6 +116,21 @@ TEST(SearchCache, KeyFollowsTheSources) {
   EXPECT_EQ(search_source_hash(), current_source_hash())
       << "the build's source hash is stale (rebuild), or cmake/source_hash.cmake and this "
          "test disagree on the file set";
+  // The set (the build's, as the hashes agree) covers the rules of the search, the
+  // verifier and the cost model, and the public headers, wherever they live below
+  // include/strata/.
+  const std::vector<std::string> files = current_source_files();
+  auto covers = [&](std::string_view prefix, std::string_view suffix) {
+    return std::any_of(files.begin(), files.end(), [&](const std::string& f) {
+      return f.starts_with(prefix) && f.ends_with(suffix);
+    });
+  };
+  EXPECT_TRUE(covers("src/search/", "/search.cc"));
+  EXPECT_TRUE(covers("src/search/", "/enumerator.cc"));
+  EXPECT_TRUE(covers("src/verify/", "/verifier.cc"));
+  EXPECT_TRUE(covers("src/cost/", "/cost_model.cc"));
+  EXPECT_TRUE(covers("include/strata/", "/search.h"));
+  EXPECT_TRUE(covers("include/strata/", "/op_table.def"));
   // A result cached by a build with other sources (a stale key) is not served.
   fs::path dir = fresh_dir("stale");
   KernelGraph p = rmsnorm_program();

@@ -16,6 +16,7 @@
 
 #include "search/enumerator.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/search.h"
 #include "strata/search_cache.h"

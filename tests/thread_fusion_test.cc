@@ -11,6 +11,7 @@
 
 #include "strata/cost_model.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/thread_fusion.h"
 

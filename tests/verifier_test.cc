@@ -793,6 +793,118 @@ TEST(Coefficients, ScalarsWithLongMantissasKeepTheirBound) {
   expect_rejected(mean, thirds, 0, -1);
 }
 
+// ---- safe softmax: max, the online softmax and exp safety ---------------------------------
+
+// Attention O = softmax(0.125·Q·K)·V over Q[2, 4, 8], K[2, 8, 32], V[2, 32, 8]; `safe`
+// subtracts the row max first (docs/verifier.md, "Max" and "Safe exponentials").
+KernelGraph softmax_attention(bool safe, bool wrong_max_dim = false, bool max_of_other = false) {
+  std::vector<Shape> att{{2, 4, 8}, {2, 8, 32}, {2, 32, 8}};
+  return graph(att, [&](KernelGraph& g, auto in) {
+    OpAttrs sc;
+    sc.scalar = 0.125;
+    int qk = op(g, OpKind::Matmul, {in[0], in[1]});
+    int s = op(g, OpKind::MulScalar, {qk}, sc);
+    int x = s;
+    if (safe) {
+      int m = op(g, OpKind::Max, {max_of_other ? qk : s}, dim(wrong_max_dim ? 1 : 2));
+      x = op(g, OpKind::Sub, {s, m});
+    }
+    int e = op(g, OpKind::Exp, {x});
+    int p = op(g, OpKind::Div, {e, op(g, OpKind::Sum, {e}, dim(2))});
+    return std::vector<int>{op(g, OpKind::Matmul, {p, in[2]})};
+  });
+}
+
+/// Mistakes an online softmax can make (each one alone).
+struct OnlineMutation {
+  bool plain_accum = false;   ///< accum / accum_sum_ld instead of the rescaling accumulators
+  bool unshifted = false;     ///< exp(s) without the running max
+  bool wrong_sign = false;    ///< exp(m − s)
+  bool max_of_other = false;  ///< the running max of the unscaled scores Q·K
+  int iterations = 4;         ///< F
+};
+
+/// One kernel, F iterations over the 32 keys: running_max, exp(s − m), and the rescaling
+/// accumulators of exp(s − m)·V and of the exp-sum. `unshifted`: no running max at all,
+/// exp(s) and plain accumulators (the unsafe program fused).
+KernelGraph online_softmax(OnlineMutation mu = {}) {
+  std::vector<Shape> att{{2, 4, 8}, {2, 8, 32}, {2, 32, 8}};
+  return graph(att, [&](KernelGraph& g, auto in) {
+    return custom(g, in, {2, 1, 1}, mu.iterations, [&](BlockGraph& b) {
+      int q = must(b.add_input(att[0], {0, kPhi, kPhi}, kPhi));
+      int k = must(b.add_input(att[1], {0, kPhi, kPhi}, 2));
+      int v = must(b.add_input(att[2], {0, kPhi, kPhi}, 1));
+      OpAttrs sc;
+      sc.scalar = 0.125;
+      int qk = must(b.add_op(OpKind::Matmul, {q, k}));
+      int s = must(b.add_op(OpKind::MulScalar, {qk}, sc));
+      int m = mu.unshifted ? -1 : must(b.add_op(OpKind::RunningMax, {mu.max_of_other ? qk : s}));
+      int x = mu.unshifted    ? s
+              : mu.wrong_sign ? must(b.add_op(OpKind::Sub, {m, s}))
+                              : must(b.add_op(OpKind::Sub, {s, m}));
+      int e = must(b.add_op(OpKind::Exp, {x}));
+      int pv = must(b.add_op(OpKind::Matmul, {e, v}));
+      bool plain = mu.plain_accum || mu.unshifted;
+      int o = plain ? must(b.add_op(OpKind::AccumSum, {pv}))
+                    : must(b.add_op(OpKind::AccumRescale, {pv, m}));
+      int l = plain ? must(b.add_op(OpKind::AccumSumLd, {e}))
+                    : must(b.add_op(OpKind::AccumRescaleLd, {e, m}));
+      EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {o, l})), {0, kPhi, kPhi}).ok());
+    });
+  });
+}
+
+/// Rejected by the exp-safety check (equal over the reals, so no element differs).
+void expect_unsafe(const KernelGraph& program, const KernelGraph& candidate) {
+  VerifyResult r = verify(program, candidate);
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_NE(r.detail.find("without that shift"), std::string::npos) << r.detail;
+  auto checker = EquivalenceChecker::make(program, {});
+  ASSERT_TRUE(checker.ok());
+  EXPECT_FALSE(*checker->screen(candidate));
+}
+
+TEST(SafeSoftmax, OnlineSoftmaxIsAcceptedWithABound) {
+  KernelGraph safe = softmax_attention(true);
+  expect_equivalent(safe, online_softmax());
+  // With more iterations the running max changes more often; the result is the same.
+  EXPECT_TRUE(verify(safe, online_softmax({.iterations = 8})).equivalent);
+}
+
+TEST(SafeSoftmax, AccumulatingWithoutTheRescaleIsRejected) {
+  // Σ_i e^(s_i − m_i)·v_i mixes shifts of different iterations: a different value.
+  expect_rejected(softmax_attention(true), online_softmax({.plain_accum = true}));
+}
+
+TEST(SafeSoftmax, WrongSignIsRejected) {
+  // exp(m − s) is no shift by a max (the safety check names it), and a different function
+  // (the field check finds an element, even against the unsafe program).
+  expect_unsafe(softmax_attention(true), online_softmax({.wrong_sign = true}));
+  expect_rejected(softmax_attention(false), online_softmax({.wrong_sign = true}));
+}
+
+TEST(SafeSoftmax, UnshiftedExpIsRejectedForASafeProgram) {
+  // exp(s)·V / Σ exp(s), fused or not, is the unsafe program's function: the field check
+  // proves it equal to the safe one too (the shift cancels), so only the safety check can
+  // refuse it, and must.
+  KernelGraph fused = online_softmax({.unshifted = true});
+  expect_equivalent(softmax_attention(false), fused);
+  expect_unsafe(softmax_attention(true), fused);
+  expect_unsafe(softmax_attention(true), softmax_attention(false));
+}
+
+TEST(SafeSoftmax, MaxOverTheWrongDimIsRejected) {
+  // A max over the query rows is not constant along a softmax row: the shift does not cancel.
+  expect_rejected(softmax_attention(true), softmax_attention(true, /*wrong_max_dim=*/true));
+}
+
+TEST(SafeSoftmax, MaxOfAnotherTensorIsRejected) {
+  // A max of the unscaled scores is constant along each row, so the field check alone would
+  // accept it (the shift cancels); but exp(s − max(Q·K)) can still overflow: unsafe.
+  expect_unsafe(softmax_attention(true), softmax_attention(true, false, /*max_of_other=*/true));
+  expect_unsafe(softmax_attention(true), online_softmax({.max_of_other = true}));
+}
+
 }  // namespace
 }  // namespace strata
 

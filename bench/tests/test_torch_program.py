@@ -87,6 +87,12 @@ def checksums(t):
 
 # Small programs that together call every program op, each family of the suite among them.
 SMALL = {
+    # all_reduce over the one rank of a program without `ranks`: the identity
+    "all_reduce_one_rank": """input X: f32[3, 8]
+input W: f32[8, 4]
+O = add_scalar(all_reduce(matmul(X, W)), 1)
+output O
+""",
     "unary": """input X: f32[3, 5, 8]
 A = add(add(add(exp(X), square(X)), sqrt(add_scalar(square(X), 1))), silu(X))
 B = add(add(gelu(X), relu(X)), add(sigmoid(X), tanh(X)))
@@ -318,6 +324,11 @@ class SuiteHarness(unittest.TestCase):
     def args(self, **kw):
         import argparse
         return argparse.Namespace(**{"programs": "", "part": "", **kw})
+
+    def test_another_folder_of_programs(self):
+        chosen = self.sb.select(self.args(suite_dir=str(BENCH.parent / "examples" / "real")))
+        self.assertIn("rotary", [c.key for c in chosen])
+        self.assertNotIn("mcfuser_s7", [c.key for c in chosen])
 
     def test_parts_cover_every_program_once(self):
         every = [c.key for c in self.sb.select(self.args())]

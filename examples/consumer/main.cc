@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/interpreter.h"
 
 int main(int argc, char** argv) {

@@ -76,7 +76,9 @@ class BlockGraph {
   /// `kernel_shape` is that input's device-tensor shape. Returns the tile tensor id.
   Result<int> add_input(const Shape& kernel_shape, GridMap imap, int fmap);
   /// Adds a compute op (loop body or post-loop, by the stage of its inputs) or an
-  /// accumulator. Returns the output tensor id.
+  /// accumulator. Returns the output tensor id. A compute op with a post-loop input is
+  /// post-loop; its loop-body inputs must then be loop-invariant (docs/mugraph-semantics.md
+  /// §3.4).
   Result<int> add_op(OpKind kind, std::vector<int> inputs, OpAttrs attrs = {});
   /// Adds a thread graph: an elementwise chain evaluated per element in registers.
   Result<int> add_thread_graph(std::vector<int> inputs, std::vector<ThreadStep> chain);
@@ -114,6 +116,10 @@ class BlockGraph {
   bool ragged() const;
   /// Whether some input's for-loop split leaves a shorter last iteration in some block.
   bool ragged_loop() const;
+  /// Whether loop-body tensor t is the same in every iteration: an input iterator with
+  /// fmap φ, or a compute op (not a running op) of such tensors only. Post-loop ops may read
+  /// it (docs/mugraph-semantics.md §3.4). False for post-loop tensors.
+  bool loop_invariant(int t) const;
   /// Device-tensor shape of output i (the block tile scaled by the grid along omap).
   const Shape& output_shape(int i) const { return output_shapes_[i]; }
   /// Op id of the input iterator of input i / of the saver of output i.
@@ -126,6 +132,9 @@ class BlockGraph {
  private:
   BlockGraph() = default;
   std::string where(int op_id, OpKind kind) const;
+  /// The stage of a compute op with these inputs (Post if any is post-loop), or the error
+  /// (prefixed by `at`) when a post-loop op would read a loop tile that is not invariant.
+  Result<Stage> compute_stage(const std::string& at, const std::vector<int>& inputs) const;
 
   Dim3 grid_;
   int block_threads_ = 128;

@@ -6,17 +6,19 @@
 //   t = t_mem · α + t_comp · u + F · t_iter + launch,
 //   α = 1 + c_α · N_SM / N_blocks,   u = max(1, N_SM / N_blocks),
 // where t_mem is the DRAM traffic of the kernel's loads and stores divided by the sustained
-// bandwidth plus the re-reads that hit in L2 divided by the L2 bandwidth, and t_comp its FLOPs divided by the peak rate (tensor-core rate for matmul FLOPs,
-// SIMT rate for the rest), u the underfill of compute (a grid of fewer blocks than SMs computes
-// on only that many SMs), α that of the memory stream, F the for-loop's trip count and t_iter the latency of one iteration
-// (a tile load that cannot be hidden plus the barriers; it bounds kernels that loop over tiny
-// tiles). MCFuser's α has c_α = 1; ours is fitted to measurements. For a customized kernel, traffic and FLOPs are tile sizes times the
-// trip counts of the loops around them (grid blocks, for-loop iterations); a tile that does not
-// change across the for-loop (fmap φ) is loaded once per block. Bytes of an input read beyond
-// its size are re-reads of tiles other blocks read too: they hit in L2 when the blocks run in
-// one wave or the kernel's inputs fit in half the L2, else all but 1 / waves of them go to DRAM.
-// A predefined kernel op is one library-like kernel reading each input once and writing its
-// output once (a matmul re-reads A per column of blocks and B per row of blocks).
+// bandwidth plus the re-reads that hit in L2 divided by the L2 bandwidth, and t_comp its FLOPs
+// divided by the peak rate (tensor-core rate for matmul FLOPs, SIMT rate for the rest), u the
+// underfill of compute (a grid of fewer blocks than SMs computes on only that many SMs), α that of
+// the memory stream, F the for-loop's trip count and t_iter the latency of one iteration (a tile
+// load that cannot be hidden plus the barriers; it bounds kernels that loop over tiny tiles).
+// MCFuser's α has c_α = 1; ours is fitted to measurements. For a customized kernel, traffic and
+// FLOPs are tile sizes times the trip counts of the loops around them (grid blocks, for-loop
+// iterations); a tile that does not change across the for-loop (fmap φ) is loaded once per block.
+// Bytes of an input read beyond its size are re-reads of tiles other blocks read too: they hit in
+// L2 when the blocks run in one wave or the kernel's inputs fit in half the L2, else all but 1 /
+// waves of them go to DRAM. A predefined kernel op is one library-like kernel reading each input
+// once and writing its output once (a matmul re-reads A per column of blocks and B per row of
+// blocks).
 #pragma once
 
 #include <cstdint>
@@ -24,28 +26,34 @@
 #include <string_view>
 #include <vector>
 
+#include "strata/arch_traits.h"
 #include "strata/kernel_graph.h"
 #include "strata/status.h"
 
 namespace strata {
 
-/// Performance constants of one GPU. All rates are sustained or peak per second.
-struct Target {
-  std::string name;              ///< "h100" | "h200" | "a100"
-  int sm_count;                  ///< streaming multiprocessors (N_SM in α)
-  int64_t smem_per_block_bytes;  ///< opt-in shared memory per thread block
-  double mem_bandwidth_Bps;      ///< sustained DRAM bandwidth, bytes/s
-  double l2_bandwidth_Bps;       ///< rate of tile re-reads that hit in L2, bytes/s
-  double narrow_bandwidth_Bps;   ///< extra cost of bytes in narrow tiles (rows < 128 B), bytes/s
-  int64_t l2_bytes;              ///< L2 cache size
-  double tensor_peak_flops;      ///< fp16/bf16 tensor-core rate (dense), FLOP/s
-  double simt_peak_flops;        ///< fp32 CUDA-core rate (elementwise, reductions), FLOP/s
-  double launch_overhead_s;      ///< per kernel launch within a CUDA graph, seconds
-  double alpha_sm_factor;        ///< c_α in α = 1 + c_α · N_SM / N_blocks
-  double iteration_latency_s;    ///< t_iter: per for-loop iteration of a customized kernel
+/// The cost model's constants for one GPU beyond its architecture's facts: rates fitted to
+/// measurements or taken from the model (docs/cost-model.md). All rates are sustained or peak
+/// per second.
+struct CostConstants {
+  double mem_bandwidth_Bps;     ///< sustained DRAM bandwidth, bytes/s
+  double l2_bandwidth_Bps;      ///< rate of tile re-reads that hit in L2, bytes/s
+  double narrow_bandwidth_Bps;  ///< extra cost of bytes in narrow tiles (rows < 128 B), bytes/s
+  double tensor_peak_flops;     ///< fp16/bf16 tensor-core rate (dense) the model uses, FLOP/s
+  double simt_peak_flops;       ///< fp32 CUDA-core rate (elementwise, reductions), FLOP/s
+  double launch_overhead_s;     ///< per kernel launch within a CUDA graph, seconds
+  double alpha_sm_factor;       ///< c_α in α = 1 + c_α · N_SM / N_blocks
+  double iteration_latency_s;   ///< t_iter: per for-loop iteration of a customized kernel
+};
 
+/// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
+/// N_SM in α, opt-in shared memory per block, L2 size, …) and the model's constants.
+struct Target : ArchTraits, CostConstants {
   /// The built-in target of that name; the error lists the valid names.
   static Result<Target> by_name(std::string_view name);
+  /// The built-in target of the architecture a device is by its name (known_arch_for_device,
+  /// e.g. "NVIDIA H200" → h200), else the default architecture's (h100).
+  static Target for_device(std::string_view device_name);
 };
 
 /// The built-in targets, in the order they are listed to users (the one table of constants).
@@ -53,23 +61,23 @@ const std::vector<Target>& known_targets();
 
 /// The prediction for one kernel (one non-input op of the kernel graph).
 struct KernelCost {
-  int op_id;            ///< kernel op id
-  std::string label;    ///< "<op> → <output names>"
-  int64_t load_bytes;   ///< DRAM bytes read, trip counts included
-  int64_t l2_bytes;     ///< bytes re-read by further blocks that hit in L2
-  int64_t narrow_bytes; ///< bytes loaded in tiles whose rows are shorter than 128 B (a part
-                        ///< of a longer row: every row a separate, partly used L2 line)
-  int64_t store_bytes;  ///< DRAM bytes written
-  double tensor_flops;  ///< matmul FLOPs (tensor cores)
-  double simt_flops;    ///< all other FLOPs (CUDA cores)
-  int64_t blocks;       ///< thread blocks of the launch (N_blocks in α)
-  int64_t forloop;      ///< for-loop trip count F (1 for predefined ops)
-  double alpha;         ///< 1 + c_α · N_SM / N_blocks (underfill of the memory stream)
-  double underfill;     ///< max(1, N_SM / N_blocks) (compute runs on min(N_blocks, N_SM) SMs)
-  double t_mem_s;       ///< (load_bytes + store_bytes) / bandwidth + l2_bytes / L2 bandwidth
-  double t_comp_s;      ///< tensor_flops / tensor peak + simt_flops / SIMT peak
-  double predicted_s;   ///< t_mem_s · alpha + t_comp_s · underfill + F · t_iter + launch
-  int64_t smem_bytes;   ///< block_smem_bytes of a customized kernel; 0 for predefined ops
+  int op_id;             ///< kernel op id
+  std::string label;     ///< "<op> → <output names>"
+  int64_t load_bytes;    ///< DRAM bytes read, trip counts included
+  int64_t l2_bytes;      ///< bytes re-read by further blocks that hit in L2
+  int64_t narrow_bytes;  ///< bytes loaded in tiles whose rows are shorter than 128 B (a part
+                         ///< of a longer row: every row a separate, partly used L2 line)
+  int64_t store_bytes;   ///< DRAM bytes written
+  double tensor_flops;   ///< matmul FLOPs (tensor cores)
+  double simt_flops;     ///< all other FLOPs (CUDA cores)
+  int64_t blocks;        ///< thread blocks of the launch (N_blocks in α)
+  int64_t forloop;       ///< for-loop trip count F (1 for predefined ops)
+  double alpha;          ///< 1 + c_α · N_SM / N_blocks (underfill of the memory stream)
+  double underfill;      ///< max(1, N_SM / N_blocks) (compute runs on min(N_blocks, N_SM) SMs)
+  double t_mem_s;        ///< (load_bytes + store_bytes) / bandwidth + l2_bytes / L2 bandwidth
+  double t_comp_s;       ///< tensor_flops / tensor peak + simt_flops / SIMT peak
+  double predicted_s;    ///< t_mem_s · alpha + t_comp_s · underfill + F · t_iter + launch
+  int64_t smem_bytes;    ///< block_smem_bytes of a customized kernel; 0 for predefined ops
 };
 
 /// The prediction for a whole kernel graph: kernels in op order, and their sum.

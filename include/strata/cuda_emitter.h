@@ -13,6 +13,19 @@
 //   int strata_input_rank(int i), strata_output_rank(int i);          // -1 if out of range
 //   long long strata_input_dim(int i, int d), strata_output_dim(int i, int d);
 //   int strata_input_dtype(int i), strata_output_dtype(int i);        // 0 f16, 1 bf16, 2 f32
+//   int strata_ranks(void);          // the graph's ranks (docs/tensor-parallel.md), 1 if none
+//
+// A graph with all_reduce ops (tensor parallelism, docs/tensor-parallel.md) runs one process
+// per rank; each all_reduce is an ncclAllReduce (sum, in the tensor's dtype) on the launch
+// stream, so the launch stays CUDA-graph capturable. Its source includes <nccl.h>, links with
+// NCCL, and adds
+//   int strata_nccl_unique_id(void* id);  // ncclGetUniqueId into NCCL_UNIQUE_ID_BYTES bytes
+//   int strata_nccl_init(const void* id, int nranks, int rank);  // own communicator
+//   int strata_nccl_set_comm(void* comm);  // or the caller's ncclComm_t (not freed here)
+//   void* strata_nccl_comm(void);          // the communicator in use (to share it), or null
+//   int strata_nccl_finalize(void);        // destroys the communicator strata_nccl_init made
+// NCCL failures return 10000 + the ncclResult_t; strata_launch without a communicator returns
+// 10000 + ncclInvalidUsage.
 //
 // inputs[i] / outputs[i] are device pointers (16-byte aligned, dense row-major) in the order
 // of KernelGraph::inputs() / outputs(); workspace holds strata_workspace_bytes() bytes
@@ -32,6 +45,10 @@
 
 namespace strata {
 
+/// True when strata was configured with NCCL's header (CMake found nccl.h; STRATA_NCCL_ROOT
+/// names where to look): emitted all_reduce ops compile there.
+bool nccl_configured();
+
 struct EmitOptions {
   std::string arch = "sm_90a";     ///< target named in the header comment (sm_80 or newer)
   std::string name = "graph";      ///< graph name used in kernel names and comments
@@ -48,6 +65,10 @@ struct EmitOptions {
   /// measured only on the large weights of the skinny matmuls
   /// (bench/results/h200-2026-11-25-evict.md).
   int64_t l2_streaming_min_bytes = int64_t{16} << 20;
+  /// Emit all_reduce ops as NCCL calls (docs/tensor-parallel.md). On by default when strata
+  /// was configured with NCCL's header (nccl_configured()); off, a graph with an all_reduce
+  /// is refused with an error saying so.
+  bool nccl = nccl_configured();
 };
 
 /// Per-kernel facts of an emitted source (for reports and tests).

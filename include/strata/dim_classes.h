@@ -202,6 +202,11 @@ struct SplitPolicy {
   /// §3.1: the last tile is shorter) by the tiles whose padding, ⌈e/t⌉·t − e, is at most this
   /// fraction of the extent e.
   double max_ragged_waste = 0.125;
+  /// Larger per-block tiles for a class that is not reduced in the program and that no tile
+  /// of grid_tiles splits into at most max_blocks blocks (an LM head's vocabulary of 128256
+  /// or 152064): tried in order by the same rules (dividing, else ragged with bounded
+  /// padding), and the first that gives a split is offered.
+  std::vector<int64_t> large_grid_tiles{256, 512, 1024};
 };
 
 /// Candidate grid extents (≥ 2, ascending) for splitting class `info` across blocks.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "strata/arch_traits.h"
 #include "strata/status.h"
 
 namespace strata {
@@ -15,14 +16,16 @@ namespace strata {
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;  ///< e.g. "NVIDIA H100 80GB HBM3"
-  int cc_major = 0, cc_minor = 0;
-  int sm_count = 0;
-  int64_t l2_bytes = 0;        ///< L2 cache size
-  int64_t smem_per_block = 0;  ///< opt-in maximum shared memory per block
+  /// The device's architecture (arch_traits.h), what the cost model and the planner read too:
+  /// the built-in architecture the device's name names (known_arch_for_device; else name
+  /// "sm_XY" and unknown peak rates), with every field the device reports measured: compute
+  /// capability and sm_arch (arch_for_compute_capability), SMs, shared memory per block
+  /// (opt-in) and per SM, registers and threads per SM, L2 size.
+  ArchTraits traits;
   int64_t global_mem_bytes = 0;
   int driver_version = 0;  ///< e.g. 13000
   int runtime_version = 0;
-  /// The nvcc -arch value for this device (see arch_for_compute_capability).
+  /// The nvcc -arch value for this device: traits.sm_arch.
   std::string arch() const;
 };
 

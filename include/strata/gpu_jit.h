@@ -32,8 +32,8 @@ struct JitOptions {
   std::vector<std::string> include_dirs;
   /// Extra nvcc flags appended after the defaults; part of the cache key.
   std::vector<std::string> extra_flags;
-  /// Root of the cache; binaries live in <cache_dir>/bin. Empty = $STRATA_CACHE_DIR, else
-  /// ~/.cache/strata.
+  /// Root of the cache; binaries live in <cache_dir>/bin. Empty = resolve_cache_dir's folder
+  /// (cache_dir.h: $STRATA_CACHE_DIR, else ~/.cache/strata), the search cache's too.
   std::string cache_dir;
   /// nvcc executable. Empty = nvcc_executable()'s lookup.
   std::string nvcc;

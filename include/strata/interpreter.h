@@ -25,7 +25,9 @@ struct ExecOptions {
 };
 
 /// Runs `g` on `inputs` (one per graph input, in order) and returns the graph's outputs in
-/// order. A wrong number of inputs, a shape mismatch or an incomplete graph is an Error.
+/// order. A wrong number of inputs, a shape mismatch or an incomplete graph is an Error. A graph
+/// over several ranks takes the full inputs and returns the full outputs: every rank runs on
+/// its shard and all_reduce sums over the ranks (expand_ranks, docs/tensor-parallel.md).
 Result<std::vector<HostTensor>> run_reference(const KernelGraph& g,
                                               const std::vector<HostTensor>& inputs,
                                               const ExecOptions& options = {});
@@ -38,7 +40,8 @@ Result<std::vector<HostTensor>> run_reference(const KernelGraph& g,
 /// rather than an allocation failure.
 Status check_host_size(const KernelGraph& g, int64_t bytes_per_element = sizeof(double));
 
-/// One tensor per graph input with elements uniform in [−1, 1), determined by `seed`.
+/// One tensor per graph input (the full input of a graph over several ranks) with elements
+/// uniform in [−1, 1), determined by `seed`.
 std::vector<HostTensor> random_inputs(const KernelGraph& g, uint64_t seed);
 
 }  // namespace strata

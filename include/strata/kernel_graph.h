@@ -9,7 +9,9 @@
 //  - Input ops come from add_input and produce one tensor each;
 //  - a customized op's block graph has one input iterator per op input, with the same
 //    device shape, and is complete;
-//  - tensor names, when given, are unique.
+//  - tensor names, when given, are unique;
+//  - ranks() ≥ 1; every input and every output has a shard dim (kReplicated or a dim of the
+//    tensor): the tensor-parallel interface of docs/tensor-parallel.md.
 #pragma once
 
 #include <memory>
@@ -38,6 +40,11 @@ struct KernelOp {
   std::shared_ptr<const BlockGraph> body;  ///< Customized only
 };
 
+/// A tensor of the tensor-parallel interface that is the same on every rank.
+inline constexpr int kReplicated = -1;
+/// The most ranks a tensor-parallel graph may declare (docs/tensor-parallel.md).
+inline constexpr int kMaxRanks = 64;
+
 class KernelGraph {
  public:
   /// Adds a program input (a device tensor). Returns its tensor id.
@@ -54,6 +61,32 @@ class KernelGraph {
   void pop_op();
   /// Checks the graph is complete: at least one output.
   Status check_complete() const;
+
+  // ---- tensor parallelism (docs/tensor-parallel.md) --------------------------------------
+  // A graph describes what one rank of a group of ranks() ranks computes (SPMD). Input i is
+  // either replicated (every rank holds the whole tensor) or sharded along a dim d: rank r
+  // holds the r-th of ranks() equal parts of the full tensor along d, whose extent is the
+  // declared one times ranks(). Outputs likewise: a replicated output is the same on every
+  // rank; a sharded output's full value is the rank values concatenated along its dim.
+
+  /// Sets the number of ranks, 1 to kMaxRanks.
+  Status set_ranks(int ranks);
+  /// Shards input `index` (a position in inputs()) along `dim` (0 to rank − 1), or
+  /// replicates it with kReplicated. Requires ranks() ≥ 2 for a shard, and a full
+  /// shape within Shape's element bound.
+  Status set_input_shard(int index, int dim);
+  /// As set_input_shard, for output `index` (a position in outputs()).
+  Status set_output_shard(int index, int dim);
+  int ranks() const { return ranks_; }
+  /// The shard dim of input / output `index`, or kReplicated.
+  int input_shard(int index) const { return input_shard_[index]; }
+  int output_shard(int index) const { return output_shard_[index]; }
+  /// True when the graph has more than one rank, or an all_reduce op.
+  bool is_parallel() const;
+  /// Copies ranks() and the shard dims of the inputs and outputs that both graphs have from
+  /// `from` (a program whose interface this graph implements: search candidates, rebuilt
+  /// graphs). The interfaces must match in shapes (not checked).
+  void copy_parallel_interface(const KernelGraph& from);
 
   const std::vector<KernelOp>& ops() const { return ops_; }
   const std::vector<KernelTensor>& tensors() const { return tensors_; }
@@ -81,6 +114,9 @@ class KernelGraph {
   std::vector<KernelTensor> tensors_;
   std::vector<int> inputs_;
   std::vector<int> outputs_;
+  int ranks_ = 1;
+  std::vector<int> input_shard_;   ///< per input position: a dim or kReplicated
+  std::vector<int> output_shard_;  ///< per output position: a dim or kReplicated
 };
 
 }  // namespace strata

@@ -20,12 +20,14 @@
 // pass.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "strata/arch_traits.h"
 #include "strata/block_graph.h"
 #include "strata/shape.h"
 #include "strata/status.h"
@@ -38,9 +40,22 @@ inline constexpr int64_t kSmemAlign = 128;
 /// Knobs of the graph optimizer. Defaults target an H100/H200 (132 SMs, 227 KB of shared
 /// memory per block). None of them changes what a kernel computes, only how.
 struct PlanOptions {
-  int64_t smem_limit = 227 * 1024;       ///< dynamic shared memory per block (bytes)
-  int64_t sm_smem = 228 * 1024;          ///< shared memory per SM (sizes co-resident blocks)
-  int sm_count = 132;                    ///< SMs of the target (blocks per SM for the budgets)
+  // The target's hardware, by default ArchTraits::default_arch()'s (arch_traits.h); for_arch
+  // sets all three from one architecture.
+  /// Dynamic shared memory per block (bytes).
+  int64_t smem_limit = ArchTraits::default_arch().smem_per_block_bytes;
+  /// Shared memory per SM (sizes co-resident blocks).
+  int64_t sm_smem = ArchTraits::default_arch().smem_per_sm_bytes;
+  /// SMs of the target (blocks per SM for the budgets).
+  int sm_count = ArchTraits::default_arch().sm_count;
+  /// Default options for the GPU `arch`: its shared memory per block and per SM, its SMs.
+  static PlanOptions for_arch(const ArchTraits& arch) {
+    PlanOptions o;
+    o.smem_limit = arch.smem_per_block_bytes;
+    o.sm_smem = arch.smem_per_sm_bytes;
+    o.sm_count = arch.sm_count;
+    return o;
+  }
   int max_stages = 12;                   ///< pipeline depth cap for per-iteration input tiles
   int64_t bytes_in_flight = 128 * 1024;  ///< per-SM prefetch target that sizes the pipeline
   int register_accum_floats = 64;        ///< per-thread f32 budget for register accumulators
@@ -155,6 +170,32 @@ struct InputView {
   IndexMap map;
 };
 
+/// A tile dim whose present extent can fall short of its nominal extent: the tile of the last
+/// block or iteration of a ragged split (docs/mugraph-semantics.md §3.1; docs/codegen.md,
+/// "Ragged tiles"). In block b and iteration `it` its first
+///   present(b, it) = min(tile, part(b) − (loop ? it · tile : 0))
+/// elements are present, with part(b) = axis ≥ 0 ? min(block_tile, extent − b_axis · block_tile)
+/// : extent, the block's part of the dim. Never less than 1.
+struct RaggedExtent {
+  int axis = -1;           ///< grid axis that splits `extent` raggedly across blocks, or -1
+  int64_t extent = 0;      ///< axis ≥ 0: the device extent split across the grid; else the
+                           ///< block's part (the same in every block)
+  int64_t block_tile = 0;  ///< axis ≥ 0: ⌈extent / grid⌉; else extent
+  int64_t tile = 0;        ///< the nominal extent of the dim in the tile
+  bool loop = false;       ///< the block's part is split again over the iterations (fmap)
+  bool operator==(const RaggedExtent&) const = default;
+};
+
+/// The ragged dims of the tensors of a block graph (ragged_tiles.h).
+struct RaggedTiles {
+  std::vector<RaggedExtent> extents;            ///< the distinct ragged extents
+  std::vector<std::array<int, kMaxRank>> dims;  ///< per tensor and dim: an extent id, or -1
+  /// Whether some tile is ragged.
+  bool any() const { return !extents.empty(); }
+  /// The extent id of dim d of tensor t, or -1 (every element present).
+  int dim(int t, int d) const { return dims.empty() || d < 0 ? -1 : dims[t][d]; }
+};
+
 struct OpPlan {
   Phase phase = Phase::Loop;
   int level = 0;             ///< barrier-separated step within the phase (loads are level 0)
@@ -188,6 +229,22 @@ struct OpPlan {
   int scale_b = -1;             ///< matmul: rms_norm folded into operand B (scales output columns)
   bool a_in_registers = false;  ///< chained matmul: loop-invariant A fragments kept in registers
   bool register_accum = false;  ///< non-matmul accumulator kept in registers per thread
+  // Ragged tiles (KernelPlan::ragged; docs/codegen.md, "Ragged tiles"): set by
+  // plan_ragged_tiles.
+  /// The extent id (RaggedTiles::extents) of the dim this op combines, or -1 when that dim is
+  /// never ragged: a reduction's reduced dim (it combines the present elements only; a mean
+  /// divides by their count) or a matmul's contraction (k-steps past it are skipped).
+  int ragged_extent = -1;
+  /// Bit d: positions absent along dim d are left out. An accumulator or a reduction folded
+  /// into a loop state (running max, reducing accumulators) masks its input there to the
+  /// reduction's identity (skips those rows); a matmul adding its product into an accumulator
+  /// masks the product there. Set for dims whose tiles are ragged per iteration (a later
+  /// iteration of the same block sees the position present).
+  unsigned ragged_mask = 0;
+  /// Matmul with a ragged contraction: operand fragments zeroed at absent contraction indices
+  /// (bit 0: A, bit 1: B), for operands that may hold anything there (computed tiles; loaded
+  /// tiles are zero-filled).
+  unsigned ragged_zero_operands = 0;
 };
 
 struct TensorPlan {
@@ -298,6 +355,8 @@ struct KernelPlan {
   std::vector<TensorPlan> tensors;          ///< indexed like graph->tensors()
   std::vector<std::vector<int>> levels[3];  ///< op ids per phase and level
 
+  RaggedTiles ragged;  ///< the ragged dims of the graph's tensors (empty: none)
+
   int pipeline_stages = 1;      ///< stages of every per-iteration input tile
   int64_t scratch_offset = -1;  ///< reduction scratch (one float per warp), if any
   int64_t scratch_bytes = 0;
@@ -362,7 +421,7 @@ bool is_reduction(const BlockOp& op);
 /// others, naming the op). Every op the IR can build in a block graph is handled.
 bool block_codegen_supports(const BlockOp& op);
 /// Why the code generator cannot emit block graph g ("" if it can): an op it does not support,
-/// or a construct (ragged splits) it does not handle yet.
+/// or a construct on ragged tiles it does not handle (ragged_tiles.h).
 std::string block_graph_codegen_unsupported(const BlockGraph& g);
 /// The reduction of such an op on its input tile shape.
 ReductionShape reduction_shape(const BlockOp& op, const Shape& input);

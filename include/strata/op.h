@@ -34,7 +34,10 @@ enum class Category : uint8_t {
   Layout,  ///< transpose, slice: a view of the input, no arithmetic
   Scan,    ///< running_max: a loop-body op whose value carries across iterations
   Accum,
-  Fused
+  Fused,
+  /// all_reduce: the sum of a tensor over the ranks of a tensor-parallel group
+  /// (docs/tensor-parallel.md). A kernel-level op only: communication between kernels.
+  Collective
 };
 
 /// How the finite-field verifier treats an op (docs/verifier.md).

@@ -14,7 +14,7 @@
 // profiled fastest and carries the emitter knobs it was timed with (include/strata/emit_knobs.h).
 //
 // The commands of the tool take one graph of a result document (result_graph_at, used by
-// load_graph_entry in graph_io.h): ranked[N] for `--rank N`, by default the profiled fastest
+// load_graph_entry in graph_loader.h): ranked[N] for `--rank N`, by default the profiled fastest
 // entry when the document has a GPU profile with one, else the entry at "best" (else 0).
 #pragma once
 

@@ -16,16 +16,13 @@
 #include <string>
 #include <string_view>
 
+#include "strata/cache_dir.h"  // resolve_cache_dir: the folder of both files
 #include "strata/graph_json.h"
 #include "strata/kernel_graph.h"
 #include "strata/search.h"
 #include "strata/status.h"
 
 namespace strata {
-
-/// The cache directory: `configured` if non-empty, else $STRATA_CACHE_DIR, else
-/// $HOME/.cache/strata.
-std::string resolve_cache_dir(const std::string& configured);
 
 /// What ranks and generates candidates beyond the configuration: the cost model's constants for
 /// `target` (the built-in table) and the default SplitPolicy's tile lists. Part of the cache

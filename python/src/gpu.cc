@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "strata/cost_model.h"
 #include "strata/cuda_emitter.h"
 #include "strata/emit_knobs.h"
 
@@ -67,9 +68,10 @@ void bind_gpu(nb::module_& m) {
         r["ordinal"] = d.ordinal;
         r["name"] = d.name;
         r["arch"] = d.arch();
-        r["sm_count"] = d.sm_count;
-        r["l2_bytes"] = d.l2_bytes;
-        r["smem_per_block"] = d.smem_per_block;
+        r["target"] = Target::for_device(d.name).name;  // the cost model's GPU
+        r["sm_count"] = d.traits.sm_count;
+        r["l2_bytes"] = d.traits.l2_bytes;
+        r["smem_per_block"] = d.traits.smem_per_block_bytes;
         return r;
       },
       nb::arg("ordinal") = -1, "Properties of a device (-1: the current one).");

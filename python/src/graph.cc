@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 #include "strata/graph_print.h"
 #include "strata/kernel_graph.h"

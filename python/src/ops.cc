@@ -38,6 +38,8 @@ const char* category_name(Category c) {
       return "accum";
     case Category::Fused:
       return "fused";
+    case Category::Collective:
+      return "collective";
   }
   return "unknown";
 }

@@ -130,8 +130,8 @@ class Lowering:
         except ProgramError as e:
             raise Unsupported(f"strata rejects {e}") from None
 
-    def const(self, value, like):
-        return self.b.constant(float(value), like)
+    def const(self, value, like, shape=(1,)):
+        return self.b.constant(float(value), like, shape=shape)
 
     def parameter(self, module, attr):
         """A module parameter or buffer as a bound input of the program."""

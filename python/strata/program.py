@@ -175,9 +175,18 @@ class ProgramBuilder:
     Ops are the program ops of the C++ op table (``strata.op_names()``); positional and
     keyword arguments follow the op's signature (``strata.signature("sum")`` is
     ``"sum(x, dim, to=1)"``). Each call is checked by the parser at once.
+
+    Tensor parallelism (docs/tensor-parallel.md): ``ProgramBuilder(ranks=2)`` writes the
+    program of one of 2 ranks; ``input(..., shard=D)`` declares the rank's part of a tensor
+    sharded along D, ``b.all_reduce(x)`` sums over the ranks, ``output(v, shard=D)`` declares
+    a sharded output (others must be the same on every rank).
     """
 
-    def __init__(self):
+    def __init__(self, ranks=1):
+        if not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1:
+            raise ProgramError(f"ranks {ranks!r}: expected a positive integer")
+        self._ranks = ranks
+        self._shards = {}  # input or output name -> shard dim
         # Statements as structure, rendered to text on demand: ("input", name, dims, dtype) or
         # ("op", name, op, [(keyword or None, ("tensor", name) | ("number", text))]).
         self._stmts = []
@@ -201,8 +210,9 @@ class ProgramBuilder:
     @staticmethod
     def _render(stmt):
         if stmt[0] == "input":
-            _, name, dims, dtype = stmt
-            return f"input {name}: {dtype}[{', '.join(dims)}]"
+            _, name, dims, dtype = stmt[:4]
+            shard = f" shard(dim={stmt[4]})" if len(stmt) > 4 and stmt[4] is not None else ""
+            return f"input {name}: {dtype}[{', '.join(dims)}]{shard}"
         _, name, op, args = stmt
         parts = [(f"{k}=" if k else "") + v for k, (_, v) in args]
         return f"{name} = {op}({', '.join(parts)})"
@@ -210,8 +220,10 @@ class ProgramBuilder:
     def _check(self, stmt, name, what):
         """Parses the program with `stmt` appended and `name` as a provisional output; returns
         its dtype and shape, or raises ProgramError naming `what`."""
-        lines = [self._render(t) for t in self._stmts + [stmt]]
-        text = "\n".join(lines + [f"output {name}"]) + "\n"
+        lines = self._head() + [self._render(t) for t in self._stmts + [stmt]]
+        # A provisional output that may differ between ranks is declared sharded.
+        probe = f"output {name}" + (" shard(dim=0)" if self._ranks > 1 else "")
+        text = "\n".join(lines + [probe]) + "\n"
         try:
             graph = _core.Graph.parse(text, "<builder>")
         except StrataError as e:
@@ -222,27 +234,35 @@ class ProgramBuilder:
         raise ProgramError(f"{what}: the parser lost the result")  # pragma: no cover
 
     # ---- statements --------------------------------------------------------------------
-    def input(self, name, shape, dtype="f16"):
-        """Declares an input ``name: dtype[shape]``; dtype is 'f16', 'bf16' or 'f32'."""
+    def _head(self):
+        return [f"ranks {self._ranks}"] if self._ranks > 1 else []
+
+    def input(self, name, shape, dtype="f16", shard=None):
+        """Declares an input ``name: dtype[shape]``; dtype is 'f16', 'bf16' or 'f32'. With
+        ``shard=D`` (a program over several ranks) the shape is the rank's part of a tensor
+        sharded along dim D."""
         if not isinstance(name, str) or not _NAME.match(name) or name in _RESERVED:
             raise ProgramError(f"input name {name!r}: expected a name [A-Za-z_][A-Za-z0-9_]* "
                                f"other than 'input' and 'output'")
         if name in self._values:
             raise ProgramError(f"input {name}: the name is already used")
         dims = [_number(int(d), f"input {name} shape") for d in shape]
-        stmt = ("input", name, dims, str(dtype))
+        if shard is not None:
+            shard = int(_number(int(shard), f"input {name} shard"))
+        stmt = ("input", name, dims, str(dtype), shard)
         _, got = self._check(stmt, name, f"input {name}")
         self._stmts.append(stmt)
         v = Value(self, name, dtype, got)
         self._values[name] = v
         return v
 
-    def constant(self, value, like, name=None):
-        """An input of shape [1] and ``like``'s dtype that the program binds to the scalar
-        ``value`` (``Program.bound``): how capture expresses Python scalars that no op
-        attribute takes. Broadcasting applies it elementwise."""
+    def constant(self, value, like, name=None, shape=(1,)):
+        """An input of ``shape`` (default [1]) and ``like``'s dtype that the program binds to
+        the scalar ``value`` everywhere (``Program.bound``): how capture expresses Python
+        scalars that no op attribute takes, and (ones of shape [*batch, 1, 1]) the broadcast
+        of a matmul operand over batch dims. Broadcasting applies it elementwise."""
         name = self._fresh(name or "c")
-        v = self.input(name, (1,), like.dtype)
+        v = self.input(name, tuple(shape), like.dtype)
         self._bound[name] = float(value)
         return v
 
@@ -286,8 +306,10 @@ class ProgramBuilder:
         call.__name__ = op
         return call
 
-    def output(self, *values, name=None):
-        """Marks results as program outputs, in order. ``name`` (one value only) renames it."""
+    def output(self, *values, name=None, shard=None):
+        """Marks results as program outputs, in order. ``name`` (one value only) renames it;
+        ``shard=D`` declares them sharded along dim D (their full value is the ranks' parts
+        concatenated)."""
         if name is not None:
             if len(values) != 1:
                 raise ProgramError("output(name=...) takes exactly one value")
@@ -303,6 +325,14 @@ class ProgramBuilder:
                 raise ProgramError(f"output {v.name}: already an output (a tensor may be an "
                                    f"output only once)")
             self._outputs.append(v.name)
+            if shard is not None:
+                self._shards[v.name] = int(shard)
+            try:  # a replicated output that differs between ranks is refused here
+                _core.Graph.parse(self.text, "<builder>")
+            except StrataError as e:
+                self._outputs.pop()
+                self._shards.pop(v.name, None)
+                raise ProgramError(f"output {v.name}: {_LOCATION.sub('', str(e))}") from None
         return values[0] if len(values) == 1 else values
 
     def _rename(self, v, name):
@@ -319,7 +349,7 @@ class ProgramBuilder:
         stmts = []
         for t in self._stmts:
             if t[0] == "input":
-                stmts.append(("input", ren(t[1]), t[2], t[3]))
+                stmts.append(("input", ren(t[1]), *t[2:]))
             else:
                 args = [(k, ("tensor", ren(x)) if kind == "tensor" else (kind, x))
                         for k, (kind, x) in t[3]]
@@ -334,9 +364,11 @@ class ProgramBuilder:
     @property
     def text(self):
         """The ``.strata`` text so far (with the output statements)."""
-        lines = [self._render(t) for t in self._stmts]
+        lines = self._head() + [self._render(t) for t in self._stmts]
         if self._outputs:
-            lines.append("output " + ", ".join(self._outputs))
+            lines.append("output " + ", ".join(
+                o + (f" shard(dim={self._shards[o]})" if o in self._shards else "")
+                for o in self._outputs))
         return "\n".join(lines) + "\n"
 
     def build(self):

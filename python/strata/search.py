@@ -15,9 +15,6 @@ from .program import Program
 
 log = logging.getLogger("strata")
 
-_TARGETS = (("H200", "h200"), ("H100", "h100"), ("A100", "a100"))
-
-
 def runtime_dir():
     """The device runtime headers generated CUDA includes: shipped in the package
     (strata/runtime), else those of the source tree the extension was built from."""
@@ -28,10 +25,7 @@ def runtime_dir():
 def default_target():
     """The cost-model target of the current GPU (h100 when unknown or absent)."""
     if _core.cuda_built and _core.gpu_count() > 0:
-        name = _core.device_info()["name"]
-        for key, target in _TARGETS:
-            if key in name:
-                return target
+        return _core.device_info()["target"]
     return "h100"
 
 

@@ -384,12 +384,45 @@ def _chunk(cx, x, chunks, dim=0):
     return _split(cx, x, size, d)
 
 
+def _matmul(cx, a, b):
+    """a @ b with PyTorch's batch broadcasting: strata's matmul takes operands of one rank with
+    equal batch dims, so an operand whose batch dims differ from the broadcast batch shape
+    (fewer dims, or extent 1) is first multiplied by ones of shape [*batch, 1, 1], a bound
+    input; the search fuses that product into the kernel that reads the operand."""
+    a, b = cx.tensor(a), cx.tensor(b)
+    ra, rb = len(a.shape), len(b.shape)
+    if ra < 2 or rb < 2:
+        raise Unsupported(f"matmul of a rank-{min(ra, rb)} operand (strata multiplies "
+                          f"matrices; make vectors [1, n] or [n, 1])")
+    ba, bb = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    if ba != bb:
+        try:
+            batch = tuple(torch.broadcast_shapes(ba, bb))
+        except RuntimeError:
+            raise Unsupported(f"matmul batch dims {list(ba)} and {list(bb)} do not "
+                              f"broadcast") from None
+        if len(batch) + 2 > 4:
+            raise Unsupported(f"matmul broadcast to rank {len(batch) + 2}; strata tensors "
+                              f"have rank 1 to 4")
+        ones = {}
+
+        def widen(v, have):
+            if have == batch:
+                return v
+            if v.dtype not in ones:
+                ones[v.dtype] = cx.const(1.0, v, shape=batch + (1, 1))
+            return cx.op("mul", v, ones[v.dtype])
+
+        a, b = widen(a, ba), widen(b, bb)
+    return cx.op("matmul", a, b)
+
+
 def _linear(cx, x, weight, bias=None):
     x, w = cx.tensor(x), cx.tensor(weight)
     if not has_op("transpose"):
         raise Unsupported("linear multiplies by the transposed weight and this build has no "
                           "transpose op; store the weight as [in, out] and write x @ w")
-    y = cx.op("matmul", x, _transpose(cx, w, -2, -1))
+    y = _matmul(cx, x, _transpose(cx, w, -2, -1))
     return y if bias is None else cx.op("add", y, cx.tensor(bias))
 
 
@@ -474,7 +507,7 @@ def _getattr(cx, x, name):
 T = torch.Tensor
 RULES = [
     Rule([torch.matmul, operator.matmul, "matmul", T.matmul, torch.mm, "mm", torch.bmm, "bmm"],
-         _binary_op("matmul")),
+         _matmul),
     Rule([torch.exp, "exp", T.exp], _unary("exp")),
     Rule([torch.sqrt, "sqrt", T.sqrt], _unary("sqrt")),
     Rule([torch.rsqrt, "rsqrt", T.rsqrt], _rsqrt),

@@ -100,7 +100,26 @@ def test_mixed_dtypes_and_bad_inputs():
 
 def test_matmul_rank_rule_comes_from_strata():
     with pytest.raises(strata.UnsupportedError, match="matmul"):
-        strata.capture(lambda x, w: x @ w, torch.randn(2, 3, 4), torch.randn(4, 5))
+        strata.capture(lambda x, w: x @ w, torch.randn(2, 3, 4), torch.randn(4))
+
+
+def test_matmul_broadcasts_batch_dims_through_bound_ones():
+    # x [B, T, K] times a rank-2 weight: the weight is multiplied by bound ones [B, 1, 1],
+    # which gives it x's batch dims; F.linear and nn.Linear go the same way.
+    x, w = torch.randn(2, 3, 4), torch.randn(4, 5)
+    p = check(lambda x, w: x @ w, x, w)
+    assert p.op_names == ["mul", "matmul"]
+    ones = [s for s in p.inputs if s.name in p.bound]
+    assert [list(s.shape) for s in ones] == [[2, 1, 1]] and list(p.bound.values()) == [1.0]
+    assert [s.name for s in p.free_inputs] == ["x", "w"]
+    check(lambda x, w, b: F.linear(x, w, b), x, torch.randn(5, 4), torch.randn(5))
+    lin = torch.nn.Linear(4, 6)
+    with torch.no_grad():
+        got = strata.run(strata.capture(lin, x), [x])
+        torch.testing.assert_close(got, lin(x), atol=1e-4, rtol=1e-4)
+    # Batch dims of extent 1 on either side, and a rank-2 left operand.
+    check(lambda a, b: a @ b, torch.randn(2, 1, 3, 4), torch.randn(1, 5, 4, 2))
+    check(lambda a, b: a @ b, torch.randn(3, 4), torch.randn(2, 4, 5))
 
 
 def test_module_parameters_are_bound_inputs():

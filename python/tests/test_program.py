@@ -102,3 +102,23 @@ def test_builder_constants_are_bound():
     p = b.build()
     assert p.bound == {c.name: 2.5}
     assert [s.name for s in p.free_inputs] == ["X"]
+
+
+def test_builder_tensor_parallel_program_equals_its_unsharded_form():
+    # docs/tensor-parallel.md: a row-parallel matmul over 2 ranks, then a residual add.
+    b = strata.ProgramBuilder(ranks=2)
+    x = b.input("X", (4, 8), "f32", shard=1)
+    w = b.input("W", (8, 16), "f32", shard=0)
+    r = b.input("R", (4, 16), "f32")
+    with pytest.raises(strata.ProgramError, match="differs between the ranks"):
+        b.output(b.matmul(x, w))  # a partial sum is not the same on every rank
+    o = b.add(b.all_reduce(b.matmul(x, w)), r)
+    b.output(o, name="O")
+    p = b.build()
+    assert p.text.startswith("ranks 2\n") and "shard(dim=1)" in p.text
+    full = strata.Program.parse("input X: f32[4, 16]\ninput W: f32[16, 16]\ninput R: f32[4, 16]\n"
+                                "O = add(matmul(X, W), R)\noutput O\n")
+    assert strata.equiv(p, full)
+    wrong = strata.Program.parse("input X: f32[4, 16]\ninput W: f32[16, 16]\ninput R: f32[4, 16]\n"
+                                 "O = add(matmul(X, W), add(R, R))\noutput O\n")
+    assert not strata.equiv(p, wrong)

@@ -88,6 +88,11 @@ STRATA_DEVICE float neg_inf() {
 #endif
 }
 
+/// The smaller of two ints (present extents of ragged tiles; docs/codegen.md, "Ragged tiles").
+STRATA_DEVICE int imin(int a, int b) {
+  return a < b ? a : b;
+}
+
 /// Integer ceiling division for compile-time extents.
 __host__ __device__ constexpr int ceil_div(int a, int b) {
   return (a + b - 1) / b;

@@ -9,7 +9,10 @@
 //  - warp collectives (shuffles, ldmatrix, mma.sync m16n8k16): all 32 lanes must arrive; the
 //    result is computed from every lane's operands with the PTX fragment layouts.
 //  - cp.async: a copy lands only when its issuing thread waits for its group
-//    (cp_async_wait<N>), so reading a pipeline stage before waiting sees stale data.
+//    (cp_async_wait<N>), so reading a pipeline stage before waiting sees stale data; a copy
+//    with a src-size reads that many bytes and zero-fills the rest.
+//  - copies (cp.async, copy_sync, vector stores) into ranges registered with add_forbidden
+//    (the harness registers the bytes just past every tensor) abort: a tile was not clipped.
 //  - dynamic shared memory starts filled with 0xFF bytes (NaN in f16, bf16 and f32), so reading
 //    an element no thread wrote yields NaN.
 // A deadlock (some fibers waiting at a barrier or collective no other fiber will reach) or a
@@ -23,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -44,6 +48,7 @@ struct Copy {
   void* dst;
   const void* src;
   int bytes;
+  int src_bytes;  // bytes read from src; the rest of dst is zero-filled
   long group;
 };
 
@@ -104,6 +109,25 @@ inline Fiber& current_fiber() {
 [[noreturn]] inline void fail(const char* what) {
   std::fprintf(stderr, "strata emulator: %s\n", what);
   std::abort();
+}
+
+/// Byte ranges no emulated copy may touch (the slack between a global buffer's end and the
+/// next alignment boundary, registered by the test harness): an access there is a read or
+/// write past the end of a tensor (a ragged tile that was not clipped).
+inline std::vector<std::pair<const unsigned char*, const unsigned char*>>& forbidden() {
+  static std::vector<std::pair<const unsigned char*, const unsigned char*>> f;
+  return f;
+}
+inline void add_forbidden(const void* p, size_t bytes) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  forbidden().push_back({b, b + bytes});
+}
+/// Fails when [p, p + bytes) meets a forbidden range.
+inline void check_access(const void* p, int bytes) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  for (const auto& r : forbidden())
+    if (b < r.second && r.first < b + bytes)
+      fail("a copy reads or writes past the end of a tensor");
 }
 
 /// Returns control to the scheduler; resumes when the scheduler picks this fiber again.
@@ -308,9 +332,12 @@ inline void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], bool 
   }
 }
 
-inline void cp_async_issue(void* dst, const void* src, int bytes) {
+inline void cp_async_issue(void* dst, const void* src, int bytes, int src_bytes = -1) {
+  if (src_bytes < 0) src_bytes = bytes;
+  if (src_bytes > bytes) fail("cp.async src-size larger than the copy");
+  if (src_bytes > 0) check_access(src, src_bytes);
   Fiber& f = current_fiber();
-  f.pending.push_back({dst, src, bytes, f.committed});
+  f.pending.push_back({dst, src, bytes, src_bytes, f.committed});
 }
 inline void cp_async_commit() {
   current_fiber().committed++;
@@ -320,9 +347,10 @@ inline void cp_async_wait(int n) {
   long limit = f.committed - n;  // groups with index < limit must have landed
   std::vector<Copy> keep;
   for (const Copy& c : f.pending) {
-    if (c.group < limit)
-      std::memcpy(c.dst, c.src, c.bytes);
-    else
+    if (c.group < limit) {
+      std::memcpy(c.dst, c.src, c.src_bytes);
+      std::memset(static_cast<unsigned char*>(c.dst) + c.src_bytes, 0, c.bytes - c.src_bytes);
+    } else
       keep.push_back(c);
   }
   f.pending.swap(keep);

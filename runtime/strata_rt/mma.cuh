@@ -213,6 +213,91 @@ STRATA_DEVICE void warp_mma(const T* A, const T* B, float (&acc)[MT][NT][4], int
   }
 }
 
+// ---- ragged contractions (docs/codegen.md, "Ragged tiles") ----
+// When only the first `klimit` indices of K are present (the last tile of a ragged split), the
+// k-steps past klimit are skipped and, in the step that straddles it, the operand fragments
+// whose tiles may hold anything at absent indices (computed tiles; loaded tiles are
+// zero-filled) are zeroed there, so that no absent element (nor 0 · inf = NaN) reaches the
+// product. klimit is warp-uniform, 1 ≤ klimit ≤ K.
+
+/// The packed pair (k, k + 1) with the halves at indices ≥ limit zeroed.
+STRATA_DEVICE u32 mask_pair(u32 w, int k, int limit) {
+  return k + 1 < limit ? w : k < limit ? (w & 0xffffu) : 0u;
+}
+
+/// Zeroes an A fragment (rows g, g+8; columns k0 + 2t, k0 + 2t + 8 and their neighbours; g =
+/// lane / 4, t = lane % 4) at columns ≥ limit.
+STRATA_DEVICE void mask_a_fragment(u32 (&af)[4], int k0, int limit) {
+  const int k = k0 + ((threadIdx.x & 31) & 3) * 2;
+  af[0] = mask_pair(af[0], k, limit);
+  af[1] = mask_pair(af[1], k, limit);
+  af[2] = mask_pair(af[2], k + 8, limit);
+  af[3] = mask_pair(af[3], k + 8, limit);
+}
+
+/// Zeroes a B fragment (rows k0 + 2t and k0 + 2t + 8 and their neighbours) at rows ≥ limit.
+STRATA_DEVICE void mask_b_fragment(u32 (&bf)[2], int k0, int limit) {
+  const int k = k0 + ((threadIdx.x & 31) & 3) * 2;
+  bf[0] = mask_pair(bf[0], k, limit);
+  bf[1] = mask_pair(bf[1], k + 8, limit);
+}
+
+/// warp_mma over the present rows k < klimit of K only (see above): MASK_A / MASK_B zero the
+/// fragments of A / B at absent indices.
+template <class S, class T, int MT, int NT, bool MASK_A, bool MASK_B>
+STRATA_DEVICE void warp_mma_ragged(const T* A, const T* B, float (&acc)[MT][NT][4], int tm0,
+                                   int tn0, int klimit) {
+  const int lane = threadIdx.x & 31;
+  const int batch = tm0 / S::MTILES, mi0 = tm0 % S::MTILES;
+  const T* a = A + batch * S::SA;
+  const T* b = B + batch * S::SB;
+  int a_row[MT];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    int r = (mi0 + i) * 16 + (lane & 15);
+    a_row[i] = r < S::M ? r : S::M - 1;
+  }
+  const int half8 = (lane >> 4) * 8;
+  constexpr int kSteps = S::K / 16;
+  auto step = [&](int k0) {
+    u32 af[MT][4];
+    u32 bf[NT][2];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      if constexpr (S::TA) {
+        warp_load_a_transposed<S>(a, af[i], (mi0 + i) * 16, k0);
+      } else {
+        const int c = k0 + half8;
+        ldmatrix_x4(af[i], a + a_row[i] * S::LDA + swizzle_col<S::SWA>(a_row[i], c));
+      }
+    }
+    warp_load_b<S, T, NT>(b, bf, k0, tn0);
+    if (k0 + 16 > klimit) {
+      if constexpr (MASK_A) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i) mask_a_fragment(af[i], k0, klimit);
+      }
+      if constexpr (MASK_B) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) mask_b_fragment(bf[j], k0, klimit);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) mma_16816<T>(acc[i][j], af[i], bf[j]);
+  };
+  if constexpr (kSteps <= 16) {
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+      if (s * 16 < klimit) step(s * 16);
+  } else {
+#pragma unroll 4
+    for (int s = 0; s < kSteps; ++s)
+      if (s * 16 < klimit) step(s * 16);
+  }
+}
+
 /// The 32-bit register holding (lo, hi) narrowed to the 16-bit type T (lo in the low half).
 template <class T>
 STRATA_DEVICE u32 pack2(float lo, float hi) {

@@ -247,6 +247,7 @@ Status BlockEmitter::emit(const std::string& title) {
   w_.add(ir::decl_many("const int", {"bx", "by", "bz"},
                        {ir::var("blockIdx.x"), ir::var("blockIdx.y"), ir::var("blockIdx.z")}));
   for (const char* b : {"bx", "by", "bz"}) w_.add(ir::eval(ir::c_cast("void", ir::var(b))));
+  declare_ragged_parts();
   if (plan_.rowwise) {
     Status st = emit_rowwise();
     w_.close();
@@ -690,8 +691,9 @@ void BlockEmitter::emit_load(int i, const ir::Expr& stage, const ir::Expr& iter)
   for (int d = 0; d < r; ++d) {
     const int sd = stored_dim(d);
     for (int a = 0; a < 3; ++a)
-      if (op.attrs.imap[a] == d)
-        origin.push_back(ir::var(axis_var(a)) * ((D[d] / g_.grid()[a]) * gs[sd]));
+      if (op.attrs.imap[a] == d)  // parts of ⌈D / grid⌉ (the last one shorter when ragged)
+        origin.push_back(ir::var(axis_var(a)) *
+                         (((D[d] + g_.grid()[a] - 1) / g_.grid()[a]) * gs[sd]));
     if (op.attrs.fmap == d) origin.push_back(iter * (tile[sd] * gs[sd]));
     if (view && !view->map.origin.empty()) view_offset += view->map.origin[d] * gs[d];
   }
@@ -753,9 +755,35 @@ void BlockEmitter::emit_load(int i, const ir::Expr& stage, const ir::Expr& iter)
   ir::Expr src_ptr = ir::binary("+", ir::var("src"), ir::sum(goff));
   if (!gstep.empty() && !ir::sum(gstep).is(0)) src_ptr = ir::binary("+", src_ptr, ir::sum(gstep));
   const ir::Expr dst_ptr = ir::addr(dst.ref(idx, walk.swizzle_row));
-  w_.call(std::string(bytes >= 4 ? "strata_rt::cp_async<" : "strata_rt::copy_sync<") +
-              std::to_string(bytes) + ">",
-          {dst_ptr, src_ptr});
+  // Ragged tiles: the bytes of this copy that hold present elements are read, the rest
+  // zero-filled (nothing is read when none is present; the source then points at the tile's
+  // first element, which is always present).
+  ir::Expr absent, last_present;
+  for (int sd = 0; sd < r; ++sd) {
+    const int e = plan_.ragged.dim(t, stored_dim(sd));
+    if (e < 0) continue;
+    const ir::Expr present = ragged_present(e, iter);
+    if (sd == r - 1)
+      last_present = present;
+    else
+      absent = absent ? ir::lor(absent, idx[sd] >= present) : idx[sd] >= present;
+  }
+  if (absent || last_present) {
+    ir::Expr nb = last_present ? ir::call("strata_rt::present_bytes<" + std::to_string(bytes) +
+                                              ", " + std::to_string(esize) + ">",
+                                          {last_present - idx[r - 1]})
+                               : ir::int_lit(bytes);
+    if (absent) nb = ir::select(absent, 0, nb);
+    w_.add(ir::decl("const int", "nb", nb));
+    const ir::Expr nbv = ir::var("nb");
+    w_.call(std::string(bytes >= 4 ? "strata_rt::cp_async_zfill<" : "strata_rt::copy_sync_zfill<") +
+                std::to_string(bytes) + ">",
+            {dst_ptr, ir::select(nbv > 0, src_ptr, ir::var("src")), nbv});
+  } else {
+    w_.call(std::string(bytes >= 4 ? "strata_rt::cp_async<" : "strata_rt::copy_sync<") +
+                std::to_string(bytes) + ">",
+            {dst_ptr, src_ptr});
+  }
   w_.close();
   w_.close();
 }
@@ -843,6 +871,10 @@ void BlockEmitter::emit_save(int i) {
                   pointer_plus(ir::var("gout" + std::to_string(oi)), origin)));
   std::vector<ir::Expr> idx = open_chunk_loop(chunks).idx;
   if (r > 0) idx[r - 1] = idx[r - 1] * vec;
+  // Ragged tiles: only present elements are written (a vector is wholly present or absent:
+  // the tile and the true extent are both multiples of its width).
+  if (const ir::Expr absent = ragged_absent(t, idx, ~0u, 0))
+    w_.add(ir::if_compact(absent, ir::cont()));
   std::vector<ir::Expr> goff;
   for (int d = 0; d < r; ++d) goff.push_back(idx[d] * gs[d]);
   const ir::Expr dst = ir::var("dst");

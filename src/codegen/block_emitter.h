@@ -155,6 +155,23 @@ class BlockEmitter {
   // block_rowwise.cc: rowwise kernels.
   Status emit_rowwise();
 
+  // block_ragged.cc: ragged tiles (KernelPlan::ragged), as IR expressions.
+  /// Declares the block's part of every extent split raggedly across the grid (rgp<e>).
+  void declare_ragged_parts();
+  /// The block's part of ragged extent e: rgp<e>, or a literal.
+  ir::Expr ragged_part(int e) const;
+  /// The iteration the code being emitted is in: `it` inside the for-loop, else 0.
+  ir::Expr ragged_iteration() const;
+  /// The present extent of ragged extent e in iteration `iter`.
+  ir::Expr ragged_present(int e, const ir::Expr& iter) const;
+  /// The condition that element `idx` of tensor t is absent along one of the dims in the bit
+  /// set `dims` (in iteration `iter`); null when none of them is ragged.
+  ir::Expr ragged_absent(int t, const std::vector<ir::Expr>& idx, unsigned dims,
+                         const ir::Expr& iter) const;
+  /// For a reduction over a ragged dim (OpPlan::ragged_extent): the f32 count of the elements
+  /// combined per output (over all iterations for an accumulator); null otherwise.
+  ir::Expr ragged_count(int op) const;
+
   // block_ops.cc: the compute ops.
   void emit_op(int op);
   void emit_elementwise(int op);

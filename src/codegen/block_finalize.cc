@@ -295,8 +295,12 @@ void BlockEmitter::emit_sum_partials(int i, bool finalize) {
       "pg", 1, pg < plan_.groups,
       ir::verbatim_stmt(red.update("v", ir::print_expr(copy_at(a.base, off, pg, tp.group_elems)))),
       "unroll"));
+  // Ragged tiles: a mean over a ragged dim divides by the elements present.
+  const ir::Expr rc = ragged_count(i);
   w_.add(ir::assign(ir::index(a.base, off),
-                    finalize ? ir::verbatim(finalized(op, "v", finalize_count(g_, op))) : v));
+                    !finalize ? v
+                    : rc      ? ir::verbatim(red.finalize("v", ir::print_expr(rc)))
+                              : ir::verbatim(finalized(op, "v", finalize_count(g_, op)))));
   w_.close();
   w_.close();
 }
@@ -307,13 +311,18 @@ void BlockEmitter::emit_finalize_shared(int i) {
   const Shape& s = g_.tensor(t).shape;
   Access a = access(t);
   const int64_t count = finalize_count(g_, op);
+  // Ragged tiles: a mean over a ragged dim divides by the elements present.
+  const ir::Expr rc = ragged_count(i);
   w_.open("");
   w_.comment("finalize " + g_.tensor_name(t) + ": " + std::string(op_name(op.kind)) + " over " +
-             std::to_string(count) + " elements per row");
+             (rc ? ir::print_expr(rc) : std::to_string(count)) + " elements per row");
   const ir::Expr e = ir::var("e");
   w_.open(ir::for_loop("e", ir::var("tid"), e < s.numel(), plan_.threads));
   const ir::Expr ref = a.ref(unflatten(e, s));
-  w_.add(ir::assign(ref, ir::verbatim(finalized(op, ir::print_expr(ref), count))));
+  const std::string rtext = ir::print_expr(ref);
+  w_.add(ir::assign(
+      ref, ir::verbatim(rc ? ReductionCode(op.kind, op.attrs).finalize(rtext, ir::print_expr(rc))
+                           : finalized(op, rtext, count))));
   w_.close();
   w_.close();
 }

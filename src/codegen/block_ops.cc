@@ -77,7 +77,8 @@ void BlockEmitter::emit_op(int i) {
     case Category::Scan:                     // a running reduction into its state tile
       if (p.scan_of < 0) emit_reduction(i);  // else kept in registers by its matmul chain
       return;
-    case Category::Source:  // input iterators: loaded by the pipeline
+    case Category::Collective:  // kernel level only
+    case Category::Source:      // input iterators: loaded by the pipeline
     case Category::Customized:
       return;
   }
@@ -194,24 +195,41 @@ void BlockEmitter::emit_reduction(int i) {
   const ir::Expr lane = team == 0 ? tid() : ir::var("lane");
   const ir::Expr o = ir::var("o"), tv = ir::var("t"), active = ir::var("active");
   const ir::Expr acc = ir::var("acc");
+  // Ragged tiles (docs/codegen.md, "Ragged tiles"): a reduced dim that is ragged combines its
+  // present elements only, and a mean divides by their count; a loop state leaves the rows
+  // absent in this iteration as they are.
+  const OpPlan& rp = plan_.ops[i];
+  const ir::Expr group_end =
+      rp.ragged_extent >= 0 ? ragged_present(rp.ragged_extent, ragged_iteration()) : group;
+  const ir::Expr count = ragged_count(i);
+  auto finalized = [&](const std::string& v) {
+    return ir::verbatim(count ? red.finalize(v, ir::print_expr(count)) : red.finalize(v, group));
+  };
+  auto inverted = [&](const std::string& v) {
+    return ir::verbatim(count ? red.inverse(v, ir::print_expr(count)) : red.inverse(v, group));
+  };
+  ir::Expr is_active;
   if (team == 0) {
     w_.open(ir::for_loop("o", 0, o < outs, {}, "unroll 1"));
-    w_.add(ir::decl("const bool", "active", ir::var("true")));
+    is_active = ir::var("true");
   } else {
     w_.add(ir::decl_many("const int", {"lane", "team"}, {tid() % lanes, tid() / lanes}));
     const int teams = threads() / team;
     const ir::Expr o0 = ir::var("o0");
     w_.open(ir::for_loop("o0", 0, o0 < outs, teams, "unroll 1"));
     w_.add(ir::decl("const int", "o", o0 + ir::var("team")));
-    w_.add(ir::decl("const bool", "active", o < outs));
+    is_active = o < outs;
   }
   std::vector<ir::Expr> oidx = unflatten(o, oshape);
+  if (const ir::Expr absent = ragged_absent(x, oidx, rp.ragged_mask, ir::var("it")))
+    is_active = team == 0 ? ir::unary("!", absent) : ir::land(is_active, ir::unary("!", absent));
+  w_.add(ir::decl("const bool", "active", is_active));
   std::vector<ir::Expr> xidx = oidx;
   if (in.rank() > 0) xidx[rs.dim] = rs.to == 1 ? tv : ir::binary("+", oidx[rs.dim] * group, tv);
   w_.add(ir::decl("float", "acc", ir::verbatim(red.identity())));
-  auto element_loop = [&] { return ir::for_loop("t", lane, tv < group, lanes); };
+  auto element_loop = [&](const ir::Expr& end) { return ir::for_loop("t", lane, tv < end, lanes); };
   w_.open(ir::if_then(active));
-  w_.open(element_loop());
+  w_.open(element_loop(group_end));
   const ir::Expr xv = plan_.tensors[x].home == TensorHome::Inline
                           ? ir::verbatim(operand_value(x, in, texts(xidx)))
                           : xa.load(xidx);
@@ -226,12 +244,12 @@ void BlockEmitter::emit_reduction(int i) {
   if (folded) {
     // Folded into a matmul: only the inverse RMS is stored (the matmul scales its result).
     w_.open(ir::if_then(ir::land(active, ir::eq(lane, 0))));
-    w_.add(ir::assign(ya.ref(oidx), ir::verbatim(red.inverse("acc", group))));
+    w_.add(ir::assign(ya.ref(oidx), inverted("acc")));
     w_.close();
   } else if (norm) {
     w_.open(ir::if_then(active));
-    w_.add(ir::decl("const float", "inv", ir::verbatim(red.inverse("acc", group))));
-    w_.open(element_loop());
+    w_.add(ir::decl("const float", "inv", inverted("acc")));
+    w_.open(element_loop(group));
     w_.add(ir::assign(ya.ref(xidx), from_f32(dtype_of(t), xa.load(xidx) * ir::var("inv"))));
     w_.close();
     w_.close();
@@ -249,8 +267,7 @@ void BlockEmitter::emit_reduction(int i) {
     } else if (accumulate)
       w_.add(ir::verbatim_stmt(red.update(ir::print_expr(ya.ref(yidx)), "acc")));
     else
-      w_.add(ir::assign(ya.ref(yidx),
-                        from_f32(dtype_of(t), ir::verbatim(red.finalize("acc", group)))));
+      w_.add(ir::assign(ya.ref(yidx), from_f32(dtype_of(t), finalized("acc"))));
     w_.close();
   }
   w_.close();
@@ -357,6 +374,9 @@ void BlockEmitter::emit_accumulate(int i) {
                         "] = " + g_.tensor_name(x)));
   open_thread_loop(w_, "e", xs.numel(), threads(), tid_);
   const std::vector<ir::Expr> idx = unflatten(ir::var("e"), xs);
+  // Ragged tiles: positions absent in this iteration add nothing.
+  if (const ir::Expr absent = ragged_absent(x, idx, plan_.ops[i].ragged_mask, ir::var("it")))
+    w_.add(ir::if_compact(absent, ir::cont()));
   const ir::Expr value = ir::verbatim(operand_value(x, xs, texts(idx)));
   if (rescales(op.kind)) {
     // accum_rescale: the sum so far re-expressed in this iteration's shift, plus this one.
@@ -396,6 +416,16 @@ void BlockEmitter::emit_matmul_sink(int i, bool pair) {
   const std::vector<ir::Expr>* at[2] = {&idx, &idx1};
   emit_matmul_scales(i, pair);
   const ir::Expr v0 = ir::var("v0"), v1 = ir::var("v1");
+  if (p.accumulate_into >= 0 && p.ragged_mask != 0) {
+    // Ragged tiles: positions absent in this iteration add nothing.
+    Access acc = access(g_.op(p.accumulate_into).output);
+    for (int v = 0; v < nvals; ++v) {
+      const ir::Stmt add = ir::assign(acc.ref(*at[v]), v == 0 ? v0 : v1, "+=");
+      const ir::Expr absent = ragged_absent(op.output, *at[v], p.ragged_mask, ir::var("it"));
+      w_.add(absent ? ir::if_compact(ir::unary("!", absent), add) : add);
+    }
+    return;
+  }
   if (p.accumulate_into >= 0) {
     Access acc = access(g_.op(p.accumulate_into).output);
     if (pair) {
@@ -457,23 +487,49 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   w_.open(ir::if_then(warp < tl.warps_m * tl.warps_n));
   w_.add(ir::decl_many("const int", {"wm", "wn"}, {warp / tl.warps_n, warp % tl.warps_n}));
   const ir::Expr A = a.pointer(), B = b.pointer();
-  const std::string fn = "strata_rt::warp_mma<" + spec + ", " + T + ", ";
-  if (regs && p.scale_a < 0 && p.scale_b < 0) {
-    w_.call(fn + std::to_string(tl.mt) + ", " + std::to_string(tl.nt) + ">",
-            {A, B, ir::var("racc" + std::to_string(g_.op(p.accumulate_into).output)), wm * tl.mt,
-             wn * tl.nt});
+  // Ragged tiles: a ragged contraction skips the k-steps past its present extent and zeroes
+  // the fragments of operands that may hold anything at absent indices
+  // (OpPlan::ragged_zero_operands); a product added into a register accumulator is masked where
+  // rows or columns are absent in this iteration (OpPlan::ragged_mask).
+  auto mma = [&](const ir::Expr& into, int64_t mt, int64_t nt, const ir::Expr& tm,
+                 const ir::Expr& tn) {
+    const std::string tiles = std::to_string(mt) + ", " + std::to_string(nt);
+    if (p.ragged_extent < 0 || p.ragged_zero_operands == 0) {
+      w_.call("strata_rt::warp_mma<" + spec + ", " + T + ", " + tiles + ">", {A, B, into, tm, tn});
+      return;
+    }
+    const unsigned z = p.ragged_zero_operands;
+    w_.call("strata_rt::warp_mma_ragged<" + spec + ", " + T + ", " + tiles + ", " +
+                (z & 1u ? "true" : "false") + ", " + (z & 2u ? "true" : "false") + ">",
+            {A, B, into, tm, tn, ragged_present(p.ragged_extent, ragged_iteration())});
+  };
+  if (regs && p.scale_a < 0 && p.scale_b < 0 && p.ragged_mask == 0) {
+    mma(ir::var("racc" + std::to_string(g_.op(p.accumulate_into).output)), tl.mt, tl.nt, wm * tl.mt,
+        wn * tl.nt);
   } else if (regs) {
-    // A folded norm scales this iteration's product before it is added.
+    // A folded norm scales this iteration's product before it is added; absent positions of a
+    // ragged tile add nothing.
     const std::string mt = std::to_string(tl.mt), nt = std::to_string(tl.nt);
     const ir::Expr tm = wm * tl.mt, tn = wn * tl.nt;
     const ir::Expr racc = ir::var("racc" + std::to_string(g_.op(p.accumulate_into).output));
     w_.add(ir::decl_array("float", "acc", {tl.mt, tl.nt, 4}));
     w_.call("strata_rt::mma_zero", {acc});
-    w_.call(fn + mt + ", " + nt + ">", {A, B, acc, tm, tn});
+    mma(acc, tl.mt, tl.nt, tm, tn);
     w_.open(ir::lambda_call("strata_rt::mma_transform<" + spec + ", " + mt + ", " + nt + ">",
                             {acc, tm, tn}, "int b, int r, int c, float& v0, float& v1"));
     w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
     emit_matmul_scales(i, true);
+    if (p.ragged_mask != 0) {
+      std::vector<ir::Expr> idx = unflatten(ir::var("b"), batch_shape(g_.tensor(op.output).shape));
+      idx.push_back(ir::var("r"));
+      idx.push_back(ir::var("c"));
+      for (int v = 0; v < 2; ++v) {
+        if (v == 1) idx.back() = ir::var("c") + 1;
+        if (const ir::Expr absent = ragged_absent(op.output, idx, p.ragged_mask, ir::var("it")))
+          w_.add(ir::if_compact(absent,
+                                ir::assign(ir::var("v" + std::to_string(v)), ir::float_lit(0.0))));
+      }
+    }
     w_.close();
     const ir::Expr x = ir::var("x"), y = ir::var("y"), z = ir::var("z");
     auto xyz = [&](const ir::Expr& t) { return ir::index(ir::index(ir::index(t, x), y), z); };
@@ -498,7 +554,7 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
     const ir::Expr tm = ir::binary("+", wm * tl.mt, cm), tn = ir::binary("+", wn * tl.nt, cn);
     w_.add(ir::decl_array("float", "acc", {tl.chunk_mt, tl.chunk_nt, 4}));
     w_.call("strata_rt::mma_zero", {acc});
-    w_.call(fn + cmt + ", " + cnt + ">", {A, B, acc, tm, tn});
+    mma(acc, tl.chunk_mt, tl.chunk_nt, tm, tn);
     w_.open(ir::lambda_call("strata_rt::mma_epilogue<" + spec + ", " + cmt + ", " + cnt + ">",
                             {acc, tm, tn}, "int b, int r, int c, float v0, float v1"));
     w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
@@ -535,8 +591,11 @@ void BlockEmitter::emit_matmul_simt(int i) {
   bi.push_back(kk);
   bi.push_back(ir::var("c"));
   w_.add(ir::decl("float", "v0", ir::float_lit(0.0)));
-  w_.add(ir::for_compact("kk", 0, kk < k, ir::assign(ir::var("v0"), a.load(ai) * b.load(bi), "+="),
-                         "unroll 4"));
+  // Ragged tiles: a ragged contraction stops at its present extent.
+  const int re = plan_.ops[i].ragged_extent;
+  const ir::Expr k_end = re >= 0 ? ragged_present(re, ragged_iteration()) : ir::Expr(k);
+  w_.add(ir::for_compact("kk", 0, kk < k_end,
+                         ir::assign(ir::var("v0"), a.load(ai) * b.load(bi), "+="), "unroll 4"));
   emit_matmul_sink(i, false);
   w_.close();
   w_.close();

@@ -288,6 +288,16 @@ Stmt brk() {
   return stmt(StmtKind::Break);
 }
 
+Stmt cont() {
+  return stmt(StmtKind::Continue);
+}
+
+Stmt ret(Expr e) {
+  Stmt s = stmt(StmtKind::Return);
+  s->exprs = {std::move(e)};
+  return s;
+}
+
 Stmt comment(std::string text) {
   Stmt s = stmt(StmtKind::Comment);
   s->text = std::move(text);

@@ -110,6 +110,8 @@ enum class StmtKind : uint8_t {
   For,         ///< `for (int var = init; cond; step) {` body `}` with an optional unroll pragma
   If,          ///< `if (cond) {` body `}` [`else {` else_body `}`]
   Break,       ///< `break;`
+  Continue,    ///< `continue;`
+  Return,      ///< `return expr;` (exprs[0]; null: `return;`)
   LambdaCall,  ///< `text(args…, [&](params) {` body `});`: a runtime function applying a
                ///< callback (exprs: args; names[0]: the parameter list)
   Comment,     ///< `// text`
@@ -124,12 +126,12 @@ struct StmtNode {
   std::vector<std::string> names;  ///< Decl: declared names; For: the loop variable
   std::vector<Expr> exprs;         ///< Decl: initializers (null: none); Assign: lhs, rhs;
                                    ///< Eval: the expression; For: init, cond, step (null step:
-                                   ///< ++var); If: cond
+                                   ///< ++var); If: cond; Return: the value (null: none)
   std::vector<int64_t> dims;       ///< Decl: array extents of each declarator (0: scalar)
   std::string pragma;              ///< For: "" or "unroll" / "unroll 1" (`#pragma …` before it)
   std::vector<Stmt> body, else_body;
-  /// For / If with one simple statement (Decl, Assign, Eval, Break) as its body: printed on
-  /// one line without braces (`if (c) break;`).
+  /// For / If with one simple statement (Decl, Assign, Eval, Break, Continue, Return) as its
+  /// body: printed on one line without braces (`if (c) break;`).
   bool compact = false;
 };
 
@@ -155,6 +157,10 @@ Stmt if_then(Expr cond);
 Stmt if_compact(Expr cond, Stmt s);
 Stmt for_compact(std::string var, Expr init, Expr cond, Stmt s, std::string pragma = "");
 Stmt brk();
+/// `continue;`
+Stmt cont();
+/// `return e;` (`return;` when e is null).
+Stmt ret(Expr e = {});
 /// `callee(args…, [&](params) { … });` (the body is filled through CodeWriter::open).
 Stmt lambda_call(std::string callee, std::vector<Expr> args, std::string params);
 Stmt comment(std::string text);

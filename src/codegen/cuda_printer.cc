@@ -160,6 +160,12 @@ class Printer {
       case StmtKind::Break:
         line("break;");
         return;
+      case StmtKind::Continue:
+        line("continue;");
+        return;
+      case StmtKind::Return:
+        line(s.exprs[0] ? "return " + print_expr(s.exprs[0]) + ";" : "return;");
+        return;
       case StmtKind::Comment:
         line("// " + s.text);
         return;

@@ -192,6 +192,7 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
     case Category::Scan:
     case Category::Accum:
     case Category::Fused:
+    case Category::Collective:  // communication: the host API calls NCCL (cuda_emitter.cc)
       return make_error("kernel op #" + std::to_string(id) + " (" + std::string(op_name(op.kind)) +
                         "): no CUDA lowering for this op");
   }

@@ -47,7 +47,10 @@ std::string ReductionCode::atomic_update(const std::string& ptr, const std::stri
 }
 
 std::string ReductionCode::finalize(const std::string& v, int64_t count) const {
-  const std::string n = float_lit(static_cast<double>(count));
+  return finalize(v, float_lit(static_cast<double>(count)));
+}
+
+std::string ReductionCode::finalize(const std::string& v, const std::string& n) const {
   switch (r_.finalize) {
     case Finalize::None:
       return v;
@@ -60,10 +63,13 @@ std::string ReductionCode::finalize(const std::string& v, int64_t count) const {
 }
 
 std::string ReductionCode::inverse(const std::string& v, int64_t count) const {
+  return inverse(v, float_lit(static_cast<double>(count)));
+}
+
+std::string ReductionCode::inverse(const std::string& v, const std::string& n) const {
   if (r_.finalize == Finalize::RootMean)
-    return "strata_rt::inv_rms(" + v + ", " + float_lit(static_cast<double>(count)) +
-           (eps_ != 0.0 ? ", " + float_lit(eps_) : "") + ")";
-  return "1.0f / " + paren(finalize(v, count));
+    return "strata_rt::inv_rms(" + v + ", " + n + (eps_ != 0.0 ? ", " + float_lit(eps_) : "") + ")";
+  return "1.0f / " + paren(finalize(v, n));
 }
 
 }  // namespace strata::codegen

@@ -43,9 +43,12 @@ class ReductionCode {
   std::string atomic_update(const std::string& ptr, const std::string& v) const;
   /// The value of a combined state over `count` elements: `v`, `v / n` or sqrtf(v / n + eps).
   std::string finalize(const std::string& v, int64_t count) const;
+  /// The same over a count known at run time: `count` a float expression (ragged tiles).
+  std::string finalize(const std::string& v, const std::string& count) const;
   /// For a normalizing op (rms_norm): the factor its elements are multiplied by, the inverse of
   /// the finalized statistic (strata_rt::inv_rms for a root mean).
   std::string inverse(const std::string& v, int64_t count) const;
+  std::string inverse(const std::string& v, const std::string& count) const;
 
  private:
   ReductionInfo r_;

@@ -25,10 +25,17 @@ constexpr int64_t kElementsPerBlock = 1024;  // every other (memory-bound) op
 // A rate the calibration found no cost for (bytes / kFree = 0).
 constexpr double kFree = std::numeric_limits<double>::infinity();
 
+/// The built-in architecture of that name (every target's name is one).
+const ArchTraits& arch(std::string_view name) {
+  for (const ArchTraits& a : known_archs())
+    if (a.name == name) return a;
+  return ArchTraits::default_arch();
+}
+
 // The table of built-in targets; docs/cost-model.md gives the source of every figure.
 const std::vector<Target>& target_table() {
   static const std::vector<Target> table = {
-      // name   SMs  smem/block  DRAM B/s  L2 re-read B/s  narrow-tile B/s  L2 bytes
+      // architecture (arch_traits.h)  DRAM B/s  L2 re-read B/s  narrow-tile B/s
       //   tensor FLOP/s  SIMT FLOP/s  launch s  c_α  t_iter s
       // h200: fitted to 244 candidates timed on an H200 in two runs of 2026-11-24
       // (bench/calibrate.py; docs/cost-model.md), c_α held at 0.1, the underfill of the
@@ -36,11 +43,9 @@ const std::vector<Target>& target_table() {
       // H200 fit, with the DRAM and narrow-tile rates scaled by the HBM ratio 3.35 / 4.8 TB/s.
       // a100: MCFuser's analytical constants, not calibrated (L2 re-reads at the DRAM rate, no
       // narrow-tile cost).
-      {"h100", 132, 232448, 3.45e12, 4.16e13, 1.23e13, 50 << 20, 734e12, 8.95e12, 3.38e-6, 0.1,
-       0.0},
-      {"h200", 132, 232448, 4.94e12, 4.16e13, 1.76e13, 60 << 20, 734e12, 8.95e12, 3.38e-6, 0.1,
-       0.0},
-      {"a100", 108, 166912, 1.6e12, 1.6e12, kFree, 40 << 20, 312e12, 19.5e12, 2e-6, 1.0, 0.0},
+      {arch("h100"), {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0}},
+      {arch("h200"), {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0}},
+      {arch("a100"), {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0}},
   };
   return table;
 }
@@ -121,6 +126,7 @@ Flops op_flops(const std::vector<Shape>& in, const Shape& out, OpKind kind, cons
     case Category::Concat:
     case Category::Layout:
     case Category::Customized:
+    case Category::Collective:  // communication: bytes moved (docs/tensor-parallel.md)
       break;  // data movement only
   }
   return f;
@@ -243,7 +249,10 @@ std::vector<InputReads> customized_cost(const KernelGraph& g, const KernelOp& op
       std::vector<Shape> in;
       for (int t : bop.inputs) in.push_back(b.tensor(t).shape);
       Flops f = op_flops(in, b.tensor(bop.output).shape, bop.kind, bop.attrs, bop.chain);
-      bool in_loop = b.tensor(bop.inputs[0]).stage == Stage::Loop;
+      // Accumulators and loop-body ops run every iteration; a post-loop op once, also when
+      // it reads a loop-invariant tile.
+      bool in_loop = op_category(bop.kind) == Category::Accum ||
+                     b.tensor(bop.output).stage == Stage::Loop;
       double trips = static_cast<double>(blocks) * (in_loop ? static_cast<double>(F) : 1.0);
       k.tensor_flops += f.tensor * trips;
       k.simt_flops += f.simt * trips;
@@ -268,6 +277,12 @@ Result<Target> Target::by_name(std::string_view name) {
   return make_error("unknown target `" + std::string(name) + "`; valid targets: " + valid);
 }
 
+Target Target::for_device(std::string_view device_name) {
+  const ArchTraits* known = known_arch_for_device(device_name);
+  auto t = by_name(known ? known->name : ArchTraits::default_arch().name);
+  return t.ok() ? *t : target_table().front();
+}
+
 GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
   GraphCost gc{0.0, {}};
   // A layout op that the code generator reads in place is no kernel and moves no bytes: its
@@ -290,8 +305,8 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
                              ? 2 * (kMatmulTileM + kMatmulTileN) * kMatmulTileK * 2
                              : 0;
     split_rereads(reads, custom ? op.body->block_threads() : 128, smem, t, k);
-    k.alpha = 1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) /
-                        static_cast<double>(k.blocks);
+    k.alpha =
+        1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) / static_cast<double>(k.blocks);
     k.t_mem_s = (static_cast<double>(k.load_bytes) + static_cast<double>(k.store_bytes)) /
                     t.mem_bandwidth_Bps +
                 static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +

@@ -127,6 +127,7 @@ ExprId elementwise_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprI
     case OpKind::Concat:
     case OpKind::Transpose:
     case OpKind::Slice:
+    case OpKind::AllReduce:
     case OpKind::RunningMax:
     case OpKind::AccumSum:
     case OpKind::AccumSumLd:
@@ -170,6 +171,8 @@ ExprId compute_expr(ExprPool& pool, const Level& lv, OpKind kind, const OpAttrs&
     }
     case Category::Concat:
       return pool.concat(lv.expr(in[0]), lv.expr(in[1]));
+    case Category::Collective:  // all_reduce: opaque, so it stays where the program has it
+      return pool.fn(kind, lv.expr(in[0]));
     case Category::Layout:
       if (kind == OpKind::Transpose) return pool.perm(lv.expr(in[0]));
       return pool.slice(lv.expr(in[0]), attrs.dim, attrs.start, attrs.end);
@@ -235,6 +238,7 @@ ExprId accum_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId x, c
     case OpKind::Concat:
     case OpKind::Transpose:
     case OpKind::Slice:
+    case OpKind::AllReduce:
     case OpKind::RunningMax:
     case OpKind::ThreadFused:
       break;  // not an accumulator
@@ -286,6 +290,7 @@ ExprId block_op_expr(ExprPool& pool, const BlockGraph& b, int op_id,
     case Category::Layout:
       return compute_expr(pool, lv, op.kind, op.attrs, op.inputs);
     case Category::Customized:
+    case Category::Collective:
       break;  // not a block op
   }
   return lv.expr(op.inputs[0]);

@@ -1,4 +1,5 @@
 #include "strata/program_parser.h"
+#include "strata/rank_expansion.h"
 
 #include <algorithm>
 #include <climits>
@@ -45,6 +46,7 @@ std::vector<Param> tensor_params(OpKind kind) {
     case Category::Norm:
     case Category::Layout:
     case Category::Scan:
+    case Category::Collective:
       return {{"x"}};
     case Category::Source:
     case Category::Sink:
@@ -260,6 +262,7 @@ class ProgramParser {
     if (first.kind == TokKind::Ident && !assign) {
       if (first.text == "input") return input_statement();
       if (first.text == "output") return output_statement();
+      if (first.text == "ranks") return ranks_statement();
       if (peek(1).kind == TokKind::LParen)
         return error_at(
             first, "found a call to `" + first.text +
@@ -284,6 +287,56 @@ class ProgramParser {
                              std::to_string(it->second.line) + ", column " +
                              std::to_string(it->second.col) + "); expected a new name");
     return Status::success();
+  }
+
+  /// `ranks R`: the program runs on R ranks (docs/tensor-parallel.md); before any input.
+  Status ranks_statement() {
+    Token kw = next();  // `ranks`
+    if (ranks_line_ > 0)
+      return error_at(kw, "a second `ranks` statement (the first is at line " +
+                              std::to_string(ranks_line_) + "); expected one at most");
+    if (!g_.inputs().empty())
+      return error_at(kw, "`ranks` after an input; expected `ranks R` before the first input");
+    Token n = next();
+    if (n.kind != TokKind::Int)
+      return error_at(n, "found " + describe(n) + "; expected the number of ranks (ranks R)");
+    if (n.int_value < 1 || n.int_value > kMaxRanks)
+      return error_at(n, "ranks " + n.text + " is out of range; expected 1 to " +
+                             std::to_string(kMaxRanks));
+    STRATA_RETURN_IF_ERROR(expect_end());
+    STRATA_RETURN_IF_ERROR(g_.set_ranks(static_cast<int>(n.int_value)));
+    ranks_line_ = kw.line;
+    return Status::success();
+  }
+
+  /// An optional `shard(dim=D)` (or `shard(D)`) after an input's dims or an output's name,
+  /// for a tensor of rank `rank`: the dim (normalized), kReplicated when absent, and the
+  /// `shard` token in *at.
+  Result<int> shard_clause(int rank, Token* at) {
+    if (!(peek().kind == TokKind::Ident && peek().text == "shard")) return kReplicated;
+    *at = next();
+    const std::string form = "shard(dim=D)";
+    Token open = next();
+    if (open.kind != TokKind::LParen)
+      return error_at(open, "found " + describe(open) + " after `shard`; expected " + form);
+    if (peek().kind == TokKind::Ident && peek().text == "dim" &&
+        peek(1).kind == TokKind::Equals) {
+      next();
+      next();
+    }
+    Token d = next();
+    if (d.kind != TokKind::Int || d.int_value < -rank || d.int_value >= rank)
+      return error_at(d, "found " + describe(d) + " in `shard`; expected a dim index of the " +
+                             std::to_string(rank) + "-dimensional tensor, -" +
+                             std::to_string(rank) + " to " + std::to_string(rank - 1) + " (" +
+                             form + ")");
+    Token close = next();
+    if (close.kind != TokKind::RParen)
+      return error_at(close, "found " + describe(close) + "; expected `)` closing " + form);
+    if (g_.ranks() < 2)
+      return error_at(*at, "`shard` in a program without `ranks R` (R ≥ 2); expected `ranks R` "
+                           "on a line before the first input");
+    return static_cast<int>(d.int_value < 0 ? d.int_value + rank : d.int_value);
   }
 
   Status input_statement() {
@@ -321,12 +374,18 @@ class ProgramParser {
         return error_at(sep,
                         "found " + describe(sep) + "; expected `,` or `]` in the dimension list");
     }
+    Token shard_tok;
+    STRATA_ASSIGN_OR_RETURN(int shard, shard_clause(static_cast<int>(dims.size()), &shard_tok));
     STRATA_RETURN_IF_ERROR(expect_end());
     // The size bound (kMaxElements) is the one every loader shares (Shape::check).
     auto shape = Shape::make(dims);
     if (!shape.ok()) return error_at(name, "input `" + name.text + "`: " + shape.error().message);
     auto t = g_.add_input(name.text, *shape, *dtype);
     if (!t.ok()) return error_at(name, t.error().message);
+    if (shard != kReplicated) {
+      Status st = g_.set_input_shard(static_cast<int>(g_.inputs().size()) - 1, shard);
+      if (!st.ok()) return error_at(shard_tok, st.error().message);
+    }
     defs_[name.text] = {*t, name.line, name.col};
     return Status::success();
   }
@@ -345,6 +404,14 @@ class ProgramParser {
       STRATA_ASSIGN_OR_RETURN(int t, lookup(name));
       auto st = g_.mark_output(t);
       if (!st.ok()) return error_at(name, st.error().message + "; expected each output once");
+      Token shard_tok;
+      STRATA_ASSIGN_OR_RETURN(int shard, shard_clause(g_.tensor(t).shape.rank(), &shard_tok));
+      if (shard != kReplicated) {
+        Status s = g_.set_output_shard(static_cast<int>(g_.outputs().size()) - 1, shard);
+        if (!s.ok()) return error_at(shard_tok, s.error().message);
+      } else if (rank_varying_tensors(g_)[t]) {
+        return error_at(name, check_replicated_outputs(g_).error().message);
+      }
       Token sep = next();
       if (sep.kind == TokKind::End) return Status::success();
       if (sep.kind != TokKind::Comma)
@@ -658,6 +725,7 @@ class ProgramParser {
   }
 
   std::string file_;
+  int ranks_line_ = 0;  ///< the line of the `ranks` statement, 0 if none
   KernelGraph g_;
   std::map<std::string, Def> defs_;
   std::vector<Token> toks_;

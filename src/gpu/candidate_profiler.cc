@@ -99,10 +99,10 @@ void profile_one(const KernelGraph& graph, const std::string& source, const Comp
     pc.error = std::move(why);
   };
   pc.smem_bytes = source_smem_bytes(source);
-  if (pc.smem_bytes && *pc.smem_bytes > dev.smem_per_block)
+  if (pc.smem_bytes && *pc.smem_bytes > dev.traits.smem_per_block_bytes)
     return fail(CandidateStatus::SmemExceeded,
                 "needs " + std::to_string(*pc.smem_bytes) + " bytes of shared memory per block, " +
-                    dev.name + " allows " + std::to_string(dev.smem_per_block));
+                    dev.name + " allows " + std::to_string(dev.traits.smem_per_block_bytes));
   auto cg = CompiledGraph::from_binary(binary, &graph);
   if (!cg.ok()) return fail(CandidateStatus::LaunchFailure, "cannot load: " + cg.error().message);
   pc.workspace_bytes = cg->workspace_bytes();

@@ -13,7 +13,7 @@ std::string arch_for_compute_capability(int major, int minor) {
 }
 
 std::string DeviceInfo::arch() const {
-  return arch_for_compute_capability(cc_major, cc_minor);
+  return traits.sm_arch;
 }
 
 int gpu_count() {
@@ -39,11 +39,20 @@ Result<DeviceInfo> query_device(int ordinal) {
   DeviceInfo info;
   info.ordinal = ordinal;
   info.name = prop.name;
-  info.cc_major = prop.major;
-  info.cc_minor = prop.minor;
-  info.sm_count = prop.multiProcessorCount;
-  info.l2_bytes = prop.l2CacheSize;
-  info.smem_per_block = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
+  ArchTraits& t = info.traits;
+  if (const ArchTraits* known = known_arch_for_device(info.name))
+    t = *known;
+  else
+    t.name = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+  t.cc_major = prop.major;
+  t.cc_minor = prop.minor;
+  t.sm_arch = arch_for_compute_capability(prop.major, prop.minor);
+  t.sm_count = prop.multiProcessorCount;
+  t.smem_per_block_bytes = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
+  t.smem_per_sm_bytes = static_cast<int64_t>(prop.sharedMemPerMultiprocessor);
+  t.registers_per_sm = prop.regsPerMultiprocessor;
+  t.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
+  t.l2_bytes = prop.l2CacheSize;
   info.global_mem_bytes = static_cast<int64_t>(prop.totalGlobalMem);
   cudaDriverGetVersion(&info.driver_version);
   cudaRuntimeGetVersion(&info.runtime_version);

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/gpu_device.h"
+#include "strata/cache_dir.h"
 #include "strata/graph_io.h"
 #include "strata/hash.h"
 #include "strata/runtime_dir.h"
@@ -197,10 +198,7 @@ std::string nvcc_executable(const JitOptions& options) {
 }
 
 std::string binary_cache_dir(const JitOptions& options) {
-  std::string root = options.cache_dir;
-  if (root.empty()) root = env_or("STRATA_CACHE_DIR", "");
-  if (root.empty()) root = env_or("HOME", "/tmp") + "/.cache/strata";
-  return (fs::path(root) / "bin").string();
+  return (fs::path(resolve_cache_dir(options.cache_dir)) / "bin").string();
 }
 
 Result<std::string> toolkit_version(const JitOptions& options) {

@@ -184,10 +184,10 @@ Result<Timing> time_graph(CompiledGraph& graph, const std::vector<std::vector<do
     }
   set_bytes = std::max<int64_t>(set_bytes, kAlign);
   Timing t;
-  t.l2_bytes = dev.l2_bytes;
+  t.l2_bytes = dev.traits.l2_bytes;
   t.bytes_per_set = moved;
   int64_t wanted =
-      static_cast<int64_t>(options.l2_multiple * dev.l2_bytes) / std::max<int64_t>(moved, 1) + 1;
+      static_cast<int64_t>(options.l2_multiple * dev.traits.l2_bytes) / std::max<int64_t>(moved, 1) + 1;
   size_t free_bytes = 0, total_bytes = 0;
   STRATA_RETURN_IF_ERROR(cuda_status("cudaMemGetInfo", cudaMemGetInfo(&free_bytes, &total_bytes)));
   int64_t fit = static_cast<int64_t>(options.max_memory_fraction * free_bytes) / set_bytes;

@@ -10,6 +10,7 @@
 #include "cuda_check.h"
 #include "strata/gpu_device.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/json_read.h"
 #include "strata/result_graphs.h"
 
@@ -133,6 +134,11 @@ std::optional<int64_t> source_smem_bytes(const std::string& cuda_source) {
 
 Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& arch,
                                       const std::string& knobs) {
+  if (g.ranks() > 1 || g.is_parallel())
+    return make_error("the graph runs on " + std::to_string(g.ranks()) +
+                      " rank(s) with all_reduce: it runs one process per GPU under a launcher "
+                      "(torchrun), not in this single-GPU runtime (docs/tensor-parallel.md); "
+                      "expected a graph of one rank without all_reduce");
 #ifdef STRATA_HAVE_EMITTER
   EmitOptions options;
   Status parsed = apply_emit_knobs(knobs, options);

@@ -5,6 +5,7 @@
 #include "strata/candidate_profiler.h"
 #include "strata/gpu_device.h"
 #include "strata/runtime_api.h"
+#include "strata/variant_profile.h"
 
 namespace strata {
 
@@ -15,60 +16,48 @@ Result<Json> profile_search_result(const KernelGraph& program, const SearchResul
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> variants, normalize_variants(options.variants));
   const std::string arch = options.jit.arch.empty() ? dev.arch() : options.jit.arch;
 
-  // Emit every (candidate, variant); emitter failures are recorded, the rest profiled.
-  std::vector<KernelGraph> graphs;
-  std::vector<std::string> sources;
-  std::vector<std::pair<int, int>> slot_of;  // profiled index → (rank, variant)
-  Json entries = Json::array();
-  for (size_t i = 0; i < result.ranked.size(); ++i) {
-    Json e = Json::object();
-    e["rank"] = i;
-    e["variants"] = Json::array();
-    for (size_t v = 0; v < variants.size(); ++v) {
-      Json ve = Json::object();
-      ve["knobs"] = variants[v];
-      auto source = emit_graph_source(result.ranked[i].graph, arch, variants[v]);
-      if (!source.ok()) {
-        ve["status"] = candidate_status_name(CandidateStatus::CompileError);
-        ve["error"] = "CUDA emitter: " + source.error().message;
-      } else {
-        graphs.push_back(result.ranked[i].graph);
-        sources.push_back(*source);
-        slot_of.emplace_back(static_cast<int>(i), static_cast<int>(v));
-      }
-      e["variants"].push_back(ve);
-    }
-    entries.push_back(e);
-  }
+  // Every ranked graph once per variant; emitter failures are recorded, the rest profiled.
+  std::vector<VariantCandidate> candidates;
+  for (const Candidate& c : result.ranked) candidates.push_back({c.graph, std::nullopt});
+  std::vector<EmitterVariant> emitters;
+  for (const std::string& knobs : variants)
+    emitters.push_back({knobs, [&arch, knobs](const KernelGraph& g) {
+                          return emit_graph_source(g, arch, knobs);
+                        }});
+  std::vector<VariantRun> runs = emit_variant_runs(candidates, emitters);
   ProfileOptions po;
   po.jit = options.jit;
   po.jit.arch = arch;
   po.reference = program;
   po.inputs = options.inputs;
   po.input_scale = options.input_scale;
-  STRATA_ASSIGN_OR_RETURN(std::vector<ProfiledCandidate> profiled,
-                          profile_candidates(graphs, sources, po));
+  STRATA_RETURN_IF_ERROR(profile_variant_runs(candidates, runs, po));
 
-  int fastest = -1, fastest_variant = -1;
-  double fastest_us = 0;
-  for (const ProfiledCandidate& pc : profiled) {
-    const auto [rank, v] = slot_of[pc.index];
-    Json& ve = entries[rank]["variants"][v];
-    ve["status"] = candidate_status_name(pc.status);
-    if (!pc.error.empty()) ve["error"] = pc.error;
-    if (pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error))
-      ve["rel_l2_error"] = pc.rel_l2_error;
-    if (pc.same_as >= 0 && slot_of[pc.same_as].first == rank)  // knobs that change nothing here
-      ve["same_code_as"] = variants[slot_of[pc.same_as].second];
-    if (pc.timing) {
-      ve["measured_us"] = pc.timing->median_us;
-      if (fastest < 0 || pc.timing->median_us < fastest_us) {
-        fastest = rank;
-        fastest_variant = v;
-        fastest_us = pc.timing->median_us;
-      }
+  Json entries = Json::array();
+  for (size_t i = 0; i < result.ranked.size(); ++i)
+    entries.push_back({{"rank", i}, {"variants", Json::array()}});
+  for (const VariantRun& run : runs) {
+    Json ve = Json::object();
+    ve["knobs"] = variants[run.variant];
+    if (!run.emit_error.empty()) {
+      ve["status"] = candidate_status_name(CandidateStatus::CompileError);
+      ve["error"] = run.emit_error;
+    } else if (run.outcome) {
+      const ProfiledCandidate& pc = *run.outcome;
+      ve["status"] = candidate_status_name(pc.status);
+      if (!pc.error.empty()) ve["error"] = pc.error;
+      if (pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error))
+        ve["rel_l2_error"] = pc.rel_l2_error;
+      if (pc.same_as >= 0 && runs[pc.same_as].candidate == run.candidate)  // knobs that
+        ve["same_code_as"] = variants[runs[pc.same_as].variant];  // change nothing here
+      if (pc.timing) ve["measured_us"] = pc.timing->median_us;
     }
+    entries[run.candidate]["variants"].push_back(ve);
   }
+  const int best = fastest_variant_run(runs);
+  const int fastest = best >= 0 ? runs[best].candidate : -1;
+  const int fastest_variant = best >= 0 ? runs[best].variant : -1;
+  const double fastest_us = best >= 0 ? runs[best].outcome->timing->median_us : 0;
   // Per candidate: the status and time of its fastest correct variant (else of the first).
   // (A copy: inserting into an ordered_json object may move its members.)
   for (Json& e : entries) {

@@ -113,6 +113,7 @@ class DoubleArith {
       case OpKind::Concat:
       case OpKind::Transpose:
       case OpKind::Slice:
+      case OpKind::AllReduce:
       case OpKind::RunningMax:
       case OpKind::AccumSum:
       case OpKind::AccumSumLd:
@@ -163,6 +164,7 @@ class DoubleArith {
       case OpKind::Concat:
       case OpKind::Transpose:
       case OpKind::Slice:
+      case OpKind::AllReduce:
       case OpKind::RunningMax:
       case OpKind::AccumSum:
       case OpKind::AccumSumLd:
@@ -246,6 +248,7 @@ decltype(auto) with_unary(const A& ar, OpKind kind, const OpAttrs& attrs, bool e
     case OpKind::Concat:
     case OpKind::Transpose:
     case OpKind::Slice:
+    case OpKind::AllReduce:
     case OpKind::RunningMax:
     case OpKind::AccumSum:
     case OpKind::AccumSumLd:
@@ -305,6 +308,7 @@ decltype(auto) with_binary(const A& ar, OpKind kind, const ValueHints& hints, Fn
     case OpKind::Concat:
     case OpKind::Transpose:
     case OpKind::Slice:
+    case OpKind::AllReduce:
     case OpKind::RunningMax:
     case OpKind::AccumSum:
     case OpKind::AccumSumLd:

@@ -238,6 +238,9 @@ Result<std::vector<Tensor<A>>> execute(const A& ar, const KernelGraph& g,
                                        const std::vector<const Tensor<A>*>& inputs,
                                        const ExecConfig& cfg) {
   STRATA_RETURN_IF_ERROR(g.check_complete());
+  if (g.ranks() > 1)  // all_reduce below is the identity of one rank
+    return make_error("the graph runs on " + std::to_string(g.ranks()) +
+                      " ranks; evaluate its unsharded form (expand_ranks)");
   if (inputs.size() != g.inputs().size())
     return make_error("the graph has " + std::to_string(g.inputs().size()) + " input(s) but " +
                       std::to_string(inputs.size()) + " tensor(s) were given");

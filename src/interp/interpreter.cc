@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "interp/executor.h"
+#include "strata/rank_expansion.h"
 #include "util/mix.h"
 #include "util/parallel.h"
 
@@ -13,6 +14,10 @@ namespace strata {
 Result<std::vector<HostTensor>> run_reference(const KernelGraph& g,
                                               const std::vector<HostTensor>& inputs,
                                               const ExecOptions& options) {
+  if (g.ranks() > 1) {  // every rank on its shard: the unsharded form (docs/tensor-parallel.md)
+    STRATA_ASSIGN_OR_RETURN(KernelGraph full, expand_ranks(g));
+    return run_reference(full, inputs, options);
+  }
   STRATA_RETURN_IF_ERROR(check_host_size(g));
   std::vector<const HostTensor*> ptrs;
   for (const HostTensor& t : inputs) ptrs.push_back(&t);
@@ -40,7 +45,7 @@ Status check_host_size(const KernelGraph& g, int64_t bytes_per_element) {
 std::vector<HostTensor> random_inputs(const KernelGraph& g, uint64_t seed) {
   std::vector<HostTensor> out;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
-    HostTensor t(g.tensor(g.inputs()[i]).shape);
+    HostTensor t(full_input_shape(g, static_cast<int>(i)));
     uint64_t key = mix64(seed ^ mix64(0x5eedull + i));
     for (int64_t e = 0; e < t.numel(); ++e) {
       uint64_t r = mix64(key + static_cast<uint64_t>(e) * kGolden);

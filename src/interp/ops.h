@@ -325,6 +325,11 @@ void compute_op(const A& ar, OpKind kind, const OpAttrs& attrs,
       else
         slice_op<A>(attrs.dim + pad, attrs.start, *in[0], out, box, threads);
       return;
+    case Category::Collective:
+      // all_reduce over one rank: the identity. The executor refuses graphs over several
+      // ranks; they are evaluated in their unsharded form (expand_ranks).
+      slice_op<A>(3, 0, *in[0], out, box, threads);  // a copy
+      return;
     case Category::Source:
     case Category::Sink:
     case Category::Customized:

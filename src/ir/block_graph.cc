@@ -72,8 +72,12 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
                         std::to_string(shortest) + " into " + std::to_string(forloop_) +
                         " iterations of " + std::to_string(t) +
                         ", which leaves the last iteration empty");
-    loop_ragged = ragged[fmap] > 0 || tile[fmap] % forloop_ != 0;
-    ragged[fmap] = 0;  // the loop's own raggedness is per iteration, not across blocks
+    // The loop's own raggedness is per iteration, not across blocks. One iteration cuts nothing:
+    // the block's part stays ragged across the grid (and its saver writes the true extent).
+    if (forloop_ > 1) {
+      loop_ragged = ragged[fmap] > 0 || tile[fmap] % forloop_ != 0;
+      ragged[fmap] = 0;
+    }
     tile[fmap] = t;
   }
   OpAttrs attrs;
@@ -181,11 +185,7 @@ Result<int> BlockGraph::add_op(OpKind kind, std::vector<int> inputs, OpAttrs att
     out = *s;
     stage = Stage::Post;
   } else {
-    for (int t : inputs)
-      if (tensors_[t].stage != stage)
-        return make_error(at + ": mixes loop-body and post-loop tensors (#" +
-                          std::to_string(inputs[0]) + " and #" + std::to_string(t) +
-                          "); a loop result is only available after an accumulator");
+    STRATA_ASSIGN_OR_RETURN(stage, compute_stage(at, inputs));
     if (info.category == Category::Scan && stage != Stage::Loop)
       return make_error(at +
                         ": a running op carries its value across iterations; it takes "
@@ -216,10 +216,9 @@ Result<int> BlockGraph::add_thread_graph(std::vector<int> inputs, std::vector<Th
   for (int t : inputs) {
     if (t < 0 || t >= static_cast<int>(tensors_.size()))
       return make_error(at + ": input tensor #" + std::to_string(t) + " does not exist");
-    if (tensors_[t].stage != tensors_[inputs[0]].stage)
-      return make_error(at + ": mixes loop-body and post-loop tensors");
     shapes.push_back(tensors_[t].shape);
   }
+  STRATA_ASSIGN_OR_RETURN(Stage stage, compute_stage(at, inputs));
   auto s = infer_thread_graph_shape(chain, shapes);
   if (!s.ok()) return make_error(at + ": " + s.error().message);
   std::vector<const BlockTensor*> operands;  // elementwise: ragged extents align like shapes
@@ -227,7 +226,7 @@ Result<int> BlockGraph::add_thread_graph(std::vector<int> inputs, std::vector<Th
   auto ragged = ragged_result(OpKind::Add, {}, operands, *s);
   if (!ragged.ok()) return make_error(at + ": " + ragged.error().message);
   int t = static_cast<int>(tensors_.size());
-  tensors_.push_back({*s, *ragged, tensors_[inputs[0]].stage, op_id, {}});
+  tensors_.push_back({*s, *ragged, stage, op_id, {}});
   ops_.push_back({OpKind::ThreadFused, std::move(inputs), t, {}, std::move(chain)});
   return t;
 }
@@ -307,6 +306,30 @@ std::array<BlockGraph::Range, 4> BlockGraph::input_tile(int i, const std::array<
     x = {lo, std::min(lo + t, x.offset + x.length) - lo};
   }
   return r;
+}
+
+bool BlockGraph::loop_invariant(int t) const {
+  const BlockTensor& bt = tensors_[t];
+  if (bt.stage != Stage::Loop) return false;
+  const BlockOp& op = ops_[bt.producer];
+  if (op.kind == OpKind::Input) return op.attrs.fmap == kReplicate;
+  if (op_category(op.kind) == Category::Scan) return false;
+  for (int x : op.inputs)
+    if (!loop_invariant(x)) return false;
+  return true;
+}
+
+Result<Stage> BlockGraph::compute_stage(const std::string& at,
+                                        const std::vector<int>& inputs) const {
+  bool post = false;
+  for (int t : inputs) post = post || tensors_[t].stage == Stage::Post;
+  if (!post) return Stage::Loop;
+  for (int t : inputs)
+    if (tensors_[t].stage == Stage::Loop && !loop_invariant(t))
+      return make_error(at + ": mixes loop-body and post-loop tensors (#" + std::to_string(t) +
+                        " changes with the iteration); a loop result is only available after "
+                        "an accumulator, and only loop-invariant tiles are read after the loop");
+  return Stage::Post;
 }
 
 bool BlockGraph::ragged_loop() const {

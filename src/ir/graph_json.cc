@@ -1,4 +1,5 @@
 #include "strata/graph_json.h"
+#include "strata/rank_expansion.h"
 
 #include <climits>
 #include <limits>
@@ -255,13 +256,17 @@ Json kernel_graph_to_json(const KernelGraph& g) {
   Json j;
   j["format"] = kFormat;
   j["version"] = kVersion;
+  if (g.ranks() > 1) j["ranks"] = g.ranks();
   Json inputs = Json::array();
-  for (int t : g.inputs()) {
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const int t = g.inputs()[i];
     const KernelTensor& kt = g.tensor(t);
     Json in;
     in["name"] = g.tensor_name(t);
     in["shape"] = kt.shape.dims();
     in["dtype"] = std::string(dtype_name(kt.dtype));
+    if (g.input_shard(static_cast<int>(i)) != kReplicated)
+      in["shard"] = g.input_shard(static_cast<int>(i));
     inputs.push_back(in);
   }
   j["inputs"] = inputs;
@@ -286,8 +291,15 @@ Json kernel_graph_to_json(const KernelGraph& g) {
   }
   j["ops"] = ops;
   Json outs = Json::array();
-  for (int t : g.outputs()) outs.push_back(g.tensor_name(t));
+  Json shards = Json::array();
+  bool sharded = false;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    outs.push_back(g.tensor_name(g.outputs()[i]));
+    shards.push_back(g.output_shard(static_cast<int>(i)));
+    sharded = sharded || g.output_shard(static_cast<int>(i)) != kReplicated;
+  }
   j["outputs"] = outs;
+  if (sharded) j["output_shards"] = shards;
   return j;
 }
 
@@ -372,6 +384,10 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
     return at(origin + ": version", "unsupported version " + json_brief(*it) +
                                         " (this strata reads " + std::to_string(kVersion) + ")");
   KernelGraph g;
+  if (auto it = doc.find("ranks"); it != doc.end()) {
+    STRATA_ASSIGN_OR_RETURN(int64_t r, json_int(*it, origin + ": ranks", 1, kMaxRanks));
+    STRATA_RETURN_IF_ERROR(g.set_ranks(static_cast<int>(r)));
+  }
   std::map<std::string, int> names;
   STRATA_ASSIGN_OR_RETURN(const Json* inputs, json_member(doc, "inputs", origin));
   if (!inputs->is_array()) return at(origin + ": inputs", "expected an array");
@@ -398,6 +414,11 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
     auto t = g.add_input(name, *shape, dt);
     if (!t.ok()) return at(p, t.error().message);
     names[name] = *t;
+    if (auto it = in.find("shard"); it != in.end()) {
+      STRATA_ASSIGN_OR_RETURN(int64_t d, json_int(*it, p + ".shard", 0, kMaxRank - 1));
+      if (Status st = g.set_input_shard(static_cast<int>(i), static_cast<int>(d)); !st.ok())
+        return at(p + ".shard", st.error().message);
+    }
   }
   STRATA_ASSIGN_OR_RETURN(const Json* ops, json_member(doc, "ops", origin));
   if (!ops->is_array()) return at(origin + ": ops", "expected an array");
@@ -449,6 +470,20 @@ Result<KernelGraph> kernel_graph_from_json(const Json& doc, const std::string& o
     auto st = g.mark_output(it->second);
     if (!st.ok()) return at(p, st.error().message);
   }
+  if (auto it = doc.find("output_shards"); it != doc.end()) {
+    const std::string p = origin + ": output_shards";
+    if (!it->is_array() || it->size() != outs->size())
+      return at(p, "expected an array of one shard dim (or -1, replicated) per output");
+    for (size_t i = 0; i < it->size(); ++i) {
+      STRATA_ASSIGN_OR_RETURN(int64_t d, json_int((*it)[i], p + "[" + std::to_string(i) + "]",
+                                                  -1, kMaxRank - 1));
+      if (d == kReplicated) continue;
+      if (Status st = g.set_output_shard(static_cast<int>(i), static_cast<int>(d)); !st.ok())
+        return at(p + "[" + std::to_string(i) + "]", st.error().message);
+    }
+  }
+  if (Status st = check_replicated_outputs(g); !st.ok())
+    return at(origin + ": outputs", st.error().message);
   auto complete = g.check_complete();
   if (!complete.ok()) return at(origin, complete.error().message);
   return g;

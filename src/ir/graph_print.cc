@@ -123,7 +123,13 @@ std::string format_thread_chain(const BlockGraph& g, const BlockOp& op) {
 
 std::string format_graph(const KernelGraph& g) {
   std::string out;
-  for (int t : g.inputs()) out += "input " + typed_tensor(g, t) + "\n";
+  if (g.ranks() > 1) out += "ranks " + std::to_string(g.ranks()) + "\n";
+  auto shard = [](int d) {
+    return d == kReplicated ? std::string() : " shard(dim=" + std::to_string(d) + ")";
+  };
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    out += "input " + typed_tensor(g, g.inputs()[i]) + shard(g.input_shard(static_cast<int>(i))) +
+           "\n";
   for (size_t id = 0; id < g.ops().size(); ++id) {
     const KernelOp& op = g.op(static_cast<int>(id));
     if (op.kind == OpKind::Input) continue;
@@ -136,7 +142,13 @@ std::string format_graph(const KernelGraph& g) {
     out += lhs + " = " + call + ")\n";
     if (op.kind == OpKind::Customized && op.body) format_block_graph(g, op, out);
   }
-  if (!g.outputs().empty()) out += "output " + join_names(g, g.outputs()) + "\n";
+  if (!g.outputs().empty()) {
+    out += "output ";
+    for (size_t i = 0; i < g.outputs().size(); ++i)
+      out += (i ? ", " : "") + g.tensor_name(g.outputs()[i]) +
+             shard(g.output_shard(static_cast<int>(i)));
+    out += "\n";
+  }
   return out;
 }
 
@@ -156,7 +168,8 @@ std::string summarize_graph(const KernelGraph& g) {
   s += count(static_cast<int>(g.inputs().size()), "input") + ", " +
        count(static_cast<int>(g.outputs().size()), "output") + ", " +
        count(kernel_ops, "kernel op") + ", " + count(customized, "customized kernel") + ", " +
-       count(block_ops, "block op") + ".";
+       count(block_ops, "block op") +
+       (g.ranks() > 1 ? ", per rank of " + std::to_string(g.ranks()) + " ranks" : "") + ".";
   auto list = [&](const std::vector<int>& ids) {
     std::string l;
     for (int t : ids) l += (l.empty() ? "" : ", ") + typed_tensor(g, t);

@@ -35,6 +35,7 @@ Result<int> KernelGraph::add_input(std::string name, const Shape& shape, DType d
   int t = add_tensor(shape, dtype, op_id, std::move(name));
   ops_.push_back({OpKind::Input, {}, {t}, {}, nullptr});
   inputs_.push_back(t);
+  input_shard_.push_back(kReplicated);
   return t;
 }
 
@@ -111,6 +112,7 @@ Status KernelGraph::mark_output(int tensor, std::string name) {
     tensors_[tensor].name = std::move(name);
   }
   outputs_.push_back(tensor);
+  output_shard_.push_back(kReplicated);
   return Status::success();
 }
 
@@ -118,8 +120,15 @@ void KernelGraph::pop_op() {
   if (ops_.empty()) return;
   const KernelOp& op = ops_.back();
   for (int t : op.outputs) {
-    outputs_.erase(std::remove(outputs_.begin(), outputs_.end(), t), outputs_.end());
-    if (op.kind == OpKind::Input) inputs_.pop_back();
+    for (size_t i = outputs_.size(); i-- > 0;)
+      if (outputs_[i] == t) {
+        outputs_.erase(outputs_.begin() + static_cast<std::ptrdiff_t>(i));
+        output_shard_.erase(output_shard_.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    if (op.kind == OpKind::Input) {
+      inputs_.pop_back();
+      input_shard_.pop_back();
+    }
   }
   tensors_.resize(tensors_.size() - op.outputs.size());
   ops_.pop_back();
@@ -128,6 +137,73 @@ void KernelGraph::pop_op() {
 Status KernelGraph::check_complete() const {
   if (outputs_.empty()) return make_error("kernel graph has no outputs");
   return Status::success();
+}
+
+Status KernelGraph::set_ranks(int ranks) {
+  if (ranks < 1 || ranks > kMaxRanks)
+    return make_error("ranks " + std::to_string(ranks) + " is out of range; expected 1 to " +
+                      std::to_string(kMaxRanks));
+  if (ranks == 1)
+    for (size_t i = 0; i < input_shard_.size() + output_shard_.size(); ++i)
+      if ((i < input_shard_.size() ? input_shard_[i]
+                                   : output_shard_[i - input_shard_.size()]) != kReplicated)
+        return make_error("a graph with sharded tensors needs ranks ≥ 2");
+  ranks_ = ranks;
+  return Status::success();
+}
+
+namespace {
+
+// Normalizes `dim` of a sharded tensor and checks the full shape it implies.
+Result<int> shard_dim(const std::string& what, const KernelTensor& t, int dim, int ranks) {
+  if (dim == kReplicated) return kReplicated;
+  const int r = t.shape.rank();
+  if (dim < 0 || dim >= r)
+    return make_error(what + ": shard dim " + std::to_string(dim) + " is out of range for " +
+                      t.shape.str() + "; expected 0 to " + std::to_string(r - 1));
+  if (ranks < 2)
+    return make_error(what + ": a sharded tensor needs ranks ≥ 2 (declare `ranks R` first)");
+  Shape full = t.shape;
+  full[dim] = t.shape[dim] * ranks;
+  if (Status st = full.check(); !st.ok())
+    return make_error(what + ": the full tensor over " + std::to_string(ranks) +
+                      " ranks: " + st.error().message);
+  return dim;
+}
+
+}  // namespace
+
+Status KernelGraph::set_input_shard(int index, int dim) {
+  if (index < 0 || index >= static_cast<int>(inputs_.size()))
+    return make_error("input #" + std::to_string(index) + " does not exist");
+  STRATA_ASSIGN_OR_RETURN(input_shard_[index],
+                          shard_dim("input `" + tensor_name(inputs_[index]) + "`",
+                                    tensors_[inputs_[index]], dim, ranks_));
+  return Status::success();
+}
+
+Status KernelGraph::set_output_shard(int index, int dim) {
+  if (index < 0 || index >= static_cast<int>(outputs_.size()))
+    return make_error("output #" + std::to_string(index) + " does not exist");
+  STRATA_ASSIGN_OR_RETURN(output_shard_[index],
+                          shard_dim("output `" + tensor_name(outputs_[index]) + "`",
+                                    tensors_[outputs_[index]], dim, ranks_));
+  return Status::success();
+}
+
+bool KernelGraph::is_parallel() const {
+  if (ranks_ > 1) return true;
+  return std::any_of(ops_.begin(), ops_.end(), [](const KernelOp& op) {
+    return op_category(op.kind) == Category::Collective;
+  });
+}
+
+void KernelGraph::copy_parallel_interface(const KernelGraph& from) {
+  ranks_ = from.ranks_;
+  for (size_t i = 0; i < input_shard_.size(); ++i)
+    input_shard_[i] = i < from.input_shard_.size() ? from.input_shard_[i] : kReplicated;
+  for (size_t i = 0; i < output_shard_.size(); ++i)
+    output_shard_[i] = i < from.output_shard_.size() ? from.output_shard_[i] : kReplicated;
 }
 
 int KernelGraph::num_customized() const {
@@ -163,7 +239,8 @@ int KernelGraph::find_tensor(const std::string& name) const {
 
 bool KernelGraph::structurally_equal(const KernelGraph& o) const {
   if (ops_.size() != o.ops_.size() || tensors_.size() != o.tensors_.size() ||
-      inputs_ != o.inputs_ || outputs_ != o.outputs_)
+      inputs_ != o.inputs_ || outputs_ != o.outputs_ || ranks_ != o.ranks_ ||
+      input_shard_ != o.input_shard_ || output_shard_ != o.output_shard_)
     return false;
   for (size_t i = 0; i < tensors_.size(); ++i)
     if (tensors_[i].shape != o.tensors_[i].shape || tensors_[i].dtype != o.tensors_[i].dtype)

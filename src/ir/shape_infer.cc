@@ -77,6 +77,7 @@ Result<Shape> compute_shape(OpKind kind, const std::vector<Shape>& in, OpAttrs& 
     case Category::Matmul:
       return matmul_shape(in[0], in[1]);
     case Category::Unary:
+    case Category::Collective:  // all_reduce: the same shape on every rank
       return in[0];
     case Category::Binary: {
       auto s = broadcast_shapes(in[0], in[1]);

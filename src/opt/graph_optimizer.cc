@@ -9,6 +9,7 @@
 #include "strata/layout_views.h"
 #include "strata/memory_plan.h"
 #include "strata/plan_invariants.h"
+#include "strata/ragged_tiles.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
 
@@ -42,6 +43,7 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
       {"inline_elementwise_ops", inline_elementwise_ops},
       {"schedule_block_ops", schedule_block_ops},
       {"choose_layouts", choose_layouts},
+      {"plan_ragged_tiles", plan_ragged_tiles},
       {"plan_shared_memory", plan_shared_memory},
       {"plan_emission", plan_emission},
   };

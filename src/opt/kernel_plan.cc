@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "strata/ragged_tiles.h"
+
 namespace strata {
 namespace {
 
@@ -92,6 +94,7 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
   plan.threads = options.threads > 0 ? options.threads : plan.graph->block_threads();
   plan.ops.resize(plan.graph->ops().size());
   plan.tensors.resize(plan.graph->tensors().size());
+  if (plan.graph->ragged()) plan.ragged = *ragged_tiles(*plan.graph);  // checked above
   // Input tiles of transposed kernel-level views are stored as device memory holds them.
   for (int i = 0; i < plan.graph->num_inputs() && !plan.input_views.empty(); ++i) {
     const int t = plan.graph->op(plan.graph->input_op(i)).output;
@@ -174,8 +177,7 @@ std::string block_graph_codegen_unsupported(const BlockGraph& g) {
              "): the code generator does not support this op in block graphs yet";
   }
   if (g.ragged())
-    return "the block graph splits an extent raggedly (a shorter last tile); the code generator "
-           "does not support ragged splits yet";
+    if (auto r = ragged_tiles(g); !r.ok()) return r.error().message;
   return "";
 }
 
@@ -194,6 +196,7 @@ bool block_codegen_supports(const BlockOp& op) {
     case Category::Concat:
     case Category::Layout:
     case Category::Fused:
+    case Category::Collective:  // kernel level only: never in a block graph
       break;
   }
   return true;
@@ -257,6 +260,13 @@ std::string format_plan(const KernelPlan& plan) {
     if (p.scale_a >= 0) os << " rows scaled by op #" << p.scale_a;
     if (p.scale_b >= 0) os << " columns scaled by op #" << p.scale_b;
     if (p.register_accum) os << " in registers per thread";
+    if (p.ragged_extent >= 0)
+      os << " combines present elements of ragged extent " << p.ragged_extent;
+    if (p.ragged_mask != 0)
+      os << " masks absent positions of dims 0x" << std::hex << p.ragged_mask << std::dec;
+    if (p.ragged_zero_operands != 0)
+      os << " zeroes absent fragments of operand(s) 0x" << std::hex << p.ragged_zero_operands
+         << std::dec;
     os << "\n";
   }
   for (size_t t = 0; t < g.tensors().size(); ++t) {
@@ -280,6 +290,22 @@ std::string format_plan(const KernelPlan& plan) {
   }
   if (plan.scratch_bytes > 0)
     os << "  scratch @" << plan.scratch_offset << "+" << plan.scratch_bytes << "\n";
+  for (size_t e = 0; e < plan.ragged.extents.size(); ++e) {
+    const RaggedExtent& r = plan.ragged.extents[e];
+    os << "  ragged extent " << e << ": tile " << r.tile;
+    if (r.axis >= 0)
+      os << " of parts of " << r.block_tile << " of " << r.extent << " along grid "
+         << grid_axis_name(r.axis);
+    else
+      os << " of a part of " << r.extent;
+    if (r.loop) os << ", split over the iterations";
+    os << "; dims:";
+    for (size_t t = 0; t < g.tensors().size(); ++t)
+      for (int d = 0; d < g.tensor(static_cast<int>(t)).shape.rank(); ++d)
+        if (plan.ragged.dims[t][d] == static_cast<int>(e))
+          os << " " << g.tensor_name(static_cast<int>(t)) << "[" << d << "]";
+    os << "\n";
+  }
   return os.str();
 }
 

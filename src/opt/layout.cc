@@ -367,8 +367,10 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       rowsums += (q.rowsum_of == i ? 1 : 0) + (q.scan_of == i ? 2 : 0);
     const int64_t estimate = 4 * mt * (nt1 + nt2) + a_regs + 2 * mt * rowsums + 2 * nt2 + 24 +
                              (p.scale_a >= 0 || p.scale_b >= 0 ? 12 : 0);
-    p.a_in_registers =
-        plan.ops[g.tensor(a).producer].phase == Phase::Prologue && a_regs <= 32 && estimate <= 128;
+    // (A ragged contraction reads A through the masked path: no fragments kept.)
+    p.a_in_registers = plan.ops[g.tensor(a).producer].phase == Phase::Prologue && a_regs <= 32 &&
+                       estimate <= 128 && plan.ragged.dim(a, as.rank() - 1) < 0 &&
+                       plan.ragged.dim(g.op(i).inputs[1], as.rank() - 2) < 0;
   }
   for (int i = 0; i < nops; ++i) {
     const BlockOp& op = g.op(i);
@@ -422,7 +424,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       plan.tensors[g.op(i).output].home = grouped ? TensorHome::Registers : TensorHome::Fused;
   }
   // Other loop accumulators: per thread in registers, over thread-owned chunks of their input.
-  if (plan.options.register_accums) {
+  if (plan.options.register_accums && !plan.ragged.any()) {  // (ragged: general path)
     const int threads = warps * 32;
     for (int i = 0; i < nops; ++i) {
       const BlockOp& op = g.op(i);
@@ -610,7 +612,11 @@ int register_estimate(const KernelPlan& plan) {
 }  // namespace
 
 Result<KernelPlan> choose_layouts(KernelPlan plan) {
-  if (plan.options.rowwise && rowwise_eligible(plan)) return plan_rowwise(std::move(plan));
+  // Ragged tiles are masked on the general path only (docs/codegen.md, "Ragged tiles"): no
+  // rowwise kernels, loop groups or per-thread register accumulators.
+  const bool ragged = plan.ragged.any();
+  if (plan.options.rowwise && !ragged && rowwise_eligible(plan))
+    return plan_rowwise(std::move(plan));
   const BlockGraph& g = *plan.graph;
   const int nops = static_cast<int>(g.ops().size());
   const int ntensors = static_cast<int>(g.tensors().size());

@@ -57,7 +57,8 @@ SmemNeeds smem_needs(const KernelPlan& plan) {
 }
 
 bool loop_groups_allowed(const KernelPlan& plan) {
-  if (plan.graph->forloop() < 2 || plan.rowwise) return false;
+  // Ragged tiles are masked without loop groups (docs/codegen.md, "Ragged tiles").
+  if (plan.graph->forloop() < 2 || plan.rowwise || plan.ragged.any()) return false;
   // A running max and a rescaling accumulator carry their value from one iteration to the
   // next: groups would each see only their own iterations. The exception is the online softmax
   // of a matmul chain whose results do not depend on the shifts (OpPlan::shift_free): each

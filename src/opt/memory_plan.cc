@@ -48,8 +48,8 @@ void compute_intervals(KernelPlan& plan) {
       end = std::max(end, use);
     }
     if (kind == OpKind::Input && pp.phase == Phase::Loop) {
-      begin = 0;  // prefetched before the loop
-      end = loop_end;
+      begin = 0;  // prefetched before the loop; a loop-invariant tile may be read after it
+      end = std::max(end, loop_end);
     } else if ((op_category(kind) == Category::Accum || op_category(kind) == Category::Scan) &&
                tp.home != TensorHome::View) {
       if (tp.home == TensorHome::Registers) {

@@ -95,7 +95,9 @@ bool computes_shifted_exp(const BlockGraph& g, const std::vector<int>& ops, int 
 }  // namespace
 
 Result<KernelPlan> chain_matmuls(KernelPlan plan) {
-  if (!plan.options.chain_matmuls) return plan;
+  // Ragged tiles: the chain's fragments and online softmax are not masked (docs/codegen.md,
+  // "Ragged tiles"); such graphs take the general path.
+  if (!plan.options.chain_matmuls || plan.ragged.any()) return plan;
   const BlockGraph& g = *plan.graph;
   const int n = static_cast<int>(g.ops().size());
   for (int m1 = 0; m1 < n; ++m1) {

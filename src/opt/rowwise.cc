@@ -36,6 +36,7 @@ bool last_dim_reduction(const BlockGraph& g, const BlockOp& op) {
     case Category::Concat:
     case Category::Layout:
     case Category::Fused:
+    case Category::Collective:
       break;
   }
   return false;

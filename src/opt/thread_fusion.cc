@@ -147,6 +147,7 @@ Result<KernelGraph> rebuild(const KernelGraph& g,
     }
   }
   for (int t : g.outputs()) STRATA_RETURN_IF_ERROR(out.mark_output(t));
+  out.copy_parallel_interface(g);
   return out;
 }
 

@@ -41,6 +41,7 @@ ClassMask partial_after(OpKind kind, const std::array<const BTensor*, 2>& in, Cl
     case Category::Customized:
     case Category::Accum:
     case Category::Fused:
+    case Category::Collective:
       break;
   }
   return 0;
@@ -66,7 +67,12 @@ void Enumerator::Impl::block_level(OpenBlock& ob) {
   }
   if ((unread + 1) / 2 + (F == 1 ? 1 : 0) > remaining) return prune(Prune::DeadEnd);
   auto shape_of = [&](int t) -> const Shape& { return ob.b.tensor(t).shape; };
-  auto same_stage = [&](int a, int b) { return ob.b.tensor(a).stage == ob.b.tensor(b).stage; };
+  // Operands of one op share a stage, except that a post-loop op may read a loop-invariant
+  // tile (a bias or gain next to a loop's result; docs/mugraph-semantics.md §3.4).
+  auto same_stage = [&](int a, int b) {
+    const Stage sa = ob.b.tensor(a).stage, sb = ob.b.tensor(b).stage;
+    return sa == sb || (sa == Stage::Post ? !ob.bt[b].varying : !ob.bt[a].varying);
+  };
   const int lo = ob.keys.empty() ? 0 : ob.keys.back().max_input();
   for (OpKind kind : space.block_kinds) {
     for_each_compute(kind, n, lo, shape_of, same_stage,
@@ -250,6 +256,7 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
       case OpKind::Concat:
       case OpKind::Transpose:
       case OpKind::Slice:
+      case OpKind::AllReduce:
       case OpKind::RunningMax:
       case OpKind::ThreadFused:
         break;  // not an accumulator
@@ -267,11 +274,15 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     }
     auto out = quick_shape(kind, std::span(shapes.data(), ins.n), attrs);
     if (!out) return prune(Prune::Shape);
-    if (kind == OpKind::Concat && !space.program_concat) {
-      // Concat-then-matmul, [X | Y]·[W ; B]: two operands that are not concats themselves,
-      // joined along a dim that a matmul contracts (the last two), of reduced classes.
+    if (kind == OpKind::Concat &&
+        !(space.program_concat &&
+          matches_program_op(kind, attrs, {ob.exprs[ins[0]], ob.exprs[ins[1]]}))) {
+      // A concat that is not one of the program's can only be concat-then-matmul,
+      // [X | Y]·[W ; B]: two operands that are not concats themselves, joined along a dim that
+      // a matmul contracts (the last two), of reduced classes, in a program with two matmuls.
       const int r = shapes[0].rank(), d = attrs.dim;
-      bool ok = (d == r - 1 || d == r - 2) && ob.bt[ins[0]].cls[d] != ob.bt[ins[1]].cls[d];
+      bool ok = space.merge_concat && (d == r - 1 || d == r - 2) &&
+                ob.bt[ins[0]].cls[d] != ob.bt[ins[1]].cls[d];
       for (int t : ins) {
         const BlockOp& producer = ob.b.op(ob.b.tensor(t).producer);
         DimClass c = ob.bt[t].cls[d];
@@ -313,7 +324,8 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     ob.b.pop_op();
     return prune(Prune::Sign);
   }
-  if (!program_site(kind, attrs, {ob.exprs[ins[0]], ins.n > 1 ? ob.exprs[ins[1]] : kNoExpr})) {
+  if (kind != OpKind::Concat &&  // concats: checked above (program's, or concat-then-matmul)
+      !program_site(kind, attrs, {ob.exprs[ins[0]], ins.n > 1 ? ob.exprs[ins[1]] : kNoExpr})) {
     ob.b.pop_op();
     return prune(Prune::ProgramSite);
   }
@@ -371,6 +383,37 @@ void Enumerator::Impl::try_close(OpenBlock& ob) {
           return prune(Prune::DeadTensor);
     }
   }
+  // A computed tensor that the kernel also reads may be saved as well when it could be a
+  // program output (an output that later ops of the program read, like the residual sum
+  // before a norm): without that, the kernel that computes it could not also consume it.
+  // Closings are offered without such extra savers and, when there are any, with all of them.
+  std::vector<int> extras;
+  for (int t = ni; t < n; ++t)
+    if (ob.bt[t].uses > 0 && (F == 1 || ob.b.tensor(t).stage != Stage::Loop) &&
+        could_be_output(ob, t))
+      extras.push_back(t);
+  close_variant(ob, sinks);
+  if (stopped() || extras.empty()) return;
+  std::vector<int> all = sinks;
+  all.insert(all.end(), extras.begin(), extras.end());
+  close_variant(ob, all);
+}
+
+bool Enumerator::Impl::could_be_output(const OpenBlock& ob, int t) const {
+  const KernelGraph& p = *space.program;
+  const int r = ob.b.tensor(t).shape.rank();
+  for (size_t i = 0; i < p.outputs().size(); ++i) {
+    if (p.tensor(p.outputs()[i]).shape.rank() != r) continue;
+    if (!space.oracle) return true;
+    if (space.oracle->is_equivalent(ob.exprs[t], static_cast<int>(i)) &&
+        std::find(kexprs.begin(), kexprs.end(), ob.exprs[t]) == kexprs.end())
+      return true;
+  }
+  return false;
+}
+
+void Enumerator::Impl::close_variant(OpenBlock& ob, const std::vector<int>& sinks) {
+  const int F = ob.b.forloop();
   if (static_cast<int>(sinks.size()) > space.max_block_outputs) return prune(Prune::TooManyOutputs);
   // A kernel with a single compute op is what the predefined op does, unless it adds up
   // per-block partial results or produces them (checked below, per output).

@@ -81,6 +81,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
         break;
       }
       case Category::Unary:
+      case Category::Collective:
         for (int d = 0; d < r; ++d) link_if(op.inputs[0], d, out, d);
         break;
       case Category::Binary:
@@ -361,6 +362,7 @@ ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
   const int r = out_shape.rank();
   switch (op_category(kind)) {
     case Category::Unary:
+    case Category::Collective:
       f.out = in[0];
       f.prov = prov(0);
       break;
@@ -468,24 +470,30 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
   // rescaling of the online softmax, which needs the sums beside them.
   if (info.max_reduced && !info.sum_reduced) return out;
   const int64_t e = info.extent;
-  const auto& tiles = info.sum_reduced ? policy.reduce_tiles : policy.grid_tiles;
-  for (int64_t t : tiles) {
-    if (t < 1 || t >= e || e % t != 0) continue;
-    if (t == 1 && e > policy.max_unit_tile_extent) continue;
-    int64_t g = e / t;
-    if (g > policy.max_blocks) continue;
-    out.push_back(g);
-  }
-  // No tile divides the extent: ragged splits (the last block's tile shorter), with bounded
-  // padding.
-  if (out.empty())
+  // Tiles that divide the extent; where none does, ragged splits (the last block's tile
+  // shorter) with bounded padding.
+  auto split_by = [&](const std::vector<int64_t>& tiles) {
     for (int64_t t : tiles) {
-      if (t <= 1 || t >= e) continue;
-      int64_t g = (e + t - 1) / t;
-      if (g > policy.max_blocks || static_cast<double>(g * t - e) > policy.max_ragged_waste * e)
-        continue;
+      if (t < 1 || t >= e || e % t != 0) continue;
+      if (t == 1 && e > policy.max_unit_tile_extent) continue;
+      int64_t g = e / t;
+      if (g > policy.max_blocks) continue;
       out.push_back(g);
     }
+    if (out.empty())
+      for (int64_t t : tiles) {
+        if (t <= 1 || t >= e) continue;
+        int64_t g = (e + t - 1) / t;
+        if (g > policy.max_blocks || static_cast<double>(g * t - e) > policy.max_ragged_waste * e)
+          continue;
+        out.push_back(g);
+      }
+  };
+  split_by(info.sum_reduced ? policy.reduce_tiles : policy.grid_tiles);
+  // Extents too large for any tile of the list within max_blocks: larger tiles, the smallest
+  // that fit.
+  for (size_t k = 0; out.empty() && !info.sum_reduced && k < policy.large_grid_tiles.size(); ++k)
+    split_by({policy.large_grid_tiles[k]});
   // A small class also splits in two halves (X's 8 rows of a batch-1 matvec as two blocks of
   // 4, each block re-reading W's tile from L2 while it streams).
   if (!info.sum_reduced && e <= policy.max_unit_tile_extent && e % 2 == 0 && e > 2)

@@ -8,6 +8,11 @@
 
 namespace strata::search {
 
+bool trace_screen_failures() {
+  static const bool on = std::getenv("STRATA_SCREEN_TRACE") != nullptr;
+  return on;
+}
+
 RankKey rank_key(std::span<const int> inputs, OpKind kind, const OpAttrs& a) {
   RankKey k;
   std::array<int, 8> sorted{};
@@ -33,6 +38,7 @@ std::optional<Shape> quick_shape(OpKind kind, std::span<const Shape> in, const O
   const Shape& a = in[0];
   switch (op_category(kind)) {
     case Category::Unary:
+    case Category::Collective:
       return a;
     case Category::Matmul: {
       const Shape& b = in[1];
@@ -152,12 +158,24 @@ Result<SearchSpace> SearchSpace::from_program(const KernelGraph& program) {
   for (const OpInfo& info : op_table()) {
     if (!has[static_cast<int>(info.kind)] || info.kind == OpKind::Input) continue;
     s.kernel_kinds.push_back(info.kind);
-    s.block_kinds.push_back(info.kind);
+    if (info.levels & kBlock) s.block_kinds.push_back(info.kind);
   }
   // Concat in block graphs serves concat-then-matmul ([X | Y]·[W ; B] = X·W + Y·B), so it is
   // offered when the program has two matmuls to merge (or concatenates by itself).
   s.program_concat = has[static_cast<int>(OpKind::Concat)];
-  s.block_concat = s.program_concat || matmuls >= 2;
+  s.merge_concat = matmuls >= 2;
+  s.has_views = has[static_cast<int>(OpKind::Slice)] || has[static_cast<int>(OpKind::Transpose)];
+  {
+    std::vector<int> views_of(program.tensors().size(), 0);
+    for (const KernelOp& op : program.ops())
+      if (op_category(op.kind) == Category::Layout) ++views_of[op.inputs[0]];
+    for (size_t t = 0; t < views_of.size(); ++t)
+      if (views_of[t] >= 2) s.multi_view_sources.push_back(static_cast<int>(t));
+  }
+  for (const KernelOp& op : program.ops())
+    if (op.kind == OpKind::Concat && op.attrs.dim >= 0 && op.attrs.dim < 8)
+      s.concat_dims.set(op.attrs.dim);
+  s.block_concat = s.program_concat || s.merge_concat;
   if (s.block_concat && !has[static_cast<int>(OpKind::Concat)]) {
     s.block_kinds.push_back(OpKind::Concat);
     std::sort(s.block_kinds.begin(), s.block_kinds.end());
@@ -296,6 +314,7 @@ void Enumerator::Impl::reset() {
     kt.push_back(k);
     kexprs.push_back(space.input_exprs[t]);
   }
+  g.copy_parallel_interface(p);
   num_program_inputs = static_cast<int>(kt.size());
 }
 
@@ -304,9 +323,52 @@ void Enumerator::Impl::reset() {
 void Enumerator::Impl::kernel_level() {
   if (stopped()) return;
   if (try_complete()) return;
-  if (static_cast<int>(steps.size()) >= space.max_kernel_ops) return prune(Prune::Incomplete);
+  // Views (slice, transpose) are read in place by their consumers: no kernel of their own.
+  if (static_cast<int>(steps.size()) - kernel_views >= space.max_kernel_ops)
+    return prune(Prune::Incomplete);
+  if (force_view()) return;
   predefined_ops();
   customized_ops();
+}
+
+bool Enumerator::Impl::force_view() {
+  if (!space.tensor_oracle || space.multi_view_sources.empty()) return false;
+  const KernelGraph& p = *space.program;
+  const int n = static_cast<int>(kt.size());
+  bool found = false;
+  RankKey best;
+  OpKind best_kind = OpKind::Transpose;
+  OpAttrs best_attrs;
+  int best_t = -1;
+  for (const KernelOp& op : p.ops()) {
+    // A single view has one place in the canonical order anyway; several of one tensor have
+    // every interleaving with the other ops.
+    if (op_category(op.kind) != Category::Layout ||
+        std::find(space.multi_view_sources.begin(), space.multi_view_sources.end(),
+                  op.inputs[0]) == space.multi_view_sources.end())
+      continue;
+    bool present = false;
+    for (int u = num_program_inputs; u < n && !present; ++u)
+      present = space.tensor_oracle->is_equivalent(kexprs[u], op.outputs[0]);
+    if (present) continue;
+    for (int t = num_program_inputs; t < n; ++t) {
+      if (!space.tensor_oracle->is_equivalent(kexprs[t], op.inputs[0])) continue;
+      RankKey key = rank_key(std::span<const int>(&t, 1), op.kind, op.attrs);
+      if (!found || key < best) {
+        found = true;
+        best = key;
+        best_kind = op.kind;
+        best_attrs = op.attrs;
+        best_t = t;
+      }
+    }
+  }
+  if (!found) return false;
+  Ins ins;
+  ins.v[0] = best_t;
+  ins.n = 1;
+  try_predefined(best_kind, ins, best_attrs);
+  return true;
 }
 
 void Enumerator::Impl::predefined_ops() {
@@ -377,12 +439,15 @@ void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
     k.cls = f.out;
     k.prov = f.prov;
     k.is_output = output_like(e, *out);
+    k.view = op_category(kind) == Category::Layout && multi_view_source(kexprs[ins[0]]);
     kt.push_back(k);
     kexprs.push_back(e);
     for (int t : ins) ++kt[t].uses;
     steps.push_back({kind, ins.vec(), attrs, nullptr});
     kernel_keys.push_back(key);
+    kernel_views += k.view;
     kernel_level();
+    kernel_views -= k.view;
     kernel_keys.pop_back();
     steps.pop_back();
     for (int t : ins) --kt[t].uses;
@@ -453,27 +518,54 @@ bool Enumerator::Impl::program_site(OpKind kind, const OpAttrs& attrs,
   const Category cat = op_category(kind);
   const bool constants = cat == Category::Unary && op_info(kind).attrs != AttrSet::None;
   const bool view = cat == Category::Layout;
-  // A concat the program does not have is the concat-then-matmul merge (rule concat_form).
   const bool concat = cat == Category::Concat && space.program_concat;
-  if (!constants && !view && !concat) return true;
-  const KernelGraph& p = *space.program;
-  bool merge_possible = concat && space.block_concat;
-  for (const KernelOp& op : p.ops()) {
+  // Communication (all_reduce) happens where the program has it, on what it reduces there.
+  const bool collective = cat == Category::Collective;
+  if (kind == OpKind::Max) return max_site(attrs, in[0]);
+  if (!constants && !view && !concat && !collective) return true;
+  return matches_program_op(kind, attrs, in);
+}
+
+bool Enumerator::Impl::multi_view_source(ExprId e) const {
+  if (!space.tensor_oracle) return false;
+  for (int t : space.multi_view_sources)
+    if (space.tensor_oracle->is_equivalent(e, t)) return true;
+  return false;
+}
+
+bool Enumerator::Impl::max_site(const OpAttrs& attrs, ExprId in) const {
+  // The abstraction keys a max by its operand and the reduced extent only, so a max over
+  // another dim of the same extent looks alike (the query and key dims of self-attention
+  // both come from the tokens). Max is not linear: it stays where the program puts it.
+  bool any = false;
+  for (const KernelOp& op : space.program->ops()) {
+    if (op.kind != OpKind::Max || !space.tensor_oracle->is_equivalent(in, op.inputs[0]))
+      continue;
+    if (op.attrs.dim == attrs.dim) return true;
+    any = true;
+  }
+  return !any;
+}
+
+bool Enumerator::Impl::matches_program_op(OpKind kind, const OpAttrs& attrs,
+                                          std::array<ExprId, 2> in) const {
+  if (!space.tensor_oracle) return true;
+  const bool constants = op_info(kind).attrs != AttrSet::None &&
+                         op_category(kind) == Category::Unary;
+  for (const KernelOp& op : space.program->ops()) {
     if (op.kind != kind) continue;
     if (constants && (op.attrs.scalar != attrs.scalar || op.attrs.scalar2 != attrs.scalar2))
       continue;
     if (kind == OpKind::Slice && (op.attrs.dim != attrs.dim || op.attrs.start != attrs.start ||
                                   op.attrs.end != attrs.end))
       continue;
-    if (concat && op.attrs.dim != attrs.dim) continue;
+    if (kind == OpKind::Concat && op.attrs.dim != attrs.dim) continue;
     bool same = space.tensor_oracle->is_equivalent(in[0], op.inputs[0]);
     if (op_info(kind).arity == 2)
       same = same && space.tensor_oracle->is_equivalent(in[1], op.inputs[1]);
     if (same) return true;
   }
-  // Without a matching site a concat may still serve concat-then-matmul when the program
-  // has two matmuls to merge (checked by concat_form).
-  return merge_possible && space.pool->kind(in[0]) != ExprKind::Concat;
+  return false;
 }
 
 bool Enumerator::Impl::sign_consistent(OpKind kind, std::array<ExprId, 2> in, ExprId e) const {

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,10 @@
 #include "strata/subexpr_oracle.h"
 
 namespace strata::search {
+
+/// Whether STRATA_SCREEN_TRACE is set: the search then prints every candidate that fails the
+/// equivalence screen to stderr (for debugging the enumeration's rules).
+bool trace_screen_failures();
 
 /// Why an extension was rejected. Names (prune_rule_name) appear in statistics.
 enum class Prune : int {
@@ -120,6 +125,12 @@ struct SearchSpace {
   std::vector<std::vector<OpAttrs>> program_attrs;
   bool block_concat = false;      ///< concat allowed in block graphs
   bool program_concat = false;    ///< the program itself concatenates
+  bool merge_concat = false;      ///< concat-then-matmul merges possible (two matmuls)
+  std::bitset<8> concat_dims;     ///< dims along which the program concatenates
+  bool has_views = false;         ///< the program slices or transposes
+  /// Program tensors the program takes two or more views of (the slices of a fused
+  /// projection): the search forces those views right after an equivalent kernel tensor.
+  std::vector<int> multi_view_sources;
   ClassMask loop_classes = 0;     ///< plain classes a for-loop may split
   ClassMask reduced_classes = 0;  ///< plain classes the program reduces
 

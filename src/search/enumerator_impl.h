@@ -54,6 +54,7 @@ struct KTensor {
   DimProvVec prov{};
   int uses = 0;            ///< ops of the graph reading it
   bool is_output = false;  ///< equivalent to a program output (complete-graph candidate)
+  bool view = false;  ///< one of several views of a tensor (force_view): read in place, no kernel
 };
 
 /// Search-time facts about a block tensor.
@@ -123,6 +124,7 @@ struct Enumerator::Impl {
   // ---- the kernel graph under construction ---------------------------------------------
   KernelGraph g;
   std::vector<KTensor> kt;
+  int kernel_views = 0;  ///< kernel ops in `steps` that are layout views (no kernel)
   std::vector<ExprId> kexprs;
   std::vector<KernelStep> steps;
   std::vector<RankKey> kernel_keys;
@@ -188,6 +190,14 @@ struct Enumerator::Impl {
     return kernel_keys.empty() || kernel_keys.back() < k;
   }
   void predefined_ops();
+  /// With a tensor oracle, a view (slice, transpose) that the program applies to a tensor it
+  /// takes several views of, equivalent to a computed kernel tensor, is forced as the next op
+  /// while the graph lacks it:
+  /// views cost no kernel and sit at program sites only (program_site), so the one remaining
+  /// choice, where in the order to place them, is fixed — right after their source. This
+  /// keeps a consumer of several views (the three slices of a fused QKV projection) from
+  /// being searched behind every order of them. Returns whether a view was forced.
+  bool force_view();
   void try_predefined(OpKind kind, Ins ins, OpAttrs attrs);
   /// With abstract pruning, predefined kernel ops replay ops of the program (same kind and
   /// attributes on inputs with equivalent expressions), or add up per-block partial results
@@ -207,6 +217,14 @@ struct Enumerator::Impl {
   /// concatenates) is applied only to operands with the expressions of an op of the program of
   /// the same kind and attributes; a concat may also be the concat-then-matmul merge.
   bool program_site(OpKind kind, const OpAttrs& attrs, std::array<ExprId, 2> in) const;
+  /// A max of a tensor equivalent to one the program takes a max of reduces one of the dims
+  /// the program reduces it over.
+  bool max_site(const OpAttrs& attrs, ExprId in) const;
+  /// Whether `e` is equivalent to a program tensor in space.multi_view_sources.
+  bool multi_view_source(ExprId e) const;
+  /// Whether `kind(in)` with `attrs` is an op of the program on equivalent operands (same
+  /// kind, constants, slice range or concat dim). True without a tensor oracle.
+  bool matches_program_op(OpKind kind, const OpAttrs& attrs, std::array<ExprId, 2> in) const;
   /// Whether expression a occurs in expression b (structurally).
   bool subterm(ExprId a, ExprId b);
   /// With abstract pruning, a customized op does not read both a tensor and one whose
@@ -226,8 +244,10 @@ struct Enumerator::Impl {
   template <class Range>
   bool reads_unread(const Range& ins) const {
     bool any = false;
+    // Views are exempt: a reader of one may need several (three slices of a fused QKV
+    // projection feed one attention kernel), and they cost no kernel.
     for (int t = num_program_inputs; t < static_cast<int>(kt.size()); ++t)
-      if (kt[t].uses == 0 && !kt[t].is_output) any = true;
+      if (kt[t].uses == 0 && !kt[t].is_output && !kt[t].view) any = true;
     if (!any) return true;
     for (int t : ins)
       if (t >= num_program_inputs && kt[t].uses == 0) return true;
@@ -268,6 +288,12 @@ struct Enumerator::Impl {
   /// class, so that accum_sum_ld of that tile gives accum(t) fused (rule unfused_reduction).
   bool fused_sum_covers(const OpenBlock& ob, int t) const;
   void try_close(OpenBlock& ob);
+  /// Whether computed tile t, read inside the block, may also be saved: its rank is that of a
+  /// program output and, with abstract pruning, its expression is equivalent to that output's
+  /// and no kernel tensor has it yet.
+  bool could_be_output(const OpenBlock& ob, int t) const;
+  /// Closes the block saving exactly `sinks` (every choice of output maps).
+  void close_variant(OpenBlock& ob, const std::vector<int>& sinks);
   void close_with(OpenBlock& ob, const std::vector<int>& sinks, const std::vector<GridMap>& omaps);
   bool try_complete();
 };
@@ -283,6 +309,7 @@ void Enumerator::Impl::for_each_compute(OpKind kind, int n, int lo, ShapeOf shap
   auto one = [](int t) { return Ins{{t, 0}, 1}; };
   auto two = [](int a, int b) { return Ins{{a, b}, 2}; };
   switch (op_category(kind)) {
+    case Category::Collective:  // all_reduce: only where the program has it (program_site)
     case Category::Unary:
       for (int t = lo; t < n; ++t) {
         if (op_info(kind).attrs == AttrSet::None) {
@@ -369,7 +396,9 @@ void Enumerator::Impl::for_each_compute(OpKind kind, int n, int lo, ShapeOf shap
           for (int d = 0; d < sa.rank(); ++d) {
             // Concat-then-matmul is the only use of a concat the program does not have: it
             // joins distinct operands along one of the two dims a matmul contracts.
-            if (!space.program_concat && (a == b || d < sa.rank() - 2)) continue;
+            // The program's own concats join along their dims (checked on expressions later).
+            const bool program_dim = space.program_concat && space.concat_dims.test(d);
+            if (!program_dim && (a == b || d < sa.rank() - 2)) continue;
             attrs.dim = d;
             fn(two(a, b), attrs);
           }

@@ -80,6 +80,7 @@ class Expander {
         if (!out.mark_output(r_.outputs[i]).ok()) return;
       }
     }
+    out.copy_parallel_interface(program_);
     ++emitted_;
     emit_(std::move(out));
   }

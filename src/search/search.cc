@@ -1,41 +1,46 @@
-// superoptimize(): the search job around the enumeration — program checks, the result cache,
-// tasks on a thread pool, limits and progress, checkpoints, verification and ranking.
+// superoptimize(): the search job around the enumeration, as a list of phases (each a function
+// below with its contract): set up the job (checks, resolved limits, cache key and paths) →
+// look up the result cache → prepare the enumeration (program analysis, verifier, tasks) and
+// restore a checkpoint → enumerate on a thread pool → order the candidates → screen and verify
+// them → rank → store the result in the cache (or a checkpoint when stopped). The watcher
+// thread (search_monitor.h) enforces limits and prints progress from setup to verification.
 #include "strata/search.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <limits>
-#include <mutex>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "search/candidate_pool.h"
+#include "search/checkpoint.h"
 #include "search/enumerator.h"
+#include "search/search_monitor.h"
+#include "search/segments.h"
 #include "strata/abstract_expr.h"
 #include "strata/graph_optimizer.h"
+#include "strata/graph_print.h"
 #include "strata/kernel_plan.h"
 #include "strata/search_cache.h"
 #include "strata/search_report.h"
 #include "strata/subexpr_oracle.h"
 #include "strata/thread_fusion.h"
 #include "util/utf8.h"
-#include "util/progress.h"
 
 namespace strata {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using search::Clock;
+using search::seconds_since;
 using search::TaskStats;
 
 constexpr std::string_view kCacheFormat = "strata-search-cache";
-constexpr std::string_view kCheckpointFormat = "strata-search-checkpoint";
 /// Decision depth at which the tree is split into tasks: deep enough for a few hundred
 /// subtrees on the benchmarks (load balance, checkpoint granularity), shallow enough that
 /// replaying a task's path costs nothing.
@@ -44,10 +49,6 @@ constexpr int kSplitDepth = 2;
 /// top_k of them pass even when the abstract pruning lets some non-equivalent graphs through.
 size_t pool_capacity(const SearchConfig& c) {
   return std::max<size_t>(256, 32 * static_cast<size_t>(c.top_k));
-}
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 Status check_program(const KernelGraph& program) {
@@ -114,167 +115,6 @@ SearchStats to_stats(const TaskStats& t) {
   return s;
 }
 
-Json task_stats_json(const TaskStats& t) {
-  Json j;
-  j["states"] = t.states;
-  j["recipes"] = t.recipes;
-  j["candidates"] = t.candidates;
-  j["prunes"] = Json(std::vector<int64_t>(t.prunes.begin(), t.prunes.end()));
-  return j;
-}
-
-/// Reads the counters of task_stats_json; a missing counter is 0, a malformed one an error.
-Result<TaskStats> task_stats_from_json(const Json& j, const std::string& path) {
-  TaskStats t;
-  if (!j.is_object()) return make_error(path + ": expected an object, got " + json_brief(j));
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  for (auto [key, dst] : {std::pair{"states", &t.states}, std::pair{"recipes", &t.recipes},
-                          std::pair{"candidates", &t.candidates}})
-    if (auto it = j.find(key); it != j.end()) {
-      STRATA_ASSIGN_OR_RETURN(*dst, json_int(*it, path + "." + key, 0, kMax));
-    }
-  if (auto p = j.find("prunes"); p != j.end()) {
-    if (!p->is_array()) return make_error(path + ".prunes: expected an array of counts");
-    for (size_t i = 0; i < p->size() && i < t.prunes.size(); ++i) {
-      STRATA_ASSIGN_OR_RETURN(
-          t.prunes[i], json_int((*p)[i], path + ".prunes[" + std::to_string(i) + "]", 0, kMax));
-    }
-  }
-  return t;
-}
-
-/// The time the enumeration may run (from the start of the search), or 0 for no limit: the
-/// enumeration's own limit, else half of the whole search's, and never more than the latter.
-double enumeration_deadline(const SearchConfig& c) {
-  double d = c.enum_time_limit_s > 0 ? c.enum_time_limit_s : c.time_limit_s / 2;
-  if (c.time_limit_s > 0 && (d <= 0 || d > c.time_limit_s)) d = c.time_limit_s;
-  return d;
-}
-
-/// Watches a search from a thread of its own, from setup to the end of verification: during
-/// the enumeration it enforces the enumeration's deadline and the interrupt flag (by setting
-/// the stop flag), and in every phase it prints a progress line at most once a second
-/// (ProgressLine; none with `quiet`).
-class Monitor {
- public:
-  enum class Phase { Setup, Enumeration, Verification };
-  /// Counters of the verification phase, updated by the verification loop.
-  struct VerifyCounts {
-    std::atomic<int64_t> considered{0}, screened{0}, verified{0};
-    std::atomic<bool> verifying{false};  ///< the current candidate passed its screen
-  };
-
-  Monitor(const SearchConfig& config, search::StopControl& stop, Clock::time_point t0)
-      : config_(config),
-        stop_(stop),
-        t0_(t0),
-        enum_deadline_(enumeration_deadline(config)),
-        line_(!config.quiet) {
-    thread_ = std::thread([this] { loop(); });
-  }
-  ~Monitor() { finish(); }
-
-  void enter_enumeration(size_t tasks_total, const std::atomic<size_t>* tasks_done) {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_total_ = tasks_total;
-    tasks_done_ = tasks_done;
-    phase_ = Phase::Enumeration;
-  }
-  void enter_verification(size_t candidates) {
-    std::lock_guard<std::mutex> lock(mu_);
-    candidates_ = candidates;
-    phase_ = Phase::Verification;
-  }
-  VerifyCounts& verify_counts() { return counts_; }
-  void finish() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (finished_) return;
-      finished_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    line_.finish();
-  }
-  /// Stops the enumeration for an interrupt (seen by this thread or by a worker).
-  void stop_for_interrupt() {
-    if (!stop_.stop.exchange(true)) interrupted_ = true;
-  }
-  /// Whether the enumeration was stopped by its deadline / by the interrupt flag.
-  bool time_limit_hit() const { return time_hit_; }
-  bool interrupted() const { return interrupted_; }
-
- private:
-  void loop() {
-    auto last_print = Clock::now();
-    int64_t last_states = 0;
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!finished_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(50));
-      if (finished_) break;
-      const double t = seconds_since(t0_);
-      if (phase_ == Phase::Enumeration) {
-        if (enum_deadline_ > 0 && t >= enum_deadline_) {
-          if (!stop_.stop.exchange(true)) time_hit_ = true;
-        } else if (config_.interrupt && config_.interrupt->load()) {
-          stop_for_interrupt();
-        }
-      }
-      const double since = std::chrono::duration<double>(Clock::now() - last_print).count();
-      if (!line_.enabled() || since < 1.0) continue;
-      char buf[256];
-      switch (phase_) {
-        case Phase::Setup:
-          std::snprintf(buf, sizeof buf,
-                        "search: %.0f s, preparing (program analysis, splitting the tree into "
-                        "tasks)",
-                        t);
-          break;
-        case Phase::Enumeration: {
-          const int64_t states = stop_.live_states.load();
-          std::snprintf(buf, sizeof buf,
-                        "search: %.0f s, %lld states (%.0f/s), %lld pruned, %lld found, "
-                        "%zu/%zu tasks",
-                        t, static_cast<long long>(states), (states - last_states) / since,
-                        static_cast<long long>(stop_.live_prunes.load()),
-                        static_cast<long long>(stop_.live_found.load()), tasks_done_->load(),
-                        tasks_total_);
-          last_states = states;
-          break;
-        }
-        case Phase::Verification:
-          std::snprintf(buf, sizeof buf,
-                        "search: %.0f s, candidate %lld of %zu: %s (%lld of %d graphs verified, "
-                        "%lld screened)",
-                        t, static_cast<long long>(counts_.considered.load()), candidates_,
-                        counts_.verifying.load() ? "verifying" : "screening",
-                        static_cast<long long>(counts_.verified.load()), config_.top_k,
-                        static_cast<long long>(counts_.screened.load()));
-          break;
-      }
-      line_.print(buf);
-      last_print = Clock::now();
-    }
-  }
-
-  const SearchConfig& config_;
-  search::StopControl& stop_;
-  Clock::time_point t0_;
-  const double enum_deadline_;
-  ProgressLine line_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  Phase phase_ = Phase::Setup;
-  size_t tasks_total_ = 0;
-  const std::atomic<size_t>* tasks_done_ = nullptr;
-  size_t candidates_ = 0;
-  VerifyCounts counts_;
-  bool finished_ = false;
-  std::atomic<bool> time_hit_{false};
-  std::atomic<bool> interrupted_{false};
-  std::thread thread_;
-};
-
 /// The outcome of screening and (if the screen passed) verifying one candidate.
 struct CandidateCheck {
   bool verified = false;  ///< the screen passed and verification ran
@@ -295,7 +135,12 @@ CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::
     c.error = ok.error().message;
     return c;
   }
-  if (!*ok) return c;
+  if (!*ok) {
+    if (search::trace_screen_failures())
+      std::fprintf(stderr, "candidate failed the equivalence screen:\n%s\n",
+                   format_graph(e.graph).c_str());
+    return c;
+  }
   verifying = true;
   t = Clock::now();
   auto v = checker.verify(e.graph);
@@ -306,118 +151,6 @@ CandidateCheck check_candidate(const EquivalenceChecker& checker, const search::
   else
     c.verification = *v;
   return c;
-}
-
-/// State carried from one run to the next through a checkpoint.
-struct Progress {
-  std::vector<char> done;  ///< per task
-  TaskStats done_stats;    ///< collection pass + finished tasks
-  /// Unfinished tasks that finished some subtrees: where to continue, and their statistics
-  /// up to there (docs/search.md, "Resuming inside a task").
-  std::map<size_t, search::TaskResume> partial;
-  std::vector<KernelGraph> pool;
-};
-
-Status write_checkpoint(const std::string& path, const std::string& key, const std::string& program,
-                        const Progress& p, const std::vector<search::PoolEntry>& pool) {
-  Json j;
-  j["tasks_total"] = p.done.size();
-  std::vector<int64_t> done;
-  for (size_t i = 0; i < p.done.size(); ++i)
-    if (p.done[i]) done.push_back(static_cast<int64_t>(i));
-  j["completed"] = done;
-  j["stats"] = task_stats_json(p.done_stats);
-  Json partial = Json::array();
-  for (const auto& [task, r] : p.partial)
-    partial.push_back({{"task", task}, {"after", r.after}, {"stats", task_stats_json(r.stats)}});
-  j["partial"] = partial;
-  Json graphs = Json::array();
-  for (const search::PoolEntry& e : pool) graphs.push_back(kernel_graph_to_json(e.graph));
-  j["pool"] = graphs;
-  return write_checked_json(path, kCheckpointFormat, key, program, j);
-}
-
-/// The resume point of an unfinished task from a checkpoint: a path below the task's own.
-Result<search::TaskResume> read_resume_point(const Json& e, const std::string& where,
-                                             const std::vector<search::TaskPath>& tasks,
-                                             const std::vector<char>& done, size_t& task) {
-  auto id = e.is_object() ? e.find("task") : e.end();
-  if (!e.is_object() || id == e.end() || !id->is_number_integer() || id->get<int64_t>() < 0 ||
-      id->get<int64_t>() >= static_cast<int64_t>(tasks.size()))
-    return make_error(where + ": expected {\"task\": a task id below " +
-                      std::to_string(tasks.size()) + ", \"after\": [...], \"stats\": {...}}");
-  task = id->get<size_t>();
-  if (done[task]) return make_error(where + ": task " + std::to_string(task) + " is finished");
-  search::TaskResume r;
-  auto after = e.find("after");
-  if (after == e.end() || !after->is_array())
-    return make_error(where + ": \"after\" must be an array of child indices");
-  for (const Json& v : *after) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
-      return make_error(where + ": bad child index " + v.dump() + " in \"after\"");
-    r.after.push_back(v.get<int>());
-  }
-  const search::TaskPath& root = tasks[task];
-  if (r.after.size() <= root.size() || !std::equal(root.begin(), root.end(), r.after.begin()))
-    return make_error(where + ": \"after\" does not lie below task " + std::to_string(task));
-  if (auto st = e.find("stats"); st != e.end()) {
-    STRATA_ASSIGN_OR_RETURN(r.stats, task_stats_from_json(*st, where + ".stats"));
-  }
-  return r;
-}
-
-Status read_checkpoint_impl(const std::string& path, const std::string& key,
-                            const std::string& program, const std::vector<search::TaskPath>& tasks,
-                            Progress& p) {
-  STRATA_ASSIGN_OR_RETURN(Json j, read_checked_json(path, kCheckpointFormat, key, program));
-  const size_t tasks_total = tasks.size();
-  STRATA_ASSIGN_OR_RETURN(const Json* total, json_member(j, "tasks_total", path + ": payload"));
-  auto total_value =
-      json_int(*total, path + ": payload.tasks_total", 0, std::numeric_limits<int64_t>::max());
-  if (!total_value.ok()) return total_value.error();
-  if (*total_value != static_cast<int64_t>(tasks_total))
-    return make_error(path + ": written by a different enumeration (task count differs)");
-  Progress q;
-  q.done.assign(tasks_total, 0);
-  if (auto c = j.find("completed"); c != j.end() && c->is_array())
-    for (size_t i = 0; i < c->size(); ++i) {
-      auto id = json_int((*c)[i], path + ": payload.completed[" + std::to_string(i) + "]", 0,
-                         static_cast<int64_t>(tasks_total) - 1);
-      if (!id.ok()) return make_error("bad task id: " + id.error().message);
-      q.done[static_cast<size_t>(*id)] = 1;
-    }
-  if (auto s = j.find("stats"); s != j.end()) {
-    STRATA_ASSIGN_OR_RETURN(q.done_stats, task_stats_from_json(*s, path + ": payload.stats"));
-  }
-  if (auto part = j.find("partial"); part != j.end() && part->is_array())
-    for (size_t i = 0; i < part->size(); ++i) {
-      size_t task = 0;
-      STRATA_ASSIGN_OR_RETURN(
-          search::TaskResume r,
-          read_resume_point((*part)[i], path + ": partial[" + std::to_string(i) + "]", tasks,
-                            q.done, task));
-      q.partial[task] = std::move(r);
-    }
-  if (auto g = j.find("pool"); g != j.end() && g->is_array())
-    for (size_t i = 0; i < g->size(); ++i) {
-      STRATA_ASSIGN_OR_RETURN(
-          KernelGraph graph,
-          kernel_graph_from_json((*g)[i], path + ": pool[" + std::to_string(i) + "]"));
-      q.pool.push_back(std::move(graph));
-    }
-  p = std::move(q);
-  return Status::success();
-}
-
-/// Loads a checkpoint into `p`; errors (never exceptions: a damaged file is not fatal) leave
-/// `p` untouched. Pool graphs restored from it are screened and verified like any other.
-Status read_checkpoint(const std::string& path, const std::string& key, const std::string& program,
-                       const std::vector<search::TaskPath>& tasks, Progress& p) {
-  try {
-    return read_checkpoint_impl(path, key, program, tasks, p);
-  } catch (const std::exception& e) {
-    return make_error(path + ": " + e.what());
-  }
 }
 
 /// The cached answer at `path` for `program`, checked before it is served: the envelope (key,
@@ -464,9 +197,7 @@ Result<SearchResult> load_cached_result(const std::string& path, const std::stri
 /// limit, so a candidate can pass it and still not fit. Returns the prune rule that rejects
 /// g, or "" if it is emittable.
 std::string not_emittable(const KernelGraph& g, const Target& t) {
-  PlanOptions options;
-  options.smem_limit = t.smem_per_block_bytes;
-  options.sm_count = t.sm_count;
+  const PlanOptions options = PlanOptions::for_arch(t);
   for (const KernelOp& op : g.ops()) {
     if (op.kind != OpKind::Customized) continue;
     if (!block_graph_codegen_unsupported(*op.body).empty()) return "codegen_unsupported";
@@ -506,7 +237,7 @@ std::string structure_signature(const KernelGraph& g) {
 /// the cost model is least reliable between structures and between tilings of one structure,
 /// and on a GPU the profiler then chooses among them.
 void diversify(std::vector<search::PoolEntry>& entries) {
-  std::vector<std::string> order;                    // structures, cheapest first
+  std::vector<std::string> order;                     // structures, cheapest first
   std::map<std::string, std::vector<size_t>> groups;  // entry indices of each, in cost order
   for (size_t i = 0; i < entries.size(); ++i) {
     auto [it, fresh] = groups.try_emplace(structure_signature(entries[i].graph));
@@ -582,16 +313,18 @@ std::string no_candidate_reason(const SearchResult& r) {
   if (found <= 0) {
     if (count("no_extents") > 0)
       return "no tiling fits: no grid, loop and tile extents of the split policy fit the "
-             "program's extents within the shared memory of the target" + limit;
+             "program's extents within the shared memory of the target" +
+             limit;
     return "the enumeration found no other complete graph within the limits (max block ops, "
-           "kernel ops; docs/search.md, \"Pruning rules\")" + limit;
+           "kernel ops; docs/search.md, \"Pruning rules\")" +
+           limit;
   }
   std::string s = std::to_string(found) + " other candidate(s) found";
   const int64_t unsupported = count("codegen_unsupported"), smem = count("codegen_shared_memory");
   if (unsupported + smem > 0 && st.candidates_screened == 0)
     return s + ", but the code generator cannot emit the best ones (" +
-           std::to_string(unsupported) + " use ops it does not support, " +
-           std::to_string(smem) + " do not fit shared memory)" + limit;
+           std::to_string(unsupported) + " use ops it does not support, " + std::to_string(smem) +
+           " do not fit shared memory)" + limit;
   if (st.candidates_screened > 0 && st.candidates_verified == 0)
     return s + "; every one screened (" + std::to_string(st.candidates_screened) +
            ") failed the equivalence screen" + limit;
@@ -646,75 +379,114 @@ std::string search_summary(const SearchResult& r) {
   return out;
 }
 
+namespace {
 
-Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& given) {
+/// Phase 1, setup: a checked program and configuration, the limits that depend on the
+/// program resolved, the target, and the cache key and paths of the job.
+struct SearchJob {
+  Clock::time_point t0;  ///< start of the search (limits and statistics count from here)
+  SearchConfig config;   ///< with max_block_ops resolved
+  Target target;
+  std::string cache_key, cache_path, ckpt_path;
+  std::string prog_hash;  ///< program_hash(program): what cache and checkpoint files answer
+};
+
+Result<SearchJob> set_up_job(const KernelGraph& program, const SearchConfig& given) {
   const auto t0 = Clock::now();
   STRATA_RETURN_IF_ERROR(check_config(given));
   STRATA_RETURN_IF_ERROR(check_program(program));
-  SearchConfig config = given;  // with the limits that depend on the program resolved
-  if (config.max_block_ops == 0)
-    config.max_block_ops = SearchConfig::auto_max_block_ops(program);
+  SearchConfig config = given;
+  if (config.max_block_ops == 0) config.max_block_ops = SearchConfig::auto_max_block_ops(program);
   STRATA_ASSIGN_OR_RETURN(Target target, Target::by_name(config.target));
+  SearchJob job{t0, std::move(config), std::move(target), "", "", "", ""};
+  job.cache_key = search_cache_key(program, job.config);
+  const std::string dir = resolve_cache_dir(job.config.cache_dir);
+  job.cache_path = dir + "/" + job.cache_key + ".json";
+  job.ckpt_path = job.config.checkpoint_path.empty() ? dir + "/" + job.cache_key + ".ckpt.json"
+                                                     : job.config.checkpoint_path;
+  job.prog_hash = program_hash(program);
+  return job;
+}
 
-  SearchResult result;
-  result.cache_key = search_cache_key(program, config);
-  const std::string dir = resolve_cache_dir(config.cache_dir);
-  const std::string cache_path = dir + "/" + result.cache_key + ".json";
-  const std::string ckpt_path = config.checkpoint_path.empty()
-                                    ? dir + "/" + result.cache_key + ".ckpt.json"
-                                    : config.checkpoint_path;
-  const std::string prog_hash = program_hash(program);
-  if (config.use_cache) {
-    auto cached = load_cached_result(cache_path, result.cache_key, program, target);
-    if (cached.ok()) {
-      cached->from_cache = true;
-      cached->cache_key = result.cache_key;
-      cached->stats.stop = StopReason::CacheHit;
-      cached->stats.elapsed_s = seconds_since(t0);
-      return cached;
-    }
-    if (cached.error().message.rfind("missing: ", 0) != 0)
-      warn(result, "bad cache entry ignored, it will be rewritten: " + cached.error().message);
+/// Phase 2, cache lookup: the cached answer when the cache is on and holds a valid entry
+/// (marked from_cache, stop CacheHit); a damaged entry is a warning in `result`.
+std::optional<SearchResult> look_up_cache(const SearchJob& job, const KernelGraph& program,
+                                          SearchResult& result) {
+  if (!job.config.use_cache) return std::nullopt;
+  auto cached = load_cached_result(job.cache_path, job.cache_key, program, job.target);
+  if (cached.ok()) {
+    cached->from_cache = true;
+    cached->cache_key = job.cache_key;
+    cached->stats.stop = StopReason::CacheHit;
+    cached->stats.elapsed_s = seconds_since(job.t0);
+    return std::move(cached).value();
   }
+  if (cached.error().message.rfind("missing: ", 0) != 0)
+    warn(result, "bad cache entry ignored, it will be rewritten: " + cached.error().message);
+  return std::nullopt;
+}
 
-  // Search space (program analysis, expressions, oracles) and the verifier.
-  search::StopControl stop;
-  stop.max_states = config.max_states;
-  Monitor monitor(config, stop, t0);
-  STRATA_ASSIGN_OR_RETURN(auto setup, search::SearchSetup::make(program, config, target));
-  const search::SearchSpace& space = setup->space;
+/// What the enumeration needs: the search space (program analysis, expressions, oracles),
+/// the verifier, and the tasks the tree is split into.
+struct Enumeration {
+  std::unique_ptr<search::SearchSetup> setup;
+  std::optional<EquivalenceChecker> checker;  ///< bound target 2^-60
+  std::vector<search::TaskPath> tasks;
+  TaskStats collect_stats;  ///< of the pass that split the tree
+  double setup_s = 0;
+};
+
+/// Phase 3, preparation. Errors: the program analysis, and no block-graph configuration that
+/// fits the program. The collection pass never stops early, so task ids mean the same in
+/// every run (checkpoints refer to them).
+Result<Enumeration> prepare_enumeration(const SearchJob& job, const KernelGraph& program) {
+  Enumeration en;
+  STRATA_ASSIGN_OR_RETURN(en.setup, search::SearchSetup::make(program, job.config, job.target));
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
-                          EquivalenceChecker::make(program, VerifyOptions{}));  // target 2^-60
-  // Tasks: the collection pass never stops early, so task ids mean the same in every run.
+                          EquivalenceChecker::make(program, VerifyOptions{}));
+  en.checker.emplace(std::move(checker));
   search::StopControl collect_stop;
-  TaskStats collect_stats;
-  search::Enumerator root(space, collect_stop, nullptr);
-  std::vector<search::TaskPath> tasks = root.collect_tasks(kSplitDepth, collect_stats);
+  search::Enumerator root(en.setup->space, collect_stop, nullptr);
+  en.tasks = root.collect_tasks(kSplitDepth, en.collect_stats);
   if (root.blocks_opened() == 0)
     return make_error(
         "no block-graph configuration fits the program's shapes: every tile is larger than "
         "the shared memory of " +
-        target.name +
+        job.target.name +
         " and no dimension splits into the tile sizes "
         "of the split policy (docs/search.md)");
-  const double setup_s = seconds_since(t0);
+  en.setup_s = seconds_since(job.t0);
+  return en;
+}
 
-  Progress progress;
-  progress.done.assign(tasks.size(), 0);
-  progress.done_stats = collect_stats;
-  if (config.resume) {
-    Status s = read_checkpoint(ckpt_path, result.cache_key, prog_hash, tasks, progress);
-    if (!s.ok()) {
-      bool missing = s.error().message.rfind("missing: ", 0) == 0;
-      warn(result, missing ? "no checkpoint at " + ckpt_path + "; starting from scratch"
-                           : "checkpoint ignored: " + s.error().message);
-    }
+/// Phase 4, restart point: no task done, or (with resume) the checkpoint's progress; a
+/// missing or unusable checkpoint is a warning in `result` and the search starts over.
+search::Progress restore_progress(const SearchJob& job, const Enumeration& en,
+                                  SearchResult& result) {
+  search::Progress progress;
+  progress.done.assign(en.tasks.size(), 0);
+  progress.done_stats = en.collect_stats;
+  if (!job.config.resume) return progress;
+  Status s =
+      search::read_checkpoint(job.ckpt_path, job.cache_key, job.prog_hash, en.tasks, progress);
+  if (!s.ok()) {
+    bool missing = s.error().message.rfind("missing: ", 0) == 0;
+    warn(result, missing ? "no checkpoint at " + job.ckpt_path + "; starting from scratch"
+                         : "checkpoint ignored: " + s.error().message);
   }
-  search::CandidatePool cpool(target, pool_capacity(config), config.observer);
-  for (const KernelGraph& g : progress.pool) cpool.restore(g);
+  return progress;
+}
 
-  // Run the remaining tasks on the workers; a task stopped in the middle by an earlier run
-  // continues after the last subtree it finished.
+/// Phase 5, enumeration: runs the tasks not done in `progress` on the workers, offering
+/// complete graphs to `pool`; a task stopped in the middle by an earlier run continues after
+/// the last subtree it finished. Updates `progress` (done tasks, partial ones) and sets
+/// result.stats: counters of this and earlier runs, tasks, and the stop reason when a limit
+/// or the interrupt stopped it. Returns whether every task is done.
+bool enumerate(const SearchJob& job, const Enumeration& en, search::StopControl& stop,
+               search::Monitor& monitor, search::Progress& progress, search::CandidatePool& pool,
+               SearchResult& result) {
+  const SearchConfig& config = job.config;
+  const std::vector<search::TaskPath>& tasks = en.tasks;
   std::vector<size_t> todo;
   for (size_t i = 0; i < tasks.size(); ++i)
     if (!progress.done[i]) todo.push_back(i);
@@ -729,7 +501,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(todo.size(), 1))));
   monitor.enter_enumeration(tasks.size(), &tasks_done);
   auto work = [&] {
-    search::Enumerator e(space, stop, &cpool);
+    search::Enumerator e(en.setup->space, stop, &pool);
     while (!stop.stop.load()) {
       if (config.interrupt && config.interrupt->load()) {
         monitor.stop_for_interrupt();
@@ -776,23 +548,37 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                                                    : StopReason::StateLimit;
     result.stats.stop_phase = SearchPhase::Enumeration;
   }
-  result.stats.setup_s = setup_s;
+  result.stats.setup_s = en.setup_s;
+  return all_done;
+}
 
-  // Best first: screen by one field trial, then verify, until top_k are proved equivalent.
-  // One at a time: checking two candidates at once on two cores was measured to take as
-  // long as checking them one after the other. The time limit and the interrupt flag are
-  // checked before each candidate; an interrupt during the enumeration ends the search there.
-  const std::vector<search::PoolEntry> pool_entries = cpool.entries();
-  std::vector<search::PoolEntry> entries = pool_entries;
+/// Phase 6, order: the pool's graphs other than the program, in verification order
+/// (diversify: the cheapest alternating with a round robin over structures).
+std::vector<search::PoolEntry> verification_order(std::vector<search::PoolEntry> entries,
+                                                  const KernelGraph& program) {
   std::erase_if(entries,
                 [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
   diversify(entries);
+  return entries;
+}
+
+/// Phase 7, screening and verification: in order, each candidate the code generator can
+/// emit is screened by one field trial and, when it passes, verified, until top_k are proved
+/// equivalent (bound ≤ 2^-60); those go to result.ranked. One at a time: checking two
+/// candidates at once on two cores was measured to take as long as checking them one after
+/// the other. The time limit and the interrupt flag are checked before each candidate; an
+/// interrupt during the enumeration ends the search there. Failures and unproved candidates
+/// are warnings; result.stats counts what ran.
+void screen_and_verify(const SearchJob& job, const EquivalenceChecker& checker,
+                       const std::vector<search::PoolEntry>& entries, search::Monitor& monitor,
+                       SearchResult& result) {
+  const SearchConfig& config = job.config;
   monitor.enter_verification(entries.size());
-  Monitor::VerifyCounts& counts = monitor.verify_counts();
+  search::Monitor::VerifyCounts& counts = monitor.verify_counts();
   if (result.stats.stop == StopReason::Interrupted) {
     result.stats.verification_complete = entries.empty();
-    warn(result, "interrupted during the enumeration (" + std::to_string(tasks_done.load()) +
-                     " of " + std::to_string(tasks.size()) +
+    warn(result, "interrupted during the enumeration (" + std::to_string(result.stats.tasks_done) +
+                     " of " + std::to_string(result.stats.tasks_total) +
                      " tasks done); the graphs found were not verified");
   }
   bool screen_error = false;
@@ -803,7 +589,8 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
     if (!result.stats.verification_complete) break;
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
     const bool interrupted = config.interrupt && config.interrupt->load();
-    const bool out_of_time = config.time_limit_s > 0 && seconds_since(t0) >= config.time_limit_s;
+    const bool out_of_time =
+        config.time_limit_s > 0 && seconds_since(job.t0) >= config.time_limit_s;
     if (interrupted || out_of_time) {
       result.stats.verification_complete = false;
       if (result.stats.stop_phase == SearchPhase::None) {
@@ -817,7 +604,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
       break;
     }
     ++counts.considered;
-    if (std::string rule = not_emittable(e.graph, target); !rule.empty()) {
+    if (std::string rule = not_emittable(e.graph, job.target); !rule.empty()) {
       ++result.stats.prunes_by_rule[rule];
       continue;
     }
@@ -859,34 +646,71 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
                      "proved equivalent to 2^" +
                      std::to_string(std::lround(verify_options.target_log2_bound)) +
                      " (first: " + first_unproved + "); not reported");
-  monitor.finish();
+}
+
+/// Phase 8, ranking: the program joins the verified graphs (as equivalent to itself, bound
+/// -inf) and all are sorted best first (sort_candidates).
+void rank(const KernelGraph& program, const Target& target, SearchResult& result) {
   VerifyResult identity;
   identity.equivalent = true;
   identity.log2_bound = -INFINITY;
   identity.detail = "the input program itself";
   result.ranked.push_back({program, estimate_cost(program, target), identity, true});
   sort_candidates(result.ranked);
-  result.stats.elapsed_s = seconds_since(t0);
+}
 
-  // Persist: a finished search is cached and its checkpoint removed; a stopped one leaves a
-  // checkpoint to resume from (with every task done when only verification was cut short).
-  // The checkpoint keeps the whole pool (program included), so that a resumed run's pool is
-  // the one an uninterrupted run would have.
+/// Phase 9, persist: a finished search is cached and its checkpoint removed; a stopped one
+/// leaves a checkpoint to resume from (with every task done when only verification was cut
+/// short). The checkpoint keeps the whole pool (program included), so that a resumed run's
+/// pool is the one an uninterrupted run would have. Write failures are warnings.
+void persist(const SearchJob& job, bool all_done, const search::Progress& progress,
+             const std::vector<search::PoolEntry>& pool, SearchResult& result) {
   if (all_done && result.stats.verification_complete) {
     std::error_code ec;
-    std::filesystem::remove(ckpt_path, ec);
-    if (config.use_cache) {
-      Status s = write_checked_json(cache_path, kCacheFormat, result.cache_key, prog_hash,
-                                    search_result_to_json(result, config));
+    std::filesystem::remove(job.ckpt_path, ec);
+    if (job.config.use_cache) {
+      Status s = write_checked_json(job.cache_path, kCacheFormat, job.cache_key, job.prog_hash,
+                                    search_result_to_json(result, job.config));
       if (!s.ok()) warn(result, "could not write the cache: " + s.error().message);
     }
   } else {
-    Status s = write_checkpoint(ckpt_path, result.cache_key, prog_hash, progress, pool_entries);
+    Status s =
+        search::write_checkpoint(job.ckpt_path, job.cache_key, job.prog_hash, progress, pool);
     if (!s.ok())
       warn(result, "could not write the checkpoint: " + s.error().message);
     else
-      result.notes.push_back("checkpoint written to " + ckpt_path + "; resume with --resume");
+      result.notes.push_back("checkpoint written to " + job.ckpt_path + "; resume with --resume");
   }
+}
+
+}  // namespace
+
+Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfig& config) {
+  // Communication splits the program: no kernel spans an all_reduce (docs/tensor-parallel.md).
+  if (search::has_collectives(program)) {
+    STRATA_RETURN_IF_ERROR(check_config(config));
+    return search::search_around_collectives(program, config);
+  }
+  STRATA_ASSIGN_OR_RETURN(const SearchJob job, set_up_job(program, config));
+  SearchResult result;
+  result.cache_key = job.cache_key;
+  if (std::optional<SearchResult> cached = look_up_cache(job, program, result)) return *cached;
+
+  search::StopControl stop;
+  stop.max_states = job.config.max_states;
+  search::Monitor monitor(job.config, stop, job.t0);  // limits and progress until verified
+  STRATA_ASSIGN_OR_RETURN(const Enumeration en, prepare_enumeration(job, program));
+  search::Progress progress = restore_progress(job, en, result);
+  search::CandidatePool pool(job.target, pool_capacity(job.config), job.config.observer);
+  for (const KernelGraph& g : progress.pool) pool.restore(g);
+
+  const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
+  const std::vector<search::PoolEntry> found = pool.entries();
+  screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);
+  monitor.finish();
+  rank(program, job.target, result);
+  result.stats.elapsed_s = seconds_since(job.t0);
+  persist(job, all_done, progress, found, result);
   return result;
 }
 

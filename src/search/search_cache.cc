@@ -43,28 +43,31 @@ std::string program_hash(const KernelGraph& program) {
   return sha256_hex(dump_safe(kernel_graph_to_json(program)));
 }
 
-std::string resolve_cache_dir(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  if (const char* env = std::getenv("STRATA_CACHE_DIR"); env && *env) return env;
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/strata";
-  return ".strata-cache";
-}
-
 Json search_model_fingerprint(const std::string& target) {
-  // Every field of Target and SplitPolicy, named through structured bindings: a field added to
-  // either struct stops this from compiling until it is part of the fingerprint too (a stale
-  // cache would otherwise keep rankings made under the old constants).
+  // Every field of Target (its architecture's facts and the model's constants) and of
+  // SplitPolicy, named through structured bindings: a field added to one of the structs stops
+  // this from compiling until it is part of the fingerprint too (a stale cache would
+  // otherwise keep rankings made under the old constants).
   Json f;
   if (auto t = Target::by_name(target); t.ok()) {
-    const auto& [name, sm_count, smem_per_block_bytes, mem_bandwidth_Bps, l2_bandwidth_Bps,
-                 narrow_bandwidth_Bps, l2_bytes, tensor_peak_flops, simt_peak_flops,
-                 launch_overhead_s, alpha_sm_factor, iteration_latency_s] = *t;
+    const auto& [name, sm_arch, cc_major, cc_minor, sm_count, smem_per_block_bytes,
+                 smem_per_sm_bytes, registers_per_sm, max_threads_per_sm, l2_bytes, peak_dram_Bps,
+                 peak_tensor_flops] = static_cast<const ArchTraits&>(*t);
+    const auto& [mem_bandwidth_Bps, l2_bandwidth_Bps, narrow_bandwidth_Bps, tensor_peak_flops,
+                 simt_peak_flops, launch_overhead_s, alpha_sm_factor, iteration_latency_s] =
+        static_cast<const CostConstants&>(*t);
     (void)name;  // the target's name is in the key beside the fingerprint
     // Non-finite rates ("free") are written as strings: JSON has no infinity.
     auto rate = [](double v) { return std::isfinite(v) ? Json(v) : Json("inf"); };
+    f["sm_arch"] = sm_arch;
+    f["compute_capability"] = std::to_string(cc_major) + "." + std::to_string(cc_minor);
     f["sm_count"] = sm_count;
     f["smem_per_block_bytes"] = smem_per_block_bytes;
+    f["smem_per_sm_bytes"] = smem_per_sm_bytes;
+    f["registers_per_sm"] = registers_per_sm;
+    f["max_threads_per_sm"] = max_threads_per_sm;
+    f["peak_dram_Bps"] = rate(peak_dram_Bps);
+    f["peak_tensor_flops"] = rate(peak_tensor_flops);
     f["mem_bandwidth_Bps"] = rate(mem_bandwidth_Bps);
     f["l2_bandwidth_Bps"] = rate(l2_bandwidth_Bps);
     f["narrow_bandwidth_Bps"] = rate(narrow_bandwidth_Bps);
@@ -76,13 +79,14 @@ Json search_model_fingerprint(const std::string& target) {
     f["iteration_latency_s"] = iteration_latency_s;
   }
   const auto& [grid_tiles, max_unit_tile_extent, reduce_tiles, loop_tiles, max_blocks,
-               max_ragged_waste] = SplitPolicy{};
+               max_ragged_waste, large_grid_tiles] = SplitPolicy{};
   f["grid_tiles"] = grid_tiles;
   f["max_unit_tile_extent"] = max_unit_tile_extent;
   f["reduce_tiles"] = reduce_tiles;
   f["loop_tiles"] = loop_tiles;
   f["max_blocks"] = max_blocks;
   f["max_ragged_waste"] = max_ragged_waste;
+  f["large_grid_tiles"] = large_grid_tiles;
   return f;
 }
 

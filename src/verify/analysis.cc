@@ -344,6 +344,7 @@ Profile unary_profile(OpKind kind, const Profile& x, bool lax, double scalar = 0
     case OpKind::Concat:
     case OpKind::Transpose:
     case OpKind::Slice:
+    case OpKind::AllReduce:
     case OpKind::RunningMax:
     case OpKind::AccumSum:
     case OpKind::AccumSumLd:
@@ -399,6 +400,7 @@ Profile binary_profile(OpKind kind, const Profile& a, const Profile& b) {
     case OpKind::Concat:
     case OpKind::Transpose:
     case OpKind::Slice:
+    case OpKind::AllReduce:
     case OpKind::RunningMax:
     case OpKind::AccumSum:
     case OpKind::AccumSumLd:
@@ -526,6 +528,9 @@ Profile compute_profile(OpKind kind, const OpAttrs& attrs, const std::vector<con
       break;
     case Category::Layout:
       r = kind == OpKind::Transpose ? transpose_profile(*in[0]) : *in[0];
+      break;
+    case Category::Collective:  // over one rank: the identity (several: expand_ranks first)
+      r = *in[0];
       break;
     case Category::Source:
     case Category::Sink:
@@ -659,6 +664,7 @@ Profile accum_profile(OpKind kind, const OpAttrs& attrs, const std::vector<const
     case OpKind::Concat:
     case OpKind::Transpose:
     case OpKind::Slice:
+    case OpKind::AllReduce:
     case OpKind::RunningMax:
     case OpKind::ThreadFused:
       break;  // not an accumulator

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/executor.h"
+#include "interp/value_domain.h"
 #include "strata/kernel_graph.h"
 #include "strata/status.h"
 #include "verify/content.h"

@@ -67,6 +67,7 @@ void input_boxes(const KernelGraph& g, const KernelOp& op, const Box& box,
   switch (op_category(op.kind)) {
     case Category::Unary:
     case Category::Binary:
+    case Category::Collective:  // all_reduce over one rank: the identity (expand_ranks)
       for (size_t k = 0; k < op.inputs.size(); ++k) {
         Box b = box;
         auto dims = padded_dims(in_shape(static_cast<int>(k)));
@@ -168,6 +169,7 @@ double op_work(OpKind kind, const std::vector<Shape>& in, double out_elems) {
       return out_elems * (op_info(kind).algebra == Algebra::Lax ? 1 : 8);
     case Category::Concat:
     case Category::Layout:
+    case Category::Collective:
     case Category::Source:
     case Category::Sink:
     case Category::Customized:

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "interp/executor.h"
+#include "interp/value_domain.h"
 #include "strata/kernel_graph.h"
 
 namespace strata::verify {

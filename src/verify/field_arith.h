@@ -17,7 +17,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "interp/elementwise.h"
+#include "interp/value_domain.h"
 #include "verify/content.h"
 #include "verify/field.h"
 

@@ -1,4 +1,5 @@
 #include "strata/verifier.h"
+#include "strata/rank_expansion.h"
 
 #include <atomic>
 #include <cmath>
@@ -8,8 +9,7 @@
 #include <mutex>
 #include <optional>
 
-#include "interp/executor.h"
-#include "interp/ops.h"
+#include "interp/value_domain.h"
 #include "strata/interpreter.h"
 #include "util/parallel.h"
 #include "verify/analysis.h"
@@ -164,6 +164,32 @@ std::pair<int, int64_t> first_difference(const std::vector<FTensor>& x,
 
 }  // namespace
 
+/// `g` as the verifier evaluates it: a graph over several ranks in its unsharded form
+/// (expand_ranks, docs/tensor-parallel.md), any other graph as it is (*g, not copied).
+struct Evaluated {
+  KernelGraph expanded;
+  const KernelGraph* graph = nullptr;
+  static Result<Evaluated> of(const KernelGraph& g) {
+    Evaluated e;
+    e.graph = &g;
+    if (g.ranks() > 1) {
+      STRATA_ASSIGN_OR_RETURN(e.expanded, expand_ranks(g));
+      e.graph = &e.expanded;
+    }
+    return e;
+  }
+  Evaluated() = default;
+  Evaluated(Evaluated&& o) noexcept : expanded(std::move(o.expanded)) {
+    graph = o.graph == &o.expanded ? &expanded : o.graph;
+  }
+  Evaluated& operator=(Evaluated&& o) noexcept {
+    expanded = std::move(o.expanded);
+    graph = o.graph == &o.expanded ? &expanded : o.graph;
+    return *this;
+  }
+  Evaluated(const Evaluated&) = delete;
+};
+
 /// The checker's shared state: the program, its analysis, and the field evaluations done so far.
 struct EquivalenceChecker::State {
   KernelGraph program;
@@ -203,16 +229,20 @@ Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
   STRATA_RETURN_IF_ERROR(check_options(opts));
   STRATA_RETURN_IF_ERROR(check_host_size(program, sizeof(ff::F2)));
   auto s = std::make_shared<State>();
-  STRATA_ASSIGN_OR_RETURN(s->analysis, verify::analyze_graph(program));
-  s->program = program;
+  STRATA_ASSIGN_OR_RETURN(Evaluated ev, Evaluated::of(program));
+  STRATA_ASSIGN_OR_RETURN(s->analysis, verify::analyze_graph(*ev.graph));
+  s->program = *ev.graph;
   s->options = opts;
   s->threads = resolve_threads(opts.threads);
   return EquivalenceChecker(std::move(s));
 }
 
-Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
+Result<bool> EquivalenceChecker::screen(const KernelGraph& per_rank) const {
   State& s = *state_;
-  STRATA_RETURN_IF_ERROR(candidate.check_complete());
+  STRATA_RETURN_IF_ERROR(per_rank.check_complete());
+  auto ev = Evaluated::of(per_rank);
+  if (!ev.ok()) return false;  // a replicated output that differs between ranks
+  const KernelGraph& candidate = *ev->graph;
   if (interface_difference(s.program, candidate)) return false;
   if (!verify::exp_safety_violation(s.program, candidate).empty()) return false;
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
@@ -238,9 +268,12 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& candidate) const {
   return prog->zero_division || cand.zero_division;
 }
 
-Result<bool> EquivalenceChecker::screen_once(const KernelGraph& candidate) const {
+Result<bool> EquivalenceChecker::screen_once(const KernelGraph& per_rank) const {
   const State& s = *state_;
-  STRATA_RETURN_IF_ERROR(candidate.check_complete());
+  STRATA_RETURN_IF_ERROR(per_rank.check_complete());
+  auto ev = Evaluated::of(per_rank);
+  if (!ev.ok()) return false;
+  const KernelGraph& candidate = *ev->graph;
   if (interface_difference(s.program, candidate)) return false;
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
   FieldTrial ft = s.trial(0, 0);
@@ -260,9 +293,16 @@ Result<bool> EquivalenceChecker::screen_once(const KernelGraph& candidate) const
   return prog.zero_division || cand.zero_division;
 }
 
-Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) const {
+Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& per_rank) const {
   State& s = *state_;
-  STRATA_RETURN_IF_ERROR(candidate.check_complete());
+  STRATA_RETURN_IF_ERROR(per_rank.check_complete());
+  auto ev = Evaluated::of(per_rank);
+  if (!ev.ok()) {
+    VerifyResult differs;
+    differs.detail = ev.error().message;
+    return differs;
+  }
+  const KernelGraph& candidate = *ev->graph;
   if (auto differs = interface_difference(s.program, candidate)) return *differs;
   if (std::string why = verify::exp_safety_violation(s.program, candidate); !why.empty()) {
     VerifyResult unsafe;
@@ -332,10 +372,24 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& candidate) co
   return res;
 }
 
-Result<VerifyResult> verify_equivalent(const KernelGraph& a, const KernelGraph& b,
+Result<VerifyResult> verify_equivalent(const KernelGraph& per_rank_a,
+                                       const KernelGraph& per_rank_b,
                                        const VerifyOptions& options) {
-  STRATA_RETURN_IF_ERROR(a.check_complete());
-  STRATA_RETURN_IF_ERROR(b.check_complete());
+  STRATA_RETURN_IF_ERROR(per_rank_a.check_complete());
+  STRATA_RETURN_IF_ERROR(per_rank_b.check_complete());
+  // Graphs over several ranks are compared in their unsharded forms: the same function of
+  // the full inputs (docs/tensor-parallel.md).
+  Evaluated ea, eb;
+  for (auto [g, e] : {std::pair{&per_rank_a, &ea}, std::pair{&per_rank_b, &eb}}) {
+    auto r = Evaluated::of(*g);
+    if (!r.ok()) {
+      VerifyResult differs;
+      differs.detail = r.error().message;
+      return differs;
+    }
+    *e = std::move(*r);
+  }
+  const KernelGraph &a = *ea.graph, &b = *eb.graph;
   if (auto differs = interface_difference(a, b)) return *differs;
   // Safety is asked of both directions: whichever graph shifts its exponentials by their max,
   // the other must too.

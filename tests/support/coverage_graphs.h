@@ -247,4 +247,27 @@ inline KernelGraph split_combine() {
   return g;
 }
 
+// Post-loop ops that read loop-invariant tiles (docs/mugraph-semantics.md §3.4): a matmul
+// looped over K, then + bias and · a gain computed from an fmap-φ input (relu(G), invariant),
+// both applied after the loop: add(matmul(X, W), B) · relu(G).
+inline KernelGraph post_loop_invariants() {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{16, 256}, DType::f16));
+  int w = must(g.add_input("W", Shape{256, 128}, DType::f16));
+  int bias = must(g.add_input("B", Shape{128}, DType::f16));
+  int gain = must(g.add_input("G", Shape{128}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({2, 2, 1}, 128, 4));
+  int xi = must(b.add_input(Shape{16, 256}, {0, P, P}, 1));   // [8, 64]
+  int wi = must(b.add_input(Shape{256, 128}, {P, 1, P}, 0));  // [64, 64]
+  int bi = must(b.add_input(Shape{128}, {P, 0, P}, P));       // [64], invariant
+  int gi = must(b.add_input(Shape{128}, {P, 0, P}, P));       // [64], invariant
+  int rg = must(b.add_op(OpKind::Relu, {gi}));                // invariant loop tile
+  int acc = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {xi, wi}))}));
+  int o = must(b.add_op(OpKind::Mul, {must(b.add_op(OpKind::Add, {acc, bi})), rg}));
+  must(b.add_output(o, {0, 1, P}));
+  auto outs = must(g.add_customized({x, w, bias, gain}, std::move(b)));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
 }  // namespace strata::testing

@@ -34,27 +34,38 @@ int main(int argc, char** argv) {
   strata_rt::emu::settings().reverse = rev && rev[0] == '1';
   const int ni = strata_num_inputs(), no = strata_num_outputs();
   if (argc != 1 + ni + no) { std::fprintf(stderr, "usage: inputs... outputs...\n"); return 2; }
+  // Every buffer is followed by kSlack bytes no copy may touch (a tile not clipped where a
+  // ragged split ends); an output's slack must also still hold its 0xff fill afterwards.
+  const long long kSlack = 64;
   std::vector<std::vector<unsigned char>> ins(ni), outs(no);
   std::vector<const void*> ip(ni);
   std::vector<void*> op(no);
   for (int i = 0; i < ni; ++i) {
     long long n = bytes_of(strata_input_rank(i), strata_input_dim, i, strata_input_dtype(i));
-    ins[i].resize(n);
+    ins[i].assign(n + kSlack, 0xff);
     FILE* f = std::fopen(argv[1 + i], "rb");
     if (!f || std::fread(ins[i].data(), 1, n, f) != static_cast<size_t>(n)) return 2;
     std::fclose(f);
     ip[i] = ins[i].data();
+    strata_rt::emu::add_forbidden(ins[i].data() + n, kSlack);
   }
   for (int i = 0; i < no; ++i) {
     long long n = bytes_of(strata_output_rank(i), strata_output_dim, i, strata_output_dtype(i));
-    outs[i].assign(n, 0xff);
+    outs[i].assign(n + kSlack, 0xff);
     op[i] = outs[i].data();
+    strata_rt::emu::add_forbidden(outs[i].data() + n, kSlack);
   }
   std::vector<unsigned char> ws(strata_workspace_bytes() + 256, 0xff);
   if (strata_launch(ip.data(), op.data(), ws.data(), nullptr) != 0) return 3;
   for (int i = 0; i < no; ++i) {
+    const long long n = static_cast<long long>(outs[i].size()) - kSlack;
+    for (long long b = n; b < n + kSlack; ++b)
+      if (outs[i][b] != 0xff) {
+        std::fprintf(stderr, "output %d written past its end (byte %lld)\n", i, b - n);
+        return 4;
+      }
     FILE* f = std::fopen(argv[1 + ni + i], "wb");
-    std::fwrite(outs[i].data(), 1, outs[i].size(), f);
+    std::fwrite(outs[i].data(), 1, n, f);
     std::fclose(f);
   }
   return 0;

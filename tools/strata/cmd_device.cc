@@ -38,9 +38,9 @@ std::function<int()> setup(CLI::App& app) {
       std::printf(
           "device %d: %s, compute %d.%d (%s), %d SMs, L2 %.1f MB, %lld KB shared memory per "
           "block, %.1f GB, driver %d\n",
-          d, info->name.c_str(), info->cc_major, info->cc_minor, info->arch().c_str(),
-          info->sm_count, info->l2_bytes / 1048576.0,
-          static_cast<long long>(info->smem_per_block / 1024), info->global_mem_bytes / 1e9,
+          d, info->name.c_str(), info->traits.cc_major, info->traits.cc_minor, info->arch().c_str(),
+          info->traits.sm_count, info->traits.l2_bytes / 1048576.0,
+          static_cast<long long>(info->traits.smem_per_block_bytes / 1024), info->global_mem_bytes / 1e9,
           info->driver_version);
     }
     return kExitOk;

@@ -10,6 +10,7 @@
 #include "numeric_flags.h"
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_print.h"
 #include "strata/search.h"
 #include "strata/search_report.h"

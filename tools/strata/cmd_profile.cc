@@ -2,7 +2,6 @@
 // (docs/gpu-runtime.md). Writes a JSON report; used by bench/ and scripts/gpu-check.sh.
 // Exit codes: 0 every candidate passed, 1 a candidate failed or no GPU is usable (an
 // environment condition, not an internal error), 2 bad input or flags, 3 internal error.
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include "strata/cuda_emitter.h"
 #include "strata/emit_knobs.h"
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/graph_json.h"
 
 #ifdef STRATA_HAVE_CUDA
@@ -28,6 +28,7 @@
 #include "strata/gpu_device.h"
 #include "strata/result_graphs.h"
 #include "strata/runtime_api.h"
+#include "strata/variant_profile.h"
 #endif
 
 namespace strata::cli {
@@ -115,17 +116,6 @@ Result<std::set<int>> parse_only(const std::string& text) {
   return only;
 }
 
-/// The cost-model target for a device: named by --target, else guessed from the device name
-/// ("H200", "H100", "A100"), else h100.
-Result<Target> cost_target(const std::string& requested, const std::string& device_name) {
-  if (!requested.empty()) return Target::by_name(requested);
-  std::string lower;
-  for (char c : device_name) lower.push_back(static_cast<char>(std::tolower(c)));
-  for (const char* name : {"h200", "h100", "a100"})
-    if (lower.find(name) != std::string::npos) return Target::by_name(name);
-  return Target::by_name("h100");
-}
-
 Json timing_json(const Timing& t) {
   return {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"min_us", t.min_us},
           {"p10_us", t.p10_us},       {"p90_us", t.p90_us},   {"runs", t.runs},
@@ -210,7 +200,9 @@ int run_profile(const ProfileArgs& a) {
   }
   if (!dev && a.arch.empty()) return fail_bad_input("--compile-only without a GPU needs --arch");
   std::string arch = a.arch.empty() ? dev->arch() : a.arch;
-  auto target = cost_target(a.target, dev ? dev->name : "");
+  // The cost-model target: named by --target, else the device's (h100 when unknown).
+  auto target = a.target.empty() ? Result<Target>(Target::for_device(dev ? dev->name : ""))
+                                 : Target::by_name(a.target);
   if (!target.ok()) return fail_bad_input(target.error().message);
 
   ProfileOptions options;
@@ -238,71 +230,61 @@ int run_profile(const ProfileArgs& a) {
     variants.emplace_back(format_emit_knobs(o), o);
   }
   if (variants.empty()) variants.emplace_back(format_emit_knobs(base), base);
-  // Graph candidates run once per variant; .cu sources once.
-  std::vector<Entry> expanded;
-  std::vector<int> variant_of;  // expanded index → variant index, -1 for sources
-  for (Entry& e : *entries) {
-    if (e.source) {
-      expanded.push_back(e);
-      variant_of.push_back(-1);
-      continue;
-    }
-    for (size_t v = 0; v < variants.size(); ++v) {
-      expanded.push_back(e);
-      variant_of.push_back(static_cast<int>(v));
-    }
-  }
-  *entries = std::move(expanded);
+  // Graph candidates run once per variant, .cu sources once (variant_profile.h); emitter
+  // failures are reported like compile errors.
+  std::vector<VariantCandidate> candidates;
+  for (const Entry& e : *entries) candidates.push_back({e.graph, e.source});
+  std::vector<EmitterVariant> emitters;
+  for (const auto& [name, o] : variants)
+    emitters.push_back({name, [o](const KernelGraph& g) { return emit_cuda(g, o); }});
+  std::vector<VariantRun> runs = emit_variant_runs(
+      candidates, emitters,
+      [&](size_t i) { return only->empty() || only->count(static_cast<int>(i)) > 0; });
 
-  // Emit every selected candidate; emitter failures are reported like compile errors.
-  std::vector<Json> reports(entries->size());
-  std::vector<KernelGraph> graphs;
+  std::vector<Json> reports(runs.size());
   std::vector<std::string> sources;
-  std::vector<int> slot;  // profile index → entry index
+  std::vector<int> slot;  // compiled index → run index (--compile-only)
   if (!a.export_dir.empty()) fs::create_directories(a.export_dir);
-  for (size_t i = 0; i < entries->size(); ++i) {
-    Entry& e = (*entries)[i];
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const VariantRun& run = runs[i];
+    const Entry& e = (*entries)[run.candidate];
     Json& r = reports[i];
     r = {{"index", i}, {"origin", e.origin}};
-    r["variant"] = variant_of[i] >= 0 ? variants[variant_of[i]].first : "source";
+    r["variant"] = run.variant >= 0 ? variants[run.variant].first : "source";
     r["predicted_us"] = estimate_cost(e.graph, *target).predicted_us;
     r["result_predicted_us"] = e.predicted_us ? Json(*e.predicted_us) : Json(nullptr);
-    if (!only->empty() && !only->count(static_cast<int>(i))) {
+    if (!run.selected) {
       r["status"] = "skipped";
       continue;
     }
-    Result<std::string> source = e.source ? Result<std::string>(*e.source)
-                                          : emit_cuda(e.graph, variants[variant_of[i]].second);
-    if (!source.ok()) {
+    if (!run.source) {
       r["status"] = candidate_status_name(CandidateStatus::CompileError);
-      r["error"] = "CUDA emitter: " + source.error().message;
+      r["error"] = run.emit_error;
       continue;
     }
     if (!a.export_dir.empty()) {
       std::string stem = (fs::path(a.export_dir) / ("cand" + std::to_string(i))).string();
-      if (!write_text_file(stem + ".cu", *source).ok() ||
+      if (!write_text_file(stem + ".cu", *run.source).ok() ||
           !save_graph_json(e.graph, stem + ".json").ok())
         return fail_bad_input(a.export_dir + ": cannot write exported candidates");
       r["cuda"] = stem + ".cu";
       r["graph"] = stem + ".json";
     }
-    graphs.push_back(e.graph);
-    sources.push_back(*source);
+    sources.push_back(*run.source);
     slot.push_back(static_cast<int>(i));
   }
 
   if (a.compile_only) return compile_only(a, arch, *target, sources, slot, reports);
-  auto profiled = profile_candidates(graphs, sources, options);
-  if (!profiled.ok()) {
-    std::cerr << "strata: " << profiled.error().message << "\n";
+  if (Status st = profile_variant_runs(candidates, runs, options); !st.ok()) {
+    std::cerr << "strata: " << st.error().message << "\n";
     return kExitInternal;
   }
-  int best = -1;
-  double best_us = 0;
+  const int best = fastest_variant_run(runs);
   bool all_ok = true;
-  for (const ProfiledCandidate& pc : *profiled) {
-    int i = slot[pc.index];
-    Json& r = reports[i];
+  for (const VariantRun& run : runs) {
+    if (!run.outcome) continue;
+    const ProfiledCandidate& pc = *run.outcome;
+    Json& r = reports[pc.index];
     r["status"] = candidate_status_name(pc.status);
     if (!pc.error.empty()) r["error"] = pc.error;
     r["rel_l2_error"] = pc.rel_l2_error >= 0 && std::isfinite(pc.rel_l2_error)
@@ -314,15 +296,9 @@ int run_profile(const ProfileArgs& a) {
       r["compile_seconds"] = pc.binary->compile_seconds;
     }
     r["workspace_bytes"] = pc.workspace_bytes;
-    if (pc.same_as >= 0) r["same_as"] = slot[pc.same_as];  // its code and outcome repeat that one's
+    if (pc.same_as >= 0) r["same_as"] = pc.same_as;  // its code and outcome repeat that one's
     if (pc.smem_bytes) r["smem_bytes"] = *pc.smem_bytes;
-    if (pc.timing) {
-      r["timing"] = timing_json(*pc.timing);
-      if (best < 0 || pc.timing->median_us < best_us) {
-        best = i;
-        best_us = pc.timing->median_us;
-      }
-    }
+    if (pc.timing) r["timing"] = timing_json(*pc.timing);
     all_ok = all_ok && pc.status == CandidateStatus::Ok;
   }
   Json doc = {{"format", "strata-profile"},
@@ -332,9 +308,9 @@ int run_profile(const ProfileArgs& a) {
               {"device",
                {{"name", dev->name},
                 {"arch", arch},
-                {"sm_count", dev->sm_count},
-                {"l2_bytes", dev->l2_bytes},
-                {"smem_per_block", dev->smem_per_block},
+                {"sm_count", dev->traits.sm_count},
+                {"l2_bytes", dev->traits.l2_bytes},
+                {"smem_per_block", dev->traits.smem_per_block_bytes},
                 {"driver_version", dev->driver_version}}},
               {"tolerance", a.tolerance},
               {"inputs", a.inputs_dir.empty() ? "uniform(±" + std::to_string(a.input_scale) +

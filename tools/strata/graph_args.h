@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "strata/graph_io.h"
+#include "strata/graph_loader.h"
 #include "strata/status.h"
 
 namespace strata::cli {

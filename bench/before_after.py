@@ -1,0 +1,88 @@
+"""The six benchmarks' fastest picks emitted by two builds of strata, timed side by side.
+
+For each configuration of a benchmark record (default bench/results/h100-2026-11-25.json),
+the graph and emitter variant that were strata's fastest there are checked against the float64
+reference and timed by `strata profile` with each of two tools, alternating BEFORE, AFTER,
+BEFORE, AFTER so that drift of the machine falls on both alike. A change of the code generator
+that must not change performance (docs/codegen.md) is shown this way: the table gives the
+median of the profiler's medians per tool and their ratio.
+
+Usage: python3 bench/before_after.py --before B/strata --after A/strata --out DIR [--record R]
+Writes DIR/before-after.md and .json; exit 1 if a candidate fails its check.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def profile(tool, doc, rank, variant, out):
+    cmd = [tool, "profile", doc, doc, "--rank", str(rank), "--variants", variant, "-q",
+           "-o", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if not out.exists():
+        raise RuntimeError(f"{' '.join(cmd)} wrote no report (exit {r.returncode}): {r.stderr[-400:]}")
+    rep = json.loads(out.read_text())
+    cands = rep.get("candidates", [])
+    ok = [c for c in cands if c.get("status") == "ok"]
+    if not ok:
+        raise RuntimeError(f"{' '.join(cmd)}: no correct candidate: {json.dumps(cands)[:400]}")
+    return min(c["timing"]["median_us"] for c in ok)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--before", required=True)
+    p.add_argument("--after", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--record", default=str(ROOT / "bench/results/h100-2026-11-25.json"))
+    p.add_argument("--rounds", type=int, default=2)
+    a = p.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    record = json.loads(Path(a.record).read_text())
+    rows, failed = [], False
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in record["results"]:
+            s = r["systems"]["strata"]
+            doc = s["origin"].split(":")[0]
+            rank = int(s["origin"].split("ranked[")[1].split("]")[0])
+            times = {"before": [], "after": []}
+            try:
+                for i in range(a.rounds):
+                    for side in ("before", "after"):
+                        tool = a.before if side == "before" else a.after
+                        f = Path(tmp) / f"{r['config']}-{side}-{i}.json"
+                        times[side].append(profile(tool, str(ROOT / doc), rank, s["variant"], f))
+            except RuntimeError as e:
+                print(f"{r['config']}: {e}", file=sys.stderr)
+                failed = True
+                continue
+            b, af = statistics.median(times["before"]), statistics.median(times["after"])
+            rows.append({"config": r["config"], "graph": s["origin"], "variant": s["variant"],
+                         "before_us": round(b, 3), "after_us": round(af, 3),
+                         "after_over_before": round(af / b, 4)})
+            print(f"{r['config']}: before {b:.2f} µs, after {af:.2f} µs ({af / b:.3f}x)", flush=True)
+    (out / "before-after.json").write_text(json.dumps({"rows": rows, "failed": failed}, indent=2))
+    lines = ["| config | graph [variant] | before µs | after µs | after / before |",
+             "|---|---|---:|---:|---:|"]
+    for x in rows:
+        lines.append(f"| {x['config']} | {x['graph']} [{x['variant']}] | {x['before_us']:.2f} | "
+                     f"{x['after_us']:.2f} | {x['after_over_before']:.3f} |")
+    if rows:
+        g = statistics.geometric_mean([x["after_over_before"] for x in rows])
+        lines.append(f"\nGeometric mean after / before: {g:.3f}; worst "
+                     f"{max(x['after_over_before'] for x in rows):.3f}.")
+    (out / "before-after.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

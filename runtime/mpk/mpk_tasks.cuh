@@ -1,0 +1,747 @@
+// The task device functions of the persistent megakernel (docs/megakernel.md, "The runtime"):
+// one function per task kind of task_abi.h, each run by one block of kThreads threads on its
+// share of an op. Included by runtime/mpk/megakernel.cu, and compiled as host C++ with
+// STRATA_RT_EMULATE on the CPU emulator of runtime/strata_rt/emulate.h by
+// tests/mpk_emulation_test.cc, which checks these functions against the float64 task executor.
+//
+// Memory: data written in the current step (activations, the new cache entries) is read with
+// ld.global.cg (L2: never a stale L1 line); weights are streamed with ld.global.nc and no L1
+// allocation.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include "strata/mpk/task_abi.h"
+#include "strata_rt/core.cuh"
+
+namespace strata_mpk {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxBatch = 8;          // rows of a matmul task (the driver checks the model's batch)
+constexpr int kMaxGroup = 16;         // q heads per kv head
+constexpr int kAttnBlock = kThreads;  // positions scored per attention sub-block
+
+/// Everything one launch needs; the layout is mirrored by the ctypes structure of the driver.
+struct MpkParams {
+  const long long* ops;
+  const int* tasks;
+  const int* waits;
+  const int* triggers;
+  const int* event_counts;
+  unsigned* event_counters;
+  const int* worker_offsets;  // [workers + 1] ranges of worker_tasks
+  const int* worker_tasks;
+  const int* order;
+  unsigned* queue_counter;
+  void* const* buffers;  // weights and state by buffer id
+  char* workspace;
+  const int* tokens_in;  // [batch]
+  int* tokens_out;       // [batch]
+  int num_tasks;
+  int pos;        // position of the new token (the cache holds pos entries before the step)
+  unsigned step;  // 1, 2, ...: the events' targets are count · step
+  int mode;       // 0 static lists, 1 global queue
+  int prefetch;   // 1: prefetch each task's streamed inputs into L2 before waiting
+  int batch, hidden, heads, kv_heads, head_dim, intermediate, vocab, max_kv, layers;
+  float eps;
+};
+
+// Portability: the same code on the GPU and on the CPU emulator (STRATA_RT_EMULATE).
+
+// 16 bytes of weights, streamed: not kept in L1.
+STRATA_DEVICE uint4 ld_stream(const void* p) {
+#if defined(STRATA_RT_EMULATE)
+  return *static_cast<const uint4*>(p);
+#else
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+#endif
+}
+
+// A load through L2 only (data another block may have written during this launch).
+template <class T>
+STRATA_DEVICE T ldcg(const T* p) {
+#if defined(STRATA_RT_EMULATE)
+  return *p;
+#else
+  return __ldcg(p);
+#endif
+}
+
+STRATA_DEVICE int imin(int a, int b) {
+  return a < b ? a : b;
+}
+
+STRATA_DEVICE float fast_exp(float x) {
+#if defined(STRATA_RT_EMULATE)
+  return expf(x);
+#else
+  return __expf(x);
+#endif
+}
+
+STRATA_DEVICE float rsqrt_f(float x) {
+#if defined(STRATA_RT_EMULATE)
+  return 1.0f / sqrtf(x);
+#else
+  return rsqrtf(x);
+#endif
+}
+
+STRATA_DEVICE float shfl_xor(float v, int o) {
+#if defined(STRATA_RT_EMULATE)
+  return strata_rt::emu::shfl_xor(v, o);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, o);
+#endif
+}
+
+STRATA_DEVICE void sync_warp() {
+#if defined(STRATA_RT_EMULATE)
+  strata_rt::emu::syncwarp();
+#else
+  __syncwarp();
+#endif
+}
+
+STRATA_DEVICE void sin_cos(float a, float* s, float* c) {
+#if defined(STRATA_RT_EMULATE)
+  *s = sinf(a);
+  *c = cosf(a);
+#else
+  sincosf(a, s, c);
+#endif
+}
+
+STRATA_DEVICE float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += shfl_xor(v, o);
+  return v;
+}
+
+STRATA_DEVICE float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, shfl_xor(v, o));
+  return v;
+}
+
+STRATA_DEVICE float h2f(__half h) {
+  return __half2float(h);
+}
+STRATA_DEVICE __half ldcg_h(const __half* p) {
+  return ldcg(p);
+}
+
+// dot of 8 halves (w) with 8 halves (x), in fp32.
+STRATA_DEVICE float dot8(const uint4& w, const uint4& x) {
+  const __half2* a = reinterpret_cast<const __half2*>(&w);
+  const __half2* b = reinterpret_cast<const __half2*>(&x);
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 fa = __half22float2(a[i]), fb = __half22float2(b[i]);
+    s = fmaf(fa.x, fb.x, s);
+    s = fmaf(fa.y, fb.y, s);
+  }
+  return s;
+}
+
+struct Task {
+  int op, i0, i1, i2;
+};
+
+template <class T>
+STRATA_DEVICE T* ws(const MpkParams& p, long long off) {
+  return reinterpret_cast<T*>(p.workspace + off);
+}
+
+// ---- matmul family: NORM_MATMUL, MATMUL_RESIDUAL, NORM_GATED, NORM_LMHEAD --------------------
+
+// Loads the B input rows into shared memory as f16, RMS-normalized with the gain when the op has
+// one: xs[b][k] = f16(x·rstd·gain) (K padded to a multiple of 8 with zeros); rstd[B] follows xs.
+__device__ inline void load_rows(const MpkParams& p, const long long* op, __half* xs, float* rstd,
+                                 int B, int K, int Kp) {
+  const __half* x = ws<const __half>(p, op[MPK_OP_IN0]);
+  const long long gw = op[MPK_OP_W0];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (gw >= 0) {
+    for (int b = warp; b < B; b += kWarps) {
+      float ss = 0;
+      if (K % 8 == 0) {
+        for (int k = lane * 8; k < K; k += 256) {
+          const uint4 v = ldcg(reinterpret_cast<const uint4*>(x + (size_t)b * K + k));
+          ss += dot8(v, v);
+        }
+      } else {
+        for (int k = lane; k < K; k += 32) {
+          const float v = h2f(ldcg_h(x + (size_t)b * K + k));
+          ss = fmaf(v, v, ss);
+        }
+      }
+      ss = warp_sum(ss);
+      if (lane == 0) rstd[b] = rsqrt_f(ss / K + p.eps);
+    }
+    __syncthreads();
+  }
+  const __half* gain = gw >= 0 ? static_cast<const __half*>(p.buffers[gw]) : nullptr;
+  if (K % 8 == 0) {  // 16-byte vectors (Kp == K)
+    const int K8 = K / 8;
+    for (int i = threadIdx.x; i < B * K8; i += kThreads) {
+      const int b = i / K8, k = (i % K8) * 8;
+      uint4 v = ldcg(reinterpret_cast<const uint4*>(x + (size_t)b * K + k));
+      if (gain) {
+        const uint4 g = *reinterpret_cast<const uint4*>(gain + k);
+        __half2* v2 = reinterpret_cast<__half2*>(&v);
+        const __half2* g2 = reinterpret_cast<const __half2*>(&g);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float2 a = __half22float2(v2[j]), c = __half22float2(g2[j]);
+          v2[j] = __floats2half2_rn(a.x * rstd[b] * c.x, a.y * rstd[b] * c.y);
+        }
+      }
+      *reinterpret_cast<uint4*>(xs + (size_t)b * Kp + k) = v;
+    }
+    __syncthreads();
+    return;
+  }
+  for (int i = threadIdx.x; i < B * Kp; i += kThreads) {
+    const int b = i / Kp, k = i % Kp;
+    float v = 0;
+    if (k < K) {
+      v = h2f(ldcg_h(x + (size_t)b * K + k));
+      if (gain) v = v * rstd[b] * h2f(gain[k]);
+    }
+    xs[i] = __float2half(v);
+  }
+  __syncthreads();
+}
+
+// acc[r][b] = Σ_k xs[b][k]·rows[r][k] for NW weight rows streamed together by one warp (U
+// 16-byte loads of each row in flight per lane, so NW·U per lane); the sums are complete in
+// every lane.
+template <int NB, int NW, int U>
+STRATA_DEVICE void rows_dot(const __half* const* rows, int K, int Kp, const __half* xs,
+                            float (*acc)[NB]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < NW; ++r)
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[r][b] = 0;
+  if (K % 8 == 0) {
+    for (int k0 = lane * 8; k0 < K; k0 += 32 * 8 * U) {
+      uint4 wv[NW][U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int k = k0 + u * 256;
+#pragma unroll
+        for (int r = 0; r < NW; ++r)
+          wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int k = k0 + u * 256;
+        if (k >= K) break;
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+          const uint4 xv = *reinterpret_cast<const uint4*>(xs + (size_t)b * Kp + k);
+#pragma unroll
+          for (int r = 0; r < NW; ++r) acc[r][b] += dot8(wv[r][u], xv);
+        }
+      }
+    }
+  } else {
+    for (int k = lane; k < K; k += 32) {
+#pragma unroll
+      for (int r = 0; r < NW; ++r) {
+        const float w = h2f(rows[r][k]);
+#pragma unroll
+        for (int b = 0; b < NB; ++b) acc[r][b] = fmaf(w, h2f(xs[(size_t)b * Kp + k]), acc[r][b]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < NW; ++r)
+#pragma unroll
+    for (int b = 0; b < NB; ++b) acc[r][b] = warp_sum(acc[r][b]);
+}
+
+// The epilogue of column c for batch row b: y (and u for the gated MLP) are the f32 sums.
+template <int NB>
+STRATA_DEVICE void matmul_store(const MpkParams& p, const long long* op, int kind, int N, int c,
+                                int b, float acc, float acc_up, float* best, int* best_i) {
+  const float y = h2f(__float2half(acc));
+  if (kind == MPK_NORM_MATMUL) {
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(y);
+  } else if (kind == MPK_MATMUL_RESIDUAL) {
+    const float r = h2f(ldcg_h(ws<const __half>(p, op[MPK_OP_IN1]) + (size_t)b * N + c));
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(r + y);
+  } else if (kind == MPK_NORM_GATED) {
+    const float u = h2f(__float2half(acc_up));
+    const float s = h2f(__float2half(y / (1.f + fast_exp(-y))));
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(s * u);
+  } else {  // MPK_NORM_LMHEAD
+    ws<float>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = y;
+    if (y > best[b] || (y == best[b] && c < best_i[b])) {
+      best[b] = y;
+      best_i[b] = c;
+    }
+  }
+}
+
+template <int NB>
+__device__ inline void matmul_task(const MpkParams& p, const long long* op, const Task& t,
+                                   char* smem) {
+  const int kind = (int)op[MPK_OP_KIND];
+  const int K = (int)op[MPK_OP_K], N = (int)op[MPK_OP_N], tile = (int)op[MPK_OP_TILE];
+  const int Kp = (K + 7) / 8 * 8;
+  __half* xs = reinterpret_cast<__half*>(smem);
+  float* rstd = reinterpret_cast<float*>(smem + (size_t)NB * Kp * 2);
+  load_rows(p, op, xs, rstd, NB, K, Kp);
+  const __half* W = static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]);
+  const __half* W2 =
+      kind == MPK_NORM_GATED ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile);
+  float best[NB];
+  int best_i[NB];
+#pragma unroll
+  for (int b = 0; b < NB; ++b) {
+    best[b] = -INFINITY;
+    best_i[b] = 0x7fffffff;
+  }
+  // Warp w takes columns c0 + w + 8j, two at a time (c and c + 8) while two remain.
+  for (int c = c0 + warp; c < c1; c += 2 * kWarps) {
+    const bool pair = c + kWarps < c1;
+    const int cb = c + kWarps;
+    if (W2) {
+      if (pair) {
+        const __half* rows[4] = {W + (size_t)c * K, W2 + (size_t)c * K, W + (size_t)cb * K,
+                                 W2 + (size_t)cb * K};
+        float acc[4][NB];
+        rows_dot<NB, 4, 4>(rows, K, Kp, xs, acc);
+        if (lane == 0)
+#pragma unroll
+          for (int b = 0; b < NB; ++b) {
+            matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], acc[1][b], best, best_i);
+            matmul_store<NB>(p, op, kind, N, cb, b, acc[2][b], acc[3][b], best, best_i);
+          }
+      } else {
+        const __half* rows[2] = {W + (size_t)c * K, W2 + (size_t)c * K};
+        float acc[2][NB];
+        rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
+        if (lane == 0)
+#pragma unroll
+          for (int b = 0; b < NB; ++b)
+            matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], acc[1][b], best, best_i);
+      }
+    } else if (pair) {
+      const __half* rows[2] = {W + (size_t)c * K, W + (size_t)cb * K};
+      float acc[2][NB];
+      rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
+      if (lane == 0)
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+          matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], 0.f, best, best_i);
+          matmul_store<NB>(p, op, kind, N, cb, b, acc[1][b], 0.f, best, best_i);
+        }
+    } else {
+      const __half* rows[1] = {W + (size_t)c * K};
+      float acc[1][NB];
+      rows_dot<NB, 1, 8>(rows, K, Kp, xs, acc);
+      if (lane == 0)
+#pragma unroll
+        for (int b = 0; b < NB; ++b)
+          matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], 0.f, best, best_i);
+    }
+  }
+  if (kind == MPK_NORM_LMHEAD) {
+    // Per-tile argmax over the warps' bests (lane 0 of each warp holds them).
+    __syncthreads();
+    float* bv = reinterpret_cast<float*>(smem);
+    int* bi = reinterpret_cast<int*>(smem + sizeof(float) * kWarps * NB);
+    if (lane == 0)
+#pragma unroll
+      for (int b = 0; b < NB; ++b) {
+        bv[warp * NB + b] = best[b];
+        bi[warp * NB + b] = best_i[b];
+      }
+    __syncthreads();
+    if (threadIdx.x < NB) {
+      const int b = threadIdx.x;
+      float v = -INFINITY;
+      int i = 0x7fffffff;
+      for (int w = 0; w < kWarps; ++w) {
+        const float x = bv[w * NB + b];
+        const int j = bi[w * NB + b];
+        if (x > v || (x == v && j < i)) {
+          v = x;
+          i = j;
+        }
+      }
+      char* part = p.workspace + op[MPK_OP_OUT1] + ((size_t)t.i0 * NB + b) * 8;
+      *reinterpret_cast<float*>(part) = v;
+      *reinterpret_cast<int*>(part + 4) = i == 0x7fffffff ? c0 : i;
+    }
+  }
+}
+
+// ---- attention ---------------------------------------------------------------------------------
+
+STRATA_DEVICE size_t cache_index(const MpkParams& p, int layer, int b, int h, int pos) {
+  return ((((size_t)layer * p.batch + b) * p.kv_heads + h) * p.max_kv + pos) * p.head_dim;
+}
+
+// Loads v (D values from f16) into `buf` as floats; qk-norm (gain g) and rotation by pos;
+// returns nothing, buf holds the result rounded to f16 precision. One warp.
+__device__ inline void norm_rope(const MpkParams& p, float* buf, const __half* gain,
+                                 const float* inv_freq, int D) {
+  const int lane = threadIdx.x % 32;
+  if (gain) {
+    float ss = 0;
+    for (int d = lane; d < D; d += 32) ss = fmaf(buf[d], buf[d], ss);
+    ss = warp_sum(ss);
+    const float r = rsqrt_f(ss / D + p.eps);
+    sync_warp();
+    for (int d = lane; d < D; d += 32) buf[d] = h2f(__float2half(buf[d] * r * h2f(gain[d])));
+    sync_warp();
+  }
+  const int half = D / 2;
+  for (int i = lane; i < half; i += 32) {
+    float s, c;
+    sin_cos((float)p.pos * inv_freq[i], &s, &c);
+    const float x1 = buf[i], x2 = buf[i + half];
+    buf[i] = h2f(__float2half(x1 * c - x2 * s));
+    buf[i + half] = h2f(__float2half(x2 * c + x1 * s));
+  }
+  sync_warp();
+}
+
+__device__ inline void rope_append_task(const MpkParams& p, const long long* op, const Task& t,
+                                        char* smem) {
+  const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, KVW = p.kv_heads * D;
+  const int QKV = QW + 2 * KVW;
+  const int b = t.i0, h = t.i1, layer = (int)op[MPK_OP_LAYER];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const __half* qkv = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * QKV;
+  const __half* qn =
+      op[MPK_OP_W0] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W0]]) : nullptr;
+  const __half* kn =
+      op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
+  const float* inv_freq = static_cast<const float*>(p.buffers[op[MPK_OP_W2]]);
+  __half* kc = static_cast<__half*>(p.buffers[op[MPK_OP_W3]]);
+  __half* vc = static_cast<__half*>(p.buffers[op[MPK_OP_W4]]);
+  float* buf = reinterpret_cast<float*>(smem);
+  const size_t ci = cache_index(p, layer, b, h, p.pos);
+  for (int v = warp; v < G + 2; v += kWarps) {
+    float* vb = buf + (size_t)v * D;
+    const int col = v < G ? (h * G + v) * D : v == G ? QW + h * D : QW + KVW + h * D;
+    for (int d = lane; d < D; d += 32) vb[d] = h2f(ldcg_h(qkv + col + d));
+    sync_warp();
+    if (v <= G) norm_rope(p, vb, v < G ? qn : kn, inv_freq, D);
+    __half* dst = v < G ? ws<__half>(p, op[MPK_OP_OUT0]) + (size_t)b * QW + (h * G + v) * D
+                        : (v == G ? kc : vc) + ci;
+    for (int d = lane; d < D; d += 32) dst[d] = __float2half(vb[d]);
+  }
+}
+
+__device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, const Task& t,
+                                       char* smem) {
+  const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D;
+  const int b = t.i0, h = t.i1, c = t.i2, C = (int)op[MPK_OP_N], layer = (int)op[MPK_OP_LAYER];
+  const int L = p.pos + 1, len = (L + C - 1) / C;
+  const int jb = imin(L, c * len), je = imin(L, jb + len);
+  const __half* kc =
+      static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + cache_index(p, layer, b, h, 0);
+  const __half* vc =
+      static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + cache_index(p, layer, b, h, 0);
+  float* q = reinterpret_cast<float*>(smem);  // [G][D]
+  float* S = q + G * D;                       // [G][kAttnBlock]
+  float* st = S + G * kAttnBlock;             // m[G], l[G], alpha[G]
+  float* red = st + 3 * kMaxGroup;            // [jgroups][G][D]
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const float scale = rsqrt_f((float)D);
+  const __half* qsrc = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * QW + (size_t)h * G * D;
+  for (int i = tid; i < G * D; i += kThreads) q[i] = h2f(ldcg_h(qsrc + i));
+  if (tid < G) {
+    st[tid] = -INFINITY;
+    st[kMaxGroup + tid] = 0;
+  }
+  const int jgroups = kThreads / D, d = tid % D, jg = tid / D;
+  float o[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) o[g] = 0;
+  __syncthreads();
+  for (int s0 = jb; s0 < je; s0 += kAttnBlock) {
+    const int n = imin(kAttnBlock, je - s0);
+    // Scores: one position per thread.
+    if (tid < n) {
+      const __half* krow = kc + (size_t)(s0 + tid) * D;
+      float acc[kMaxGroup];
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0;
+      for (int k = 0; k < D; k += 8) {
+        const uint4 kv = ldcg(reinterpret_cast<const uint4*>(krow + k));
+        const __half2* k2 = reinterpret_cast<const __half2*>(&kv);
+        float kf[8];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = __half22float2(k2[i]);
+          kf[2 * i] = f.x;
+          kf[2 * i + 1] = f.y;
+        }
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g)
+          if (g < G)
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc[g] = fmaf(q[g * D + k + i], kf[i], acc[g]);
+      }
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+        if (g < G) S[g * kAttnBlock + tid] = acc[g] * scale;
+    }
+    __syncthreads();
+    // Online softmax per q head: one warp per head.
+    for (int g = warp; g < G; g += kWarps) {
+      float mx = -INFINITY;
+      for (int j = lane; j < n; j += 32) mx = fmaxf(mx, S[g * kAttnBlock + j]);
+      mx = warp_max(mx);
+      const float m_old = st[g], m_new = fmaxf(m_old, mx);
+      float sum = 0;
+      for (int j = lane; j < n; j += 32) {
+        const float e = fast_exp(S[g * kAttnBlock + j] - m_new);
+        S[g * kAttnBlock + j] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      sync_warp();
+      if (lane == 0) {
+        const float alpha = m_old == -INFINITY ? 0.f : fast_exp(m_old - m_new);
+        st[g] = m_new;
+        st[kMaxGroup + g] = st[kMaxGroup + g] * alpha + sum;
+        st[2 * kMaxGroup + g] = alpha;
+      }
+    }
+    __syncthreads();
+    // o[g][d] += Σ_j p[g][j]·v[j][d]: thread (jg, d) over positions j ≡ jg (mod jgroups).
+    if (jg < jgroups) {
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g)
+        if (g < G) o[g] *= st[2 * kMaxGroup + g];
+      for (int j = jg; j < n; j += jgroups) {
+        const float v = h2f(ldcg_h(vc + (size_t)(s0 + j) * D + d));
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g)
+          if (g < G) o[g] = fmaf(S[g * kAttnBlock + j], v, o[g]);
+      }
+    }
+    __syncthreads();
+  }
+  if (jg < jgroups)
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g)
+      if (g < G) red[((size_t)jg * G + g) * D + d] = o[g];
+  __syncthreads();
+  float* po = ws<float>(p, op[MPK_OP_OUT0]);
+  float* pml = ws<float>(p, op[MPK_OP_OUT1]);
+  for (int i = tid; i < G * D; i += kThreads) {
+    const int g = i / D, dd = i % D;
+    float s = 0;
+    for (int k = 0; k < jgroups; ++k) s += red[((size_t)k * G + g) * D + dd];
+    const size_t r = ((size_t)b * p.heads + h * G + g) * C + c;
+    po[r * D + dd] = s;
+    if (dd == 0) {
+      pml[r * 2] = st[g];
+      pml[r * 2 + 1] = st[kMaxGroup + g];
+    }
+  }
+}
+
+__device__ inline void attn_combine_task(const MpkParams& p, const long long* op, const Task& t) {
+  const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, C = (int)op[MPK_OP_N];
+  const int b = t.i0, h = t.i1, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float* po = ws<const float>(p, op[MPK_OP_IN0]);
+  const float* pml = ws<const float>(p, op[MPK_OP_IN1]);
+  for (int g = warp; g < G; g += kWarps) {
+    const size_t r0 = ((size_t)b * p.heads + h * G + g) * C;
+    float M = -INFINITY;
+    for (int c = lane; c < C; c += 32)
+      if (ldcg(pml + (r0 + c) * 2 + 1) > 0) M = fmaxf(M, ldcg(pml + (r0 + c) * 2));
+    M = warp_max(M);
+    float L = 0;
+    for (int c = lane; c < C; c += 32) {
+      const float l = ldcg(pml + (r0 + c) * 2 + 1);
+      if (l > 0) L += l * fast_exp(ldcg(pml + (r0 + c) * 2) - M);
+    }
+    L = warp_sum(L);
+    for (int d = lane; d < D; d += 32) {
+      float acc = 0;
+      for (int c = 0; c < C; ++c) {
+        const float l = ldcg(pml + (r0 + c) * 2 + 1);
+        if (l > 0) acc += ldcg(po + (r0 + c) * D + d) * fast_exp(ldcg(pml + (r0 + c) * 2) - M);
+      }
+      ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * QW + (h * G + g) * D + d] = __float2half(acc / L);
+    }
+  }
+}
+
+// ---- embedding, argmax
+// ---------------------------------------------------------------------------
+
+__device__ inline void embed_task(const MpkParams& p, const long long* op, const Task& t) {
+  const int H = (int)op[MPK_OP_K], b = t.i0;
+  int tok = p.tokens_in[b];
+  tok = tok < 0 ? 0 : (tok >= p.vocab ? p.vocab - 1 : tok);
+  const __half* e = static_cast<const __half*>(p.buffers[op[MPK_OP_W0]]) + (size_t)tok * H;
+  __half* x = ws<__half>(p, op[MPK_OP_OUT0]) + (size_t)b * H;
+  for (int k = threadIdx.x; k < H; k += kThreads) x[k] = e[k];
+}
+
+__device__ inline void argmax_task(const MpkParams& p, const long long* op, char* smem) {
+  const int T = (int)op[MPK_OP_NTILES], B = p.batch;
+  const char* part = p.workspace + op[MPK_OP_IN0];
+  float* bv = reinterpret_cast<float*>(smem);
+  int* bi = reinterpret_cast<int*>(smem + sizeof(float) * kThreads);
+  for (int b = 0; b < B; ++b) {
+    float v = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < T; i += kThreads) {
+      const char* e = part + ((size_t)i * B + b) * 8;
+      const float x = ldcg(reinterpret_cast<const float*>(e));
+      const int j = ldcg(reinterpret_cast<const int*>(e + 4));
+      if (x > v || (x == v && j < idx)) {
+        v = x;
+        idx = j;
+      }
+    }
+    bv[threadIdx.x] = v;
+    bi[threadIdx.x] = idx;
+    __syncthreads();
+    for (int s = kThreads / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) {
+        const float x = bv[threadIdx.x + s];
+        const int j = bi[threadIdx.x + s];
+        if (x > bv[threadIdx.x] || (x == bv[threadIdx.x] && j < bi[threadIdx.x])) {
+          bv[threadIdx.x] = x;
+          bi[threadIdx.x] = j;
+        }
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) p.tokens_out[b] = bi[0] == 0x7fffffff ? 0 : bi[0];
+    __syncthreads();
+  }
+}
+
+// ---- dispatch
+// -------------------------------------------------------------------------------------
+
+__device__ inline void run_task_body(const MpkParams& p, const Task& t, char* smem) {
+  const long long* op = p.ops + (size_t)t.op * MPK_OP_FIELDS;
+  switch ((int)op[MPK_OP_KIND]) {
+    case MPK_EMBED:
+      embed_task(p, op, t);
+      break;
+    case MPK_NORM_MATMUL:
+    case MPK_MATMUL_RESIDUAL:
+    case MPK_NORM_GATED:
+    case MPK_NORM_LMHEAD:
+      switch (p.batch) {
+        case 1:
+          matmul_task<1>(p, op, t, smem);
+          break;
+        case 2:
+          matmul_task<2>(p, op, t, smem);
+          break;
+        case 3:
+          matmul_task<3>(p, op, t, smem);
+          break;
+        case 4:
+          matmul_task<4>(p, op, t, smem);
+          break;
+        case 5:
+          matmul_task<5>(p, op, t, smem);
+          break;
+        case 6:
+          matmul_task<6>(p, op, t, smem);
+          break;
+        case 7:
+          matmul_task<7>(p, op, t, smem);
+          break;
+        case 8:
+          matmul_task<8>(p, op, t, smem);
+          break;
+        default:
+          break;
+      }
+      break;
+    case MPK_ROPE_APPEND:
+      rope_append_task(p, op, t, smem);
+      break;
+    case MPK_ATTN_CHUNK:
+      attn_chunk_task(p, op, t, smem);
+      break;
+    case MPK_ATTN_COMBINE:
+      attn_combine_task(p, op, t);
+      break;
+    case MPK_ARGMAX:
+      argmax_task(p, op, smem);
+      break;
+    default:
+      break;
+  }
+}
+
+// ---- L2 prefetch
+// ----------------------------------------------------------------------------------
+
+constexpr long long kMaxPrefetchBytes = 192 * 1024;  // per range: L2 (50 MB) shared by ~132 SMs
+
+// Asks L2 to fetch [ptr, ptr + bytes) (the first kMaxPrefetchBytes), without waiting.
+STRATA_DEVICE void prefetch_l2(const void* ptr, long long bytes) {
+  bytes = bytes < kMaxPrefetchBytes ? bytes : kMaxPrefetchBytes;
+  bytes &= ~15LL;
+  if (bytes <= 0 || (reinterpret_cast<uintptr_t>(ptr) & 15) != 0) return;
+#if defined(STRATA_RT_EMULATE)
+  (void)ptr;
+#else
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(ptr), "r"((unsigned)bytes)
+               : "memory");
+#endif
+}
+
+// Prefetches what task t streams from memory that no task of this step writes: a matmul tile's
+// weight rows, an attention chunk's cached keys and values (positions before pos). Called by
+// one thread before the task waits for its events, so the fetch overlaps the wait.
+STRATA_DEVICE void prefetch_task(const MpkParams& p, const Task& t) {
+  const long long* op = p.ops + (size_t)t.op * MPK_OP_FIELDS;
+  const int kind = (int)op[MPK_OP_KIND];
+  if (kind == MPK_NORM_MATMUL || kind == MPK_MATMUL_RESIDUAL || kind == MPK_NORM_GATED ||
+      kind == MPK_NORM_LMHEAD) {
+    const long long K = op[MPK_OP_K], N = op[MPK_OP_N], tile = op[MPK_OP_TILE];
+    const long long c0 = t.i0 * tile, c1 = c0 + tile < N ? c0 + tile : N;
+    const long long bytes = (c1 - c0) * K * 2;
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) + c0 * K, bytes);
+    if (kind == MPK_NORM_GATED)
+      prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) + c0 * K, bytes);
+  } else if (kind == MPK_ATTN_CHUNK) {
+    const int C = (int)op[MPK_OP_N], L = p.pos + 1, len = (L + C - 1) / C;
+    const int jb = imin(p.pos, t.i2 * len), je = imin(p.pos, jb + len);
+    const size_t at = cache_index(p, (int)op[MPK_OP_LAYER], t.i0, t.i1, jb);
+    const long long bytes = (long long)(je - jb) * p.head_dim * 2;
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + at, bytes);
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + at, bytes);
+  }
+}
+
+STRATA_DEVICE Task load_task(const MpkParams& p, int id) {
+  const int* r = p.tasks + (size_t)id * MPK_TASK_FIELDS;
+  return Task{ldcg(r + MPK_TASK_OP), ldcg(r + MPK_TASK_I0), ldcg(r + MPK_TASK_I1),
+              ldcg(r + MPK_TASK_I2)};
+}
+
+}  // namespace strata_mpk

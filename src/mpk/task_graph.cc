@@ -1,0 +1,443 @@
+// The task-graph compiler (docs/megakernel.md, "The task graph"): ops of a decode step, their
+// tasks and footprints, and the events derived from the footprints.
+#include "strata/mpk/task_graph.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "mpk/region_index.h"
+#include "strata/mpk/task_schedule.h"
+
+namespace strata::mpk {
+namespace {
+// A task's fixed cost (waiting, event updates, prologue) in bytes of weight streamed in the
+// same time (about 0.7 µs at one SM's share of HBM bandwidth).
+constexpr int64_t kTileOverheadBytes = 16384;
+}  // namespace
+
+int64_t dtype_bytes(DType t) {
+  switch (t) {
+    case DType::F16:
+      return 2;
+    case DType::F32:
+    case DType::I32:
+      return 4;
+    case DType::ArgMax:
+      return 8;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F16:
+      return "f16";
+    case DType::F32:
+      return "f32";
+    case DType::I32:
+      return "i32";
+    case DType::ArgMax:
+      return "argmax";
+  }
+  return "?";
+}
+
+int64_t choose_matmul_tile(int64_t n, int64_t k, int64_t weights, const CompileOptions& o) {
+  if (n <= 8) return n;
+  const int64_t per_col = std::max<int64_t>(1, k * 2 * weights);
+  const int64_t limit = std::max<int64_t>(8, o.max_tile_bytes / per_col);
+  int64_t best = 8;
+  double best_span = -1;
+  for (int64_t t = 8; t <= limit && t < n + 8; t += 8) {
+    const int64_t waves = ((n + t - 1) / t + o.workers - 1) / o.workers;
+    const double span =
+        static_cast<double>(waves) * static_cast<double>(t * per_col + kTileOverheadBytes);
+    if (best_span < 0 || span <= best_span) {
+      best = t;
+      best_span = span;
+    }
+  }
+  return std::min(best, n);
+}
+
+namespace {
+
+// KV chunks per (batch row, kv head).
+int64_t attention_chunks(const ModelConfig& m, const CompileOptions& o) {
+  const int64_t c =
+      o.attn_chunks > 0 ? o.attn_chunks : std::max<int64_t>(1, o.workers / (m.batch * m.kv_heads));
+  return std::min(c, m.max_kv);
+}
+
+// The number of tasks build() makes, computed without making them (saturating).
+double estimate_tasks(const ModelConfig& m, const CompileOptions& o) {
+  auto tiles = [&](int64_t n, int64_t k, int64_t w) {
+    const int64_t t = choose_matmul_tile(n, k, w, o);
+    return static_cast<double>((n + t - 1) / t);
+  };
+  const double heads = static_cast<double>(m.batch) * static_cast<double>(m.kv_heads);
+  const double per_layer = tiles(m.qkv_width(), m.hidden, 1) + heads * 2 +
+                           heads * static_cast<double>(attention_chunks(m, o)) +
+                           tiles(m.hidden, m.q_width(), 1) + tiles(m.intermediate, m.hidden, 2) +
+                           tiles(m.hidden, m.intermediate, 1);
+  return static_cast<double>(m.batch) + static_cast<double>(m.layers) * per_layer +
+         tiles(m.vocab, m.hidden, 1) + 1;
+}
+
+// Builds the graph op by op; tasks are appended in op order, so task ids are a topological
+// order (every footprint dependency points to an earlier op).
+class Builder {
+ public:
+  Builder(const ModelConfig& m, const CompileOptions& o) : m_(m), o_(o) {
+    g_.model = m;
+    g_.options = o;
+  }
+
+  TaskGraph build() {
+    const int64_t B = m_.batch, H = m_.hidden, D = m_.head_dim, V = m_.vocab;
+    // Buffers: weights first, then state.
+    const int64_t embed = weight("embed", {V, H});
+    const int64_t inv_freq = weight("rope_inv_freq", {D / 2}, DType::F32);
+    struct LayerWeights {
+      int64_t attn_norm, wqkv, q_norm = -1, k_norm = -1, wo, mlp_norm, wg, wu, wd;
+    };
+    std::vector<LayerWeights> lw;
+    for (int64_t l = 0; l < m_.layers; ++l) {
+      const std::string p = "layers." + std::to_string(l) + ".";
+      LayerWeights w;
+      w.attn_norm = weight(p + "attn_norm", {H});
+      w.wqkv = weight(p + "wqkv", {m_.qkv_width(), H});
+      if (m_.qk_norm) {
+        w.q_norm = weight(p + "q_norm", {D});
+        w.k_norm = weight(p + "k_norm", {D});
+      }
+      w.wo = weight(p + "wo", {H, m_.q_width()});
+      w.mlp_norm = weight(p + "mlp_norm", {H});
+      w.wg = weight(p + "w_gate", {m_.intermediate, H});
+      w.wu = weight(p + "w_up", {m_.intermediate, H});
+      w.wd = weight(p + "w_down", {H, m_.intermediate});
+      lw.push_back(w);
+    }
+    const int64_t final_norm = weight("final_norm", {H});
+    const int64_t lm_head = weight("lm_head", {V, H});
+    const int64_t kc = state("k_cache", {m_.layers, B, m_.kv_heads, m_.max_kv, D});
+    const int64_t vc = state("v_cache", {m_.layers, B, m_.kv_heads, m_.max_kv, D});
+
+    chunks_ =
+        o_.attn_chunks > 0 ? o_.attn_chunks : std::max<int64_t>(1, o_.workers / (B * m_.kv_heads));
+    chunks_ = std::min(chunks_, m_.max_kv);
+
+    int x = tensor("x.embed", DType::F16, {B, H});
+    embed_op(embed, x);
+    for (int64_t l = 0; l < m_.layers; ++l) {
+      const LayerWeights& w = lw[l];
+      const std::string p = "layers." + std::to_string(l) + ".";
+      int qkv = tensor(p + "qkv", DType::F16, {B, m_.qkv_width()});
+      matmul_op(MPK_NORM_MATMUL, p + "norm_qkv", l, x, -1, qkv, {w.attn_norm, w.wqkv, -1}, H,
+                m_.qkv_width(), 1);
+      int q = tensor(p + "q", DType::F16, {B, m_.q_width()});
+      rope_op(p + "rope_append", l, qkv, q, w.q_norm, w.k_norm, inv_freq, kc, vc);
+      int po = tensor(p + "attn_partial_o", DType::F32, {B, m_.heads, chunks_, D});
+      int pml = tensor(p + "attn_partial_ml", DType::F32, {B, m_.heads, chunks_, 2});
+      attn_op(p + "attention", l, q, po, pml, kc, vc);
+      int attn = tensor(p + "attn", DType::F16, {B, m_.q_width()});
+      combine_op(p + "attn_combine", l, po, pml, attn);
+      int xa = tensor(p + "x.attn", DType::F16, {B, H});
+      matmul_op(MPK_MATMUL_RESIDUAL, p + "o_proj_residual", l, attn, x, xa, {-1, w.wo, -1},
+                m_.q_width(), H, 1);
+      int h = tensor(p + "mlp_h", DType::F16, {B, m_.intermediate});
+      matmul_op(MPK_NORM_GATED, p + "norm_gate_up_silu", l, xa, -1, h, {w.mlp_norm, w.wg, w.wu}, H,
+                m_.intermediate, 2);
+      int xo = tensor(p + "x.out", DType::F16, {B, H});
+      matmul_op(MPK_MATMUL_RESIDUAL, p + "down_residual", l, h, xa, xo, {-1, w.wd, -1},
+                m_.intermediate, H, 1);
+      x = xo;
+    }
+    int logits = tensor("logits", DType::F32, {B, V});
+    g_.tensors[logits].keep = true;
+    const int64_t lm_tile = choose_matmul_tile(V, H, 1, o_);
+    const int64_t lm_tiles = (V + lm_tile - 1) / lm_tile;
+    int partial = tensor("argmax_partial", DType::ArgMax, {lm_tiles, B});
+    matmul_op(MPK_NORM_LMHEAD, "lm_head_argmax_partial", -1, x, -1, logits,
+              {final_norm, lm_head, -1}, H, V, 1, partial);
+    argmax_op(partial, lm_tiles);
+    derive_events();
+    g_.order.resize(g_.tasks.size());
+    for (size_t i = 0; i < g_.tasks.size(); ++i) g_.order[i] = static_cast<int>(i);
+    return std::move(g_);
+  }
+
+ private:
+  int64_t add_buffer(const std::string& name, std::vector<int64_t> shape, DType t, Storage s) {
+    int id = tensor(name, t, std::move(shape));
+    TensorInfo& ti = g_.tensors[id];
+    ti.storage = s;
+    ti.buffer = static_cast<int64_t>(g_.buffers.size());
+    g_.buffers.push_back(id);
+    return ti.buffer;
+  }
+  int64_t weight(const std::string& name, std::vector<int64_t> shape, DType t = DType::F16) {
+    return add_buffer(name, std::move(shape), t, Storage::Weight);
+  }
+  int64_t state(const std::string& name, std::vector<int64_t> shape) {
+    return add_buffer(name, std::move(shape), DType::F16, Storage::State);
+  }
+  int buffer_tensor(int64_t buffer) const { return g_.buffers[buffer]; }
+
+  // The 2-D view of a tensor: rows = the first extent (for the caches: the first three, so a
+  // row is one (layer, batch row, kv head)); for attention partials: (batch row, head).
+  int tensor(const std::string& name, DType t, std::vector<int64_t> shape) {
+    TensorInfo ti;
+    ti.name = name;
+    ti.dtype = t;
+    ti.shape = shape;
+    size_t row_dims = 1;
+    if (shape.size() == 5) row_dims = 3;  // caches
+    if (shape.size() == 4) row_dims = 2;  // attention partials
+    ti.rows = 1;
+    ti.cols = 1;
+    for (size_t i = 0; i < shape.size(); ++i) (i < row_dims ? ti.rows : ti.cols) *= shape[i];
+    g_.tensors.push_back(ti);
+    return static_cast<int>(g_.tensors.size() - 1);
+  }
+
+  Region whole(int t) const { return Region{t, 0, g_.tensors[t].rows, 0, g_.tensors[t].cols}; }
+  Region cols(int t, int64_t c0, int64_t c1) const {
+    return Region{t, 0, g_.tensors[t].rows, c0, c1};
+  }
+  Region rect(int t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    return Region{t, r0, r1, c0, c1};
+  }
+
+  OpInfo& new_op(int kind, const std::string& name, int64_t layer) {
+    OpInfo op;
+    op.kind = kind;
+    op.name = name;
+    op.layer = layer;
+    op.first_task = static_cast<int>(g_.tasks.size());
+    g_.ops.push_back(op);
+    return g_.ops.back();
+  }
+  TaskInfo& new_task(int32_t i0, int32_t i1 = 0, int32_t i2 = 0) {
+    OpInfo& op = g_.ops.back();
+    TaskInfo t;
+    t.op = static_cast<int>(g_.ops.size() - 1);
+    t.i0 = i0;
+    t.i1 = i1;
+    t.i2 = i2;
+    op.num_tasks++;
+    g_.tasks.push_back(t);
+    return g_.tasks.back();
+  }
+
+  void embed_op(int64_t table, int x) {
+    OpInfo& op = new_op(MPK_EMBED, "embed", -1);
+    op.w[0] = table;
+    op.out0 = x;
+    op.k = m_.hidden;
+    for (int64_t b = 0; b < m_.batch; ++b) {
+      TaskInfo& t = new_task(static_cast<int32_t>(b));
+      t.reads.push_back(whole(buffer_tensor(table)));
+      t.writes.push_back(rect(x, b, b + 1, 0, m_.hidden));
+      t.cost = static_cast<double>(m_.hidden * 2);
+    }
+  }
+
+  // A matmul over K inputs and N output columns split in tiles of columns; `weights` weight
+  // matrices per column (2 for the gated MLP). MPK_MATMUL_RESIDUAL also reads the residual's
+  // tile; MPK_NORM_LMHEAD also writes its per-tile argmax row.
+  void matmul_op(int kind, const std::string& name, int64_t layer, int in, int residual, int out,
+                 std::array<int64_t, 3> w, int64_t K, int64_t N, int64_t weights,
+                 int partial = -1) {
+    const int64_t tile = choose_matmul_tile(N, K, weights, o_);
+    const int64_t tiles = (N + tile - 1) / tile;
+    OpInfo& op = new_op(kind, name, layer);
+    op.in0 = in;
+    op.in1 = residual;
+    op.out0 = out;
+    op.out1 = partial;
+    for (int i = 0; i < 3; ++i) op.w[i] = w[i];
+    op.k = K;
+    op.n = N;
+    op.tile = tile;
+    op.ntiles = tiles;
+    for (int64_t i = 0; i < tiles; ++i) {
+      const int64_t c0 = i * tile, c1 = std::min(N, c0 + tile);
+      TaskInfo& t = new_task(static_cast<int32_t>(i));
+      t.reads.push_back(whole(in));
+      if (residual >= 0) t.reads.push_back(cols(residual, c0, c1));
+      t.writes.push_back(cols(out, c0, c1));
+      if (partial >= 0) t.writes.push_back(rect(partial, i, i + 1, 0, m_.batch));
+      t.cost = static_cast<double>((c1 - c0) * K * 2 * weights + m_.batch * K * 2);
+    }
+  }
+
+  int64_t cache_row(int64_t layer, int64_t b, int64_t h) const {
+    return (layer * m_.batch + b) * m_.kv_heads + h;
+  }
+
+  void rope_op(const std::string& name, int64_t layer, int qkv, int q, int64_t qn, int64_t kn,
+               int64_t inv_freq, int64_t kc, int64_t vc) {
+    OpInfo& op = new_op(MPK_ROPE_APPEND, name, layer);
+    op.in0 = qkv;
+    op.out0 = q;
+    op.w[0] = qn;
+    op.w[1] = kn;
+    op.w[2] = inv_freq;
+    op.w[3] = kc;
+    op.w[4] = vc;
+    const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads, QW = m_.q_width();
+    for (int64_t b = 0; b < m_.batch; ++b)
+      for (int64_t h = 0; h < m_.kv_heads; ++h) {
+        TaskInfo& t = new_task(static_cast<int32_t>(b), static_cast<int32_t>(h));
+        t.reads.push_back(rect(qkv, b, b + 1, h * G * D, (h + 1) * G * D));
+        t.reads.push_back(rect(qkv, b, b + 1, QW + h * D, QW + (h + 1) * D));
+        t.reads.push_back(
+            rect(qkv, b, b + 1, QW + m_.kv_width() + h * D, QW + m_.kv_width() + (h + 1) * D));
+        t.writes.push_back(rect(q, b, b + 1, h * G * D, (h + 1) * G * D));
+        const int64_t r = cache_row(layer, b, h);
+        t.writes.push_back(
+            rect(buffer_tensor(kc), r, r + 1, 0, g_.tensors[buffer_tensor(kc)].cols));
+        t.writes.push_back(
+            rect(buffer_tensor(vc), r, r + 1, 0, g_.tensors[buffer_tensor(vc)].cols));
+        t.cost = static_cast<double>((G + 2) * D * 4);
+      }
+  }
+
+  void attn_op(const std::string& name, int64_t layer, int q, int po, int pml, int64_t kc,
+               int64_t vc) {
+    OpInfo& op = new_op(MPK_ATTN_CHUNK, name, layer);
+    op.in0 = q;
+    op.out0 = po;
+    op.out1 = pml;
+    op.w[3] = kc;
+    op.w[4] = vc;
+    op.n = chunks_;
+    const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads;
+    const int64_t span = (m_.max_kv + chunks_ - 1) / chunks_;
+    for (int64_t b = 0; b < m_.batch; ++b)
+      for (int64_t h = 0; h < m_.kv_heads; ++h)
+        for (int64_t c = 0; c < chunks_; ++c) {
+          TaskInfo& t =
+              new_task(static_cast<int32_t>(b), static_cast<int32_t>(h), static_cast<int32_t>(c));
+          t.reads.push_back(rect(q, b, b + 1, h * G * D, (h + 1) * G * D));
+          const int64_t r = cache_row(layer, b, h);
+          t.reads.push_back(
+              rect(buffer_tensor(kc), r, r + 1, 0, g_.tensors[buffer_tensor(kc)].cols));
+          t.reads.push_back(
+              rect(buffer_tensor(vc), r, r + 1, 0, g_.tensors[buffer_tensor(vc)].cols));
+          const int64_t r0 = b * m_.heads + h * G;
+          t.writes.push_back(rect(po, r0, r0 + G, c * D, (c + 1) * D));
+          t.writes.push_back(rect(pml, r0, r0 + G, c * 2, c * 2 + 2));
+          t.cost = static_cast<double>(span * D * 2 * 2);
+        }
+  }
+
+  void combine_op(const std::string& name, int64_t layer, int po, int pml, int attn) {
+    OpInfo& op = new_op(MPK_ATTN_COMBINE, name, layer);
+    op.in0 = po;
+    op.in1 = pml;
+    op.out0 = attn;
+    op.n = chunks_;
+    const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads;
+    for (int64_t b = 0; b < m_.batch; ++b)
+      for (int64_t h = 0; h < m_.kv_heads; ++h) {
+        TaskInfo& t = new_task(static_cast<int32_t>(b), static_cast<int32_t>(h));
+        const int64_t r0 = b * m_.heads + h * G;
+        t.reads.push_back(rect(po, r0, r0 + G, 0, chunks_ * D));
+        t.reads.push_back(rect(pml, r0, r0 + G, 0, chunks_ * 2));
+        t.writes.push_back(rect(attn, b, b + 1, h * G * D, (h + 1) * G * D));
+        t.cost = static_cast<double>(G * chunks_ * (D + 2) * 4);
+      }
+  }
+
+  void argmax_op(int partial, int64_t tiles) {
+    OpInfo& op = new_op(MPK_ARGMAX, "argmax", -1);
+    op.in0 = partial;
+    op.ntiles = tiles;
+    TaskInfo& t = new_task(0);
+    t.reads.push_back(whole(partial));
+    t.cost = static_cast<double>(tiles * m_.batch * 8);
+  }
+
+  // Events from footprints: for every region a task reads, the tasks of earlier ops that write
+  // an overlapping region; one event per distinct producer set.
+  void derive_events() {
+    const RegionIndex index(g_);
+    std::map<std::vector<int>, int> event_of;
+    for (size_t ti = 0; ti < g_.tasks.size(); ++ti) {
+      TaskInfo& t = g_.tasks[ti];
+      for (const Region& r : t.reads) {
+        std::vector<int> producers;
+        index.for_each_overlap(r, [&](int w, const Region&) {
+          if (g_.tasks[w].op < t.op) producers.push_back(w);
+        });
+        if (producers.empty()) continue;
+        std::sort(producers.begin(), producers.end());
+        producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
+        auto [it, inserted] = event_of.emplace(producers, static_cast<int>(g_.events.size()));
+        if (inserted) g_.events.push_back(EventInfo{producers});
+        if (std::find(t.waits.begin(), t.waits.end(), it->second) == t.waits.end())
+          t.waits.push_back(it->second);
+      }
+    }
+    for (size_t e = 0; e < g_.events.size(); ++e)
+      for (int p : g_.events[e].producers) g_.tasks[p].triggers.push_back(static_cast<int>(e));
+  }
+
+  const ModelConfig& m_;
+  const CompileOptions& o_;
+  TaskGraph g_;
+  int64_t chunks_ = 1;
+};
+
+}  // namespace
+
+std::vector<int64_t> op_record(const TaskGraph& g, int op_id) {
+  const OpInfo& op = g.ops[op_id];
+  std::vector<int64_t> r(MPK_OP_FIELDS, -1);
+  auto offset = [&](int t) { return t < 0 ? int64_t{-1} : g.tensors[t].offset; };
+  r[MPK_OP_KIND] = op.kind;
+  r[MPK_OP_LAYER] = op.layer;
+  r[MPK_OP_IN0] = offset(op.in0);
+  r[MPK_OP_IN1] = offset(op.in1);
+  r[MPK_OP_OUT0] = offset(op.out0);
+  r[MPK_OP_OUT1] = offset(op.out1);
+  for (int i = 0; i < 5; ++i) r[MPK_OP_W0 + i] = op.w[i];
+  r[MPK_OP_K] = op.k;
+  r[MPK_OP_N] = op.n;
+  r[MPK_OP_TILE] = op.tile;
+  r[MPK_OP_NTILES] = op.ntiles;
+  return r;
+}
+
+Result<TaskGraph> build_task_graph(const ModelConfig& model, const CompileOptions& options) {
+  STRATA_RETURN_IF_ERROR(validate_model_config(model, "model"));
+  if (options.workers < 1 || options.workers > 4096)
+    return make_error("workers: expected an integer in [1, 4096], got " +
+                      std::to_string(options.workers));
+  if (options.max_tile_bytes < 1)
+    return make_error("max tile bytes: expected a positive integer, got " +
+                      std::to_string(options.max_tile_bytes));
+  if (options.attn_chunks < 0 || options.attn_chunks > 65536)
+    return make_error("attention chunks: expected an integer in [0, 65536], got " +
+                      std::to_string(options.attn_chunks));
+  const double tasks = estimate_tasks(model, options);
+  if (tasks > static_cast<double>(kMaxTasks))
+    return make_error("the model needs about " + std::to_string(static_cast<int64_t>(tasks)) +
+                      " tasks, more than the " + std::to_string(kMaxTasks) +
+                      " the compiler takes (fewer layers, a smaller batch, larger tiles or "
+                      "fewer attention chunks)");
+  Builder b(model, options);
+  return b.build();
+}
+
+Result<TaskGraph> compile_task_graph(const ModelConfig& model, const CompileOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(TaskGraph g, build_task_graph(model, options));
+  plan_workspace(g);
+  assign_workers(g);
+  return g;
+}
+
+}  // namespace strata::mpk

@@ -1,0 +1,162 @@
+// Ragged tiles in generated code (docs/codegen.md, "Ragged tiles"): block graphs whose grid or
+// loop splits do not divide their extents are emitted with masked loads and stores, reductions
+// over the present elements and masked accumulation, run on the CPU emulator of the CUDA
+// execution model (which also fails any copy past the end of a tensor, and any store past the
+// end of an output), and must match the float64 interpreter — and, where one exists, the naive
+// program the μGraph implements.
+#include <gtest/gtest.h>
+
+#include "strata/emit_knobs.h"
+#include "strata/kernel_plan.h"
+#include "strata/program_parser.h"
+#include "strata/search.h"
+#include "support/emulation.h"
+#include "support/ragged_graphs.h"
+
+namespace strata::testing {
+namespace {
+
+/// Emits `g`, checks that the source contains each of `expect`, runs it on the emulator (threads
+/// in order and in reverse) and compares every output with the interpreter's, and the
+/// interpreter's with `program`'s when given.
+void check_ragged(const std::string& name, const KernelGraph& g,
+                  const std::vector<std::string>& expect, const KernelGraph* program = nullptr,
+                  double amp = 0.5, double rtol = 2e-2) {
+  EmulatedGraph emu(g, EmitOptions{}, name);
+  ASSERT_TRUE(emu.ok()) << name << ": " << emu.log();
+  if (const char* d = std::getenv("DUMP_RAGGED"))
+    write_file(std::string(d) + "/" + name + ".cu", emu.source());
+  for (const std::string& text : expect)
+    EXPECT_NE(emu.source().find(text), std::string::npos) << name << ": no `" << text << "`";
+  std::vector<HostTensor> inputs = rounded_random_inputs(g, 4321, amp);
+  auto reference = run_reference(g, inputs);
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  if (program) {
+    auto pref = run_reference(*program, inputs);
+    ASSERT_TRUE(pref.ok()) << pref.error().message;
+    ASSERT_EQ(pref->size(), reference->size());
+    for (size_t i = 0; i < pref->size(); ++i)
+      EXPECT_LT(compare((*pref)[i], (*reference)[i], 1e-9).rel_l2, 1e-9) << name << " output " << i;
+  }
+  for (bool reverse : {false, true}) {
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
+    ASSERT_EQ(out.size(), reference->size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      Comparison cmp = compare(out[i], (*reference)[i], rtol);
+      EXPECT_EQ(cmp.bad, 0) << name << " output " << i << (reverse ? " (reverse)" : "") << ": "
+                            << cmp.bad << " elements off, rel L2 " << cmp.rel_l2 << ", max abs "
+                            << cmp.max_abs;
+      EXPECT_LT(cmp.rel_l2, rtol / 2) << name << " output " << i;
+    }
+  }
+}
+
+/// Emits the case, checks that the source contains each of `expect` (the masked paths), runs
+/// it on the emulator and compares with the interpreter and the program.
+void check_case(const RaggedCase& c, const std::vector<std::string>& expect) {
+  check_ragged(c.name, c.graph, expect, c.program ? &*c.program : nullptr, c.amp);
+}
+
+// N = 1000 over 9 blocks: tiles of 112, the last 104 wide (loads zero-filled, stores clipped).
+TEST(RaggedCodegen, RmsNormMatmulRaggedN) {
+  RaggedCase c = ragged_rmsnorm_n1000();
+  ASSERT_TRUE(c.graph.tensor(c.graph.outputs()[0]).shape == (Shape{4, 1000}));
+  check_case(c, {"cp_async_zfill", "rgp0"});
+}
+
+// N = 1000 over 7 blocks (tiles of 143, the last 142: scalar copies) and K = 300 over 7
+// iterations (43 each, the last 42): the RMS divides by the 300 elements present, not 7 · 43.
+TEST(RaggedCodegen, RmsNormMatmulRaggedNAndK) {
+  check_case(ragged_rmsnorm_k300(), {"copy_sync_zfill", "static_cast<float>(300)"});
+}
+
+// K = 1100 in 35 iterations of 32 (the last 12: a k-step of 16 half present), tensor cores.
+TEST(RaggedCodegen, MatmulRaggedLoopKTensorCores) {
+  check_case(ragged_matmul_k1100_tc(),
+             {"cp_async_zfill", "warp_mma<", "strata_rt::imin(32, 1100 - "});
+}
+
+// K = 1100 in 9 iterations of 123 (the last 116), N = 250 over 2 blocks of 125.
+TEST(RaggedCodegen, MatmulRaggedLoopKOddTiles) {
+  check_case(ragged_matmul_k1100_odd(), {"copy_sync_zfill"});
+}
+
+// Gated MLP with hidden 1100 over 23 blocks (tiles of 48, the last 44).
+TEST(RaggedCodegen, GatedMlpRaggedHidden) {
+  check_case(ragged_gatedmlp_h1100(), {"cp_async_zfill"});
+}
+
+// The whole gated MLP in one kernel, the loop over hidden 1100 (23 iterations of 48).
+TEST(RaggedCodegen, GatedMlpDownProjectionRaggedLoop) {
+  check_case(ragged_gatedmlp_down_h1100(), {"warp_mma_ragged"});
+}
+
+// Max, mean, softmax and RMS norm over a dim split raggedly across blocks.
+TEST(RaggedCodegen, RowReductionsRaggedAcrossBlocks) {
+  RaggedCase c = ragged_rows_grid();
+  ASSERT_TRUE(c.graph.tensor(c.graph.outputs()[0]).shape == (Shape{4, 9}));
+  ASSERT_TRUE(c.graph.tensor(c.graph.outputs()[2]).shape == (Shape{4, 1000}));
+  check_case(c, {"cp_async_zfill", ">= rgp0) continue;"});
+}
+
+// Running maxima and means over a ragged loop, rows ragged across blocks.
+TEST(RaggedCodegen, RowReductionsRaggedLoop) {
+  check_case(ragged_rows_loop(), {"strata_rt::imin(143, "});
+}
+
+// A computed operand that is −inf at absent indices reaches a ragged contraction.
+TEST(RaggedCodegen, ComputedOperandRaggedContraction) {
+  check_case(ragged_log_down_h220(), {"warp_mma_ragged<"});
+}
+
+// The search end to end on programs whose extents no tile divides: every ranked graph (fused
+// ragged ones among them) is emitted, runs on the emulator and matches the interpreter.
+TEST(RaggedCodegen, SearchedRaggedGraphsRun) {
+  const char* programs[] = {
+      "input X: f16[2, 256]\ninput G: f16[1, 256]\ninput W: f16[256, 1000]\n"
+      "Y = rms_norm(X)\nZ = mul(Y, G)\nO = matmul(Z, W)\noutput O\n",
+      "input X: f16[2, 256]\ninput W1: f16[256, 1100]\ninput W3: f16[256, 1100]\n"
+      "A = matmul(X, W1)\nB = matmul(X, W3)\nO = mul(silu(A), B)\noutput O\n",
+  };
+  int ragged = 0, p = 0;
+  for (const char* text : programs) {
+    auto prog = parse_program(text, "ragged" + std::to_string(p) + ".strata");
+    ASSERT_TRUE(prog.ok()) << prog.error().message;
+    auto r = superoptimize(*prog, SearchConfig{}.with_threads(2).with_quiet(true).with_cache(
+                                      false).with_top_k(3));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    for (size_t k = 0; k < r->ranked.size(); ++k) {
+      const KernelGraph& g = r->ranked[k].graph;
+      bool any = false;
+      for (const KernelOp& op : g.ops())
+        if (op.kind == OpKind::Customized && op.body->ragged()) any = true;
+      if (!any) continue;
+      ++ragged;
+      check_ragged("searched" + std::to_string(p) + "_rank" + std::to_string(k), g, {}, &*prog);
+    }
+    ++p;
+  }
+  EXPECT_GE(ragged, 2);  // at least one fused ragged graph per program
+}
+
+// What the code generator does not mask is refused with a message naming it (and the search
+// does not offer it): here an accumulator keeping a dim split raggedly both across blocks
+// (1000 in parts of 334, the last 332) and by the loop (iterations of 112, the last 108).
+TEST(RaggedCodegen, RefusalNamesTheConstruct) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{4, 1000}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({3, 1, 1}, 128, 3));
+  int xi = must(b.add_input(Shape{4, 1000}, {1, P, P}, 1));
+  must(b.add_output(must(b.add_op(OpKind::AccumSum, {xi})), {1, P, P}));
+  const std::string why = block_graph_codegen_unsupported(b);
+  EXPECT_NE(why.find("ragged both across blocks and per iteration"), std::string::npos) << why;
+  must(g.mark_output(must(g.add_customized({x}, std::move(b), {"O"}))[0]));
+  auto src = emit_cuda_source(g);
+  ASSERT_FALSE(src.ok());
+  EXPECT_NE(src.error().message.find("ragged both across blocks"), std::string::npos)
+      << src.error().message;
+}
+
+}  // namespace
+}  // namespace strata::testing

@@ -1,0 +1,125 @@
+// The search over extents no power-of-two tile divides, and over extents too large for the
+// default grid tiles (docs/search.md, "Extents"): LM heads with an odd vocabulary and a gated
+// MLP with an intermediate size of 11000 get fused graphs with ragged splits that the code
+// generator emits; LM heads of 128256 and 152064 columns get fused graphs with larger tiles.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <optional>
+
+#include "strata/cuda_emitter.h"
+#include "strata/dim_classes.h"
+#include "strata/kernel_plan.h"
+#include "strata/program_parser.h"
+#include "strata/search.h"
+
+namespace strata {
+namespace {
+
+SearchConfig config(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("strata-search-extents-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return SearchConfig{}
+      .with_threads(2)
+      .with_quiet(true)
+      .with_cache(false)
+      .with_cache_dir(dir.string())
+      .with_top_k(1);
+}
+
+/// The best graph of the search over `program`, which must be one customized kernel (fused)
+/// that the code generator emits; returns its block graph (none on failure).
+std::optional<BlockGraph> best_fused(const std::string& name, const std::string& program) {
+  auto prog = parse_program(program, name + ".strata");
+  EXPECT_TRUE(prog.ok()) << prog.error().message;
+  if (!prog.ok()) return std::nullopt;
+  auto r = superoptimize(*prog, config(name));
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  if (!r.ok() || r->ranked.empty()) return std::nullopt;
+  const KernelGraph& best = r->ranked[0].graph;
+  const KernelOp* fused = nullptr;
+  int others = 0;
+  for (const KernelOp& op : best.ops()) {
+    if (op.kind == OpKind::Customized)
+      fused = &op;
+    else if (op.kind != OpKind::Input)
+      ++others;
+  }
+  EXPECT_TRUE(fused != nullptr && others == 0)
+      << name << ": the best graph is not one fused kernel";
+  if (!fused) return std::nullopt;
+  EXPECT_EQ(block_graph_codegen_unsupported(*fused->body), "") << name;
+  auto src = emit_cuda_source(best);
+  EXPECT_TRUE(src.ok()) << name << ": " << (src.ok() ? "" : src.error().message);
+  return *fused->body;
+}
+
+/// The per-block tile of the grid split of W's last dim (the vocabulary), or 0.
+int64_t vocabulary_tile(const BlockGraph& b, int w_input) {
+  const BlockOp& in = b.op(b.input_op(w_input));
+  for (int a = 0; a < 3; ++a)
+    if (in.attrs.imap[a] == 1) return b.tensor(in.output).shape[1];
+  return 0;
+}
+
+// rms_norm(X) · G, then an LM head of 50257 columns (GPT-2's vocabulary, prime to every tile):
+// a fused graph splitting the vocabulary raggedly, which the code generator now emits.
+TEST(SearchExtents, OddVocabularyGetsARaggedFusedGraph) {
+  std::optional<BlockGraph> b = best_fused("vocab50257", R"(
+input X: f16[2, 2048]
+input G: f16[1, 2048]
+input W: f16[2048, 50257]
+Y = rms_norm(X)
+Z = mul(Y, G)
+O = matmul(Z, W)
+output O
+)");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->ragged());
+  EXPECT_GT(vocabulary_tile(*b, 2), 0);
+}
+
+// A gated MLP with intermediate size 11000: fused, the intermediate dim split raggedly.
+TEST(SearchExtents, GatedMlpHidden11000GetsARaggedFusedGraph) {
+  std::optional<BlockGraph> b = best_fused("mlp11000", R"(
+input X: f16[2, 2048]
+input W1: f16[2048, 11000]
+input W3: f16[2048, 11000]
+A = matmul(X, W1)
+B = matmul(X, W3)
+S = silu(A)
+O = mul(S, B)
+output O
+)");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->ragged());
+}
+
+// Vocabularies of 128256 (Llama 3) and 152064 (Qwen2.5) need more than 528 blocks of 128
+// columns: the search offers tiles of 256 and 512, and the LM head is fused.
+TEST(SearchExtents, LargeVocabulariesGetLargerTiles) {
+  SplitPolicy policy;
+  DimClassInfo llama;
+  llama.extent = 128256;
+  DimClassInfo qwen;
+  qwen.extent = 152064;
+  EXPECT_EQ(grid_extent_candidates(llama, policy), (std::vector<int64_t>{501}));  // tiles of 256
+  EXPECT_EQ(grid_extent_candidates(qwen, policy), (std::vector<int64_t>{297}));   // tiles of 512
+  struct Head {
+    int64_t vocab, tokens, tile;
+  };
+  for (Head h : {Head{128256, 1, 256}, Head{152064, 8, 512}}) {
+    const std::string name = "head" + std::to_string(h.vocab);
+    // (K = 256 keeps the verifier's trials small; `strata optimize` finds the same tiles with
+    // K = 2048.)
+    std::optional<BlockGraph> b = best_fused(
+        name, "input X: f16[" + std::to_string(h.tokens) + ", 256]\ninput W: f16[256, " +
+                  std::to_string(h.vocab) + "]\nY = rms_norm(X)\nO = matmul(Y, W)\noutput O\n");
+    ASSERT_TRUE(b) << name;
+    EXPECT_EQ(vocabulary_tile(*b, 1), h.tile) << name;
+  }
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,208 @@
+// Tests of the search (docs/search.md) on the ops of real programs: constants do not change
+// the fused structure that is found, safe attention fuses into one online-softmax kernel, and
+// a kernel may save a tensor that it also reads when that tensor is a program output.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "strata/program_parser.h"
+#include "strata/search.h"
+
+namespace strata {
+namespace {
+
+KernelGraph parse(const std::string& text) {
+  auto g = parse_program(text, "test.strata");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message) << "\n" << text;
+  return g.ok() ? std::move(g).value() : KernelGraph{};
+}
+
+SearchConfig config(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("strata-search-programs-test-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return SearchConfig{}.with_threads(2).with_quiet(true).with_cache(false).with_cache_dir(
+      dir.string());
+}
+
+int kernels(const KernelGraph& g) {
+  int n = 0;
+  for (const KernelOp& op : g.ops()) n += op.kind != OpKind::Input;
+  return n;
+}
+
+/// The block ops of every customized kernel of g, with the steps of thread graphs, as a
+/// multiset of op names; `skip` (with input iterators, savers and the thread-graph wrappers)
+/// is left out.
+std::multiset<std::string> block_ops(const KernelGraph& g, OpKind skip) {
+  std::multiset<std::string> ops;
+  auto add = [&](OpKind k) {
+    if (k != skip && k != OpKind::Input && k != OpKind::Output && k != OpKind::ThreadFused)
+      ops.insert(std::string(op_name(k)));
+  };
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized) continue;
+    for (const BlockOp& b : op.body->ops()) {
+      add(b.kind);
+      for (const ThreadStep& s : b.chain) add(s.kind);
+    }
+  }
+  return ops;
+}
+
+// ---- constants keep the fused structure -------------------------------------------------
+
+/// A program family: `{scale}` is replaced by nothing (no constant) or by a line that scales
+/// the tensor S into T; `{S}` names the tensor that later lines read (S or T).
+struct Family {
+  std::string name;
+  std::string text;
+};
+
+std::string instantiate(const Family& f, const std::string& scale) {
+  std::string t = f.text;
+  auto replace = [&t](const std::string& from, const std::string& to) {
+    for (size_t p = t.find(from); p != std::string::npos; p = t.find(from, p + to.size()))
+      t.replace(p, from.size(), to);
+  };
+  replace("{scale}", scale.empty() ? "" : "T = mul_scalar(S, " + scale + ")\n");
+  replace("{S}", scale.empty() ? "S" : "T");
+  return t;
+}
+
+class ScaledPrograms : public ::testing::TestWithParam<Family> {};
+
+// A mul_scalar changes the program's expressions (c(v)·x), never the graph the search finds:
+// the same number of kernels and, modulo the scale op, the same block ops, whatever the
+// constant (0.5 is exact in the field, 0.1 a symbolic constant of the verifier).
+TEST_P(ScaledPrograms, SameFusedStructureWithAndWithoutAConstant) {
+  const Family& f = GetParam();
+  auto plain = superoptimize(parse(instantiate(f, "")), config(f.name));
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  ASSERT_FALSE(plain->ranked.empty());
+  const KernelGraph& want = plain->ranked[0].graph;
+  for (const std::string c : {"0.5", "0.1"}) {
+    SCOPED_TRACE(f.name + " scaled by " + c);
+    auto scaled = superoptimize(parse(instantiate(f, c)), config(f.name));
+    ASSERT_TRUE(scaled.ok()) << scaled.error().message;
+    ASSERT_FALSE(scaled->ranked.empty());
+    const Candidate& best = scaled->ranked[0];
+    EXPECT_FALSE(best.is_program);
+    EXPECT_TRUE(best.verification.equivalent);
+    EXPECT_LE(best.verification.log2_bound, -60.0);
+    EXPECT_EQ(kernels(best.graph), kernels(want));
+    // The matmul alone is its own best graph (a predefined op): compare kernels only.
+    if (plain->ranked[0].is_program) continue;
+    EXPECT_EQ(block_ops(best.graph, OpKind::MulScalar), block_ops(want, OpKind::MulScalar));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, ScaledPrograms,
+    ::testing::Values(
+        Family{"matmul",
+               "input X: f16[8, 128]\ninput W: f16[128, 256]\nS = matmul(X, W)\n{scale}"
+               "output {S}\n"},
+        Family{"attention",
+               "input Q: f16[2, 16, 32]\ninput K: f16[2, 32, 128]\ninput V: f16[2, 128, 32]\n"
+               "S = matmul(Q, K)\n{scale}E = exp({S})\nO = div(matmul(E, V), sum(E, dim=2))\n"
+               "output O\n"},
+        Family{"gatedmlp",
+               "input X: f16[8, 128]\ninput W1: f16[128, 256]\ninput W3: f16[128, 256]\n"
+               "S = matmul(X, W1)\n{scale}O = mul(silu({S}), matmul(X, W3))\noutput O\n"},
+        Family{"rmsnorm",
+               "input X: f16[8, 256]\ninput W: f16[256, 256]\nS = matmul(rms_norm(X), W)\n"
+               "{scale}output {S}\n"}),
+    [](const ::testing::TestParamInfo<Family>& p) { return p.param.name; });
+
+// ---- safe attention ---------------------------------------------------------------------
+
+// softmax subtracts the row max; with the key sequence on the for-loop the search finds the
+// online softmax in one kernel: running_max, and the rescaling accumulators of the exp-sum
+// and of the weighted sum (docs/search.md).
+TEST(SearchPrograms, SafeAttentionFusesWithARunningMax) {
+  KernelGraph program = parse(
+      "input Q: f16[2, 16, 32]\ninput K: f16[2, 128, 32]\ninput V: f16[2, 128, 32]\n"
+      "S = mul_scalar(matmul(Q, transpose(K)), 0.125)\nP = softmax(S, dim=-1)\n"
+      "O = matmul(P, V)\noutput O\n");
+  std::mutex mu;
+  int online = 0;
+  auto r = superoptimize(program, config("safe").with_observer([&](const KernelGraph& g) {
+    if (kernels(g) != 1) return;
+    std::multiset<std::string> ops = block_ops(g, OpKind::Input);
+    if (ops.count("running_max") == 1 && ops.count("accum_rescale") == 1 &&
+        ops.count("accum_rescale_ld") == 1) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++online;
+    }
+  }));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+  EXPECT_GT(online, 0) << "no one-kernel online-softmax graph";
+  ASSERT_FALSE(r->ranked.empty());
+  EXPECT_FALSE(r->ranked[0].is_program);
+  EXPECT_TRUE(r->ranked[0].verification.equivalent);
+  EXPECT_LE(r->ranked[0].verification.log2_bound, -60.0);
+}
+
+// ---- outputs that are also read ---------------------------------------------------------
+
+// The residual sum H is an output and the norm's input: the fused kernel saves it and reads
+// it (docs/search.md, "Closing a block graph").
+TEST(SearchPrograms, ResidualNormSavesTheSumItReads) {
+  KernelGraph program = parse(
+      "input X: f16[8, 256]\ninput R: f16[8, 256]\ninput G: f16[256]\n"
+      "H = add(X, R)\nO = mul(rms_norm(H, eps=1e-6), G)\noutput H\noutput O\n");
+  auto r = superoptimize(program, config("residual"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_FALSE(r->ranked.empty());
+  const Candidate& best = r->ranked[0];
+  EXPECT_FALSE(best.is_program);
+  EXPECT_TRUE(best.verification.equivalent);
+  EXPECT_LE(best.verification.log2_bound, -60.0);
+  ASSERT_EQ(kernels(best.graph), 1);
+  const KernelOp* k = nullptr;
+  for (const KernelOp& op : best.graph.ops())
+    if (op.kind == OpKind::Customized) k = &op;
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->body->num_outputs(), 2);
+  EXPECT_EQ(block_ops(best.graph, OpKind::Input).count("rms_norm"), 1u);
+}
+
+// ---- loop-invariant operands after the loop ----------------------------------------------
+
+// add(matmul(X, W), bias) at K = 4096: without a for-loop over K no tile pair fits shared
+// memory, so the fused kernel must loop over K and add the bias (an fmap-φ tile) after the
+// loop (docs/mugraph-semantics.md §3.4).
+TEST(SearchPrograms, BiasIsAddedAfterTheLoop) {
+  KernelGraph program = parse(
+      "input X: f16[16, 4096]\ninput W: f16[4096, 1024]\ninput B: f16[1024]\n"
+      "O = add(matmul(X, W), B)\noutput O\n");
+  auto r = superoptimize(program, config("bias"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_FALSE(r->ranked.empty());
+  const Candidate& best = r->ranked[0];
+  EXPECT_FALSE(best.is_program);
+  EXPECT_TRUE(best.verification.equivalent);
+  EXPECT_LE(best.verification.log2_bound, -60.0);
+  ASSERT_EQ(kernels(best.graph), 1);
+  const BlockGraph* b = nullptr;
+  for (const KernelOp& op : best.graph.ops())
+    if (op.kind == OpKind::Customized) b = op.body.get();
+  ASSERT_NE(b, nullptr);
+  EXPECT_GT(b->forloop(), 1);
+  bool bias_after_loop = false;  // a post-loop op (or thread graph) reads the bias tile
+  for (const BlockOp& op : b->ops()) {
+    if (op.output < 0 || b->tensor(op.output).stage != Stage::Post) continue;
+    for (int t : op.inputs)
+      bias_after_loop |= b->op(b->tensor(t).producer).kind == OpKind::Input && b->loop_invariant(t);
+  }
+  EXPECT_TRUE(bias_after_loop);
+}
+
+}  // namespace
+}  // namespace strata
