@@ -79,7 +79,8 @@ bool needs_parens(const Expr& parent, const Expr& child, bool right) {
   if (cr == pr && right) return true;
   // Shifts and bitwise operators inside another operator: always parenthesized.
   if ((cr == 7 || (cr >= 11 && cr <= 13)) && child->name != parent->name) return true;
-  if (pr == 5) return child->name != parent->name || right;                // clarity in * / %
+  // Clarity in * / %: an operator operand is parenthesized, except a quotient taken modulo.
+  if (pr == 5) return !(parent->name == "%" && child->name == "/" && !right);
   if (pr >= 7 && pr != 9 && pr != 10) return child->name != parent->name;  // & ^ | && || << >>
   return false;
 }
