@@ -25,6 +25,12 @@ namespace strata {
 ///  - rowwise kernels: the layout's block size is the plan's;
 ///  - emission decisions (once plan_emission has run): one finalize step per op, the register
 ///    cap the launch bounds leave, barrier counts matching the finalize decisions.
+///  - ragged tiles (KernelPlan::ragged): every ragged dim names an extent split raggedly across
+///    the grid (in parts of ⌈extent / grid⌉) or by the loop (tiles covering the part); such a
+///    kernel is neither rowwise nor grouped, has no register accumulators or matmul chains;
+///    an op's ragged extent only on a matmul or reduction, its mask only where it adds into a
+///    loop state, its zeroed operands only with a ragged contraction; none of them without
+///    ragged tiles.
 Status verify_plan(const KernelPlan& plan);
 
 }  // namespace strata

@@ -219,6 +219,75 @@ Status check_emission(const KernelPlan& plan) {
   return Status::success();
 }
 
+Status check_ragged(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  const RaggedTiles& r = plan.ragged;
+  const int n = static_cast<int>(g.ops().size()), ne = static_cast<int>(r.extents.size());
+  if (!r.any()) {
+    for (int i = 0; i < n; ++i) {
+      const OpPlan& p = plan.ops[i];
+      if (p.ragged_extent >= 0 || p.ragged_mask != 0 || p.ragged_zero_operands != 0)
+        return make_error(op_str(g, i) +
+                          ": ragged-tile decisions in a kernel without ragged tiles");
+    }
+    return Status::success();
+  }
+  if (r.dims.size() != g.tensors().size())
+    return make_error("ragged dims for " + std::to_string(r.dims.size()) + " of " +
+                      std::to_string(g.tensors().size()) + " tensors");
+  for (int t = 0; t < static_cast<int>(g.tensors().size()); ++t)
+    for (int d = 0; d < kMaxRank; ++d) {
+      const int e = r.dims[t][d];
+      if (e < -1 || e >= ne || (e >= 0 && d >= g.tensor(t).shape.rank()))
+        return make_error(tensor_str(g, t) + ": dim " + std::to_string(d) +
+                          " names ragged extent " + std::to_string(e) + " (" + std::to_string(ne) +
+                          " extents)");
+    }
+  for (int e = 0; e < ne; ++e) {
+    const RaggedExtent& x = r.extents[e];
+    const std::string what = "ragged extent " + std::to_string(e);
+    if (x.tile <= 0 || x.extent <= 0 || x.block_tile <= 0 || x.axis < -1 || x.axis > 2)
+      return make_error(what + ": a non-positive extent or tile, or no grid axis");
+    if (x.axis >= 0) {
+      const int64_t parts = g.grid()[x.axis];
+      if (x.extent % parts == 0 || x.block_tile != (x.extent + parts - 1) / parts)
+        return make_error(what + ": " + std::to_string(x.extent) + " over " +
+                          std::to_string(parts) + " blocks is not split raggedly in parts of " +
+                          std::to_string(x.block_tile));
+    } else if (!x.loop || x.block_tile != x.extent) {
+      return make_error(what + ": ragged neither across blocks nor per iteration");
+    }
+    // A block's part is the tile (no loop split) or covered by the iterations.
+    if (x.loop ? x.tile * g.forloop() < x.block_tile : x.tile != x.block_tile)
+      return make_error(what + ": tiles of " + std::to_string(x.tile) + " do not cover parts of " +
+                        std::to_string(x.block_tile));
+  }
+  // Ragged tiles are masked on the general path only (docs/codegen.md, "Ragged tiles").
+  if (plan.rowwise || plan.groups > 1)
+    return make_error("a kernel with ragged tiles planned as a rowwise kernel or with loop groups");
+  for (int i = 0; i < n; ++i) {
+    const OpPlan& p = plan.ops[i];
+    const BlockOp& op = g.op(i);
+    const Category cat = op_category(op.kind);
+    const bool matmul = cat == Category::Matmul;
+    if (p.register_accum || p.chain_into >= 0 || p.chain_from >= 0)
+      return make_error(op_str(g, i) +
+                        ": a register accumulator or matmul chain in a kernel with ragged tiles");
+    if (p.ragged_extent < -1 || p.ragged_extent >= ne ||
+        (p.ragged_extent >= 0 && !matmul && !is_reduction(op)))
+      return make_error(op_str(g, i) + ": ragged extent " + std::to_string(p.ragged_extent) +
+                        " on an op that combines no elements, or out of range");
+    const bool loop_state =
+        cat == Category::Accum || cat == Category::Scan || (matmul && p.accumulate_into >= 0);
+    if (p.ragged_mask != 0 && (!loop_state || (p.ragged_mask >> kMaxRank) != 0))
+      return make_error(op_str(g, i) + ": masks absent positions but adds into no loop state");
+    if (p.ragged_zero_operands != 0 &&
+        (!matmul || p.ragged_extent < 0 || (p.ragged_zero_operands & ~3u) != 0))
+      return make_error(op_str(g, i) + ": zeroes operand fragments without a ragged contraction");
+  }
+  return Status::success();
+}
+
 }  // namespace
 
 Status verify_plan(const KernelPlan& plan) {
@@ -228,6 +297,7 @@ Status verify_plan(const KernelPlan& plan) {
   STRATA_RETURN_IF_ERROR(check_threads(plan));
   STRATA_RETURN_IF_ERROR(check_memory(plan));
   STRATA_RETURN_IF_ERROR(check_emission(plan));
+  STRATA_RETURN_IF_ERROR(check_ragged(plan));
   return Status::success();
 }
 
