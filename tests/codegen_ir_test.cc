@@ -6,12 +6,11 @@
 #include "codegen/cuda_ir.h"
 #include "codegen/cuda_printer.h"
 #include "strata/graph_optimizer.h"
+#include "support/kernel_ir.h"
 #include "support/op_coverage_graphs.h"
 
 namespace strata::testing {
 namespace {
-
-namespace ir = codegen::ir;
 
 TEST(KernelIr, FoldsConstantsAndIdentities) {
   const ir::Expr x = ir::var("x");
@@ -72,29 +71,24 @@ TEST(KernelIr, PrintsStatements) {
             "});\n");
 }
 
-/// The statements of the customized kernel emitted for the first customized op of g.
-ir::Stmt kernel_ir(const KernelGraph& g, PlanOptions opts = {}) {
-  for (const KernelOp& op : g.ops()) {
-    if (op.kind != OpKind::Customized) continue;
-    std::vector<DType> in, out;
-    for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
-    for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
-    KernelPlan plan = must(optimize_block_graph(op.body, in, out, opts));
-    codegen::CodeWriter w;
-    codegen::BlockKernelInfo info{"k", in, out};
-    EXPECT_TRUE(codegen::emit_block_kernel(plan, info, "test", w).ok());
-    return w.root();
-  }
-  throw std::runtime_error("no customized op");
-}
-
-int count_calls(const ir::Stmt& s, const std::string& prefix) {
-  int n = 0;
-  for (const ir::StmtNode* x : ir::walk(s))
-    if (x->kind == ir::StmtKind::Eval && x->exprs[0]->kind == ir::ExprKind::Call &&
-        x->exprs[0]->name.rfind(prefix, 0) == 0)
-      ++n;
-  return n;
+TEST(KernelIr, PrintsContinueAndReturn) {
+  codegen::CodeWriter w;
+  const ir::Expr e = ir::var("e"), r = ir::var("r");
+  w.open(ir::for_loop("e", 0, e < 8));
+  w.add(ir::if_compact(ir::lor(e >= ir::var("rgp0"), e < 2), ir::cont()));
+  w.close();
+  w.add(ir::if_compact(ir::ne(r, 0), ir::ret(r + 10000)));
+  w.open(ir::if_then(ir::var("done")));
+  w.add(ir::ret());
+  w.close();
+  EXPECT_EQ(w.str(),
+            "for (int e = 0; e < 8; ++e) {\n"
+            "  if ((e >= rgp0) || (e < 2)) continue;\n"
+            "}\n"
+            "if (r != 0) return r + 10000;\n"
+            "if (done) {\n"
+            "  return;\n"
+            "}\n");
 }
 
 TEST(KernelIr, KernelStructureFollowsThePlan) {
