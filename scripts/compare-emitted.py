@@ -17,6 +17,9 @@ classified:
                   pointer name keeps its grouping)
   braces          besides the above, only lines made of `{` / `}` differ (a plain block opened or
                   removed around the same statements)
+  layout          besides the above, the same statements spread over other lines (a one-line
+                  `{ a; b; }` block written over several lines, a statement broken in two), read
+                  as the same trees once the differing lines are joined
   other           anything else: printed (the first N hunks) for a human to judge
 Exit status 0 when no file is `other` and the two folders hold the same files.
 """
@@ -205,18 +208,21 @@ def simplify(node):
     return tuple(simplify(x) if isinstance(x, (tuple, str)) else x for x in node)
 
 
-def canon(line):
-    """(code tree, comment) of one line; the tree is None for a line that does not parse."""
-    code, comment = line, ""
-    # A line comment outside string literals.
+def split_comment(line):
+    """(code, comment) of one line: the comment is a line comment outside string literals."""
     in_str = False
     for k in range(len(line) - 1):
         c = line[k]
         if c == '"' and (k == 0 or line[k - 1] != "\\"):
             in_str = not in_str
         if not in_str and line[k:k + 2] == "//":
-            code, comment = line[:k], line[k + 2:].strip()
-            break
+            return line[:k], line[k + 2:].strip()
+    return line, ""
+
+
+def canon(line):
+    """(code tree, comment) of one line; the tree is None for a line that does not parse."""
+    code, comment = split_comment(line)
     code = code.strip()
     # `f(args, [&](params) {` opens a callback whose body follows: close the call here.
     code = re.sub(r"\[&\]\((.*)\) \{$", r"__lambda(\1))", code)
@@ -280,6 +286,12 @@ def classify(a_lines, b_lines):
     return classify_trees(a_lines, b_lines, ca, cb, ta, tb)
 
 
+def joined(lines):
+    """The canonical tree of `lines` read as one line (their code parts joined)."""
+    code = " ".join(split_comment(x)[0].strip() for x in lines)
+    return reassociate(simplify(canon(code)[0]))
+
+
 def classify_trees(a_lines, b_lines, ca, cb, ta, tb):
     sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     kinds, hunks = set(), []
@@ -291,6 +303,11 @@ def classify_trees(a_lines, b_lines, ca, cb, ta, tb):
             continue
         if all(x in brace for x in ta[i1:i2] + tb[j1:j2]):
             kinds.add("braces")
+            continue
+        if joined(a_lines[i1:i2]) == joined(b_lines[j1:j2]):
+            kinds.add("layout")
+            if [c for _, c in ca[i1:i2] if c] != [c for _, c in cb[j1:j2] if c]:
+                kinds.add("comments")
             continue
         kinds.add("other")
         hunks.append((a_lines[i1:i2], b_lines[j1:j2]))
@@ -321,7 +338,8 @@ def main():
             counts["identical"] = counts.get("identical", 0) + 1
             continue
         kinds, hunks = classify(a.splitlines(), b.splitlines())
-        kind = ("other" if "other" in kinds else "braces" if "braces" in kinds else
+        kind = ("other" if "other" in kinds else "layout" if "layout" in kinds else
+                "braces" if "braces" in kinds else
                 "reassociation" if "reassociation" in kinds else
                 "folding" if "folding" in kinds else
                 "comments" if "comments" in kinds else "parens")

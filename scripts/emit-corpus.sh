@@ -4,12 +4,17 @@
 #
 #   scripts/emit-corpus.sh [STRATA] OUT_DIR
 #
-# The corpus: examples/programs/*.strata, examples/reference/*.json, and every ranked entry of
-# the search results the benchmarks use (bench/search/*.json, bench/search/suite/*.json). The
+# The corpus: the programs (examples/programs, examples/real, the suite's bench/suite and the
+# tensor-parallel bench/tp, all *.strata), examples/reference/*.json, and every ranked entry of
+# the search results the benchmarks use (bench/search/*.json and its suite, real and tp
+# folders; the suite's odd extents give ragged tiles, the tp entries NCCL calls). The
 # variants: the GPU tuning list (tuning_variants.cc) and each emitter knob set away from its
 # default. One file per (graph, variant): OUT_DIR/<graph>[.r<rank>]/<variant>.cu, or
 # <variant>.err when the emitter refuses the combination (its message; exit code on line 1).
-# STRATA defaults to build/strata.
+# STRATA defaults to build/strata. EMIT_CORPUS_EXTRA names a folder of more μGraph JSON files
+# (graph names extra.<file>), e.g. the ragged-tile cases of the tests:
+#   STRATA_RAGGED_JSON_DIR=DIR build/codegen_ragged_test --gtest_filter='*Json*'
+#   EMIT_CORPUS_EXTRA=DIR scripts/emit-corpus.sh ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -eq 2 ]; then strata=$1; out=$2; elif [ $# -eq 1 ]; then strata=build/strata; out=$1; else
@@ -25,14 +30,20 @@ variants=(default groups=4 minblocks=2 chainmt=2 groups=4,walk=0 walk=0 early=1 
 
 jobs=$(mktemp)
 trap 'rm -f "$jobs"' EXIT
-for f in examples/programs/*.strata examples/reference/*.json; do
+for f in examples/programs/*.strata examples/real/*.strata bench/suite/*.strata bench/tp/*.strata \
+  examples/reference/*.json; do
   kind=$(basename "$(dirname "$f")")
   echo "$f -1 $kind.$(basename "${f%.*}")" >>"$jobs"
 done
-for f in bench/search/*.json bench/search/suite/*.json; do
+if [ -n "${EMIT_CORPUS_EXTRA:-}" ]; then
+  for f in "$EMIT_CORPUS_EXTRA"/*.json; do echo "$f -1 extra.$(basename "${f%.*}")" >>"$jobs"; done
+fi
+for f in bench/search/*.json bench/search/suite/*.json bench/search/real/*.json \
+  bench/search/tp/*.json; do
   n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["ranked"]))' "$f")
   tag=search
-  case $f in bench/search/suite/*) tag=suite ;; esac
+  case $f in bench/search/suite/*) tag=suite ;; bench/search/real/*) tag=searchreal ;;
+    bench/search/tp/*) tag=searchtp ;; esac
   for ((r = 0; r < n; r++)); do echo "$f $r $tag.$(basename "${f%.*}").r$r" >>"$jobs"; done
 done
 
