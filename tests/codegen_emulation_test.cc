@@ -502,7 +502,7 @@ TEST(EmulationChunkWalks, SplitAndFlatAgree) {
                0.5,
                2e-2,
                {},
-               {"gtid / 8 + (k * 4) % 8", "+ ((k * 4) * 512)", ") + tid / 8 >= 4) break;"}});
+               {"gtid / 8 + (k * 4) % 8", " + (k * 4) * 512)", " + tid / 8 >= 4) break;"}});
   check_graph({"walk_flat", g, 0.5, 2e-2, knob_options("walk=0"), {"const int c = "}});
   check_graph({"walk_wide", gatedmlp_graph(8, 256, 256), 0.5, 2e-2, {}, {"% 8, "}});
 }

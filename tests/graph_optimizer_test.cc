@@ -3,11 +3,15 @@
 // tiles, alignment, limits).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 
+#include "strata/emission_plan.h"
 #include "strata/graph_optimizer.h"
 #include "strata/layout.h"
 #include "strata/memory_plan.h"
+#include "strata/plan_invariants.h"
 #include "strata/rowwise.h"
 #include "strata/schedule.h"
 #include "support/op_coverage_graphs.h"
@@ -567,10 +571,102 @@ TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {
   KernelPlan p = plan_of(rmsnorm_graph(2, 4096, 6144));
   std::string err = ::testing::internal::GetCapturedStderr();
   unsetenv("STRATA_DUMP_PASSES");
-  for (const char* pass :
-       {"schedule_block_ops", "fuse_matmul_epilogues", "choose_layouts", "plan_shared_memory"})
+  for (const char* pass : {"schedule_block_ops", "fuse_matmul_epilogues", "choose_layouts",
+                           "plan_shared_memory", "plan_emission"})
     EXPECT_NE(err.find(std::string("=== after ") + pass), std::string::npos) << pass;
   EXPECT_NE(err.find("kernel plan: grid (96, 1, 1)"), std::string::npos);
+  EXPECT_NE(err.find("  emission: launch bounds ("), std::string::npos);
+}
+
+TEST(PlanContract, EmissionDecisionsFollowTheOptions) {
+  // rmsnorm b8: 96 blocks on 132 SMs (one per SM): launch bounds with a minimum of one block.
+  KernelPlan p = plan_of(rmsnorm_graph(16, 4096, 6144), block_pipeline());
+  ASSERT_TRUE(p.emission.decided);
+  EXPECT_EQ(p.emission.min_blocks_per_sm, 1);
+  EXPECT_EQ(p.emission.register_cap, std::min(255, 65536 / p.threads));
+  EXPECT_TRUE(p.emission.split_chunk_walks);
+  EXPECT_EQ(p.emission.max_unrolled_chunks, 32);
+  // Register accumulators of a mean / RMS: partials flushed, a barrier, then finalized.
+  EXPECT_TRUE(p.emission.finalize.work);
+  EXPECT_TRUE(p.emission.finalize.two_steps);
+  EXPECT_EQ(p.emission.finalize.step_two[4], StepTwo::FinalizeShared);
+  EXPECT_EQ(p.emission.finalize.step_two[2], StepTwo::Nothing);  // a matmul
+  // Knobs become plan decisions: forced blocks per SM cap the registers, flat walks.
+  PlanOptions o = block_pipeline();
+  o.min_blocks_per_sm = 2;
+  o.split_chunk_walks = false;
+  KernelPlan q = plan_of(rmsnorm_graph(16, 4096, 6144), o);
+  EXPECT_EQ(q.emission.min_blocks_per_sm, 2);
+  EXPECT_EQ(q.emission.register_cap, std::min(255, 65536 / (2 * q.threads)));
+  EXPECT_FALSE(q.emission.split_chunk_walks);
+  EXPECT_EQ(q.emission.max_unrolled_chunks, 16);
+  // Many blocks per SM: no minimum. Early refill needs loop groups and two stages.
+  KernelPlan a = plan_of(attention_graph(16, 256, 64, 4096, 16, 64, 64, false));
+  EXPECT_EQ(a.emission.min_blocks_per_sm, 0);
+  PlanOptions e;
+  e.early_refill = true;
+  e.loop_groups = 4;
+  KernelPlan g = plan_of(rmsnorm_graph(16, 4096, 6144), e);
+  EXPECT_EQ(g.groups, 4);
+  EXPECT_TRUE(g.emission.early_refill);
+  e.loop_groups = 1;
+  EXPECT_FALSE(plan_of(rmsnorm_graph(16, 4096, 6144), e).emission.early_refill);
+  // Rowwise kernels carry their layout.
+  KernelPlan r = plan_of(ntrans_graph(1, 4096));
+  EXPECT_EQ(r.rowwise_layout.threads, r.threads);
+  EXPECT_EQ(r.rowwise_layout.vec, 8);
+}
+
+TEST(PlanContract, VerifyPlanNamesTheBrokenInvariant) {
+  const KernelPlan good = plan_of(rmsnorm_graph(16, 4096, 6144), block_pipeline());
+  ASSERT_TRUE(verify_plan(good).ok()) << verify_plan(good).error().message;
+  auto broken = [&](const std::function<void(KernelPlan&)>& edit, const std::string& what) {
+    KernelPlan p = good;
+    edit(p);
+    Status st = verify_plan(p);
+    EXPECT_FALSE(st.ok()) << what;
+    if (!st.ok()) EXPECT_NE(st.error().message.find(what), std::string::npos) << st.error().message;
+  };
+  const BlockGraph& g = *good.graph;
+  // Two tiles live together at overlapping offsets.
+  std::vector<int> placed;
+  for (int t = 0; t < static_cast<int>(g.tensors().size()); ++t)
+    if (good.tensors[t].home == TensorHome::Shared && good.tensors[t].offset >= 0)
+      placed.push_back(t);
+  ASSERT_GE(placed.size(), 2u);
+  const int a = placed[0], b = placed[1];
+  broken(
+      [&](KernelPlan& p) {
+        p.tensors[b].offset = p.tensors[a].offset;
+        p.tensors[b].bytes = p.tensors[a].bytes;
+        p.tensors[b].live_begin = p.tensors[a].live_begin;
+        p.tensors[b].live_end = p.tensors[a].live_end;
+      },
+      "overlap in shared memory");
+  broken([&](KernelPlan& p) { p.tensors[a].offset += 4; }, "aligned");
+  broken([&](KernelPlan& p) { p.smem_bytes = p.options.smem_limit + kSmemAlign; },
+         "above the limit");
+  // A reader moved to its producer's level (no barrier between them).
+  broken(
+      [&](KernelPlan& p) {
+        const int saver = 6, div = 5;
+        p.ops[div].inline_into = -1;
+        p.ops[div].level = p.ops[saver].level;
+        p.levels[static_cast<int>(Phase::Post)][p.ops[saver].level].push_back(div);
+        auto& l0 = p.levels[static_cast<int>(Phase::Post)][0];
+        l0.erase(std::remove(l0.begin(), l0.end(), div), l0.end());
+        auto& l1 = p.levels[static_cast<int>(Phase::Post)][1];
+        if (std::count(l1.begin(), l1.end(), div) > 1) l1.pop_back();
+      },
+      "no barrier between them");
+  broken([&](KernelPlan& p) { p.ops[0].level = 3; }, "listed at phase");
+  broken([&](KernelPlan& p) { p.group_threads = 48; }, "whole warps");
+  broken([&](KernelPlan& p) { p.emission.register_cap = 255 - 1; }, "register cap");
+  broken([&](KernelPlan& p) { p.emission.finalize.two_steps = !p.emission.finalize.two_steps; },
+         "post-loop barriers");
+  broken([&](KernelPlan& p) { p.emission.finalize.step_two[0] = StepTwo::SumPartials; },
+         "no accumulator");
+  broken([&](KernelPlan& p) { p.ops[2].epilogue = 5; }, "does not name it as its host");
 }
 
 }  // namespace

@@ -13,6 +13,11 @@
 //  - two Shared tensors whose live intervals intersect occupy disjoint byte ranges;
 //  - every Shared offset and stage size is a multiple of kSmemAlign bytes; smem_bytes covers
 //    every tensor and the reduction scratch and is ≤ PlanOptions::smem_limit.
+// The plan is the emitter's whole contract: every decision the emitted code follows (levels,
+// barriers, homes, layouts, the rowwise layout, launch bounds, chunk-walk form, refill order,
+// finalize steps) is a field here, filled by a pass; the emitter applies no planning rule and
+// reads no PlanOptions field. verify_plan (plan_invariants.h) checks the invariants after every
+// pass.
 #pragma once
 
 #include <array>
@@ -219,9 +224,9 @@ struct OpPlan {
   /// of it and of the second product rescales by m. Loop groups may then keep their own maxima
   /// and combine them after the loop (docs/codegen.md, "The online softmax").
   bool shift_free = false;
-  int fold_into = -1;   ///< rms_norm: the matmul that applies it as a row / column scale
-  int scale_a = -1;     ///< matmul: rms_norm folded into operand A (scales output rows)
-  int scale_b = -1;     ///< matmul: rms_norm folded into operand B (scales output columns)
+  int fold_into = -1;           ///< rms_norm: the matmul that applies it as a row / column scale
+  int scale_a = -1;             ///< matmul: rms_norm folded into operand A (scales output rows)
+  int scale_b = -1;             ///< matmul: rms_norm folded into operand B (scales output columns)
   bool a_in_registers = false;  ///< chained matmul: loop-invariant A fragments kept in registers
   bool register_accum = false;  ///< non-matmul accumulator kept in registers per thread
   // Ragged tiles (KernelPlan::ragged; docs/codegen.md, "Ragged tiles"): set by
@@ -270,6 +275,66 @@ struct TensorPlan {
   bool stored_transposed = false;
 };
 
+/// How a rowwise kernel's full tile [rows, cols] (all dims but the last flattened into rows) is
+/// spread over the block: chunk c = tid + k·threads (k < per_thread) covers elements
+/// c·vec … c·vec + vec − 1 (rowwise.h).
+struct RowwiseLayout {
+  Shape full;                  ///< the block's full tile shape
+  int64_t rows = 1, cols = 1;  ///< full = [rows, cols] flattened
+  int64_t vec = 1;             ///< elements per chunk
+  int64_t chunks_per_row = 1;
+  int64_t per_thread = 1;  ///< chunks per thread
+  int threads = 32;
+  /// true: each row spans a multiple of `threads` chunks, so chunk k of every thread lies in
+  /// row k / (chunks_per_row / threads) and rows are reduced across the block (shuffles, then
+  /// one barrier); false: a row is chunks_per_row (≤ 32, a power of two) consecutive lanes of
+  /// one warp, reduced with shuffles only.
+  bool block_rows = false;
+};
+
+/// What post level 0's second step does for one op (FinalizePlan::step_two).
+enum class StepTwo : uint8_t {
+  Nothing,         ///< not an accumulator, done in step 1, or summed by its readers
+  SumPartials,     ///< the loop groups' copies summed into the first (then mean / RMS)
+  FinalizeShared,  ///< the mean / RMS taken in place in shared memory
+};
+
+/// What post level 0 (right after the loop) does: accumulators leave registers (step 1), loop
+/// groups' partials are summed and means / RMS values taken (step 2).
+struct FinalizePlan {
+  bool work = false;       ///< post level 0 has work (its own barrier before and after)
+  bool two_steps = false;  ///< step 1 and step 2 separated by a barrier
+  /// Post level 1 needs a barrier of its own after post level 0 (the finalize wrote what it
+  /// reads in one step, or step 2 wrote sums / means).
+  bool barrier_before_level_one = false;
+  std::vector<StepTwo> step_two;  ///< per op (indexed like graph->ops())
+};
+
+/// How the code of the kernel is shaped, beyond what it computes: every such decision the
+/// emitter acts on, made by the plan_emission pass (emission_plan.h) from the plan and its
+/// options, so that the emitter never applies a planning rule or reads an option itself.
+struct EmissionPlan {
+  bool decided = false;  ///< plan_emission has run (the fields below are meaningful)
+  /// Second argument of `__launch_bounds__(threads, n)`: blocks per SM the compiler must fit
+  /// in registers, or 0 for none.
+  int min_blocks_per_sm = 0;
+  /// Registers per thread that those launch bounds leave (≤ 255).
+  int register_cap = 255;
+  /// Chunk loops written as a per-thread base plus offsets in the unrolled index where the
+  /// threads cover whole chunk rows (docs/codegen.md, "Chunk loops"); false: the flat chunk
+  /// index unflattened per chunk.
+  bool split_chunk_walks = true;
+  /// A chunk loop is unrolled when each thread has at most this many chunks.
+  int max_unrolled_chunks = 32;
+  /// Input loads of a split walk address global memory as the thread's base pointer plus a
+  /// constant per chunk (false: one integer offset sum per chunk; under a tight register cap
+  /// the pointers were kept live and spilled).
+  bool pointer_steps = true;
+  /// Loop groups refill the stage consumed in the previous iteration at the top of the next.
+  bool early_refill = false;
+  FinalizePlan finalize;
+};
+
 /// The plan of one customized kernel; see the file comment.
 struct KernelPlan {
   std::shared_ptr<const BlockGraph> graph;
@@ -278,8 +343,8 @@ struct KernelPlan {
   /// Per kernel input: the view of device memory it reads in place, or nullopt (a dense
   /// tensor of the input's shape). Empty: every input dense.
   std::vector<std::optional<InputView>> input_views;
-  DType mma_dtype = DType::f16;      ///< 16-bit type of tensor-core operands
-  bool has_mma_dtype = false;        ///< false when no input is 16-bit (no tensor cores)
+  DType mma_dtype = DType::f16;  ///< 16-bit type of tensor-core operands
+  bool has_mma_dtype = false;    ///< false when no input is 16-bit (no tensor cores)
   PlanOptions options;
   int threads = 0;        ///< threads per block of the generated kernel
   int groups = 1;         ///< loop groups (see PlanOptions::loop_groups)
@@ -300,6 +365,10 @@ struct KernelPlan {
   int barriers_prologue = 0;       ///< __syncthreads before the loop (after the loads)
   int barriers_per_iteration = 0;  ///< one before each loop level ≥ 1
   int barriers_post = 0;           ///< one before each post level
+
+  /// Rowwise kernels: how the block's full tile is spread over the threads.
+  RowwiseLayout rowwise_layout;
+  EmissionPlan emission;  ///< how the emitter shapes the code (plan_emission)
 
   const OpPlan& op(int id) const { return ops[id]; }
   const TensorPlan& tensor(int id) const { return tensors[id]; }

@@ -58,12 +58,7 @@ bool rescales(OpKind kind);
 /// table's reduction family) ends with a finalize (a mean or an RMS).
 bool accum_finalizes(OpKind kind);
 
-/// What post level 0's second step does for accumulator op `op` (the emitter's rule).
-enum class StepTwo {
-  Nothing,         ///< not an accumulator, done in step 1, or summed by its readers
-  SumPartials,     ///< the loop groups' copies summed into the first (then mean / RMS)
-  FinalizeShared,  ///< the mean / RMS taken in place in shared memory
-};
+/// What post level 0's second step does for accumulator op `op` (StepTwo, kernel_plan.h).
 StepTwo finalize_step_two(const KernelPlan& plan, int op);
 
 /// True when the second finalize step has work for some accumulator: loop groups' copies

@@ -30,7 +30,7 @@ bool BlockEmitter::vector_readable(int t, int64_t vec) const {
   if (tp.home == TensorHome::Alias) {
     // Read in place: consecutive along the last dim unless transposed, and aligned as the
     // storage is when the column offset is a multiple of one access.
-    const Access a = access_stage(t, "0");
+    const Access a = access_stage(t, 0);
     if (a.map.transposed || vec <= 1) return false;
     const int64_t bytes = std::min<int64_t>(16, vec * dtype_size(tp.dtype));
     if (!a.map.origin.empty() && (a.map.origin.back() * dtype_size(tp.dtype)) % bytes != 0)
@@ -44,14 +44,14 @@ bool BlockEmitter::vector_readable(int t, int64_t vec) const {
   if (vec <= 1) return false;
   const int esize = dtype_size(tp.dtype);
   const int64_t bytes = std::min<int64_t>(16, vec * esize);
-  const Access a = access_stage(t, "0");
+  const Access a = access_stage(t, 0);
   if (a.swizzle && vec * esize > 16) return false;  // the swizzle permutes 16-byte chunks
   // Every row start (and the view's offset inside its host) must be aligned to one access.
   for (size_t d = 0; d + 1 < a.strides.size(); ++d)
     if ((a.strides[d] * esize) % bytes != 0) return false;
   if (tp.home == TensorHome::View) {
     const TensorPlan& hp = plan_.tensors[tp.view_of];
-    const Access h = access_stage(tp.view_of, "0");
+    const Access h = access_stage(tp.view_of, 0);
     if ((tp.view_offset * h.strides[tp.view_dim] * esize) % bytes != 0) return false;
     if (hp.layout.swizzle && vec * esize > 16) return false;
   }
@@ -69,60 +69,59 @@ void BlockEmitter::emit_register_accum(int i) {
   const bool rescale = rescales(op.kind);
   const ReductionCode red(op.kind, op.attrs);
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + "): " +
-          (elementwise ? "thread-owned chunks of "
-                       : std::string("per-chunk partial ") + (red.is_max() ? "maxima" : "sums") +
-                             " over ") +
-          std::to_string(vec) + " element(s), kept in registers");
-  w_.line("#pragma unroll");
-  w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+             " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + "): " +
+             (elementwise ? "thread-owned chunks of "
+                          : std::string("per-chunk partial ") + (red.is_max() ? "maxima" : "sums") +
+                                " over ") +
+             std::to_string(vec) + " element(s), kept in registers");
+  const ir::Expr k = ir::var("k"), j = ir::var("j"), v = ir::var("v");
+  w_.open(ir::for_loop("k", 0, k < trips, {}, "unroll"));
   Shape cs = xs;
   if (r > 0) cs[r - 1] = xs[r - 1] / vec;
   const ChunkWalk walk = begin_chunk_step(cs);
-  std::vector<std::string> idx = walk.idx;
-  if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
-  w_.line("float v[" + std::to_string(vec) + "];");
+  std::vector<ir::Expr> idx = walk.idx;
+  if (r > 0) idx[r - 1] = idx[r - 1] * vec;
+  w_.add(ir::decl_array("float", "v", {vec}));
   if (vector_readable(x, vec)) {
-    w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" +
-            access(x).ref(idx, walk.swizzle_row) + ", v);");
+    w_.call("strata_rt::load_f32<" + std::to_string(vec) + ">",
+            {ir::addr(access(x).ref(idx, walk.swizzle_row)), v});
   } else {
-    std::vector<std::string> jdx = idx;
-    if (r > 0) jdx[r - 1] = paren(idx[r - 1]) + " + j";
-    prefetch_vector_operands(x, xs, idx, vec);
-    w_.line("#pragma unroll");
-    w_.open("for (int j = 0; j < " + std::to_string(vec) + "; ++j)");
+    std::vector<std::string> jdx = texts(idx);
+    if (r > 0) jdx[r - 1] = paren(jdx[r - 1]) + " + j";
+    prefetch_vector_operands(x, xs, texts(idx), vec);
+    w_.open(ir::for_loop("j", 0, j < vec, {}, "unroll"));
     const std::string value = operand_value(x, xs, jdx);
-    w_.line("v[j] = " + value + ";");
+    w_.add(ir::assign(ir::index(v, j), ir::verbatim(value)));
     w_.close();
     end_vector_operands();
   }
+  const ir::Expr acc_k = ir::index(ir::var(racc), k);
+  const ir::Expr v_j = ir::index(v, j);
   if (rescale) {
     // The chunk's sums so far re-expressed in this iteration's shift (one per chunk: a chunk
     // lies in one row, and the reduced accumulator reads the shift at the row's first column).
-    std::vector<std::string> row = idx;
+    std::vector<std::string> row = texts(idx);
     if (r > 0 && !elementwise) row[r - 1] = "0";
-    const std::string rprev = "rprev" + std::to_string(t) + "[k]";
-    w_.line("const float m = " + operand_value(op.inputs[1], xs, row) + ";");
-    w_.line("const float f = strata_rt::rescale_factor(" + rprev + ", m);");
-    w_.line(rprev + " = m;");
+    const ir::Expr rprev = ir::index(ir::var("rprev" + std::to_string(t)), k);
+    const ir::Expr m = ir::var("m"), f = ir::var("f");
+    w_.add(ir::decl("const float", "m", ir::verbatim(operand_value(op.inputs[1], xs, row))));
+    w_.add(ir::decl("const float", "f", ir::call("strata_rt::rescale_factor", {rprev, m})));
+    w_.add(ir::assign(rprev, m));
     if (elementwise) {
-      w_.line("#pragma unroll");
-      w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] = " + racc +
-              "[k][j] * f + v[j];");
+      const ir::Expr acc_kj = ir::index(acc_k, j);
+      w_.add(ir::for_compact("j", 0, j < vec, ir::assign(acc_kj, acc_kj * f + v_j), "unroll"));
     } else {
-      w_.line("float s = 0.0f;");
-      w_.line("#pragma unroll");
-      w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) s += v[j];");
-      w_.line(racc + "[k] = " + racc + "[k] * f + s;");
+      w_.add(ir::decl("float", "s", ir::float_lit(0.0)));
+      w_.add(ir::for_compact("j", 0, j < vec, ir::assign(ir::var("s"), v_j, "+="), "unroll"));
+      w_.add(ir::assign(acc_k, acc_k * f + ir::var("s")));
     }
   } else if (elementwise) {
-    w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " + racc + "[k][j] += v[j];");
+    w_.add(ir::for_compact("j", 0, j < vec, ir::assign(ir::index(acc_k, j), v_j, "+="), "unroll"));
   } else {
-    w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < " + std::to_string(vec) + "; ++j) " +
-            red.update(racc + "[k]", red.premap("v[j]")));
+    w_.add(ir::for_compact("j", 0, j < vec,
+                           ir::verbatim_stmt(red.update(ir::print_expr(acc_k), red.premap("v[j]"))),
+                           "unroll"));
   }
   w_.close();
   w_.close();
@@ -131,19 +130,20 @@ void BlockEmitter::emit_register_accum(int i) {
 void BlockEmitter::emit_matmul_scales(int i, bool pair) {
   const OpPlan& p = plan_.ops[i];
   const Shape& out = g_.tensor(g_.op(i).output).shape;
-  std::vector<std::string> idx = unflatten("b", batch_shape(out));
-  idx.push_back("r");
-  idx.push_back("c");
-  std::vector<std::string> idx1 = idx;
-  idx1.back() = "c + 1";
+  std::vector<ir::Expr> idx = unflatten(ir::var("b"), batch_shape(out));
+  idx.push_back(ir::var("r"));
+  idx.push_back(ir::var("c"));
+  std::vector<ir::Expr> idx1 = idx;
+  idx1.back() = ir::var("c") + 1;
   for (int norm : {p.scale_a, p.scale_b}) {
     if (norm < 0) continue;
     const int t = g_.op(norm).output;
     Shape vs = g_.tensor(t).shape;
     vs[g_.op(norm).attrs.dim] = 1;
     const Access a = access(t);
-    w_.line("v0 *= " + a.ref(broadcast_index(vs, idx)) + ";  // folded " + g_.tensor_name(t));
-    if (pair) w_.line("v1 *= " + a.ref(broadcast_index(vs, idx1)) + ";");
+    w_.add(ir::assign(ir::var("v0"), a.ref(broadcast_index(vs, idx)),
+                      "*=", "folded " + g_.tensor_name(t)));
+    if (pair) w_.add(ir::assign(ir::var("v1"), a.ref(broadcast_index(vs, idx1)), "*="));
   }
 }
 
@@ -161,36 +161,38 @@ void BlockEmitter::emit_matmul_chain(int i) {
   const int acc2 = g_.op(p2.accumulate_into).output;
   const Shape& out = g_.tensor(op.output).shape;
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(op.output) + " = matmul(" +
-          g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) + ")" +
-          (p.epilogue >= 0
-               ? ", " + g_.tensor_name(e) + " = its epilogue op #" + std::to_string(p.epilogue)
-               : "") +
-          ", then #" + std::to_string(m2) + " " + g_.tensor_name(g_.op(m2).output) + " = matmul(" +
-          g_.tensor_name(e) + ", " + g_.tensor_name(g_.op(m2).inputs[1]) + ") from registers (" +
-          std::to_string(tl.warps_m) + " warps of " + mt + " row tiles, FlashAttention style)");
-  w_.line("const int warp = " + tid_ + " >> 5;");
-  w_.open("if (warp < " + std::to_string(tl.warps_m) + ")");
-  w_.line("const int tm = warp * " + mt + ";");
-  w_.line("float sacc[" + mt + "][" + nt1 + "][4];");
-  w_.line("strata_rt::mma_zero(sacc);");
-  const std::string B1 = access(matmul_operand(plan_, i, 1)).pointer();
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(op.output) + " = matmul(" +
+             g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) + ")" +
+             (p.epilogue >= 0
+                  ? ", " + g_.tensor_name(e) + " = its epilogue op #" + std::to_string(p.epilogue)
+                  : "") +
+             ", then #" + std::to_string(m2) + " " + g_.tensor_name(g_.op(m2).output) +
+             " = matmul(" + g_.tensor_name(e) + ", " + g_.tensor_name(g_.op(m2).inputs[1]) +
+             ") from registers (" + std::to_string(tl.warps_m) + " warps of " + mt +
+             " row tiles, FlashAttention style)");
+  const ir::Expr warp = ir::var("warp"), sacc = ir::var("sacc"), tm = ir::var("tm");
+  w_.add(ir::decl("const int", "warp", ir::binary(">>", tid(), ir::int_lit(5))));
+  w_.open(ir::if_then(warp < tl.warps_m));
+  w_.add(ir::decl("const int", "tm", warp * tl.mt));
+  w_.add(ir::decl_array("float", "sacc", {tl.mt, tl.nt, 4}));
+  w_.call("strata_rt::mma_zero", {sacc});
+  const ir::Expr B1 = access(matmul_operand(plan_, i, 1)).pointer();
   if (p.a_in_registers)
-    w_.line("strata_rt::warp_mma_rega<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(afrag" +
-            std::to_string(i) + ", " + B1 + ", sacc, tm, 0);");
+    w_.call("strata_rt::warp_mma_rega<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">",
+            {ir::var("afrag" + std::to_string(i)), B1, sacc, tm, 0});
   else
-    w_.line("strata_rt::warp_mma<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">(" +
-            access(matmul_operand(plan_, i, 0)).pointer() + ", " + B1 + ", sacc, tm, 0);");
+    w_.call("strata_rt::warp_mma<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">",
+            {access(matmul_operand(plan_, i, 0)).pointer(), B1, sacc, tm, 0});
   const bool scaled = p.scale_a >= 0 || p.scale_b >= 0;
   if (scaled || p.epilogue >= 0) {
     w_.line("strata_rt::mma_transform<" + spec1 + ", " + mt + ", " + nt1 +
             ">(sacc, tm, 0, [&](int b, int r, int c, float& v0, float& v1) {");
     w_.open("");
-    w_.line("(void)b;");
+    w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
     emit_matmul_scales(i, true);
     if (p.epilogue >= 0) {
       const BlockOp& ep = g_.op(p.epilogue);
-      std::vector<std::string> idx = unflatten("b", batch_shape(out));
+      std::vector<std::string> idx = texts(unflatten(ir::var("b"), batch_shape(out)));
       idx.push_back("r");
       idx.push_back("c");
       std::vector<std::string> idx1 = idx;
@@ -201,10 +203,10 @@ void BlockEmitter::emit_matmul_chain(int i) {
         for (int x : ep.inputs)
           ins.push_back(x == op.output ? "v" + std::to_string(v) : operand_value(x, out, *at[v]));
         std::string res = eval_elementwise(p.epilogue, ins, "e" + std::to_string(v) + "_");
-        w_.line("const float w" + std::to_string(v) + " = " + res + ";");
+        w_.add(ir::decl("const float", "w" + std::to_string(v), ir::verbatim(res)));
       }
-      w_.line("v0 = w0;");
-      w_.line("v1 = w1;");
+      w_.add(ir::assign(ir::var("v0"), ir::var("w0")));
+      w_.add(ir::assign(ir::var("v1"), ir::var("w1")));
     }
     w_.close("");
     w_.line("});");
@@ -213,13 +215,15 @@ void BlockEmitter::emit_matmul_chain(int i) {
   for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a) {
     if (plan_.ops[a].rowsum_of != i) continue;
     const ReductionCode red(g_.op(a).kind, g_.op(a).attrs);
-    w_.line(std::string("strata_rt::mma_row_") + (red.is_max() ? "max" : "sums") + "<" +
-            red.squares_arg() + ", " + mt + ", " + nt1 + ">(sacc, racc" +
-            std::to_string(g_.op(a).output) + ");  // " + g_.tensor_name(g_.op(a).output) +
-            (red.finalizes() ? " (" + std::string(op_name(g_.op(a).kind)) + ")" : ""));
+    w_.call(std::string("strata_rt::mma_row_") + (red.is_max() ? "max" : "sums") + "<" +
+                red.squares_arg() + ", " + mt + ", " + nt1 + ">",
+            {sacc, ir::var("racc" + std::to_string(g_.op(a).output))},
+            g_.tensor_name(g_.op(a).output) +
+                (red.finalizes() ? " (" + std::string(op_name(g_.op(a).kind)) + ")" : ""));
   }
-  w_.line("strata_rt::warp_mma_chained<" + spec2 + ", " + T + ", " + mt + ", " + nt2 + ">(sacc, " +
-          access(g_.op(m2).inputs[1]).pointer() + ", racc" + std::to_string(acc2) + ", tm, 0);");
+  w_.call(
+      "strata_rt::warp_mma_chained<" + spec2 + ", " + T + ", " + mt + ", " + nt2 + ">",
+      {sacc, access(g_.op(m2).inputs[1]).pointer(), ir::var("racc" + std::to_string(acc2)), tm, 0});
   w_.close();
   w_.close();
 }
@@ -229,7 +233,6 @@ void BlockEmitter::emit_online_softmax_step(int i) {
   const OpPlan& p = plan_.ops[i];
   const MmaTiling& tl = p.tiling;
   const std::string mt = std::to_string(tl.mt), nt1 = std::to_string(tl.nt);
-  const std::string rows = std::to_string(2 * tl.mt);
   const int x = p.epilogue >= 0 ? g_.op(p.epilogue).output : op.output;
   int scan = -1;
   for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a)
@@ -238,28 +241,33 @@ void BlockEmitter::emit_online_softmax_step(int i) {
   const std::string rmax = "rmax" + std::to_string(m);
   // The running max of each row: this lane's columns, then its quad (the four lanes holding a
   // row of the mma layout); the sums kept so far are re-expressed in the new max.
-  w_.line("// the online softmax: " + g_.tensor_name(m) + " = running_max(" + g_.tensor_name(x) +
-          ") per row of this warp; the partial sums rescaled by e^(old max - new max)");
+  w_.comment("the online softmax: " + g_.tensor_name(m) + " = running_max(" + g_.tensor_name(x) +
+             ") per row of this warp; the partial sums rescaled by e^(old max - new max)");
   w_.open("");
-  w_.line("float mnew[" + mt + "][2];");
-  w_.line("for (int x = 0; x < " + rows + "; ++x) mnew[x / 2][x % 2] = " + rmax +
-          "[x / 2][x % 2];");
-  w_.line("strata_rt::mma_row_max<false, " + mt + ", " + nt1 + ">(sacc, mnew);");
-  w_.line("strata_rt::mma_quad_reduce<true, " + mt + ">(mnew);");
-  w_.line("float factor[" + mt + "][2];");
-  w_.open("for (int x = 0; x < " + rows + "; ++x)");
-  w_.line("factor[x / 2][x % 2] = strata_rt::rescale_factor(" + rmax +
-          "[x / 2][x % 2], mnew[x / 2][x % 2]);");
-  w_.line(rmax + "[x / 2][x % 2] = mnew[x / 2][x % 2];");
+  const ir::Expr xv = ir::var("x"), mnew = ir::var("mnew"), factor = ir::var("factor");
+  auto pair_at = [&](const ir::Expr& a) { return ir::index(ir::index(a, xv / 2), xv % 2); };
+  w_.add(ir::decl_array("float", "mnew", {tl.mt, 2}));
+  w_.add(
+      ir::for_compact("x", 0, xv < 2 * tl.mt, ir::assign(pair_at(mnew), pair_at(ir::var(rmax)))));
+  w_.call("strata_rt::mma_row_max<false, " + mt + ", " + nt1 + ">", {ir::var("sacc"), mnew});
+  w_.call("strata_rt::mma_quad_reduce<true, " + mt + ">", {mnew});
+  w_.add(ir::decl_array("float", "factor", {tl.mt, 2}));
+  w_.open(ir::for_loop("x", 0, xv < 2 * tl.mt));
+  w_.add(ir::assign(pair_at(factor), ir::call("strata_rt::rescale_factor",
+                                              {pair_at(ir::var(rmax)), pair_at(mnew)})));
+  w_.add(ir::assign(pair_at(ir::var(rmax)), pair_at(mnew)));
   w_.close();
   const int acc2 = plan_.ops[p.chain_into].accumulate_into;
   if (rescales(g_.op(acc2).kind))
-    w_.line("strata_rt::mma_scale_rows(racc" + std::to_string(g_.op(acc2).output) +
-            ", factor);  // " + g_.tensor_name(g_.op(acc2).output));
+    w_.call("strata_rt::mma_scale_rows",
+            {ir::var("racc" + std::to_string(g_.op(acc2).output)), factor},
+            g_.tensor_name(g_.op(acc2).output));
   for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a)
-    if (plan_.ops[a].rowsum_of == i && rescales(g_.op(a).kind))
-      w_.line("for (int x = 0; x < " + rows + "; ++x) racc" + std::to_string(g_.op(a).output) +
-              "[x / 2][x % 2] *= factor[x / 2][x % 2];  // " + g_.tensor_name(g_.op(a).output));
+    if (plan_.ops[a].rowsum_of == i && rescales(g_.op(a).kind)) {
+      ir::Stmt scale = ir::assign(pair_at(ir::var("racc" + std::to_string(g_.op(a).output))),
+                                  pair_at(factor), "*=", g_.tensor_name(g_.op(a).output));
+      w_.add(ir::for_compact("x", 0, xv < 2 * tl.mt, scale));
+    }
   w_.close();
   // The elementwise ops after the max (exp(x − m)), on the fragments, in place.
   const Shape& out = g_.tensor(op.output).shape;
@@ -267,8 +275,8 @@ void BlockEmitter::emit_online_softmax_step(int i) {
           ">(sacc, " + rmax +
           ", tm, 0, [&](int b, int r, int c, float& v0, float& v1, float mr) {");
   w_.open("");
-  w_.line("(void)b;");
-  std::vector<std::string> idx = unflatten("b", batch_shape(out));
+  w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
+  std::vector<std::string> idx = texts(unflatten(ir::var("b"), batch_shape(out)));
   idx.push_back("r");
   idx.push_back("c");
   std::vector<std::string> idx1 = idx;
@@ -284,14 +292,15 @@ void BlockEmitter::emit_online_softmax_step(int i) {
       }
       const std::string name = "g" + std::to_string(v) + "_" + std::to_string(o);
       const std::string res = eval_elementwise(o, ins, name + "_");
-      w_.line("const float " + name + " = " + res + ";");
+      w_.add(ir::decl("const float", name, ir::verbatim(res)));
       vals[g_.op(o).output] = name;
     }
   }
   const int e = g_.op(p.chain_ops.back()).output;
-  w_.line("v0 = g0_" + std::to_string(p.chain_ops.back()) + ";");
-  w_.line("v1 = g1_" + std::to_string(p.chain_ops.back()) + ";");
-  w_.line("(void)mr;  // " + g_.tensor_name(e) + " in place of " + g_.tensor_name(x));
+  w_.add(ir::assign(ir::var("v0"), ir::var("g0_" + std::to_string(p.chain_ops.back()))));
+  w_.add(ir::assign(ir::var("v1"), ir::var("g1_" + std::to_string(p.chain_ops.back()))));
+  w_.add(ir::eval(ir::c_cast("void", ir::var("mr")),
+                  g_.tensor_name(e) + " in place of " + g_.tensor_name(x)));
   w_.close("");
   w_.line("});");
 }

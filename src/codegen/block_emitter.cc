@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "reduction_code.h"
-#include "strata/loop_groups.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
 
@@ -32,54 +31,75 @@ std::string map_str(const GridMap& m) {
   return s + ")";
 }
 
+/// `p + t0 + t1 + …`: pointer arithmetic one term at a time (zero terms skipped; a term that is
+/// itself a sum stays grouped).
+ir::Expr pointer_plus(ir::Expr p, const std::vector<ir::Expr>& terms) {
+  for (const ir::Expr& t : terms)
+    if (!t.is(0)) p = ir::binary("+", p, t);
+  return p;
+}
+
 const char* axis_var(int a) {
   return a == 0 ? "bx" : a == 1 ? "by" : "bz";
 }
 
 }  // namespace
 
-std::string Access::offset(const std::vector<std::string>& logical,
-                           const std::string& swizzle_row_in) const {
+ir::Expr Access::offset(const std::vector<ir::Expr>& logical,
+                        const ir::Expr& swizzle_row_in) const {
   const int r = static_cast<int>(strides.size());
-  std::vector<std::string> idx = logical;
-  std::string swizzle_row = swizzle_row_in;
+  std::vector<ir::Expr> idx = logical;
+  ir::Expr swizzle_row = swizzle_row_in;
   if (!map.identity()) {
     if (map.transposed && r >= 2) std::swap(idx[r - 1], idx[r - 2]);
     for (int d = 0; d < r && d < static_cast<int>(map.origin.size()); ++d)
-      if (map.origin[d] != 0) idx[d] = sum({paren(idx[d]), lit(map.origin[d])});
+      idx[d] = idx[d] + map.origin[d];
     // The caller's row stands for the logical row: usable when that is the physical row up
     // to a multiple of 8.
     if (map.transposed ||
         (r >= 2 && map.origin.size() == static_cast<size_t>(r) && map.origin[r - 2] % 8 != 0))
-      swizzle_row.clear();
+      swizzle_row = {};
   }
-  std::vector<std::string> terms;
-  for (int d = 0; d + 1 < r; ++d) terms.push_back(mul(idx[d], strides[d]));
+  std::vector<ir::Expr> terms;
+  for (int d = 0; d + 1 < r; ++d) terms.push_back(idx[d] * strides[d]);
   if (r >= 1) {
-    std::string c = idx[r - 1];
-    const std::string& row = swizzle_row.empty() && r >= 2 ? idx[r - 2] : swizzle_row;
-    if (swizzle && r >= 2 && row != "0")
-      c = "strata_rt::swizzle_col<true>(" + row + ", " + c + ")";
+    ir::Expr c = idx[r - 1];
+    const ir::Expr row = !swizzle_row && r >= 2 ? idx[r - 2] : swizzle_row;
+    if (swizzle && r >= 2 && !row.is(0)) c = ir::call("strata_rt::swizzle_col<true>", {row, c});
     terms.push_back(c);
   }
-  return sum(terms);
+  return ir::sum(terms);
 }
 
-std::string Access::pointer() const {
+ir::Expr Access::pointer() const {
   int64_t off = 0;
   for (size_t d = 0; d < map.origin.size() && d < strides.size(); ++d)
     off += map.origin[d] * strides[d];
-  return off == 0 ? base : "(" + base + " + " + lit(off) + ")";
+  return base + off;
 }
 
-std::string Access::ref(const std::vector<std::string>& idx,
-                        const std::string& swizzle_row) const {
-  return base + "[" + offset(idx, swizzle_row) + "]";
+ir::Expr Access::ref(const std::vector<ir::Expr>& idx, const ir::Expr& swizzle_row) const {
+  return ir::index(base, offset(idx, swizzle_row));
+}
+
+ir::Expr Access::load(const std::vector<ir::Expr>& idx) const {
+  ir::Expr r = ref(idx);
+  return dtype == DType::f32 ? r : ir::call("strata_rt::to_f32", {r});
+}
+
+std::string Access::offset(const std::vector<std::string>& idx,
+                           const std::string& swizzle_row) const {
+  return ir::print_expr(
+      offset(exprs(idx), swizzle_row.empty() ? ir::Expr() : exprs({swizzle_row})[0]));
+}
+
+std::string Access::ref(const std::vector<std::string>& idx, const std::string& swizzle_row) const {
+  return ir::print_expr(
+      ref(exprs(idx), swizzle_row.empty() ? ir::Expr() : exprs({swizzle_row})[0]));
 }
 
 std::string Access::load(const std::vector<std::string>& idx) const {
-  std::string r = ref(idx);
-  return dtype == DType::f32 ? r : "strata_rt::to_f32(" + r + ")";
+  return ir::print_expr(load(exprs(idx)));
 }
 
 std::string describe_block_graph(const KernelPlan& plan) {
@@ -154,18 +174,18 @@ std::string BlockEmitter::tname(int t) const {
   return identifier("s" + std::to_string(t) + "_", g_.tensor(t).name);
 }
 
-std::string BlockEmitter::tile_ptr(int t) const {
+ir::Expr BlockEmitter::tile_ptr(int t) const {
   const TensorPlan& tp = plan_.tensors[t];
   const bool priv =
       tp.home == TensorHome::View ? plan_.tensors[tp.view_of].group_private : tp.group_private;
-  return group_scope_ && priv ? tname(t) + "g" : tname(t);
+  return ir::var(group_scope_ && priv ? tname(t) + "g" : tname(t));
 }
 
 std::string BlockEmitter::dtype_of(int t) const {
   return cuda_type(plan_.tensors[t].dtype);
 }
 
-Access BlockEmitter::access_stage(int t, const std::string& stage) const {
+Access BlockEmitter::access_stage(int t, const ir::Expr& stage) const {
   const TensorPlan& tp = plan_.tensors[t];
   if (tp.home == TensorHome::Alias) {
     // A transpose / slice read in place: its input's access with the layout op's index map.
@@ -192,33 +212,28 @@ Access BlockEmitter::access_stage(int t, const std::string& stage) const {
   a.strides = tile_strides(stored_shape(plan_, t), tp.layout.ld);
   a.swizzle = tp.layout.swizzle;
   a.map.transposed = tp.stored_transposed;
-  if (tp.stages > 1 && stage != "0")
-    a.base = "(" + tile_ptr(t) + " + " + mul(stage, tp.layout.stage_elems) + ")";
+  if (tp.stages > 1) a.base = tile_ptr(t) + stage * tp.layout.stage_elems;
   return a;
 }
 
 Access BlockEmitter::access(int t) const {
   // A layout op read in place reads the current stage of a pipelined tile it aliases.
   const int storage = alias_root(plan_, t);
-  return access_stage(t, in_loop_ && plan_.tensors[storage].stages > 1 ? "stage" : "0");
+  return access_stage(
+      t, in_loop_ && plan_.tensors[storage].stages > 1 ? ir::var("stage") : ir::int_lit(0));
 }
 
 void BlockEmitter::barrier() {
-  w_.line("__syncthreads();");
+  w_.sync();
 }
 
 Status BlockEmitter::emit(const std::string& title) {
-  w_.line("// " + title);
+  w_.comment(title);
   std::istringstream desc(describe_block_graph(plan_) + format_plan(plan_));
-  for (std::string l; std::getline(desc, l);) w_.line("//   " + l);
-  // A grid that fills at most one block per SM lets the compiler use every register a block of
-  // this size can have (minimum one block per SM); PlanOptions::min_blocks_per_sm overrides.
-  const int min_blocks = plan_.options.min_blocks_per_sm > 0 ? plan_.options.min_blocks_per_sm
-                         : blocks_per_sm(plan_) == 1         ? 1
-                                                             : 0;
+  for (std::string l; std::getline(desc, l);) w_.comment("  " + l);
+  const int min_blocks = plan_.emission.min_blocks_per_sm;
   const std::string bounds =
       std::to_string(plan_.threads) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
-  register_cap_ = std::min(255, 65536 / (plan_.threads * std::max(1, min_blocks)));
   std::string sig =
       "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + info_.name + "(";
   for (int i = 0; i < g_.num_inputs(); ++i)
@@ -227,12 +242,11 @@ Status BlockEmitter::emit(const std::string& title) {
   for (int i = 0; i < g_.num_outputs(); ++i)
     sig += ", " + cuda_type(info_.output_dtypes[i]) + "* __restrict__ gout" + std::to_string(i);
   w_.open(sig + ")");
-  w_.line("STRATA_RT_DYNAMIC_SMEM(smem);");
-  w_.line("const int tid = threadIdx.x;");
-  w_.line("const int bx = blockIdx.x, by = blockIdx.y, bz = blockIdx.z;");
-  w_.line("(void)bx;");
-  w_.line("(void)by;");
-  w_.line("(void)bz;");
+  w_.call("STRATA_RT_DYNAMIC_SMEM", {ir::var("smem")});
+  w_.add(ir::decl("const int", "tid", ir::var("threadIdx.x")));
+  w_.add(ir::decl_many("const int", {"bx", "by", "bz"},
+                       {ir::var("blockIdx.x"), ir::var("blockIdx.y"), ir::var("blockIdx.z")}));
+  for (const char* b : {"bx", "by", "bz"}) w_.add(ir::eval(ir::c_cast("void", ir::var(b))));
   declare_ragged_parts();
   if (plan_.rowwise) {
     Status st = emit_rowwise();
@@ -241,12 +255,12 @@ Status BlockEmitter::emit(const std::string& title) {
   }
   if (grouped()) {
     const int G = plan_.groups, GT = plan_.group_threads, F = g_.forloop();
-    w_.line("// loop groups: " + std::to_string(G) + " groups of " + std::to_string(GT) +
-            " threads; group grp runs iterations grp, grp + " + std::to_string(G) + ", ...");
-    w_.line("const int grp = tid / " + std::to_string(GT) + ", gtid = tid % " + std::to_string(GT) +
-            ";");
-    w_.line("const int n_it = (" + std::to_string(F + G - 1) + " - grp) / " + std::to_string(G) +
-            ";  // iterations of this group");
+    w_.comment("loop groups: " + std::to_string(G) + " groups of " + std::to_string(GT) +
+               " threads; group grp runs iterations grp, grp + " + std::to_string(G) + ", ...");
+    w_.add(ir::decl_many("const int", {"grp", "gtid"}, {ir::var("tid") / GT, ir::var("tid") % GT}));
+    ir::Stmt n_it = ir::decl("const int", "n_it", (ir::int_lit(F + G - 1) - ir::var("grp")) / G,
+                             "iterations of this group");
+    w_.add(n_it);
   }
   declare_tiles();
   declare_registers();
@@ -262,10 +276,14 @@ Status BlockEmitter::emit(const std::string& title) {
 
 void BlockEmitter::declare_tiles() {
   const int n = static_cast<int>(g_.tensors().size());
-  w_.line("// shared-memory tiles (" + std::to_string(plan_.smem_bytes) + " bytes)");
+  w_.comment("shared-memory tiles (" + std::to_string(plan_.smem_bytes) + " bytes)");
   auto stored = [](const TensorPlan& tp) {
     return tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
            tp.home == TensorHome::Scale;
+  };
+  auto smem_at = [&](int t, int64_t offset) {
+    return ir::reinterpret_cast_to(dtype_of(t) + "*",
+                                   ir::binary("+", ir::var("smem"), ir::int_lit(offset)));
   };
   for (int t = 0; t < n; ++t) {
     const TensorPlan& tp = plan_.tensors[t];
@@ -279,36 +297,41 @@ void BlockEmitter::declare_tiles() {
         (tp.home == TensorHome::Registers ? ", post-loop copy of a register accumulator" : "") +
         (tp.home == TensorHome::Scale ? ", inverse-RMS vector of a folded rms_norm" : "") +
         (tp.group_private ? ", one copy per loop group" : "");
-    w_.line(dtype_of(t) + "* const " + tname(t) + " = reinterpret_cast<" + dtype_of(t) +
-            "*>(smem + " + std::to_string(tp.offset) + ");  // " + note);
+    w_.add(ir::decl(dtype_of(t) + "* const", tname(t), smem_at(t, tp.offset), note));
   }
   for (int t = 0; t < n; ++t) {
     const TensorPlan& tp = plan_.tensors[t];
     if (tp.home != TensorHome::View) continue;
     const TensorPlan& hp = plan_.tensors[tp.view_of];
     std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
-    w_.line(dtype_of(t) + "* const " + tname(t) + " = " + tname(tp.view_of) + " + " +
-            std::to_string(tp.view_offset * st[tp.view_dim]) + ";  // " + g_.tensor(t).shape.str() +
-            " stored in place inside " + g_.tensor_name(tp.view_of));
+    // (a zero offset is kept: `host + 0` says where the view lies)
+    w_.add(ir::decl(
+        dtype_of(t) + "* const", tname(t),
+        ir::binary("+", ir::var(tname(tp.view_of)), ir::int_lit(tp.view_offset * st[tp.view_dim])),
+        g_.tensor(t).shape.str() + " stored in place inside " + g_.tensor_name(tp.view_of)));
   }
   if (grouped()) {
-    w_.line("// this loop group's copies");
+    w_.comment("this loop group's copies");
     for (int t = 0; t < n; ++t) {
       const TensorPlan& tp = plan_.tensors[t];
       if (stored(tp) && tp.group_private)
-        w_.line(dtype_of(t) + "* const " + tname(t) + "g = " + tname(t) + " + grp * " +
-                std::to_string(tp.group_elems) + ";");
+        w_.add(ir::decl(dtype_of(t) + "* const", tname(t) + "g",
+                        ir::var(tname(t)) + ir::var("grp") * tp.group_elems));
     }
     for (int t = 0; t < n; ++t) {
       const TensorPlan& tp = plan_.tensors[t];
       if (tp.home != TensorHome::View || !plan_.tensors[tp.view_of].group_private) continue;
-      w_.line(dtype_of(t) + "* const " + tname(t) + "g = " + tname(tp.view_of) + "g + (" +
-              tname(t) + " - " + tname(tp.view_of) + ");");
+      w_.add(ir::decl(dtype_of(t) + "* const", tname(t) + "g",
+                      ir::binary("+", ir::var(tname(tp.view_of) + "g"),
+                                 ir::var(tname(t)) - ir::var(tname(tp.view_of)))));
     }
   }
   if (plan_.scratch_bytes > 0)
-    w_.line("float* const scratch = reinterpret_cast<float*>(smem + " +
-            std::to_string(plan_.scratch_offset) + ");  // block-wide reduction scratch");
+    w_.add(
+        ir::decl("float* const", "scratch",
+                 ir::reinterpret_cast_to(
+                     "float*", ir::binary("+", ir::var("smem"), ir::int_lit(plan_.scratch_offset))),
+                 "block-wide reduction scratch"));
 }
 
 void BlockEmitter::declare_registers() {
@@ -343,61 +366,63 @@ void BlockEmitter::declare_registers() {
     if (p.accumulate_into >= 0 &&
         plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers) {
       std::string acc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
-      w_.line("float " + acc + "[" + std::to_string(p.tiling.mt) + "][" +
-              std::to_string(p.tiling.nt) + "][4];  // fragments of " +
-              g_.tensor_name(g_.op(p.accumulate_into).output) + " (registers across the loop)");
-      w_.line("strata_rt::mma_zero(" + acc + ");");
+      w_.add(ir::decl_array("float", acc, {p.tiling.mt, p.tiling.nt, 4}, {},
+                            "fragments of " + g_.tensor_name(g_.op(p.accumulate_into).output) +
+                                " (registers across the loop)"));
+      w_.call("strata_rt::mma_zero", {ir::var(acc)});
     }
   }
+  // `for (x < n) name[x / 2][x % 2] = v` (pairs) or `name[x] = v`: the initial state.
+  auto fill = [&](const std::string& name, int64_t n, bool pairs, const ir::Expr& v) {
+    const ir::Expr x = ir::var("x");
+    const ir::Expr at =
+        pairs ? ir::index(ir::index(ir::var(name), x / 2), x % 2) : ir::index(ir::var(name), x);
+    w_.add(ir::for_compact("x", 0, x < n, ir::assign(at, v)));
+  };
+  const ir::Expr neg_inf = ir::call("strata_rt::neg_inf");
+  const std::string across = " (registers across the loop)";
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const OpPlan& p = plan_.ops[i];
     const BlockOp& op = g_.op(i);
     const ReductionCode red(op.kind, op.attrs);
     const std::string racc = "racc" + std::to_string(op.output);
+    const std::string name = g_.tensor_name(op.output);
     if (p.scan_of >= 0) {
       const int mt = plan_.ops[p.scan_of].tiling.mt;
       const std::string rmax = "rmax" + std::to_string(op.output);
-      w_.line("float " + rmax + "[" + std::to_string(mt) +
-              "][2];  // this lane's running row maxima " + g_.tensor_name(op.output) +
-              " (registers across the loop)");
-      w_.line("for (int x = 0; x < " + std::to_string(2 * mt) + "; ++x) " + rmax +
-              "[x / 2][x % 2] = strata_rt::neg_inf();");
+      w_.add(ir::decl_array("float", rmax, {mt, 2}, {},
+                            "this lane's running row maxima " + name + across));
+      fill(rmax, 2 * mt, true, neg_inf);
     }
     if (p.rowsum_of >= 0) {
       const int mt = plan_.ops[p.rowsum_of].tiling.mt;
       if (!red.is_max()) {
-        w_.line("float " + racc + "[" + std::to_string(mt) +
-                "][2] = {};  // this lane's row sums of " + g_.tensor_name(op.output) +
-                " (registers across the loop)");
+        w_.add(ir::decl_array("float", racc, {mt, 2}, ir::aggregate_zero(),
+                              "this lane's row sums of " + name + across));
       } else {
-        w_.line("float " + racc + "[" + std::to_string(mt) +
-                "][2];  // this lane's row maxima of " + g_.tensor_name(op.output) +
-                " (registers across the loop)");
-        w_.line("for (int x = 0; x < " + std::to_string(2 * mt) + "; ++x) " + racc +
-                "[x / 2][x % 2] = " + red.identity() + ";");
+        w_.add(ir::decl_array("float", racc, {mt, 2}, {},
+                              "this lane's row maxima of " + name + across));
+        fill(racc, 2 * mt, true, ir::verbatim(red.identity()));
       }
     }
     if (p.register_accum) {
-      const std::string trips = std::to_string(accum_trips(i));
+      const int64_t trips = accum_trips(i);
       if (rescales(op.kind)) {
-        w_.line("float rprev" + std::to_string(op.output) + "[" + trips +
-                "];  // the shift each chunk of " + g_.tensor_name(op.output) +
-                " is expressed in (registers across the loop)");
-        w_.line("for (int x = 0; x < " + trips + "; ++x) rprev" + std::to_string(op.output) +
-                "[x] = strata_rt::neg_inf();");
+        const std::string rprev = "rprev" + std::to_string(op.output);
+        w_.add(ir::decl_array("float", rprev, {trips}, {},
+                              "the shift each chunk of " + name + " is expressed in" + across));
+        fill(rprev, trips, false, neg_inf);
       }
       if (!op_reduction(op.kind)) {
-        w_.line("float " + racc + "[" + trips + "][" + std::to_string(accum_vec(i)) +
-                "] = {};  // thread-owned chunks of " + g_.tensor_name(op.output) +
-                " (registers across the loop)");
+        w_.add(ir::decl_array("float", racc, {trips, accum_vec(i)}, ir::aggregate_zero(),
+                              "thread-owned chunks of " + name + across));
       } else if (!red.is_max()) {
-        w_.line("float " + racc + "[" + trips + "] = {};  // per-chunk partial sums of " +
-                g_.tensor_name(op.output) + " (registers across the loop)");
+        w_.add(ir::decl_array("float", racc, {trips}, ir::aggregate_zero(),
+                              "per-chunk partial sums of " + name + across));
       } else {
-        w_.line("float " + racc + "[" + trips + "];  // per-chunk partial maxima of " +
-                g_.tensor_name(op.output) + " (registers across the loop)");
-        w_.line("for (int x = 0; x < " + trips + "; ++x) " + racc + "[x] = " + red.identity() +
-                ";");
+        w_.add(ir::decl_array("float", racc, {trips}, {},
+                              "per-chunk partial maxima of " + name + across));
+        fill(racc, trips, false, ir::verbatim(red.identity()));
       }
     }
   }
@@ -417,17 +442,17 @@ void BlockEmitter::emit_zero_accumulators() {
     Access a = access(t);
     w_.open("");
     const ReductionCode red(op.kind, op.attrs);
-    w_.line("// zero accumulator " + g_.tensor_name(t) +
-            (red.is_max() ? " (to the identity of max, −∞)" : "") +
-            (tp.group_private ? " (every loop group's copy)" : ""));
+    w_.comment("zero accumulator " + g_.tensor_name(t) +
+               (red.is_max() ? " (to the identity of max, −∞)" : "") +
+               (tp.group_private ? " (every loop group's copy)" : ""));
     if (tp.group_private) {
-      w_.line("#pragma unroll 1");
-      w_.open("for (int zg = 0; zg < " + std::to_string(plan_.groups) + "; ++zg)");
-      a.base = "(" + a.base + " + zg * " + std::to_string(tp.group_elems) + ")";
+      const ir::Expr zg = ir::var("zg");
+      w_.open(ir::for_loop("zg", 0, zg < plan_.groups, {}, "unroll 1"));
+      a.base = a.base + zg * tp.group_elems;
     }
-    w_.open("for (int e = tid; e < " + std::to_string(s.numel()) +
-            "; e += " + std::to_string(plan_.threads) + ")");
-    w_.line(a.ref(unflatten("e", s)) + " = " + red.identity() + ";");
+    const ir::Expr e = ir::var("e");
+    w_.open(ir::for_loop("e", tid(), e < s.numel(), plan_.threads));
+    w_.add(ir::assign(a.ref(unflatten(e, s)), ir::verbatim(red.identity())));
     // (A rescaling accumulator's shift slots are written before they are read: no init.)
     w_.close();
     if (tp.group_private) w_.close();
@@ -437,7 +462,8 @@ void BlockEmitter::emit_zero_accumulators() {
 
 void BlockEmitter::loop_barrier() {
   if (group_scope_)
-    w_.line("strata_rt::group_sync<" + std::to_string(plan_.group_threads) + ">(1 + grp);");
+    w_.call("strata_rt::group_sync<" + std::to_string(plan_.group_threads) + ">",
+            {ir::int_lit(1) + ir::var("grp")});
   else
     barrier();
 }
@@ -450,13 +476,14 @@ void BlockEmitter::emit_load_a_fragments() {
     const int a = matmul_operand(plan_, i, 0);
     const int64_t k = g_.tensor(g_.op(i).inputs[0]).shape.dims().back();
     const std::string name = "afrag" + std::to_string(i);
-    w_.line("strata_rt::u32 " + name + "[" + std::to_string(tl.mt) + "][" + std::to_string(k / 16) +
-            "][4];  // A fragments of op #" + std::to_string(i) + " (loop-invariant " +
-            g_.tensor_name(a) + ")");
-    w_.open("if ((" + tid_ + " >> 5) < " + std::to_string(tl.warps_m) + ")");
-    w_.line("strata_rt::warp_load_a<mma" + std::to_string(i) + ", " + cuda_type(plan_.mma_dtype) +
-            ", " + std::to_string(tl.mt) + ">(" + access(a).pointer() + ", " + name + ", (" + tid_ +
-            " >> 5) * " + std::to_string(tl.mt) + ");");
+    w_.add(ir::decl_array(
+        "strata_rt::u32", name, {tl.mt, k / 16, 4}, {},
+        "A fragments of op #" + std::to_string(i) + " (loop-invariant " + g_.tensor_name(a) + ")"));
+    const ir::Expr warp = ir::binary(">>", tid(), ir::int_lit(5));
+    w_.open(ir::if_then(warp < tl.warps_m));
+    w_.call("strata_rt::warp_load_a<mma" + std::to_string(i) + ", " + cuda_type(plan_.mma_dtype) +
+                ", " + std::to_string(tl.mt) + ">",
+            {access(a).pointer(), ir::var(name), warp * tl.mt});
     w_.close();
   }
 }
@@ -470,13 +497,17 @@ void BlockEmitter::emit_prologue() {
   }
   bool a_frags = false;
   for (const OpPlan& p : plan_.ops) a_frags = a_frags || p.a_in_registers;
+  auto commit = [&] { w_.call("strata_rt::cp_async_commit"); };
+  auto wait = [&](int pending, const std::string& why) {
+    w_.call("strata_rt::cp_async_wait<" + std::to_string(pending) + ">", {}, why);
+  };
   // The copies go out first; zeroing the accumulators (whose storage no tile shares: both
   // live through the loop) overlaps their latency.
-  w_.line("// ---- prologue");
+  w_.comment("---- prologue");
   if (!hoisted.empty()) {
-    w_.line("// loads of loop-invariant tiles (fmap φ): once, before the loop");
-    for (int i : hoisted) emit_load(i, "0", "0");
-    w_.line("strata_rt::cp_async_commit();");
+    w_.comment("loads of loop-invariant tiles (fmap φ): once, before the loop");
+    for (int i : hoisted) emit_load(i, 0, 0);
+    commit();
   }
   const int levels = plan_.num_levels(Phase::Prologue);
   if (grouped()) {
@@ -485,27 +516,25 @@ void BlockEmitter::emit_prologue() {
     // tiles, runs the prologue levels and meets once before the groups part.
     const int ahead = early_refill() ? S - 1 : S;
     set_group_scope(true);
-    w_.line("// pipeline prologue of this loop group: its iterations 0.." +
-            std::to_string(ahead - 1));
+    w_.comment("pipeline prologue of this loop group: its iterations 0.." +
+               std::to_string(ahead - 1));
     for (int s = 0; s < ahead; ++s) {
       if (!piped.empty()) {
-        w_.open("if (" + std::to_string(s) + " < n_it)");
+        w_.open(ir::if_then(ir::int_lit(s) < ir::var("n_it")));
         for (int i : piped)
-          emit_load(i, std::to_string(s), "(grp + " + std::to_string(s * plan_.groups) + ")");
+          emit_load(i, s, ir::binary("+", ir::var("grp"), ir::int_lit(s * plan_.groups)));
         w_.close();
       }
-      w_.line("strata_rt::cp_async_commit();");
+      commit();
     }
     set_group_scope(false);
     emit_zero_accumulators();
-    if (!hoisted.empty())
-      w_.line("strata_rt::cp_async_wait<" + std::to_string(ahead) +
-              ">();  // the invariant tiles have landed");
+    if (!hoisted.empty()) wait(ahead, "the invariant tiles have landed");
     for (int l = 1; l < levels; ++l) {
       barrier();
       emit_level(Phase::Prologue, l);
     }
-    w_.line("// zeroed accumulators and invariant tiles are visible to every group");
+    w_.comment("zeroed accumulators and invariant tiles are visible to every group");
     barrier();
     if (a_frags) {
       set_group_scope(true);
@@ -515,17 +544,15 @@ void BlockEmitter::emit_prologue() {
     return;
   }
   if (S >= 2 && !piped.empty()) {
-    w_.line("// pipeline prologue: prefetch iterations 0.." + std::to_string(S - 2));
+    w_.comment("pipeline prologue: prefetch iterations 0.." + std::to_string(S - 2));
     for (int s = 0; s + 1 < S; ++s) {
-      for (int i : piped) emit_load(i, std::to_string(s), std::to_string(s));
-      w_.line("strata_rt::cp_async_commit();");
+      for (int i : piped) emit_load(i, s, s);
+      commit();
     }
   }
   emit_zero_accumulators();
   const int pending = S >= 2 && !piped.empty() ? S - 1 : 0;
-  if (!hoisted.empty() && (levels > 1 || a_frags))
-    w_.line("strata_rt::cp_async_wait<" + std::to_string(pending) +
-            ">();  // the invariant tiles have landed");
+  if (!hoisted.empty() && (levels > 1 || a_frags)) wait(pending, "the invariant tiles have landed");
   if (!hoisted.empty() && levels > 1) {
     for (int l = 1; l < levels; ++l) {
       barrier();
@@ -543,26 +570,25 @@ void BlockEmitter::emit_loop() {
   std::vector<int> piped;
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i)
     if (g_.op(i).kind == OpKind::Input && plan_.ops[i].phase == Phase::Loop) piped.push_back(i);
-  w_.line("// ---- for-loop: " + std::to_string(F) + " iteration(s), " + std::to_string(S) +
-          "-stage pipeline");
-  w_.line("#pragma unroll 1");
-  w_.open("for (int it = 0; it < " + std::to_string(F) + "; ++it)");
+  w_.comment("---- for-loop: " + std::to_string(F) + " iteration(s), " + std::to_string(S) +
+             "-stage pipeline");
+  const ir::Expr it = ir::var("it");
+  w_.open(ir::for_loop("it", 0, it < F, {}, "unroll 1"));
   in_loop_ = true;
   if (S >= 2 && !piped.empty()) {
-    w_.line("strata_rt::cp_async_wait<" + std::to_string(S - 2) +
-            ">();  // iteration it has landed");
+    w_.call("strata_rt::cp_async_wait<" + std::to_string(S - 2) + ">", {},
+            "iteration it has landed");
     barrier();
-    w_.line("const int stage = it % " + std::to_string(S) + ";");
-    w_.open("if (it + " + std::to_string(S - 1) + " < " + std::to_string(F) + ")");
-    w_.line("const int next = it + " + std::to_string(S - 1) + ", next_stage = next % " +
-            std::to_string(S) + ";");
-    for (int i : piped) emit_load(i, "next_stage", "next");
+    w_.add(ir::decl("const int", "stage", it % S));
+    w_.open(ir::if_then(it + (S - 1) < F));
+    w_.add(ir::decl_many("const int", {"next", "next_stage"}, {it + (S - 1), ir::var("next") % S}));
+    for (int i : piped) emit_load(i, ir::var("next_stage"), ir::var("next"));
     w_.close();
-    w_.line("strata_rt::cp_async_commit();");
+    w_.call("strata_rt::cp_async_commit");
   } else {
-    for (int i : piped) emit_load(i, "0", "it");
-    w_.line("strata_rt::cp_async_commit();");
-    w_.line("strata_rt::cp_async_wait<0>();");
+    for (int i : piped) emit_load(i, 0, it);
+    w_.call("strata_rt::cp_async_commit");
+    w_.call("strata_rt::cp_async_wait<0>");
     barrier();
   }
   for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
@@ -570,12 +596,12 @@ void BlockEmitter::emit_loop() {
     emit_level(Phase::Loop, l);
   }
   if (S < 2 && F > 1 && !piped.empty()) {
-    w_.line("// the next iteration's loads overwrite this iteration's tiles");
+    w_.comment("the next iteration's loads overwrite this iteration's tiles");
     barrier();
   }
   in_loop_ = false;
   w_.close();
-  w_.line("strata_rt::cp_async_wait<0>();");
+  w_.call("strata_rt::cp_async_wait<0>");
 }
 
 void BlockEmitter::emit_group_loop() {
@@ -583,16 +609,16 @@ void BlockEmitter::emit_group_loop() {
   std::vector<int> piped;
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i)
     if (g_.op(i).kind == OpKind::Input && plan_.ops[i].phase == Phase::Loop) piped.push_back(i);
-  w_.line("// ---- for-loop: " + std::to_string(F) + " iteration(s) over " + std::to_string(G) +
-          " loop groups, " + std::to_string(S) + "-stage pipeline per group");
+  w_.comment("---- for-loop: " + std::to_string(F) + " iteration(s) over " + std::to_string(G) +
+             " loop groups, " + std::to_string(S) + "-stage pipeline per group");
   set_group_scope(true);
   in_loop_ = true;
-  w_.line("#pragma unroll 1");
-  w_.open("for (int gj = 0; gj < n_it; ++gj)");
-  w_.line("const int it = grp + gj * " + std::to_string(G) + ";");
-  w_.line("(void)it;");
-  w_.line("const int stage = gj % " + std::to_string(S) + ";");
-  w_.line("(void)stage;");
+  const ir::Expr gj = ir::var("gj"), it = ir::var("it");
+  w_.open(ir::for_loop("gj", 0, gj < ir::var("n_it"), {}, "unroll 1"));
+  w_.add(ir::decl("const int", "it", ir::var("grp") + gj * G));
+  w_.add(ir::eval(ir::c_cast("void", it)));
+  w_.add(ir::decl("const int", "stage", gj % S));
+  w_.add(ir::eval(ir::c_cast("void", ir::var("stage"))));
   // Late refill: the stage of gj is refilled with gj + S after the group has computed on it,
   // behind a second barrier. Early refill: the barrier that makes gj visible also proves the
   // group is done with the stage of gj − 1, which is refilled with gj + S − 1 before computing.
@@ -600,20 +626,19 @@ void BlockEmitter::emit_group_loop() {
   const int ahead = early ? S - 1 : S;
   auto refill = [&] {
     if (!piped.empty()) {
-      w_.open("if (gj + " + std::to_string(ahead) + " < n_it)");
-      if (early) {
-        w_.line("const int next = it + " + std::to_string(ahead * G) + ", next_stage = (gj + " +
-                std::to_string(ahead) + ") % " + std::to_string(S) + ";");
-      } else {
-        w_.line("const int next = it + " + std::to_string(ahead * G) + ";");
-      }
-      for (int i : piped) emit_load(i, early ? "next_stage" : "stage", "next");
+      w_.open(ir::if_then(gj + ahead < ir::var("n_it")));
+      if (early)
+        w_.add(
+            ir::decl_many("const int", {"next", "next_stage"}, {it + ahead * G, (gj + ahead) % S}));
+      else
+        w_.add(ir::decl("const int", "next", it + ahead * G));
+      for (int i : piped) emit_load(i, ir::var(early ? "next_stage" : "stage"), ir::var("next"));
       w_.close();
     }
-    w_.line("strata_rt::cp_async_commit();");
+    w_.call("strata_rt::cp_async_commit");
   };
-  w_.line("strata_rt::cp_async_wait<" + std::to_string(ahead - 1) +
-          ">();  // this group's iteration gj has landed");
+  w_.call("strata_rt::cp_async_wait<" + std::to_string(ahead - 1) + ">", {},
+          "this group's iteration gj has landed");
   loop_barrier();
   if (early) refill();
   for (int l = 1; l < plan_.num_levels(Phase::Loop); ++l) {
@@ -621,23 +646,23 @@ void BlockEmitter::emit_group_loop() {
     emit_level(Phase::Loop, l);
   }
   if (!early) {
-    w_.line("// every thread of the group is done with this stage: refill it");
+    w_.comment("every thread of the group is done with this stage: refill it");
     loop_barrier();
     refill();
   }
   w_.close();
   in_loop_ = false;
   set_group_scope(false);
-  w_.line("strata_rt::cp_async_wait<0>();");
+  w_.call("strata_rt::cp_async_wait<0>");
 }
 
 void BlockEmitter::emit_post() {
-  w_.line("// ---- after the loop");
+  w_.comment("---- after the loop");
   barrier();
-  const bool fin = post_finalize_work(plan_);
-  if (fin) emit_finalize();
+  const FinalizePlan& fin = plan_.emission.finalize;
+  if (fin.work) emit_finalize();
   for (int l = 1; l < plan_.num_levels(Phase::Post); ++l) {
-    if (l > 1 || barrier_before_post_level_one(plan_)) barrier();
+    if (l > 1 || fin.barrier_before_level_one) barrier();
     emit_level(Phase::Post, l);
   }
 }
@@ -647,7 +672,7 @@ void BlockEmitter::emit_level(Phase phase, int level) {
   for (int i : ops) emit_op(i);
 }
 
-void BlockEmitter::emit_load(int i, const std::string& stage, const std::string& iter) {
+void BlockEmitter::emit_load(int i, const ir::Expr& stage, const ir::Expr& iter) {
   const BlockOp& op = g_.op(i);
   const int t = op.output, ii = op.attrs.input_index;
   const Shape& D = g_.input_shape(ii);
@@ -661,17 +686,18 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   const bool swapped = plan_.tensors[t].stored_transposed;
   auto stored_dim = [&](int d) { return swapped && d >= r - 2 ? 2 * r - 3 - d : d; };
   const std::vector<int64_t> gs = dense_strides(S);
-  std::vector<std::string> origin;
+  std::vector<ir::Expr> origin;
   int64_t view_offset = 0;
   for (int d = 0; d < r; ++d) {
     const int sd = stored_dim(d);
     for (int a = 0; a < 3; ++a)
       if (op.attrs.imap[a] == d)  // parts of ⌈D / grid⌉ (the last one shorter when ragged)
-        origin.push_back(mul(axis_var(a), ((D[d] + g_.grid()[a] - 1) / g_.grid()[a]) * gs[sd]));
-    if (op.attrs.fmap == d) origin.push_back(mul(iter, tile[sd] * gs[sd]));
+        origin.push_back(ir::var(axis_var(a)) *
+                         (((D[d] + g_.grid()[a] - 1) / g_.grid()[a]) * gs[sd]));
+    if (op.attrs.fmap == d) origin.push_back(iter * (tile[sd] * gs[sd]));
     if (view && !view->map.origin.empty()) view_offset += view->map.origin[d] * gs[d];
   }
-  if (view_offset != 0) origin.push_back(lit(view_offset));
+  if (view_offset != 0) origin.push_back(view_offset);
   Access dst = access_stage(t, stage);
   dst.map = IndexMap{};  // the copy writes the stored layout
   const int esize = dtype_size(info_.input_dtypes[ii]);
@@ -698,67 +724,66 @@ void BlockEmitter::emit_load(int i, const std::string& stage, const std::string&
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
   w_.open("");
-  w_.line(
-      "// load " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
+  const std::string it_text = ir::print_expr(iter);
+  w_.comment(
+      "load " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
       std::to_string(ii) + " " + D.str() +
       (view ? std::string(" (a view of ") + S.str() + (swapped ? ", stored transposed" : "") + ")"
             : std::string()) +
-      (iter == "0" ? "" : ", iteration " + iter) + ", " + std::to_string(bytes) + "-byte copies");
-  w_.line("const " + cuda_type(info_.input_dtypes[ii]) + "* src = gin" + std::to_string(ii) +
-          " + " + sum(origin) + ";");
+      (iter.is(0) ? ""
+                  : ", iteration " +
+                        (iter->kind == ir::ExprKind::Binary ? "(" + it_text + ")" : it_text)) +
+      ", " + std::to_string(bytes) + "-byte copies");
+  w_.add(ir::decl("const " + cuda_type(info_.input_dtypes[ii]) + "*", "src",
+                  pointer_plus(ir::var("gin" + std::to_string(ii)), origin)));
   const ChunkWalk walk = open_chunk_loop(chunks);
-  std::vector<std::string> idx = walk.idx;
-  if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
+  std::vector<ir::Expr> idx = walk.idx;
+  if (r > 0) idx[r - 1] = idx[r - 1] * vec;
   // The global address as the thread's base pointer plus a part in k alone (a constant once
-  // the loop is unrolled), when the walk splits that way. The compiler keeps a 64-bit address
-  // per copy live for that form; under a register cap of 128 or less (512 threads, or two
-  // blocks of 256) it spilled, so there the offset stays one integer sum.
-  const bool pointer_steps = !walk.uses_c && register_cap_ > 128;
-  std::vector<std::string> goff, gstep;
+  // the loop is unrolled), when the walk splits that way and the plan allows it
+  // (EmissionPlan::pointer_steps); otherwise the offset stays one integer sum.
+  const bool pointer_steps = !walk.uses_c && plan_.emission.pointer_steps;
+  std::vector<ir::Expr> goff, gstep;
   for (int d = 0; d < r; ++d) {
     if (!pointer_steps) {
-      goff.push_back(mul(idx[d], gs[d]));
+      goff.push_back(idx[d] * gs[d]);
     } else {
-      goff.push_back(mul(d == r - 1 ? mul(walk.thread[d], vec) : walk.thread[d], gs[d]));
-      gstep.push_back(mul(walk.step[d], gs[d]));
+      goff.push_back((d == r - 1 ? walk.thread[d] * vec : walk.thread[d]) * gs[d]);
+      gstep.push_back(walk.step[d] * gs[d]);
     }
   }
-  std::string src_ptr = "src + " + paren(sum(goff));
-  if (!gstep.empty() && sum(gstep) != "0") src_ptr += " + " + paren(sum(gstep));
-  const std::string dst_ptr = "&" + dst.ref(idx, walk.swizzle_row);
+  ir::Expr src_ptr = ir::binary("+", ir::var("src"), ir::sum(goff));
+  if (!gstep.empty() && !ir::sum(gstep).is(0)) src_ptr = ir::binary("+", src_ptr, ir::sum(gstep));
+  const ir::Expr dst_ptr = ir::addr(dst.ref(idx, walk.swizzle_row));
   // Ragged tiles: the bytes of this copy that hold present elements are read, the rest
   // zero-filled (nothing is read when none is present; the source then points at the tile's
   // first element, which is always present).
-  std::string absent, last_present;
+  ir::Expr absent, last_present;
   for (int sd = 0; sd < r; ++sd) {
     const int e = plan_.ragged.dim(t, stored_dim(sd));
     if (e < 0) continue;
-    const std::string present = ragged_present(e, iter);
+    const ir::Expr present = ragged_present(e, iter);
     if (sd == r - 1)
       last_present = present;
     else
-      absent += (absent.empty() ? "" : " || ") + paren(idx[sd]) + " >= " + present;
+      absent = absent ? ir::lor(absent, idx[sd] >= present) : idx[sd] >= present;
   }
-  if (!absent.empty() || !last_present.empty()) {
-    std::string nb = last_present.empty() ? std::to_string(bytes)
-                                          : "strata_rt::present_bytes<" + std::to_string(bytes) +
-                                                ", " + std::to_string(esize) + ">(" + last_present +
-                                                " - " + paren(idx[r - 1]) + ")";
-    if (!absent.empty()) nb = "(" + absent + ") ? 0 : " + nb;
-    w_.line("const int nb = " + nb + ";");
-    w_.line("strata_rt::" + std::string(bytes >= 4 ? "cp_async_zfill<" : "copy_sync_zfill<") +
-            std::to_string(bytes) + ">(" + dst_ptr + ", nb > 0 ? " + paren(src_ptr) +
-            " : src, nb);");
-    w_.close();
-    w_.close();
-    return;
+  if (absent || last_present) {
+    ir::Expr nb = last_present ? ir::call("strata_rt::present_bytes<" + std::to_string(bytes) +
+                                              ", " + std::to_string(esize) + ">",
+                                          {last_present - idx[r - 1]})
+                               : ir::int_lit(bytes);
+    if (absent) nb = ir::select(absent, 0, nb);
+    w_.add(ir::decl("const int", "nb", nb));
+    const ir::Expr nbv = ir::var("nb");
+    w_.call(std::string(bytes >= 4 ? "strata_rt::cp_async_zfill<" : "strata_rt::copy_sync_zfill<") +
+                std::to_string(bytes) + ">",
+            {dst_ptr, ir::select(nbv > 0, src_ptr, ir::var("src")), nbv});
+  } else {
+    w_.call(std::string(bytes >= 4 ? "strata_rt::cp_async<" : "strata_rt::copy_sync<") +
+                std::to_string(bytes) + ">",
+            {dst_ptr, src_ptr});
   }
-  if (bytes >= 4)
-    w_.line("strata_rt::cp_async<" + std::to_string(bytes) + ">(" + dst_ptr + ", " + src_ptr +
-            ");");
-  else
-    w_.line("strata_rt::copy_sync<" + std::to_string(bytes) + ">(" + dst_ptr + ", " + src_ptr +
-            ");");
   w_.close();
   w_.close();
 }
@@ -770,53 +795,50 @@ ChunkWalk BlockEmitter::chunk_walk(const Shape& chunks) const {
   const int64_t Q = r == 0 ? 1 : chunks[r - 1];
   const int64_t R = r >= 2 ? chunks[r - 2] : 1, outer = n / Q;
   const int64_t RS = T % Q == 0 ? T / Q : 0;  // chunk rows per step of k
+  const ir::Expr c = ir::var("c");
   // Whole rows per step; with batch dims, steps that never straddle two batches.
-  if (!plan_.options.split_chunk_walks || r < 2 || RS == 0 || (outer > R && R % RS != 0)) {
-    w.idx = unflatten("c", chunks);
-    if (n % T != 0) w.past_end = "c >= " + std::to_string(n);
+  if (!plan_.emission.split_chunk_walks || r < 2 || RS == 0 || (outer > R && R % RS != 0)) {
+    w.idx = unflatten(c, chunks);
+    if (n % T != 0) w.past_end = c >= n;
     return w;
   }
   w.uses_c = false;
-  const std::string trow = Q == 1 ? tid_ : tid_ + " / " + lit(Q);
-  const std::string step = "k * " + lit(RS);
+  const ir::Expr trow = tid() / Q;
+  const ir::Expr step = ir::var("k") * RS;
   std::vector<int64_t> od = chunks.dims();
   od.pop_back();
   w.step = unflatten(step, Shape::make(od).value());
-  w.step.push_back("0");
-  w.thread.assign(r, "0");
+  w.step.push_back(ir::int_lit(0));
+  w.thread.assign(r, ir::int_lit(0));
   w.thread[r - 2] = trow;
-  w.thread[r - 1] = Q == 1 ? "0" : tid_ + " % " + lit(Q);
-  for (int d = 0; d < r; ++d)
-    w.idx.push_back(w.step[d] == "0" ? w.thread[d]
-                    : w.thread[d] == "0" ? w.step[d]
-                                         : w.step[d] + " + " + w.thread[d]);
+  w.thread[r - 1] = Q == 1 ? ir::int_lit(0) : tid() % Q;
+  for (int d = 0; d < r; ++d) w.idx.push_back(w.step[d] + w.thread[d]);
   // The swizzle reads the row's low 3 bits: the thread's row plus the step's row mod 8, which
   // is 0 when steps are whole multiples of 8 rows.
-  const std::string step_row = outer > R ? paren(step) + " % " + lit(R) : step;
-  w.swizzle_row = RS % 8 == 0 ? trow : trow + " + " + paren(step_row) + " % 8";
-  if (outer % RS != 0) w.past_end = w.idx[r - 2] + " >= " + std::to_string(R);
+  const ir::Expr step_row = outer > R ? step % R : step;
+  w.swizzle_row = RS % 8 == 0 ? trow : trow + step_row % 8;
+  if (outer % RS != 0) w.past_end = w.idx[r - 2] >= R;
   return w;
 }
 
 ChunkWalk BlockEmitter::begin_chunk_step(const Shape& chunks) {
   ChunkWalk walk = chunk_walk(chunks);
-  if (walk.uses_c) w_.line("const int c = " + tid_ + " + k * " + std::to_string(threads()) + ";");
-  if (!walk.past_end.empty()) w_.line("if (" + walk.past_end + ") break;");
+  if (walk.uses_c) w_.add(ir::decl("const int", "c", tid() + ir::var("k") * threads()));
+  if (walk.past_end) w_.add(ir::if_compact(walk.past_end, ir::brk()));
   return walk;
 }
 
 ChunkWalk BlockEmitter::open_chunk_loop(const Shape& chunks) {
   const int64_t n = chunks.numel();
   const int64_t trips = (n + threads() - 1) / threads();
-  if (trips <= (plan_.options.split_chunk_walks ? 32 : 16)) {
-    w_.line("#pragma unroll");
-    w_.open("for (int k = 0; k < " + std::to_string(trips) + "; ++k)");
+  if (trips <= plan_.emission.max_unrolled_chunks) {
+    w_.open(ir::for_loop("k", 0, ir::var("k") < trips, {}, "unroll"));
     return begin_chunk_step(chunks);
   }
-  w_.open("for (int c = " + tid_ + "; c < " + std::to_string(n) +
-          "; c += " + std::to_string(threads()) + ")");
+  const ir::Expr c = ir::var("c");
+  w_.open(ir::for_loop("c", tid(), c < n, threads()));
   ChunkWalk walk;
-  walk.idx = unflatten("c", chunks);
+  walk.idx = unflatten(c, chunks);
   return walk;
 }
 
@@ -829,11 +851,11 @@ void BlockEmitter::emit_save(int i) {
   const Shape& full = g_.output_shape(oi);
   const int r = tile.rank();
   const std::vector<int64_t> gs = dense_strides(full);
-  std::vector<std::string> origin;
+  std::vector<ir::Expr> origin;
   for (int a = 0; a < 3; ++a)
     if (g_.grid()[a] > 1) {
       const int d = op.attrs.omap[a];
-      origin.push_back(mul(axis_var(a), tile[d] * gs[d]));
+      origin.push_back(ir::var(axis_var(a)) * (tile[d] * gs[d]));
     }
   const DType out_t = info_.output_dtypes[oi];
   const int esize = dtype_size(out_t);
@@ -843,34 +865,37 @@ void BlockEmitter::emit_save(int i) {
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
   w_.open("");
-  w_.line("// save " + g_.tensor_name(t) + " " + tile.str() + " -> output " + std::to_string(oi) +
-          " " + full.str() + (vec > 1 ? ", 16-byte stores" : ""));
-  w_.line(cuda_type(out_t) + "* dst = gout" + std::to_string(oi) + " + " + sum(origin) + ";");
-  std::vector<std::string> idx = open_chunk_loop(chunks).idx;
-  if (r > 0) idx[r - 1] = mul(idx[r - 1], vec);
+  w_.comment("save " + g_.tensor_name(t) + " " + tile.str() + " -> output " + std::to_string(oi) +
+             " " + full.str() + (vec > 1 ? ", 16-byte stores" : ""));
+  w_.add(ir::decl(cuda_type(out_t) + "*", "dst",
+                  pointer_plus(ir::var("gout" + std::to_string(oi)), origin)));
+  std::vector<ir::Expr> idx = open_chunk_loop(chunks).idx;
+  if (r > 0) idx[r - 1] = idx[r - 1] * vec;
   // Ragged tiles: only present elements are written (a vector is wholly present or absent:
   // the tile and the true extent are both multiples of its width).
-  if (const std::string absent = ragged_absent(t, idx, ~0u, "0"); !absent.empty())
-    w_.line("if (" + absent + ") continue;");
-  std::vector<std::string> goff;
-  for (int d = 0; d < r; ++d) goff.push_back(mul(idx[d], gs[d]));
+  if (const ir::Expr absent = ragged_absent(t, idx, ~0u, 0))
+    w_.add(ir::if_compact(absent, ir::cont()));
+  std::vector<ir::Expr> goff;
+  for (int d = 0; d < r; ++d) goff.push_back(idx[d] * gs[d]);
+  const ir::Expr dst = ir::var("dst");
   if (vec > 1) {
-    w_.line("float v[" + std::to_string(vec) + "];");
-    std::vector<std::string> jdx = idx;
-    jdx[r - 1] = paren(idx[r - 1]) + " + j";
-    prefetch_vector_operands(t, tile, idx, vec);
-    w_.line("#pragma unroll");
-    w_.open("for (int j = 0; j < " + std::to_string(vec) + "; ++j)");
+    w_.add(ir::decl_array("float", "v", {vec}));
+    std::vector<std::string> jdx = texts(idx);
+    jdx[r - 1] = paren(jdx[r - 1]) + " + j";
+    prefetch_vector_operands(t, tile, texts(idx), vec);
+    const ir::Expr j = ir::var("j");
+    w_.open(ir::for_loop("j", 0, j < vec, {}, "unroll"));
     const std::string value = operand_value(t, tile, jdx);
-    w_.line("v[j] = " + value + ";");
+    w_.add(ir::assign(ir::index(ir::var("v"), j), ir::verbatim(value)));
     w_.close();
     end_vector_operands();
-    w_.line("strata_rt::store_global_vec<" + cuda_type(out_t) + ", " + std::to_string(vec) +
-            ">(dst + " + paren(sum(goff)) + ", v);");
+    w_.call("strata_rt::store_global_vec<" + cuda_type(out_t) + ", " + std::to_string(vec) + ">",
+            {ir::binary("+", dst, ir::sum(goff)), ir::var("v")});
   } else {
-    const std::string value = operand_value(t, tile, idx);
-    w_.line("dst[" + sum(goff) + "] = strata_rt::from_f32<" + cuda_type(out_t) + ">(" + value +
-            ");");
+    const std::string value = operand_value(t, tile, texts(idx));
+    w_.add(ir::assign(
+        ir::index(dst, ir::sum(goff)),
+        ir::call("strata_rt::from_f32<" + cuda_type(out_t) + ">", {ir::verbatim(value)})));
   }
   w_.close();
   w_.close();

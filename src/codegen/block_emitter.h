@@ -13,7 +13,6 @@
 
 #include "code_writer.h"
 #include "strata/kernel_plan.h"
-#include "strata/loop_groups.h"
 #include "strata/status.h"
 
 namespace strata::codegen {
@@ -22,7 +21,7 @@ namespace strata::codegen {
 /// the physical indices of its storage by `map` (a transpose / slice read in place; identity
 /// for a stored tile); strides and the swizzle apply to the physical indices.
 struct Access {
-  std::string base;  ///< pointer expression to the storage's element (0, …, 0)
+  ir::Expr base;  ///< pointer expression to the storage's element (0, …, 0)
   DType dtype = DType::f32;
   std::vector<int64_t> strides;  ///< per physical dim, in elements; the last is 1
   bool swizzle = false;          ///< XOR swizzle of the last two dims (runtime swizzle_col)
@@ -31,28 +30,35 @@ struct Access {
   /// Element offset of index expressions `idx` (one per dim). `swizzle_row`, when given, is an
   /// expression congruent to idx[rank-2] modulo 8 that the swizzle reads instead (it only
   /// reads the row's low three bits); it is ignored where the map moves rows.
-  std::string offset(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
+  ir::Expr offset(const std::vector<ir::Expr>& idx, const ir::Expr& swizzle_row = {}) const;
   /// A pointer to the tile's logical element (0, …, 0) (base plus the map's origin): how
   /// tensor-core operands are passed, with the strides and, for a transposed map, the TA / TB
   /// flags of MmaSpec. With a swizzle the origin must keep the swizzle's phase (rows by 8,
   /// columns by 64: the planner's rule).
-  std::string pointer() const;
+  ir::Expr pointer() const;
   /// The element as an lvalue.
-  std::string ref(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
+  ir::Expr ref(const std::vector<ir::Expr>& idx, const ir::Expr& swizzle_row = {}) const;
   /// The element widened to f32.
+  ir::Expr load(const std::vector<ir::Expr>& idx) const;
+  /// The same, for index expressions given as text.
+  std::string offset(const std::vector<std::string>& idx,
+                     const std::string& swizzle_row = "") const;
+  std::string ref(const std::vector<std::string>& idx, const std::string& swizzle_row = "") const;
   std::string load(const std::vector<std::string>& idx) const;
+  std::string pointer_text() const { return ir::print_expr(pointer()); }
+  std::string base_text() const { return ir::print_expr(base); }
 };
 
 /// Where a thread's chunks lie in a chunk loop: chunk c = <tid> + k · threads() of a
 /// row-major grid of chunks (the thread ↔ chunk assignment of every chunk loop).
 struct ChunkWalk {
-  std::vector<std::string> idx;  ///< per dim, in chunks (the last dim is not scaled by the width)
-  /// When the walk is split (!uses_c): idx[d] = thread[d] + step[d], where thread[d] depends
+  std::vector<ir::Expr> idx;  ///< per dim, in chunks (the last dim is not scaled by the width)
+  /// When the walk is split (!uses_c): idx[d] = step[d] + thread[d], where thread[d] depends
   /// on the thread alone and step[d] on k alone.
-  std::vector<std::string> thread, step;
-  std::string swizzle_row;       ///< congruent to idx[rank-2] modulo 8 ("": idx[rank-2] itself)
-  std::string past_end;          ///< true for a chunk past the end ("": none is)
-  bool uses_c = true;            ///< the expressions read the variable `c`
+  std::vector<ir::Expr> thread, step;
+  ir::Expr swizzle_row;  ///< congruent to idx[rank-2] modulo 8 (null: idx[rank-2] itself)
+  ir::Expr past_end;     ///< true for a chunk past the end (null: none is)
+  bool uses_c = true;    ///< the expressions read the variable `c`
 };
 
 /// The batch dims of a tile (all but the last two), as a shape (rank 0 for a matrix).
@@ -90,7 +96,7 @@ class BlockEmitter {
   void emit_group_loop();
   void emit_post();
   void emit_level(Phase phase, int level);
-  void emit_load(int op, const std::string& stage, const std::string& iter);
+  void emit_load(int op, const ir::Expr& stage, const ir::Expr& iter);
   void emit_save(int op);
   /// Opens a loop over the chunks of a row-major grid `chunks` spread over the cooperating
   /// threads (chunk c = <tid> + k · threads(); unrolled over k when each thread has at most
@@ -149,20 +155,22 @@ class BlockEmitter {
   // block_rowwise.cc: rowwise kernels.
   Status emit_rowwise();
 
-  // block_ragged.cc: ragged tiles (KernelPlan::ragged).
-  /// Emits the block's part of every extent split raggedly across the grid (rgp<e>).
+  // block_ragged.cc: ragged tiles (KernelPlan::ragged), as IR expressions.
+  /// Declares the block's part of every extent split raggedly across the grid (rgp<e>).
   void declare_ragged_parts();
   /// The block's part of ragged extent e: rgp<e>, or a literal.
-  std::string ragged_part(int e) const;
-  /// The present extent of ragged extent e in iteration `iter` (an expression).
-  std::string ragged_present(int e, const std::string& iter) const;
+  ir::Expr ragged_part(int e) const;
+  /// The iteration the code being emitted is in: `it` inside the for-loop, else 0.
+  ir::Expr ragged_iteration() const;
+  /// The present extent of ragged extent e in iteration `iter`.
+  ir::Expr ragged_present(int e, const ir::Expr& iter) const;
   /// The condition that element `idx` of tensor t is absent along one of the dims in the bit
-  /// set `dims` (in iteration `iter`); "" when none of them is ragged.
-  std::string ragged_absent(int t, const std::vector<std::string>& idx, unsigned dims,
-                            const std::string& iter) const;
-  /// For a reduction over a ragged dim (OpPlan::ragged_extent): the float expression of the
-  /// elements combined per output (over all iterations for an accumulator); "" otherwise.
-  std::string ragged_count(int op) const;
+  /// set `dims` (in iteration `iter`); null when none of them is ragged.
+  ir::Expr ragged_absent(int t, const std::vector<ir::Expr>& idx, unsigned dims,
+                         const ir::Expr& iter) const;
+  /// For a reduction over a ragged dim (OpPlan::ragged_extent): the f32 count of the elements
+  /// combined per output (over all iterations for an accumulator); null otherwise.
+  ir::Expr ragged_count(int op) const;
 
   // block_ops.cc: the compute ops.
   void emit_op(int op);
@@ -175,8 +183,12 @@ class BlockEmitter {
   /// A rescaling accumulator in shared memory (TensorPlan::shift_offset): the element of its
   /// shift slot `slot` (an expression) that the accumulator's element at `out_idx` (of a tile of
   /// shape `out` the shift broadcasts to) reads.
-  std::string shift_slot(int op, const std::string& slot, const Shape& out,
-                         const std::vector<std::string>& out_idx) const;
+  ir::Expr shift_slot(int op, const ir::Expr& slot, const Shape& out,
+                      const std::vector<ir::Expr>& out_idx) const;
+  /// `ref = (it > 0 ? ref · rescale_factor(previous shift, m) : 0) + value`: a rescaling
+  /// accumulator's element re-expressed in this iteration's shift `m` (declared by the caller).
+  void emit_rescaled_update(int op, const ir::Expr& ref, const Shape& out,
+                            const std::vector<ir::Expr>& idx, const ir::Expr& value);
   /// Stores this iteration's shift of rescaling accumulator `op` into slot it % 2.
   void emit_shift_save(int op);
   void emit_matmul(int op);
@@ -202,8 +214,8 @@ class BlockEmitter {
 
   // Addressing.
   Access access(int tensor) const;
-  Access access_stage(int tensor, const std::string& stage) const;
-  std::string tile_ptr(int tensor) const;
+  Access access_stage(int tensor, const ir::Expr& stage) const;
+  ir::Expr tile_ptr(int tensor) const;
   std::string tname(int tensor) const;
   std::string dtype_of(int tensor) const;
   /// Threads cooperating on the code being emitted (the block, or one loop group).
@@ -211,7 +223,7 @@ class BlockEmitter {
   bool grouped() const { return plan_.groups > 1; }
   /// Loop groups refill the stage consumed in the previous iteration at the top of the next
   /// (PlanOptions::early_refill; needs two or more stages).
-  bool early_refill() const { return refills_early(plan_); }
+  bool early_refill() const { return plan_.emission.early_refill; }
   /// Enters (true) or leaves the code of one loop group: thread index `gtid`, group threads,
   /// group copies of tiles.
   void set_group_scope(bool on);
@@ -223,9 +235,8 @@ class BlockEmitter {
   bool in_loop_ = false;      ///< emitting inside the for-loop (pipelined tiles use `stage`)
   bool group_scope_ = false;  ///< emitting code of one loop group (group copies, `gtid`)
   std::string tid_ = "tid";   ///< the thread index variable of the code being emitted
+  ir::Expr tid() const { return ir::var(tid_); }
   int threads_ = 0;
-  /// Registers per thread that __launch_bounds__ leaves the compiler (set by emit()).
-  int register_cap_ = 255;
   int inline_counter_ = 0;  ///< makes temporaries of inlined thread graphs unique
   /// Tiles prefetched for the current chunk loop: tensor -> register array (indexed by j).
   std::map<int, std::string> vector_operands_;

@@ -14,17 +14,20 @@ namespace {
 void open_thread_loop(CodeWriter& w, const std::string& var, int64_t n, int threads,
                       const std::string& tid) {
   const int64_t trips = (n + threads - 1) / threads;
+  const ir::Expr v = ir::var(var), t = ir::var(tid);
   if (trips <= 8) {
-    w.line("#pragma unroll");
-    w.open("for (int " + var + "_k = 0; " + var + "_k < " + std::to_string(trips) + "; ++" + var +
-           "_k)");
-    w.line("const int " + var + " = " + tid + " + " + var + "_k * " + std::to_string(threads) +
-           ";");
-    if (n % threads != 0) w.line("if (" + var + " >= " + std::to_string(n) + ") break;");
+    const ir::Expr k = ir::var(var + "_k");
+    w.open(ir::for_loop(var + "_k", 0, k < trips, {}, "unroll"));
+    w.add(ir::decl("const int", var, t + k * threads));
+    if (n % threads != 0) w.add(ir::if_compact(v >= n, ir::brk()));
   } else {
-    w.open("for (int " + var + " = " + tid + "; " + var + " < " + std::to_string(n) + "; " + var +
-           " += " + std::to_string(threads) + ")");
+    w.open(ir::for_loop(var, t, v < n, threads));
   }
+}
+
+/// `strata_rt::from_f32<T>(v)`: an f32 value stored as type T.
+ir::Expr from_f32(const std::string& type, const ir::Expr& v) {
+  return ir::call("strata_rt::from_f32<" + type + ">", {v});
 }
 
 }  // namespace
@@ -71,11 +74,11 @@ void BlockEmitter::emit_op(int i) {
     case Category::Layout:
       if (!p.in_place) emit_layout_copy(i);  // else read in place (TensorHome::Alias)
       return;
-    case Category::Scan:  // a running reduction into its state tile
+    case Category::Scan:                     // a running reduction into its state tile
       if (p.scan_of < 0) emit_reduction(i);  // else kept in registers by its matmul chain
       return;
     case Category::Collective:  // kernel level only
-    case Category::Source:  // input iterators: loaded by the pipeline
+    case Category::Source:      // input iterators: loaded by the pipeline
     case Category::Customized:
       return;
   }
@@ -113,13 +116,14 @@ void BlockEmitter::prefetch_vector_operands(int t, const Shape& out,
   // A summed tensor's copies must start on a vector boundary too.
   if (tp.summed_at_read && tp.group_elems % vec != 0) return;
   const std::string name = "pv" + std::to_string(t);
-  w_.line("float " + name + "[" + std::to_string(vec) + "];  // " + g_.tensor_name(t) +
-          " along the chunk" + (tp.summed_at_read ? ", the loop groups' partials summed" : ""));
+  w_.add(ir::decl_array("float", name, {vec}, {},
+                        g_.tensor_name(t) + " along the chunk" +
+                            (tp.summed_at_read ? ", the loop groups' partials summed" : "")));
   if (tp.summed_at_read)
     emit_summed_vector(t, idx, vec, name);
   else
-    w_.line("strata_rt::load_f32<" + std::to_string(vec) + ">(&" + access(t).ref(idx) + ", " +
-            name + ");");
+    w_.call("strata_rt::load_f32<" + std::to_string(vec) + ">",
+            {ir::addr(access(t).ref(exprs(idx))), ir::var(name)});
   vector_operands_[t] = name;
 }
 
@@ -133,7 +137,8 @@ std::string BlockEmitter::eval_elementwise(int i, const std::vector<std::string>
     std::vector<std::string> args;
     for (int a = 0; a < op_info(s.kind).arity; ++a) args.push_back(vals[s.args[a]]);
     std::string name = prefix + std::to_string(k);
-    w_.line("const float " + name + " = " + scalar_op_expr(s.kind, args, step_attrs(s)) + ";");
+    w_.add(
+        ir::decl("const float", name, ir::verbatim(scalar_op_expr(s.kind, args, step_attrs(s)))));
     vals.push_back(name);
   }
   return vals.back();
@@ -144,19 +149,19 @@ void BlockEmitter::emit_elementwise(int i) {
   const int t = op.output;
   const Shape& out = g_.tensor(t).shape;
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
-          std::string(op_name(op.kind)) + " (elementwise, shared memory)");
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
+             std::string(op_name(op.kind)) + " (elementwise, shared memory)");
   open_thread_loop(w_, "e", out.numel(), threads(), tid_);
-  std::vector<std::string> idx = unflatten("e", out);
+  const std::vector<ir::Expr> idx = unflatten(ir::var("e"), out);
   std::vector<std::string> vals;
   for (size_t k = 0; k < op.inputs.size(); ++k) {
     std::string name = "a" + std::to_string(k);
-    const std::string value = operand_value(op.inputs[k], out, idx);
-    w_.line("const float " + name + " = " + value + ";");
+    const std::string value = operand_value(op.inputs[k], out, texts(idx));
+    w_.add(ir::decl("const float", name, ir::verbatim(value)));
     vals.push_back(name);
   }
   std::string res = eval_elementwise(i, vals, "v");
-  w_.line(access(t).ref(idx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + res + ");");
+  w_.add(ir::assign(access(t).ref(idx), from_f32(dtype_of(t), ir::verbatim(res))));
   w_.close();
   w_.close();
 }
@@ -180,91 +185,89 @@ void BlockEmitter::emit_reduction(int i) {
   if (in.rank() > 0) oshape[rs.dim] = rs.to;
   Access xa = access(x), ya = access(t);
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-          " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + ") over dim " +
-          std::to_string(rs.dim) + (folded ? " (inverse RMS only: folded into a matmul)" : "") +
-          ": " + std::to_string(outs) + " output(s) of " + std::to_string(group) + " element(s), " +
-          (team == 0 ? std::string("block-wide") : std::to_string(team) + " lane(s) each"));
-  const std::string lanes = team == 0 ? std::to_string(threads()) : std::to_string(team);
-  const std::string lane = team == 0 ? tid_ : "lane";
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+             " = " + std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) + ") over dim " +
+             std::to_string(rs.dim) + (folded ? " (inverse RMS only: folded into a matmul)" : "") +
+             ": " + std::to_string(outs) + " output(s) of " + std::to_string(group) +
+             " element(s), " +
+             (team == 0 ? std::string("block-wide") : std::to_string(team) + " lane(s) each"));
+  const int64_t lanes = team == 0 ? threads() : team;
+  const ir::Expr lane = team == 0 ? tid() : ir::var("lane");
+  const ir::Expr o = ir::var("o"), tv = ir::var("t"), active = ir::var("active");
+  const ir::Expr acc = ir::var("acc");
   // Ragged tiles (docs/codegen.md, "Ragged tiles"): a reduced dim that is ragged combines its
   // present elements only, and a mean divides by their count; a loop state leaves the rows
   // absent in this iteration as they are.
   const OpPlan& rp = plan_.ops[i];
-  const std::string group_end = rp.ragged_extent >= 0
-                                    ? ragged_present(rp.ragged_extent, in_loop_ ? "it" : "0")
-                                    : std::to_string(group);
-  const std::string count = ragged_count(i);
+  const ir::Expr group_end =
+      rp.ragged_extent >= 0 ? ragged_present(rp.ragged_extent, ragged_iteration()) : group;
+  const ir::Expr count = ragged_count(i);
   auto finalized = [&](const std::string& v) {
-    return count.empty() ? red.finalize(v, group) : red.finalize(v, count);
+    return ir::verbatim(count ? red.finalize(v, ir::print_expr(count)) : red.finalize(v, group));
   };
   auto inverted = [&](const std::string& v) {
-    return count.empty() ? red.inverse(v, group) : red.inverse(v, count);
+    return ir::verbatim(count ? red.inverse(v, ir::print_expr(count)) : red.inverse(v, group));
   };
+  ir::Expr is_active;
   if (team == 0) {
-    w_.line("#pragma unroll 1");
-    w_.open("for (int o = 0; o < " + std::to_string(outs) + "; ++o)");
+    w_.open(ir::for_loop("o", 0, o < outs, {}, "unroll 1"));
+    is_active = ir::var("true");
   } else {
-    w_.line("const int lane = " + tid_ + " % " + lanes + ", team = " + tid_ + " / " + lanes + ";");
+    w_.add(ir::decl_many("const int", {"lane", "team"}, {tid() % lanes, tid() / lanes}));
     const int teams = threads() / team;
-    w_.line("#pragma unroll 1");
-    w_.open("for (int o0 = 0; o0 < " + std::to_string(outs) + "; o0 += " + std::to_string(teams) +
-            ")");
-    w_.line("const int o = o0 + team;");
+    const ir::Expr o0 = ir::var("o0");
+    w_.open(ir::for_loop("o0", 0, o0 < outs, teams, "unroll 1"));
+    w_.add(ir::decl("const int", "o", o0 + ir::var("team")));
+    is_active = o < outs;
   }
-  std::vector<std::string> oidx = unflatten("o", oshape);
-  {
-    std::string active = team == 0 ? "true" : "o < " + std::to_string(outs);
-    const std::string absent = ragged_absent(x, oidx, rp.ragged_mask, "it");
-    if (!absent.empty()) active = (team == 0 ? "" : active + " && ") + "!(" + absent + ")";
-    w_.line("const bool active = " + active + ";");
-  }
-  std::vector<std::string> xidx = oidx;
-  if (in.rank() > 0)
-    xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
-  w_.line("float acc = " + red.identity() + ";");
-  w_.open("if (active)");
-  w_.open("for (int t = " + lane + "; t < " + group_end + "; t += " + lanes + ")");
-  const std::string xv =
-      plan_.tensors[x].home == TensorHome::Inline ? operand_value(x, in, xidx) : xa.load(xidx);
-  w_.line("const float v = " + xv + ";");
-  w_.line(red.update("acc", red.premap("v")));
+  std::vector<ir::Expr> oidx = unflatten(o, oshape);
+  if (const ir::Expr absent = ragged_absent(x, oidx, rp.ragged_mask, ir::var("it")))
+    is_active = team == 0 ? ir::unary("!", absent) : ir::land(is_active, ir::unary("!", absent));
+  w_.add(ir::decl("const bool", "active", is_active));
+  std::vector<ir::Expr> xidx = oidx;
+  if (in.rank() > 0) xidx[rs.dim] = rs.to == 1 ? tv : ir::binary("+", oidx[rs.dim] * group, tv);
+  w_.add(ir::decl("float", "acc", ir::verbatim(red.identity())));
+  auto element_loop = [&](const ir::Expr& end) { return ir::for_loop("t", lane, tv < end, lanes); };
+  w_.open(ir::if_then(active));
+  w_.open(element_loop(group_end));
+  const ir::Expr xv = plan_.tensors[x].home == TensorHome::Inline
+                          ? ir::verbatim(operand_value(x, in, texts(xidx)))
+                          : xa.load(xidx);
+  w_.add(ir::decl("const float", "v", xv));
+  w_.add(ir::verbatim_stmt(red.update("acc", red.premap("v"))));
   w_.close();
   w_.close();
   if (team == 0)
-    w_.line("acc = " + red.block(threads(), "acc", "scratch") + ";");
+    w_.add(ir::assign(acc, ir::verbatim(red.block(threads(), "acc", "scratch"))));
   else if (team > 1)
-    w_.line("acc = " + red.team(team, "acc") + ";");
+    w_.add(ir::assign(acc, ir::verbatim(red.team(team, "acc"))));
   if (folded) {
     // Folded into a matmul: only the inverse RMS is stored (the matmul scales its result).
-    w_.open("if (active && " + lane + " == 0)");
-    w_.line(ya.ref(oidx) + " = " + inverted("acc") + ";");
+    w_.open(ir::if_then(ir::land(active, ir::eq(lane, 0))));
+    w_.add(ir::assign(ya.ref(oidx), inverted("acc")));
     w_.close();
   } else if (norm) {
-    w_.open("if (active)");
-    w_.line("const float inv = " + inverted("acc") + ";");
-    w_.open("for (int t = " + lane + "; t < " + std::to_string(group) + "; t += " + lanes + ")");
-    w_.line(ya.ref(xidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(xidx) +
-            " * inv);");
+    w_.open(ir::if_then(active));
+    w_.add(ir::decl("const float", "inv", inverted("acc")));
+    w_.open(element_loop(group));
+    w_.add(ir::assign(ya.ref(xidx), from_f32(dtype_of(t), xa.load(xidx) * ir::var("inv"))));
     w_.close();
     w_.close();
   } else {
     // One lane per output writes it (accumulators and running ops: fold it into the loop state,
     // finalized after the loop).
-    std::vector<std::string> yidx = oidx;
-    if (accumulate && rs.to == 1 && in.rank() > 0) yidx[rs.dim] = "0";
-    w_.open("if (active && " + lane + " == 0)");
+    std::vector<ir::Expr> yidx = oidx;
+    if (accumulate && rs.to == 1 && in.rank() > 0) yidx[rs.dim] = ir::int_lit(0);
+    w_.open(ir::if_then(ir::land(active, ir::eq(lane, 0))));
     if (rescales(op.kind)) {
       // accum_rescale_ld: the sum so far re-expressed in this iteration's shift, plus this one.
-      const std::string mcur = operand_value(op.inputs[1], g_.tensor(t).shape, yidx);
-      w_.line("const float m = " + mcur + ";");
-      w_.line(ya.ref(yidx) + " = (it > 0 ? " + ya.ref(yidx) + " * strata_rt::rescale_factor(" +
-              shift_slot(i, "(it + 1) % 2", g_.tensor(t).shape, yidx) + ", m) : 0.0f) + acc;");
+      const std::string mcur = operand_value(op.inputs[1], g_.tensor(t).shape, texts(yidx));
+      w_.add(ir::decl("const float", "m", ir::verbatim(mcur)));
+      emit_rescaled_update(i, ya.ref(yidx), g_.tensor(t).shape, yidx, acc);
     } else if (accumulate)
-      w_.line(red.update(ya.ref(yidx), "acc"));
+      w_.add(ir::verbatim_stmt(red.update(ir::print_expr(ya.ref(yidx)), "acc")));
     else
-      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + finalized("acc") +
-              ");");
+      w_.add(ir::assign(ya.ref(yidx), from_f32(dtype_of(t), finalized("acc"))));
     w_.close();
   }
   w_.close();
@@ -272,21 +275,29 @@ void BlockEmitter::emit_reduction(int i) {
   if (rescales(op.kind)) emit_shift_save(i);
 }
 
-std::string BlockEmitter::shift_slot(int i, const std::string& slot, const Shape& out,
-                                     const std::vector<std::string>& out_idx) const {
+void BlockEmitter::emit_rescaled_update(int i, const ir::Expr& ref, const Shape& out,
+                                        const std::vector<ir::Expr>& idx, const ir::Expr& value) {
+  const ir::Expr it = ir::var("it");
+  const ir::Expr old = ref * ir::call("strata_rt::rescale_factor",
+                                      {shift_slot(i, (it + 1) % 2, out, idx), ir::var("m")});
+  w_.add(ir::assign(ref, ir::binary("+", ir::select(it > 0, old, ir::float_lit(0.0)), value)));
+}
+
+ir::Expr BlockEmitter::shift_slot(int i, const ir::Expr& slot, const Shape& out,
+                                  const std::vector<ir::Expr>& out_idx) const {
   const BlockOp& op = g_.op(i);
   const Shape& ms = g_.tensor(op.inputs[1]).shape;
   const TensorPlan& tp = plan_.tensors[op.output];
-  std::vector<std::string> midx = broadcast_index(ms, out_idx);
-  std::vector<std::string> terms;
+  std::vector<ir::Expr> midx = broadcast_index(ms, out_idx);
+  std::vector<ir::Expr> terms;
   int64_t stride = 1;
   for (int d = ms.rank() - 1; d >= 0; --d) {
-    terms.insert(terms.begin(), mul(midx[d], stride));
+    terms.insert(terms.begin(), midx[d] * stride);
     stride *= ms[d];
   }
-  terms.push_back(mul(paren(slot), ms.numel()));
-  return access(op.output).base + "[" + std::to_string(tp.shift_offset) + " + " +
-         paren(sum(terms)) + "]";
+  terms.push_back(slot * ms.numel());
+  return ir::index(access(op.output).base,
+                   ir::binary("+", ir::int_lit(tp.shift_offset), ir::sum(terms)));
 }
 
 void BlockEmitter::emit_shift_save(int i) {
@@ -294,12 +305,12 @@ void BlockEmitter::emit_shift_save(int i) {
   const int m = op.inputs[1];
   const Shape& ms = g_.tensor(m).shape;
   w_.open("");
-  w_.line("// " + g_.tensor_name(op.output) + ": this iteration's shift " + g_.tensor_name(m) +
-          " into slot it % 2 (the next iteration reads it; this one read the other slot)");
+  w_.comment(g_.tensor_name(op.output) + ": this iteration's shift " + g_.tensor_name(m) +
+             " into slot it % 2 (the next iteration reads it; this one read the other slot)");
   open_thread_loop(w_, "e", ms.numel(), threads(), tid_);
-  std::vector<std::string> idx = unflatten("e", ms);
-  const std::string value = operand_value(m, ms, idx);
-  w_.line(shift_slot(i, "it % 2", ms, idx) + " = " + value + ";");
+  const std::vector<ir::Expr> idx = unflatten(ir::var("e"), ms);
+  const std::string value = operand_value(m, ms, texts(idx));
+  w_.add(ir::assign(shift_slot(i, ir::var("it") % 2, ms, idx), ir::verbatim(value)));
   w_.close();
   w_.close();
 }
@@ -309,23 +320,22 @@ void BlockEmitter::emit_concat(int i) {
   const int t = op.output, dim = op.attrs.dim;
   Access ya = access(t);
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-          " = concat(" + g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) +
-          ") along dim " + std::to_string(dim));
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+             " = concat(" + g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) +
+             ") along dim " + std::to_string(dim));
   int64_t at = 0;
   for (int k = 0; k < 2; ++k) {
     const int x = op.inputs[k];
     const Shape& xs = g_.tensor(x).shape;
     const TensorPlan& xp = plan_.tensors[x];
     if (xp.home == TensorHome::View && xp.view_of == t) {
-      w_.line("// " + g_.tensor_name(x) + " is stored in place: nothing to copy");
+      w_.comment(g_.tensor_name(x) + " is stored in place: nothing to copy");
     } else {
       open_thread_loop(w_, "e" + std::to_string(k), xs.numel(), threads(), tid_);
-      std::vector<std::string> idx = unflatten("e" + std::to_string(k), xs);
-      std::vector<std::string> yidx = idx;
-      if (at != 0) yidx[dim] = paren(idx[dim]) + " + " + std::to_string(at);
-      w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + access(x).load(idx) +
-              ");");
+      const std::vector<ir::Expr> idx = unflatten(ir::var("e" + std::to_string(k)), xs);
+      std::vector<ir::Expr> yidx = idx;
+      yidx[dim] = idx[dim] + at;
+      w_.add(ir::assign(ya.ref(yidx), from_f32(dtype_of(t), access(x).load(idx))));
       w_.close();
     }
     at += xs[dim];
@@ -341,13 +351,12 @@ void BlockEmitter::emit_layout_copy(int i) {
   Access xa = access(x);
   xa.map = compose_layout(xa.map, op, out.rank());
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
-          std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) +
-          "): a copy (a tensor-core operand ldmatrix cannot read in place)");
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + out.str() + " = " +
+             std::string(op_name(op.kind)) + "(" + g_.tensor_name(x) +
+             "): a copy (a tensor-core operand ldmatrix cannot read in place)");
   open_thread_loop(w_, "e", out.numel(), threads(), tid_);
-  std::vector<std::string> idx = unflatten("e", out);
-  w_.line(access(t).ref(idx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + xa.load(idx) +
-          ");");
+  const std::vector<ir::Expr> idx = unflatten(ir::var("e"), out);
+  w_.add(ir::assign(access(t).ref(idx), from_f32(dtype_of(t), xa.load(idx))));
   w_.close();
   w_.close();
 }
@@ -358,30 +367,28 @@ void BlockEmitter::emit_accumulate(int i) {
   const Shape& xs = g_.tensor(x).shape;
   Access ya = access(t);
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-          (op.attrs.fmap == kReplicate
-               ? " += " + g_.tensor_name(x)
-               : " [iteration it along dim " + std::to_string(op.attrs.fmap) +
-                     "] = " + g_.tensor_name(x)));
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+             (op.attrs.fmap == kReplicate
+                  ? " += " + g_.tensor_name(x)
+                  : " [iteration it along dim " + std::to_string(op.attrs.fmap) +
+                        "] = " + g_.tensor_name(x)));
   open_thread_loop(w_, "e", xs.numel(), threads(), tid_);
-  std::vector<std::string> idx = unflatten("e", xs);
+  const std::vector<ir::Expr> idx = unflatten(ir::var("e"), xs);
   // Ragged tiles: positions absent in this iteration add nothing.
-  if (const std::string absent = ragged_absent(x, idx, plan_.ops[i].ragged_mask, "it");
-      !absent.empty())
-    w_.line("if (" + absent + ") continue;");
-  const std::string value = operand_value(x, xs, idx);
+  if (const ir::Expr absent = ragged_absent(x, idx, plan_.ops[i].ragged_mask, ir::var("it")))
+    w_.add(ir::if_compact(absent, ir::cont()));
+  const ir::Expr value = ir::verbatim(operand_value(x, xs, texts(idx)));
   if (rescales(op.kind)) {
     // accum_rescale: the sum so far re-expressed in this iteration's shift, plus this one.
-    w_.line("const float m = " + operand_value(op.inputs[1], xs, idx) + ";");
-    w_.line(ya.ref(idx) + " = (it > 0 ? " + ya.ref(idx) + " * strata_rt::rescale_factor(" +
-            shift_slot(i, "(it + 1) % 2", xs, idx) + ", m) : 0.0f) + " + value + ";");
+    w_.add(ir::decl("const float", "m", ir::verbatim(operand_value(op.inputs[1], xs, texts(idx)))));
+    emit_rescaled_update(i, ya.ref(idx), xs, idx, value);
   } else if (op.attrs.fmap == kReplicate) {
-    w_.line(ya.ref(idx) + " += " + value + ";");
+    w_.add(ir::assign(ya.ref(idx), value, "+="));
   } else {
-    std::vector<std::string> yidx = idx;
+    std::vector<ir::Expr> yidx = idx;
     const int d = op.attrs.fmap;
-    yidx[d] = sum({idx[d], mul("it", xs[d])});
-    w_.line(ya.ref(yidx) + " = strata_rt::from_f32<" + dtype_of(t) + ">(" + value + ");");
+    yidx[d] = ir::sum({idx[d], ir::var("it") * xs[d]});
+    w_.add(ir::assign(ya.ref(yidx), from_f32(dtype_of(t), value)));
   }
   w_.close();
   w_.close();
@@ -400,56 +407,59 @@ void BlockEmitter::emit_matmul_sink(int i, bool pair) {
   const OpPlan& p = plan_.ops[i];
   const Shape& out = g_.tensor(op.output).shape;
   // Output indices: batch dims from the flat batch b, then r, c.
-  std::vector<std::string> idx = unflatten("b", batch_shape(out));
-  idx.push_back("r");
-  idx.push_back("c");
-  std::vector<std::string> idx1 = idx;
-  idx1.back() = "c + 1";
+  std::vector<ir::Expr> idx = unflatten(ir::var("b"), batch_shape(out));
+  idx.push_back(ir::var("r"));
+  idx.push_back(ir::var("c"));
+  std::vector<ir::Expr> idx1 = idx;
+  idx1.back() = ir::var("c") + 1;
   const int nvals = pair ? 2 : 1;
-  const std::vector<std::string>* at[2] = {&idx, &idx1};
+  const std::vector<ir::Expr>* at[2] = {&idx, &idx1};
   emit_matmul_scales(i, pair);
+  const ir::Expr v0 = ir::var("v0"), v1 = ir::var("v1");
   if (p.accumulate_into >= 0 && p.ragged_mask != 0) {
     // Ragged tiles: positions absent in this iteration add nothing.
     Access acc = access(g_.op(p.accumulate_into).output);
     for (int v = 0; v < nvals; ++v) {
-      const std::string absent = ragged_absent(op.output, *at[v], p.ragged_mask, "it");
-      w_.line((absent.empty() ? "" : "if (!(" + absent + ")) ") + acc.ref(*at[v]) + " += v" +
-              std::to_string(v) + ";");
+      const ir::Stmt add = ir::assign(acc.ref(*at[v]), v == 0 ? v0 : v1, "+=");
+      const ir::Expr absent = ragged_absent(op.output, *at[v], p.ragged_mask, ir::var("it"));
+      w_.add(absent ? ir::if_compact(ir::unary("!", absent), add) : add);
     }
     return;
   }
   if (p.accumulate_into >= 0) {
     Access acc = access(g_.op(p.accumulate_into).output);
     if (pair) {
-      w_.line("float* p = &" + acc.ref(idx) + ";");
-      w_.line("p[0] += v0;");
-      w_.line("p[1] += v1;");
+      const ir::Expr ptr = ir::var("p");
+      w_.add(ir::decl("float*", "p", ir::addr(acc.ref(idx))));
+      w_.add(ir::assign(ir::index(ptr, 0), v0, "+="));
+      w_.add(ir::assign(ir::index(ptr, 1), v1, "+="));
     } else {
-      w_.line(acc.ref(idx) + " += v0;");
+      w_.add(ir::assign(acc.ref(idx), v0, "+="));
     }
     return;
   }
   int dest = op.output;
-  std::vector<std::string> vals;
+  std::vector<ir::Expr> vals;
   if (p.epilogue >= 0) {
     const BlockOp& e = g_.op(p.epilogue);
     dest = e.output;
     for (int v = 0; v < nvals; ++v) {
       std::vector<std::string> ins;
       for (int x : e.inputs)
-        ins.push_back(x == op.output ? "v" + std::to_string(v) : operand_value(x, out, *at[v]));
+        ins.push_back(x == op.output ? "v" + std::to_string(v)
+                                     : operand_value(x, out, texts(*at[v])));
       std::string res = eval_elementwise(p.epilogue, ins, "e" + std::to_string(v) + "_");
-      w_.line("const float w" + std::to_string(v) + " = " + res + ";");
-      vals.push_back("w" + std::to_string(v));
+      w_.add(ir::decl("const float", "w" + std::to_string(v), ir::verbatim(res)));
+      vals.push_back(ir::var("w" + std::to_string(v)));
     }
   } else {
-    vals = pair ? std::vector<std::string>{"v0", "v1"} : std::vector<std::string>{"v0"};
+    vals = pair ? std::vector<ir::Expr>{v0, v1} : std::vector<ir::Expr>{v0};
   }
   Access d = access(dest);
   if (pair)
-    w_.line("strata_rt::store2(&" + d.ref(idx) + ", " + vals[0] + ", " + vals[1] + ");");
+    w_.call("strata_rt::store2", {ir::addr(d.ref(idx)), vals[0], vals[1]});
   else
-    w_.line(d.ref(idx) + " = strata_rt::from_f32<" + dtype_of(dest) + ">(" + vals[0] + ");");
+    w_.add(ir::assign(d.ref(idx), from_f32(dtype_of(dest), vals[0])));
 }
 
 void BlockEmitter::emit_matmul_tensor_core(int i) {
@@ -462,101 +472,94 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   const bool regs = p.accumulate_into >= 0 &&
                     plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers;
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " +
-          g_.tensor(op.output).shape.str() + " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " +
-          g_.tensor_name(op.inputs[1]) + "): tensor cores, " + std::to_string(tl.warps_m) + "x" +
-          std::to_string(tl.warps_n) + " warps of " + std::to_string(tl.mt) + "x" +
-          std::to_string(tl.nt) + " m16n8 tiles" +
-          (regs                     ? ", accumulated in registers"
-           : p.accumulate_into >= 0 ? ", added into the shared accumulator"
-           : p.epilogue >= 0        ? ", epilogue op #" + std::to_string(p.epilogue)
-                                    : ""));
-  w_.line("const int warp = " + tid_ + " >> 5;");
-  w_.open("if (warp < " + std::to_string(tl.warps_m * tl.warps_n) + ")");
-  w_.line("const int wm = warp / " + std::to_string(tl.warps_n) + ", wn = warp % " +
-          std::to_string(tl.warps_n) + ";");
-  const std::string A = a.pointer(), B = b.pointer();
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " +
+             g_.tensor(op.output).shape.str() + " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " +
+             g_.tensor_name(op.inputs[1]) + "): tensor cores, " + std::to_string(tl.warps_m) + "x" +
+             std::to_string(tl.warps_n) + " warps of " + std::to_string(tl.mt) + "x" +
+             std::to_string(tl.nt) + " m16n8 tiles" +
+             (regs                     ? ", accumulated in registers"
+              : p.accumulate_into >= 0 ? ", added into the shared accumulator"
+              : p.epilogue >= 0        ? ", epilogue op #" + std::to_string(p.epilogue)
+                                       : ""));
+  const ir::Expr warp = ir::var("warp"), wm = ir::var("wm"), wn = ir::var("wn");
+  const ir::Expr acc = ir::var("acc");
+  w_.add(ir::decl("const int", "warp", ir::binary(">>", tid(), ir::int_lit(5))));
+  w_.open(ir::if_then(warp < tl.warps_m * tl.warps_n));
+  w_.add(ir::decl_many("const int", {"wm", "wn"}, {warp / tl.warps_n, warp % tl.warps_n}));
+  const ir::Expr A = a.pointer(), B = b.pointer();
   // Ragged tiles: a ragged contraction skips the k-steps past its present extent and zeroes
-  // the fragments of operands that may hold anything at absent indices; a product added into
-  // a register accumulator is masked where rows or columns are absent in this iteration.
-  auto mma = [&](const std::string& acc, const std::string& mt, const std::string& nt,
-                 const std::string& tm, const std::string& tn) {
-    if (p.ragged_extent < 0 || p.ragged_zero_operands == 0)
-      return "strata_rt::warp_mma<" + spec + ", " + T + ", " + mt + ", " + nt + ">(" + A + ", " +
-             B + ", " + acc + ", " + tm + ", " + tn + ");";
-    return "strata_rt::warp_mma_ragged<" + spec + ", " + T + ", " + mt + ", " + nt + ", " +
-           (p.ragged_zero_operands & 1u ? "true" : "false") + ", " +
-           (p.ragged_zero_operands & 2u ? "true" : "false") + ">(" + A + ", " + B + ", " + acc +
-           ", " + tm + ", " + tn + ", " + ragged_present(p.ragged_extent, in_loop_ ? "it" : "0") +
-           ");";
+  // the fragments of operands that may hold anything at absent indices
+  // (OpPlan::ragged_zero_operands); a product added into a register accumulator is masked where
+  // rows or columns are absent in this iteration (OpPlan::ragged_mask).
+  auto mma = [&](const ir::Expr& into, int64_t mt, int64_t nt, const ir::Expr& tm,
+                 const ir::Expr& tn) {
+    const std::string tiles = std::to_string(mt) + ", " + std::to_string(nt);
+    if (p.ragged_extent < 0 || p.ragged_zero_operands == 0) {
+      w_.call("strata_rt::warp_mma<" + spec + ", " + T + ", " + tiles + ">", {A, B, into, tm, tn});
+      return;
+    }
+    const unsigned z = p.ragged_zero_operands;
+    w_.call("strata_rt::warp_mma_ragged<" + spec + ", " + T + ", " + tiles + ", " +
+                (z & 1u ? "true" : "false") + ", " + (z & 2u ? "true" : "false") + ">",
+            {A, B, into, tm, tn, ragged_present(p.ragged_extent, ragged_iteration())});
   };
   if (regs && p.scale_a < 0 && p.scale_b < 0 && p.ragged_mask == 0) {
-    w_.line(mma("racc" + std::to_string(g_.op(p.accumulate_into).output), std::to_string(tl.mt),
-                std::to_string(tl.nt), "wm * " + std::to_string(tl.mt),
-                "wn * " + std::to_string(tl.nt)));
+    mma(ir::var("racc" + std::to_string(g_.op(p.accumulate_into).output)), tl.mt, tl.nt, wm * tl.mt,
+        wn * tl.nt);
   } else if (regs) {
-    // A folded norm scales this iteration's product before it is added.
+    // A folded norm scales this iteration's product before it is added; absent positions of a
+    // ragged tile add nothing.
     const std::string mt = std::to_string(tl.mt), nt = std::to_string(tl.nt);
-    const std::string tm = "wm * " + mt, tn = "wn * " + nt;
-    const std::string racc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
-    w_.line("float acc[" + mt + "][" + nt + "][4];");
-    w_.line("strata_rt::mma_zero(acc);");
-    w_.line(mma("acc", mt, nt, tm, tn));
-    w_.line("strata_rt::mma_transform<" + spec + ", " + mt + ", " + nt + ">(acc, " + tm + ", " +
-            tn + ", [&](int b, int r, int c, float& v0, float& v1) {");
-    w_.open("");
-    w_.line("(void)b;");
+    const ir::Expr tm = wm * tl.mt, tn = wn * tl.nt;
+    const ir::Expr racc = ir::var("racc" + std::to_string(g_.op(p.accumulate_into).output));
+    w_.add(ir::decl_array("float", "acc", {tl.mt, tl.nt, 4}));
+    w_.call("strata_rt::mma_zero", {acc});
+    mma(acc, tl.mt, tl.nt, tm, tn);
+    w_.open(ir::lambda_call("strata_rt::mma_transform<" + spec + ", " + mt + ", " + nt + ">",
+                            {acc, tm, tn}, "int b, int r, int c, float& v0, float& v1"));
+    w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
     emit_matmul_scales(i, true);
     if (p.ragged_mask != 0) {
-      const Shape& out = g_.tensor(op.output).shape;
-      std::vector<std::string> idx = unflatten("b", batch_shape(out));
-      idx.push_back("r");
-      idx.push_back("c");
+      std::vector<ir::Expr> idx = unflatten(ir::var("b"), batch_shape(g_.tensor(op.output).shape));
+      idx.push_back(ir::var("r"));
+      idx.push_back(ir::var("c"));
       for (int v = 0; v < 2; ++v) {
-        if (v == 1) idx.back() = "c + 1";
-        const std::string absent = ragged_absent(op.output, idx, p.ragged_mask, "it");
-        if (!absent.empty()) w_.line("if (" + absent + ") v" + std::to_string(v) + " = 0.0f;");
+        if (v == 1) idx.back() = ir::var("c") + 1;
+        if (const ir::Expr absent = ragged_absent(op.output, idx, p.ragged_mask, ir::var("it")))
+          w_.add(ir::if_compact(absent,
+                                ir::assign(ir::var("v" + std::to_string(v)), ir::float_lit(0.0))));
       }
     }
-    w_.close("");
-    w_.line("});");
-    w_.line("#pragma unroll");
-    w_.open("for (int x = 0; x < " + mt + "; ++x)");
-    w_.line("#pragma unroll");
-    w_.open("for (int y = 0; y < " + nt + "; ++y)");
-    w_.line("#pragma unroll");
-    w_.line("for (int z = 0; z < 4; ++z) " + racc + "[x][y][z] += acc[x][y][z];");
+    w_.close();
+    const ir::Expr x = ir::var("x"), y = ir::var("y"), z = ir::var("z");
+    auto xyz = [&](const ir::Expr& t) { return ir::index(ir::index(ir::index(t, x), y), z); };
+    w_.open(ir::for_loop("x", 0, x < tl.mt, {}, "unroll"));
+    w_.open(ir::for_loop("y", 0, y < tl.nt, {}, "unroll"));
+    w_.add(ir::for_compact("z", 0, z < 4, ir::assign(xyz(racc), xyz(acc), "+="), "unroll"));
     w_.close();
     w_.close();
   } else {
     const bool loop_m = tl.chunk_mt < tl.mt, loop_n = tl.chunk_nt < tl.nt;
-    if (loop_m) {
-      w_.line("#pragma unroll 1");
-      w_.open("for (int cm = 0; cm < " + std::to_string(tl.mt) +
-              "; cm += " + std::to_string(tl.chunk_mt) + ")");
-    } else {
-      w_.line("const int cm = 0;");
-    }
-    if (loop_n) {
-      w_.line("#pragma unroll 1");
-      w_.open("for (int cn = 0; cn < " + std::to_string(tl.nt) +
-              "; cn += " + std::to_string(tl.chunk_nt) + ")");
-    } else {
-      w_.line("const int cn = 0;");
-    }
+    const ir::Expr cm = ir::var("cm"), cn = ir::var("cn");
+    if (loop_m)
+      w_.open(ir::for_loop("cm", 0, cm < tl.mt, tl.chunk_mt, "unroll 1"));
+    else
+      w_.add(ir::decl("const int", "cm", 0));
+    if (loop_n)
+      w_.open(ir::for_loop("cn", 0, cn < tl.nt, tl.chunk_nt, "unroll 1"));
+    else
+      w_.add(ir::decl("const int", "cn", 0));
     const std::string cmt = std::to_string(tl.chunk_mt), cnt = std::to_string(tl.chunk_nt);
-    const std::string tm = "wm * " + std::to_string(tl.mt) + " + cm",
-                      tn = "wn * " + std::to_string(tl.nt) + " + cn";
-    w_.line("float acc[" + cmt + "][" + cnt + "][4];");
-    w_.line("strata_rt::mma_zero(acc);");
-    w_.line(mma("acc", cmt, cnt, tm, tn));
-    w_.line("strata_rt::mma_epilogue<" + spec + ", " + cmt + ", " + cnt + ">(acc, " + tm + ", " +
-            tn + ", [&](int b, int r, int c, float v0, float v1) {");
-    w_.open("");
-    w_.line("(void)b;");
+    // (cm / cn are kept even when 0: the chunk loop's variables)
+    const ir::Expr tm = ir::binary("+", wm * tl.mt, cm), tn = ir::binary("+", wn * tl.nt, cn);
+    w_.add(ir::decl_array("float", "acc", {tl.chunk_mt, tl.chunk_nt, 4}));
+    w_.call("strata_rt::mma_zero", {acc});
+    mma(acc, tl.chunk_mt, tl.chunk_nt, tm, tn);
+    w_.open(ir::lambda_call("strata_rt::mma_epilogue<" + spec + ", " + cmt + ", " + cnt + ">",
+                            {acc, tm, tn}, "int b, int r, int c, float v0, float v1"));
+    w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
     emit_matmul_sink(i, true);
-    w_.close("");
-    w_.line("});");
+    w_.close();
     if (loop_n) w_.close();
     if (loop_m) w_.close();
   }
@@ -571,28 +574,28 @@ void BlockEmitter::emit_matmul_simt(int i) {
   const int64_t k = g_.tensor(op.inputs[0]).shape[r - 1];
   Access a = access(matmul_operand(plan_, i, 0)), b = access(matmul_operand(plan_, i, 1));
   w_.open("");
-  w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " + out.str() +
-          " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) +
-          "): SIMT, one output element per thread and step");
+  w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " + out.str() +
+             " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " + g_.tensor_name(op.inputs[1]) +
+             "): SIMT, one output element per thread and step");
   open_thread_loop(w_, "e", out.numel(), threads(), tid_);
   const Shape bs = batch_shape(out);
-  int64_t mn = out[r - 2] * out[r - 1];
-  w_.line("const int b = e / " + std::to_string(mn) + ", r = e / " + std::to_string(out[r - 1]) +
-          " % " + std::to_string(out[r - 2]) + ", c = e % " + std::to_string(out[r - 1]) + ";");
-  w_.line("(void)b;");
-  std::vector<std::string> bidx = unflatten("b", bs);
-  std::vector<std::string> ai = bidx, bi = bidx;
-  ai.push_back("r");
-  ai.push_back("kk");
-  bi.push_back("kk");
-  bi.push_back("c");
-  w_.line("float v0 = 0.0f;");
-  w_.line("#pragma unroll 4");
+  const ir::Expr e = ir::var("e"), kk = ir::var("kk");
+  w_.add(
+      ir::decl_many("const int", {"b", "r", "c"},
+                    {e / (out[r - 2] * out[r - 1]), e / out[r - 1] % out[r - 2], e % out[r - 1]}));
+  w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
+  std::vector<ir::Expr> bidx = unflatten(ir::var("b"), bs);
+  std::vector<ir::Expr> ai = bidx, bi = bidx;
+  ai.push_back(ir::var("r"));
+  ai.push_back(kk);
+  bi.push_back(kk);
+  bi.push_back(ir::var("c"));
+  w_.add(ir::decl("float", "v0", ir::float_lit(0.0)));
   // Ragged tiles: a ragged contraction stops at its present extent.
-  const int e = plan_.ops[i].ragged_extent;
-  const std::string k_end = e >= 0 ? ragged_present(e, in_loop_ ? "it" : "0") : std::to_string(k);
-  w_.line("for (int kk = 0; kk < " + k_end + "; ++kk) v0 += " + a.load(ai) + " * " + b.load(bi) +
-          ";");
+  const int re = plan_.ops[i].ragged_extent;
+  const ir::Expr k_end = re >= 0 ? ragged_present(re, ragged_iteration()) : ir::Expr(k);
+  w_.add(ir::for_compact("kk", 0, kk < k_end,
+                         ir::assign(ir::var("v0"), a.load(ai) * b.load(bi), "+="), "unroll 4"));
   emit_matmul_sink(i, false);
   w_.close();
   w_.close();

@@ -5,7 +5,7 @@
 // row spans several warps).
 #include "block_emitter.h"
 #include "reduction_code.h"
-#include "strata/rowwise.h"
+#include "strata/kernel_plan.h"
 
 namespace strata::codegen {
 namespace {
@@ -20,40 +20,45 @@ const char* axis_var(int a) {
   return a == 0 ? "bx" : a == 1 ? "by" : "bz";
 }
 
-std::string offset_of(const std::vector<std::string>& idx, const std::vector<int64_t>& st) {
-  std::vector<std::string> terms;
-  for (size_t d = 0; d < idx.size(); ++d) terms.push_back(mul(idx[d], st[d]));
-  return sum(terms);
-}
-
 }  // namespace
 
 Status BlockEmitter::emit_rowwise() {
-  STRATA_ASSIGN_OR_RETURN(RowwiseLayout L, rowwise_layout(plan_));
+  const RowwiseLayout& L = plan_.rowwise_layout;
   const int T = L.threads;
   const int64_t K = L.per_thread, V = L.vec, W = T / 32;
   const Shape& full = L.full;
   const int rank = full.rank();
   Shape row_shape = full;
   row_shape[rank - 1] = 1;
-  const std::string Ks = std::to_string(K), Vs = std::to_string(V), Ts = std::to_string(T);
-  w_.line("// rowwise: each thread owns chunks c = tid + k * " + Ts + " (k < " + Ks + ") of " + Vs +
-          " elements of the " + full.str() + " tile, in registers");
+  w_.comment("rowwise: each thread owns chunks c = tid + k * " + std::to_string(T) + " (k < " +
+             std::to_string(K) + ") of " + std::to_string(V) + " elements of the " + full.str() +
+             " tile, in registers");
   if (plan_.scratch_bytes > 0)
-    w_.line("float* const red = reinterpret_cast<float*>(smem + " +
-            std::to_string(plan_.scratch_offset) + ");  // row-reduction scratch, two buffers");
-  w_.line("const int lane = tid & 31, warp = tid >> 5;");
-  w_.line("(void)lane;");
-  w_.line("(void)warp;");
+    w_.add(
+        ir::decl("float* const", "red",
+                 ir::reinterpret_cast_to(
+                     "float*", ir::binary("+", ir::var("smem"), ir::int_lit(plan_.scratch_offset))),
+                 "row-reduction scratch, two buffers"));
+  const ir::Expr tid = ir::var("tid"), k = ir::var("k"), j = ir::var("j"), q = ir::var("q");
+  const ir::Expr r = ir::var("r"), lane = ir::var("lane"), warp = ir::var("warp");
+  w_.add(ir::decl_many(
+      "const int", {"lane", "warp"},
+      {ir::binary("&", tid, ir::int_lit(31)), ir::binary(">>", tid, ir::int_lit(5))}));
+  w_.add(ir::eval(ir::c_cast("void", lane)));
+  w_.add(ir::eval(ir::c_cast("void", warp)));
+  const ir::Expr chunk = tid + k * T;  // chunk k of this thread
   // Element indices of chunk k's first element, and the row of chunk k.
-  auto chunk_index = [&](const std::string& k) {
-    return unflatten("((tid + " + k + " * " + Ts + ") * " + Vs + ")", full);
-  };
-  auto row_of = [&](const std::string& k) {
-    return "((tid + " + k + " * " + Ts + ") / " + std::to_string(L.chunks_per_row) + ")";
-  };
-  auto var = [](int t) { return "x" + std::to_string(t); };
+  const std::vector<ir::Expr> chunk_index = unflatten(chunk * V, full);
+  const ir::Expr row = chunk / L.chunks_per_row;
+  auto x_of = [](int t) { return ir::var("x" + std::to_string(t)); };
+  auto name_of = [](int t) { return "x" + std::to_string(t); };
   auto is_full = [&](int t) { return g_.tensor(t).shape == full; };
+  auto offset_of = [](const std::vector<ir::Expr>& idx, const std::vector<int64_t>& st) {
+    std::vector<ir::Expr> terms;
+    for (size_t d = 0; d < idx.size(); ++d) terms.push_back(idx[d] * st[d]);
+    return ir::sum(terms);
+  };
+  auto k_loop = [&] { return ir::for_loop("k", 0, k < K, {}, "unroll"); };
   int reductions = 0;
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const BlockOp& op = g_.op(i);
@@ -65,28 +70,28 @@ Status BlockEmitter::emit_rowwise() {
       const InputView* view =
           plan_.input_views.empty() || !plan_.input_views[ii] ? nullptr : &*plan_.input_views[ii];
       const std::vector<int64_t> gs = dense_strides(view ? view->storage : D);
-      std::vector<std::string> origin;
+      std::vector<ir::Expr> origin;
       for (int d = 0; d < D.rank(); ++d) {
         for (int a = 0; a < 3; ++a)
           if (op.attrs.imap[a] == d)
-            origin.push_back(mul(axis_var(a), (D[d] / g_.grid()[a]) * gs[d]));
-        if (view && !view->map.origin.empty()) origin.push_back(lit(view->map.origin[d] * gs[d]));
+            origin.push_back(ir::var(axis_var(a)) * ((D[d] / g_.grid()[a]) * gs[d]));
+        if (view && !view->map.origin.empty())
+          origin.push_back(ir::int_lit(view->map.origin[d] * gs[d]));
       }
-      const std::string src = "gin" + std::to_string(ii) + " + " + paren(sum(origin));
-      w_.line("// " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
-              std::to_string(ii) + " " + D.str());
+      const ir::Expr src = ir::binary("+", ir::var("gin" + std::to_string(ii)), ir::sum(origin));
+      w_.comment(g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
+                 std::to_string(ii) + " " + D.str());
       if (is_full(t)) {
-        w_.line("float " + var(t) + "[" + Ks + "][" + Vs + "];");
-        w_.line("#pragma unroll");
-        w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-        w_.line("strata_rt::load_f32<" + Vs + ">(" + src + " + " +
-                paren(offset_of(chunk_index("k"), gs)) + ", " + var(t) + "[k]);");
+        w_.add(ir::decl_array("float", name_of(t), {K, V}));
+        w_.open(k_loop());
+        w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
+                {ir::binary("+", src, offset_of(chunk_index, gs)), ir::index(x_of(t), k)});
       } else {
-        w_.line("float " + var(t) + "[" + Ks + "];");
-        w_.line("#pragma unroll");
-        w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-        w_.line(var(t) + "[k] = strata_rt::to_f32((" + src + ")[" +
-                offset_of(unflatten(row_of("k"), row_shape), gs) + "]);");
+        w_.add(ir::decl_array("float", name_of(t), {K}));
+        w_.open(k_loop());
+        w_.add(ir::assign(ir::index(x_of(t), k),
+                          ir::call("strata_rt::to_f32",
+                                   {ir::index(src, offset_of(unflatten(row, row_shape), gs))})));
       }
       w_.close();
       continue;
@@ -98,48 +103,48 @@ Status BlockEmitter::emit_rowwise() {
       const Shape& tile = g_.tensor(t).shape;
       const Shape& D = g_.output_shape(oi);
       const std::vector<int64_t> gs = dense_strides(D);
-      std::vector<std::string> origin;
+      std::vector<ir::Expr> origin;
       for (int a = 0; a < 3; ++a)
         if (g_.grid()[a] > 1) {
           const int d = op.attrs.omap[a];
-          origin.push_back(mul(axis_var(a), tile[d] * gs[d]));
+          origin.push_back(ir::var(axis_var(a)) * (tile[d] * gs[d]));
         }
       const std::string OT = cuda_type(info_.output_dtypes[oi]);
-      const std::string dst = "gout" + std::to_string(oi) + " + " + paren(sum(origin));
-      w_.line("// save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " + D.str());
-      w_.line("#pragma unroll");
-      w_.open("for (int k = 0; k < " + Ks + "; ++k)");
+      const ir::Expr dst = ir::binary("+", ir::var("gout" + std::to_string(oi)), ir::sum(origin));
+      w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " + D.str());
+      w_.open(k_loop());
       if (is_full(t)) {
-        w_.line("strata_rt::store_f32<" + Vs + ">(" + dst + " + " +
-                paren(offset_of(chunk_index("k"), gs)) + ", " + var(t) + "[k]);");
+        w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
+                {ir::binary("+", dst, offset_of(chunk_index, gs)), ir::index(x_of(t), k)});
       } else {
-        w_.line("if ((tid + k * " + Ts + ") % " + std::to_string(L.chunks_per_row) + " == 0) (" +
-                dst + ")[" + offset_of(unflatten(row_of("k"), row_shape), gs) +
-                "] = strata_rt::from_f32<" + OT + ">(" + var(t) + "[k]);");
+        w_.add(ir::if_compact(
+            ir::eq(chunk % L.chunks_per_row, 0),
+            ir::assign(ir::index(dst, offset_of(unflatten(row, row_shape), gs)),
+                       ir::call("strata_rt::from_f32<" + OT + ">", {ir::index(x_of(t), k)}))));
       }
       w_.close();
       continue;
     }
     const int t = op.output;
-    w_.line("// #" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-            " = " + std::string(op_name(op.kind)));
+    w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
+               " = " + std::string(op_name(op.kind)));
     if (cat == Category::Accum && !op_reduction(op.kind)) {  // F = 1: the input itself
-      w_.line("auto& " + var(t) + " = " + var(op.inputs[0]) + ";");
+      w_.add(ir::decl("auto&", name_of(t), x_of(op.inputs[0])));
       continue;
     }
+    auto elem = [&](int x) {
+      return is_full(x) ? ir::index(ir::index(x_of(x), k), j) : ir::index(x_of(x), k);
+    };
     if (is_elementwise(op.kind) || cat == Category::Fused) {
       const bool f = is_full(t);
-      w_.line("float " + var(t) + "[" + Ks + "]" + (f ? "[" + Vs + "]" : "") + ";");
-      w_.line("#pragma unroll");
-      w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-      if (f) {
-        w_.line("#pragma unroll");
-        w_.open("for (int j = 0; j < " + Vs + "; ++j)");
-      }
+      w_.add(ir::decl_array("float", name_of(t),
+                            f ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}));
+      w_.open(k_loop());
+      if (f) w_.open(ir::for_loop("j", 0, j < V, {}, "unroll"));
       std::vector<std::string> ins;
-      for (int x : op.inputs) ins.push_back(var(x) + (is_full(x) ? "[k][j]" : "[k]"));
+      for (int x : op.inputs) ins.push_back(ir::print_expr(elem(x)));
       const std::string res = eval_elementwise(i, ins, "v" + std::to_string(t) + "_");
-      w_.line(var(t) + (f ? "[k][j]" : "[k]") + " = " + res + ";");
+      w_.add(ir::assign(elem(t), ir::verbatim(res)));
       if (f) w_.close();
       w_.close();
       continue;
@@ -147,62 +152,69 @@ Status BlockEmitter::emit_rowwise() {
     // A reduction over the last dim of a full tensor (its row of the reduction family).
     const int x = op.inputs[0];
     const ReductionCode red(op.kind, op.attrs);
-    const std::string xe = var(x) + "[k][j]";
-    w_.line("float s" + std::to_string(t) + "[" + Ks + "];  // row total of chunk k");
+    const std::string xe = "x" + std::to_string(x) + "[k][j]";
+    const std::string sname = "s" + std::to_string(t);
+    const ir::Expr p = ir::var("p"), identity = ir::verbatim(red.identity());
+    w_.add(ir::decl_array("float", sname, {K}, {}, "row total of chunk k"));
     w_.open("");
-    w_.line("float p[" + Ks + "];");
-    w_.line("#pragma unroll");
-    w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-    w_.line("p[k] = " + red.identity() + ";");
-    w_.line("#pragma unroll");
-    w_.line("for (int j = 0; j < " + Vs + "; ++j) " + red.update("p[k]", red.premap(xe)));
+    w_.add(ir::decl_array("float", "p", {K}));
+    w_.open(k_loop());
+    w_.add(ir::assign(ir::index(p, k), identity));
+    w_.add(ir::for_compact("j", 0, j < V, ir::verbatim_stmt(red.update("p[k]", red.premap(xe))),
+                           "unroll"));
     w_.close();
     if (L.block_rows) {
       const int64_t kpr = L.chunks_per_row / T, R = L.rows;
-      const std::string Rs = std::to_string(R);
-      const std::string buf = "red + " + std::to_string((reductions % 2) * W * R);
-      w_.line("float pr[" + Rs + "];");
-      w_.line("#pragma unroll");
-      w_.open("for (int r = 0; r < " + Rs + "; ++r)");
-      w_.line("pr[r] = " + red.identity() + ";");
-      w_.line("#pragma unroll");
-      w_.line("for (int q = 0; q < " + std::to_string(kpr) + "; ++q) " +
-              red.update("pr[r]", "p[r * " + std::to_string(kpr) + " + q]"));
-      w_.line("pr[r] = " + red.team(32, "pr[r]") + ";");
-      w_.line("if (lane == 0) (" + buf + ")[warp * " + Rs + " + r] = pr[r];");
+      const ir::Expr pr = ir::var("pr"), total = ir::var("total");
+      const ir::Expr buf = ir::binary("+", ir::var("red"), ir::int_lit((reductions % 2) * W * R));
+      w_.add(ir::decl_array("float", "pr", {R}));
+      w_.open(ir::for_loop("r", 0, r < R, {}, "unroll"));
+      w_.add(ir::assign(ir::index(pr, r), identity));
+      w_.add(
+          ir::for_compact("q", 0, q < kpr,
+                          ir::verbatim_stmt(red.update(
+                              "pr[r]", ir::print_expr(ir::index(p, ir::binary("+", r * kpr, q))))),
+                          "unroll"));
+      w_.add(ir::assign(ir::index(pr, r), ir::verbatim(red.team(32, "pr[r]"))));
+      w_.add(ir::if_compact(
+          ir::eq(lane, 0),
+          ir::assign(ir::index(buf, ir::binary("+", warp * R, r)), ir::index(pr, r))));
       w_.close();
-      w_.line("__syncthreads();  // double-buffered: the next reduction uses the other buffer");
-      w_.line("#pragma unroll");
-      w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-      w_.line("const int r = k / " + std::to_string(kpr) + ";");
-      w_.line("float total = " + red.identity() + ";");
-      w_.line("#pragma unroll");
-      w_.line("for (int q = 0; q < " + std::to_string(W) + "; ++q) " +
-              red.update("total", "(" + buf + ")[q * " + Rs + " + r]"));
-      w_.line("s" + std::to_string(t) + "[k] = total;");
+      w_.add(ir::eval(ir::call("__syncthreads"),
+                      "double-buffered: the next reduction uses the other buffer"));
+      w_.open(k_loop());
+      w_.add(ir::decl("const int", "r", k / kpr));
+      w_.add(ir::decl("float", "total", identity));
+      w_.add(
+          ir::for_compact("q", 0, q < W,
+                          ir::verbatim_stmt(red.update(
+                              "total", ir::print_expr(ir::index(buf, ir::binary("+", q * R, r))))),
+                          "unroll"));
+      w_.add(ir::assign(ir::index(ir::var(sname), k), total));
       w_.close();
       ++reductions;
     } else {
-      w_.line("#pragma unroll");
-      w_.line("for (int k = 0; k < " + Ks + "; ++k) s" + std::to_string(t) +
-              "[k] = " + red.team(static_cast<int>(L.chunks_per_row), "p[k]") + ";");
+      w_.add(ir::for_compact(
+          "k", 0, k < K,
+          ir::assign(ir::index(ir::var(sname), k),
+                     ir::verbatim(red.team(static_cast<int>(L.chunks_per_row), "p[k]"))),
+          "unroll"));
     }
     w_.close();
-    const std::string s = "s" + std::to_string(t) + "[k]";
+    const std::string sk = sname + "[k]";
     if (op_category(op.kind) == Category::Norm) {
-      w_.line("float " + var(t) + "[" + Ks + "][" + Vs + "];");
-      w_.line("#pragma unroll");
-      w_.open("for (int k = 0; k < " + Ks + "; ++k)");
-      w_.line("const float inv = " + red.inverse(s, L.cols) + ";");
-      w_.line("#pragma unroll");
-      w_.line("for (int j = 0; j < " + Vs + "; ++j) " + var(t) + "[k][j] = " + var(x) +
-              "[k][j] * inv;");
+      w_.add(ir::decl_array("float", name_of(t), {K, V}));
+      w_.open(k_loop());
+      w_.add(ir::decl("const float", "inv", ir::verbatim(red.inverse(sk, L.cols))));
+      w_.add(ir::for_compact(
+          "j", 0, j < V, ir::assign(elem(t), ir::index(ir::index(x_of(x), k), j) * ir::var("inv")),
+          "unroll"));
       w_.close();
     } else {
-      w_.line("float " + var(t) + "[" + Ks + "];");
-      w_.line("#pragma unroll");
-      w_.line("for (int k = 0; k < " + Ks + "; ++k) " + var(t) +
-              "[k] = " + red.finalize(s, L.cols) + ";");
+      w_.add(ir::decl_array("float", name_of(t), {K}));
+      w_.add(ir::for_compact(
+          "k", 0, k < K, ir::assign(ir::index(x_of(t), k), ir::verbatim(red.finalize(sk, L.cols))),
+          "unroll"));
     }
   }
   return Status::success();

@@ -2,22 +2,26 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 
 namespace strata::codegen {
 
-void CodeWriter::line(const std::string& text) {
-  if (!text.empty()) out_ << std::string(2 * indent_, ' ') << text;
-  out_ << "\n";
+void CodeWriter::add(ir::Stmt s) {
+  open_.back()->body.push_back(std::move(s));
 }
 
-void CodeWriter::open(const std::string& text) {
-  line(text.empty() ? "{" : text + " {");
-  ++indent_;
+void CodeWriter::open(ir::Stmt s) {
+  ir::StmtNode* n = s.get();
+  add(std::move(s));
+  open_.push_back(n);
 }
 
 void CodeWriter::close(const std::string& suffix) {
-  --indent_;
-  line("}" + suffix);
+  if (open_.size() > 1) {
+    open_.back()->suffix = suffix;
+    open_.pop_back();
+  }
 }
 
 void CodeWriter::raw(const std::string& text) {
@@ -115,6 +119,51 @@ std::vector<std::string> unflatten(const std::string& flat, const Shape& shape) 
     inner *= shape[d];
   }
   return idx;
+}
+
+std::vector<ir::Expr> unflatten(const ir::Expr& flat, const Shape& shape) {
+  std::vector<ir::Expr> idx(shape.rank(), ir::int_lit(0));
+  int first = -1;  // outermost dim with extent > 1
+  for (int d = 0; d < shape.rank(); ++d)
+    if (shape[d] != 1) {
+      first = d;
+      break;
+    }
+  int64_t inner = 1;
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    if (shape[d] != 1) {
+      ir::Expr q = flat / inner;
+      idx[d] = d == first ? q : q % shape[d];
+    }
+    inner *= shape[d];
+  }
+  return idx;
+}
+
+std::vector<ir::Expr> broadcast_index(const Shape& operand, const std::vector<ir::Expr>& out_idx) {
+  const int r = static_cast<int>(out_idx.size());
+  std::vector<ir::Expr> idx(operand.rank(), ir::int_lit(0));
+  for (int d = 0; d < operand.rank(); ++d) {
+    int od = d + r - operand.rank();
+    if (operand[d] != 1 && od >= 0) idx[d] = out_idx[od];
+  }
+  return idx;
+}
+
+std::vector<std::string> texts(const std::vector<ir::Expr>& e) {
+  std::vector<std::string> t;
+  for (const ir::Expr& x : e) t.push_back(ir::print_expr(x));
+  return t;
+}
+
+std::vector<ir::Expr> exprs(const std::vector<std::string>& t) {
+  std::vector<ir::Expr> e;
+  for (const std::string& x : t) {
+    char* end = nullptr;
+    const long long v = x.empty() ? 0 : std::strtoll(x.c_str(), &end, 10);
+    e.push_back(!x.empty() && *end == '\0' ? ir::int_lit(v) : ir::verbatim(x));
+  }
+  return e;
 }
 
 std::vector<std::string> broadcast_index(const Shape& operand,

@@ -1,5 +1,5 @@
-// Internal helpers of the CUDA emitter: an indenting line writer and C++ spelling of types,
-// identifiers and index arithmetic.
+// Internal helpers of the CUDA emitter: the builder of its statement IR (cuda_ir.h) and the C++
+// spelling of types, identifiers and index arithmetic.
 #pragma once
 
 #include <cstdint>
@@ -7,27 +7,45 @@
 #include <string>
 #include <vector>
 
+#include "cuda_ir.h"
+#include "cuda_printer.h"
 #include "strata/op.h"
 #include "strata/shape.h"
 
 namespace strata::codegen {
 
-/// Accumulates source text line by line with two-space indentation per open block.
+/// Builds a statement tree of the kernel IR (cuda_ir.h): statements are appended to the
+/// innermost open block; `open` enters the body of a for-loop, an if or a scope and `close`
+/// leaves it. The text exists only when print_cuda prints the tree (str()).
 class CodeWriter {
  public:
-  /// Writes one line at the current indentation (an empty string writes an empty line).
-  void line(const std::string& text);
-  /// Writes `text` followed by " {" and indents.
-  void open(const std::string& text);
-  /// Dedents and writes "}" followed by `suffix`.
+  CodeWriter() : root_(ir::seq()) { open_.push_back(root_.get()); }
+  /// Appends a statement to the current block.
+  void add(ir::Stmt s);
+  /// Appends `s` (a for-loop, an if or a scope) and enters its body.
+  void open(ir::Stmt s);
+  /// Appends a scope `header { … }` and enters it ("" gives a plain block).
+  void open(const std::string& header) { open(ir::scope(header)); }
+  /// Leaves the current body; `suffix` follows the closing brace of a scope.
   void close(const std::string& suffix = "");
-  /// Writes several lines verbatim (each indented).
+  /// Shorthands: `// text`; a verbatim line (pragmas, aliases, preprocessor lines; "" is an
+  /// empty line); several verbatim lines.
+  void comment(const std::string& text) { add(ir::comment(text)); }
+  void line(const std::string& text) { add(ir::verbatim_stmt(text)); }
   void raw(const std::string& text);
-  std::string str() const { return out_.str(); }
+  /// `__syncthreads();`
+  void sync() { add(ir::sync_threads()); }
+  /// `callee(args…);`
+  void call(const std::string& callee, std::vector<ir::Expr> args = {},
+            const std::string& comment = "") {
+    add(ir::eval(ir::call(callee, std::move(args)), comment));
+  }
+  const ir::Stmt& root() const { return root_; }
+  std::string str() const { return ir::print_cuda(root_); }
 
  private:
-  std::ostringstream out_;
-  int indent_ = 0;
+  ir::Stmt root_;
+  std::vector<ir::StmtNode*> open_;
 };
 
 /// The CUDA element type of a dtype: "__half", "__nv_bfloat16" or "float".
@@ -45,6 +63,17 @@ std::string paren(const std::string& e);
 std::string mul(const std::string& a, int64_t b);
 /// `a + b + …` of the non-"0" terms, "0" when all are.
 std::string sum(const std::vector<std::string>& terms);
+
+/// Index expressions of the dims of `shape` for a flat row-major element index `flat`; size-1
+/// dims give 0.
+std::vector<ir::Expr> unflatten(const ir::Expr& flat, const Shape& shape);
+/// Indices into an operand of shape `operand` broadcast (NumPy rules) to a result with
+/// indices `out_idx`.
+std::vector<ir::Expr> broadcast_index(const Shape& operand, const std::vector<ir::Expr>& out_idx);
+/// The printed form of each expression (for helpers that still take text).
+std::vector<std::string> texts(const std::vector<ir::Expr>& e);
+/// Verbatim expressions of index texts.
+std::vector<ir::Expr> exprs(const std::vector<std::string>& t);
 
 /// Index expressions of the dims of `shape` for a flat row-major element index `flat`
 /// (an expression); size-1 dims give "0".

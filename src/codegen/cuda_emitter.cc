@@ -10,6 +10,7 @@
 #include "predefined_emitter.h"
 #include "strata/graph_optimizer.h"
 #include "strata/kernel_views.h"
+#include "strata/matmul_lowering.h"
 
 namespace strata {
 namespace {
@@ -37,13 +38,19 @@ struct Launch {
   int64_t smem = 0;
   std::vector<int> args;  ///< kernel tensor ids: inputs then outputs
   std::string comment;
-  int streamed = -1;  ///< kernel tensor launched with a streaming L2 window, or -1
+  int streamed = -1;        ///< kernel tensor launched with a streaming L2 window, or -1
   bool all_reduce = false;  ///< an ncclAllReduce of args[0] into args[1], not a kernel
 };
 
 /// NCCL's name of a dtype.
 const char* nccl_type(DType t) {
   return t == DType::f16 ? "ncclFloat16" : t == DType::bf16 ? "ncclBfloat16" : "ncclFloat32";
+}
+
+/// Whether some launch is an all_reduce: the source then includes NCCL and its host API.
+bool uses_nccl(const std::vector<Launch>& launches) {
+  return std::any_of(launches.begin(), launches.end(),
+                     [](const Launch& l) { return l.all_reduce; });
 }
 
 std::string var(int t) {
@@ -105,32 +112,25 @@ int streamed_input(const KernelGraph& g, const KernelOp& op, const BlockGraph& b
   return large;
 }
 
-}  // namespace
+/// Where every kernel tensor lives and in which type (the steps before any kernel is written).
+struct BufferPlan {
+  /// Predefined layout ops read in place by the customized kernels (kernel_views.h): no kernel,
+  /// no memory; their readers get the tensor holding them and the index map.
+  std::vector<std::optional<KernelView>> views;
+  std::vector<Buffer> buf;
+  std::vector<bool> is_input, is_output;
+  std::vector<DType> dtypes;  ///< the storage type of every tensor (a view: its storage's)
+  std::vector<int> reads;  ///< kernel ops reading each storage (plus graph outputs that are inputs)
+  int64_t workspace = 0;
+  int storage_of(int t) const { return views[t] ? views[t]->storage : t; }
+};
 
-Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options) {
-  STRATA_RETURN_IF_ERROR(g.check_complete());
-  const int ntensors = static_cast<int>(g.tensors().size());
-  // Predefined layout ops read in place by the customized kernels (kernel_views.h): no kernel,
-  // no memory; their readers get the tensor holding them and the index map.
-  const std::vector<std::optional<KernelView>> views = plan_kernel_views(g);
-  auto storage_of = [&](int t) { return views[t] ? views[t]->storage : t; };
-  const std::string prefix = codegen::identifier("strata_", options.name);
-  // Buffers: graph inputs, graph outputs, workspace for the rest.
-  std::vector<Buffer> buf(ntensors);
-  std::vector<bool> is_input(ntensors, false), is_output(ntensors, false);
-  for (size_t i = 0; i < g.inputs().size(); ++i) {
-    int t = g.inputs()[i];
-    is_input[t] = true;
-    buf[t] = {Buffer::Input, static_cast<int>(i), 0, g.tensor(t).dtype};
-  }
-  for (size_t i = 0; i < g.outputs().size(); ++i) {
-    int t = g.outputs()[i];
-    is_output[t] = true;
-    if (!is_input[t]) buf[t] = {Buffer::Output, static_cast<int>(i), 0, g.tensor(t).dtype};
-  }
-  // A 16-bit intermediate whose consumer loads tiles with rows of an odd number of elements
-  // could only be copied 2 bytes at a time, synchronously: store it in f32 (cp.async-able).
-  std::vector<bool> widen(ntensors, options.f32_intermediates);
+/// Which intermediates are stored in f32: all with EmitOptions::f32_intermediates; else a 16-bit
+/// intermediate whose consumer loads tiles with rows of an odd number of elements (it could only
+/// be copied 2 bytes at a time, synchronously; in f32 it is cp.async-able).
+std::vector<bool> widened_tensors(const KernelGraph& g, const BufferPlan& bp,
+                                  const EmitOptions& options) {
+  std::vector<bool> widen(g.tensors().size(), options.f32_intermediates);
   for (const KernelOp& op : g.ops()) {
     if (op.kind != OpKind::Customized) continue;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
@@ -138,169 +138,197 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
       const Shape& tile = b.tensor(b.op(b.input_op(static_cast<int>(k))).output).shape;
       // A transposed view's tile is copied along the rows of the tensor holding it.
       const int t = op.inputs[k], r = tile.rank();
-      const int64_t row = r == 0                                           ? 1
-                          : views[t] && views[t]->map.transposed && r >= 2 ? tile[r - 2]
-                                                                           : tile[r - 1];
-      if ((row * 2) % 4 != 0) widen[storage_of(t)] = true;
+      const int64_t row = r == 0                                                 ? 1
+                          : bp.views[t] && bp.views[t]->map.transposed && r >= 2 ? tile[r - 2]
+                                                                                 : tile[r - 1];
+      if ((row * 2) % 4 != 0) widen[bp.storage_of(t)] = true;
     }
   }
-  int64_t workspace = 0;
+  return widen;
+}
+
+/// Buffers: graph inputs, graph outputs, 256-byte aligned workspace slots (no reuse) for the
+/// rest; storage types; read counts (for the L2 streaming window).
+BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options) {
+  const int ntensors = static_cast<int>(g.tensors().size());
+  BufferPlan bp;
+  bp.views = plan_kernel_views(g);
+  bp.buf.resize(ntensors);
+  bp.is_input.assign(ntensors, false);
+  bp.is_output.assign(ntensors, false);
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    int t = g.inputs()[i];
+    bp.is_input[t] = true;
+    bp.buf[t] = {Buffer::Input, static_cast<int>(i), 0, g.tensor(t).dtype};
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    int t = g.outputs()[i];
+    bp.is_output[t] = true;
+    if (!bp.is_input[t]) bp.buf[t] = {Buffer::Output, static_cast<int>(i), 0, g.tensor(t).dtype};
+  }
+  const std::vector<bool> widen = widened_tensors(g, bp, options);
   for (int t = 0; t < ntensors; ++t) {
-    if (is_input[t] || is_output[t] || views[t]) continue;
+    if (bp.is_input[t] || bp.is_output[t] || bp.views[t]) continue;
     DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
-    buf[t] = {Buffer::Workspace, 0, workspace, dt};
-    workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
-                 kWorkspaceAlign * kWorkspaceAlign;
+    bp.buf[t] = {Buffer::Workspace, 0, bp.workspace, dt};
+    bp.workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
+                    kWorkspaceAlign * kWorkspaceAlign;
   }
-  std::vector<DType> dtypes(ntensors);
-  for (int t = 0; t < ntensors; ++t) dtypes[t] = buf[storage_of(t)].dtype;
-  std::vector<int> reads(ntensors, 0);
+  bp.dtypes.resize(ntensors);
+  for (int t = 0; t < ntensors; ++t) bp.dtypes[t] = bp.buf[bp.storage_of(t)].dtype;
+  bp.reads.assign(ntensors, 0);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
-    if (!is_kernel_view(g, views, i))
-      for (int t : g.op(i).inputs) ++reads[storage_of(t)];
-  for (int t : g.outputs()) reads[t] += is_input[t] ? 1 : 0;
+    if (!is_kernel_view(g, bp.views, i))
+      for (int t : g.op(i).inputs) ++bp.reads[bp.storage_of(t)];
+  for (int t : g.outputs()) bp.reads[t] += bp.is_input[t] ? 1 : 0;
+  return bp;
+}
 
-  CodeWriter kernels;
-  std::vector<Launch> launches;
-  EmittedSource result;
-  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
-    const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input || is_kernel_view(g, views, i)) continue;
-    const std::string where =
-        "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
-    if (op_category(op.kind) == Category::Collective) {
-      if (!options.nccl)
-        return make_error(where +
-                          ": all_reduce needs NCCL, and this strata was configured without "
-                          "nccl.h (configure with -DSTRATA_NCCL_ROOT=DIR, the directory holding "
-                          "include/nccl.h); expected a graph without all_reduce");
-      if (views[op.inputs[0]])
-        return make_error(where + ": all_reduce of a view (" + g.tensor_name(op.inputs[0]) +
-                          ", read in place) is not supported; expected a whole tensor");
-      Launch L;
-      L.all_reduce = true;
-      L.args = {op.inputs[0], op.outputs[0]};
-      L.name = "ncclAllReduce";
-      L.comment = "kernel op #" + std::to_string(i) + ": all_reduce (NCCL, sum over " +
-                  std::to_string(g.ranks()) + " ranks)";
-      launches.push_back(std::move(L));
-      result.kernels.push_back({"ncclAllReduce", std::string(op_name(op.kind)), Dim3{1, 1, 1}, 0,
-                                0, 0, 1, std::string()});
-      continue;
+/// The launch of all_reduce op `i` (a collective, docs/tensor-parallel.md): an ncclAllReduce of
+/// its input into its result, which must be whole tensors of one dtype; refused when NCCL is
+/// off (EmitOptions::nccl).
+Result<Launch> all_reduce_launch(const KernelGraph& g, int i, const BufferPlan& bp,
+                                 const EmitOptions& options, std::vector<EmittedKernel>& emitted) {
+  const KernelOp& op = g.op(i);
+  const std::string where =
+      "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
+  if (!options.nccl)
+    return make_error(where +
+                      ": all_reduce needs NCCL, and this strata was configured without "
+                      "nccl.h (configure with -DSTRATA_NCCL_ROOT=DIR, the directory holding "
+                      "include/nccl.h); expected a graph without all_reduce");
+  const int in = op.inputs[0], out = op.outputs[0];
+  if (bp.views[in])
+    return make_error(where + ": all_reduce of a view (" + g.tensor_name(in) +
+                      ", read in place) is not supported; expected a whole tensor");
+  if (bp.dtypes[in] != bp.dtypes[out])
+    return make_error("all_reduce of " + g.tensor_name(in) + ": its input is stored as " +
+                      std::string(dtype_name(bp.dtypes[in])) + " and its result as " +
+                      std::string(dtype_name(bp.dtypes[out])) + "; expected one dtype");
+  Launch L;
+  L.all_reduce = true;
+  L.args = {in, out};
+  L.name = "ncclAllReduce";
+  L.comment = "kernel op #" + std::to_string(i) + ": all_reduce (NCCL, sum over " +
+              std::to_string(g.ranks()) + " ranks)";
+  emitted.push_back(
+      {"ncclAllReduce", std::string(op_name(op.kind)), Dim3{1, 1, 1}, 0, 0, 0, 1, std::string()});
+  return L;
+}
+
+/// Plans and writes the kernel of kernel op `i` into `kernels`; returns its launch. A customized
+/// op (or a lowered matmul) is planned by the graph optimizer and emitted from its plan; a
+/// lowered matmul whose plan fails, and every other predefined op, gets a generic kernel.
+Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
+                           const EmitOptions& options, const std::string& prefix,
+                           CodeWriter& kernels, std::vector<EmittedKernel>& emitted) {
+  const KernelOp& op = g.op(i);
+  const std::string where =
+      "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
+  std::shared_ptr<const BlockGraph> body = kernel_block_graph(g, i);
+  Launch L;
+  for (int t : op.inputs) L.args.push_back(bp.storage_of(t));
+  L.args.insert(L.args.end(), op.outputs.begin(), op.outputs.end());
+  L.comment = "kernel op #" + std::to_string(i) + ": " + std::string(op_name(op.kind));
+  kernels.line("");
+  if (body) {
+    std::vector<DType> in_t, out_t;
+    std::vector<std::optional<InputView>> in_views;
+    for (int t : op.inputs) {
+      in_t.push_back(bp.dtypes[t]);
+      in_views.push_back(bp.views[t] ? std::optional<InputView>(InputView{
+                                           g.tensor(bp.views[t]->storage).shape, bp.views[t]->map})
+                                     : std::nullopt);
     }
-    std::shared_ptr<const BlockGraph> body = op.body;
-    if (op.kind == OpKind::Matmul) {
-      auto lowered = codegen::lower_matmul_to_block_graph(g.tensor(op.inputs[0]).shape,
-                                                          g.tensor(op.inputs[1]).shape);
-      if (lowered) body = std::make_shared<const BlockGraph>(std::move(*lowered));
+    for (int t : op.outputs) out_t.push_back(bp.dtypes[t]);
+    auto plan = optimize_block_graph(body, in_t, out_t, options.plan, in_views);
+    if (plan.ok() || op.kind != OpKind::Matmul) {
+      if (!plan.ok()) return make_error(where + ": " + plan.error().message);
+      const Dim3 grid = body->grid();
+      if (grid.y > 65535 || grid.z > 65535)
+        return make_error(where + ": grid (" + std::to_string(grid.x) + ", " +
+                          std::to_string(grid.y) + ", " + std::to_string(grid.z) +
+                          ") exceeds CUDA's limit of 65535 blocks along y and z");
+      const bool lowered = op.kind == OpKind::Matmul;
+      codegen::BlockKernelInfo info{
+          prefix + "_k" + std::to_string(i) + "_" + (lowered ? "matmul" : "customized"), in_t,
+          out_t};
+      const std::string title =
+          "kernel op #" + std::to_string(i) + ": " +
+          (lowered ? "matmul lowered to a tiled block graph" : "customized kernel");
+      STRATA_RETURN_IF_ERROR(codegen::emit_block_kernel(*plan, info, title, kernels));
+      L.name = info.name;
+      L.grid = grid;
+      L.threads = plan->threads;
+      L.smem = plan->smem_bytes;
+      int streamed = options.l2_streaming ? streamed_input(g, op, *body, bp.reads, bp.dtypes,
+                                                           options.l2_streaming_min_bytes)
+                                          : -1;
+      if (streamed >= 0 && bp.views[op.inputs[streamed]]) streamed = -1;  // not a whole tensor
+      if (streamed >= 0) L.streamed = op.inputs[streamed];
+      emitted.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
+                         plan->pipeline_stages, plan->groups, format_plan(*plan), streamed});
+      return L;
     }
-    Launch L;
-    for (int t : op.inputs) L.args.push_back(storage_of(t));
-    L.args.insert(L.args.end(), op.outputs.begin(), op.outputs.end());
-    kernels.line("");
-    if (body) {
-      std::vector<DType> in_t, out_t;
-      std::vector<std::optional<InputView>> in_views;
-      for (int t : op.inputs) {
-        in_t.push_back(dtypes[t]);
-        in_views.push_back(views[t] ? std::optional<InputView>(InputView{
-                                          g.tensor(views[t]->storage).shape, views[t]->map})
-                                    : std::nullopt);
-      }
-      for (int t : op.outputs) out_t.push_back(dtypes[t]);
-      auto plan = optimize_block_graph(body, in_t, out_t, options.plan, in_views);
-      if (!plan.ok() && op.kind == OpKind::Matmul) {
-        body = nullptr;  // fall back to the generic kernel below
-      } else {
-        if (!plan.ok()) return make_error(where + ": " + plan.error().message);
-        const Dim3 grid = body->grid();
-        if (grid.y > 65535 || grid.z > 65535)
-          return make_error(where + ": grid (" + std::to_string(grid.x) + ", " +
-                            std::to_string(grid.y) + ", " + std::to_string(grid.z) +
-                            ") exceeds CUDA's limit of 65535 blocks along y and z");
-        codegen::BlockKernelInfo info{prefix + "_k" + std::to_string(i) + "_" +
-                                          (op.kind == OpKind::Matmul ? "matmul" : "customized"),
-                                      in_t, out_t};
-        std::string title = "kernel op #" + std::to_string(i) + ": " +
-                            (op.kind == OpKind::Matmul ? "matmul lowered to a tiled block graph"
-                                                       : "customized kernel");
-        STRATA_RETURN_IF_ERROR(codegen::emit_block_kernel(*plan, info, title, kernels));
-        L.name = info.name;
-        L.grid = grid;
-        L.threads = plan->threads;
-        L.smem = plan->smem_bytes;
-        int streamed = options.l2_streaming ? streamed_input(g, op, *body, reads, dtypes,
-                                                             options.l2_streaming_min_bytes)
-                                            : -1;
-        if (streamed >= 0 && views[op.inputs[streamed]]) streamed = -1;  // not a whole tensor
-        if (streamed >= 0) L.streamed = op.inputs[streamed];
-        result.kernels.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
-                                  plan->pipeline_stages, plan->groups, format_plan(*plan),
-                                  streamed});
-      }
-    }
-    if (!body) {
-      codegen::PredefinedLaunch pl;
-      L.name = prefix + "_k" + std::to_string(i) + "_" + std::string(op_name(op.kind));
-      STRATA_RETURN_IF_ERROR(codegen::emit_predefined_kernel(g, i, dtypes, L.name, kernels, pl));
-      L.grid = {static_cast<int>(pl.blocks), 1, 1};
-      L.threads = pl.threads;
-      L.smem = 0;
-      result.kernels.push_back(
-          {L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0, 0, 1, std::string()});
-    }
-    L.comment = "kernel op #" + std::to_string(i) + ": " + std::string(op_name(op.kind));
-    launches.push_back(std::move(L));
   }
+  codegen::PredefinedLaunch pl;
+  L.name = prefix + "_k" + std::to_string(i) + "_" + std::string(op_name(op.kind));
+  STRATA_RETURN_IF_ERROR(codegen::emit_predefined_kernel(g, i, bp.dtypes, L.name, kernels, pl));
+  L.grid = {static_cast<int>(pl.blocks), 1, 1};
+  L.threads = pl.threads;
+  L.smem = 0;
+  emitted.push_back(
+      {L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0, 0, 1, std::string()});
+  return L;
+}
 
-  // Metadata.
+/// The `// strata-meta: {json}` document: inputs, outputs, workspace, kernels.
+nlohmann::ordered_json metadata(const KernelGraph& g, const BufferPlan& bp,
+                                const std::vector<Launch>& launches, const EmitOptions& options) {
   nlohmann::ordered_json meta;
   meta["graph"] = options.name;
   meta["arch"] = options.arch;
   meta["inputs"] = nlohmann::ordered_json::array();
-  for (int t : g.inputs()) meta["inputs"].push_back(tensor_meta(g, t, dtypes[t]));
+  for (int t : g.inputs()) meta["inputs"].push_back(tensor_meta(g, t, bp.dtypes[t]));
   meta["outputs"] = nlohmann::ordered_json::array();
-  for (int t : g.outputs()) meta["outputs"].push_back(tensor_meta(g, t, dtypes[t]));
-  meta["workspace_bytes"] = workspace;
+  for (int t : g.outputs()) meta["outputs"].push_back(tensor_meta(g, t, bp.dtypes[t]));
+  meta["workspace_bytes"] = bp.workspace;
   meta["ranks"] = g.ranks();
-  const bool uses_nccl =
-      std::any_of(launches.begin(), launches.end(), [](const Launch& l) { return l.all_reduce; });
-  meta["nccl"] = uses_nccl;
+  meta["nccl"] = uses_nccl(launches);
   meta["kernels"] = nlohmann::ordered_json::array();
   for (const Launch& l : launches)
     meta["kernels"].push_back({{"name", l.name},
                                {"grid", {l.grid.x, l.grid.y, l.grid.z}},
                                {"block", l.threads},
                                {"smem", l.smem}});
+  return meta;
+}
 
-  CodeWriter w;
-  w.line("// Generated by strata " STRATA_VERSION " from the μGraph \"" + options.name +
-         "\". Do not edit.");
-  w.line("// Target " + options.arch + " (any sm_80 or newer GPU). Build, for example:");
-  w.line("//   nvcc -std=c++17 -O3 -arch=" + options.arch +
-         " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu" +
-         (uses_nccl ? " -I <nccl>/include -L <nccl>/lib -l:libnccl.so.2" : ""));
-  w.line("// strata-meta: " + meta.dump());
+/// The header comment: provenance, build line, metadata, the kernel graph's listing.
+void emit_header(const KernelGraph& g, const nlohmann::ordered_json& meta,
+                 const EmitOptions& options, bool nccl, CodeWriter& w) {
+  w.comment("Generated by strata " STRATA_VERSION " from the μGraph \"" + options.name +
+            "\". Do not edit.");
+  w.comment("Target " + options.arch + " (any sm_80 or newer GPU). Build, for example:");
+  w.comment("  nvcc -std=c++17 -O3 -arch=" + options.arch +
+            " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu" +
+            (nccl ? " -I <nccl>/include -L <nccl>/lib -l:libnccl.so.2" : ""));
+  w.comment("strata-meta: " + meta.dump());
   w.line("//");
   std::istringstream listing(kernel_graph_listing(g));
-  for (std::string l; std::getline(listing, l);) w.line("//   " + l);
-  w.line("#include \"strata_rt/strata_rt.cuh\"");
-  w.raw(kernels.str());
-  w.line("");
-  w.line("// ---- host API (see include/strata/cuda_emitter.h) ----");
-  w.line("#if !defined(__CUDACC_RTC__)");
-  w.line("#include \"strata_rt/host.cuh\"");
-  if (uses_nccl) {
-    w.line("#include <nccl.h>");
-    w.line("#include <cstring>");
-  }
-  w.line("");
+  for (std::string l; std::getline(listing, l);) w.comment("  " + l);
+}
+
+/// The tables of tensor names, ranks, dims and dtypes the query functions read; with `nccl`,
+/// before them the communicator of the tensor-parallel group.
+void emit_tensor_tables(const KernelGraph& g, const BufferPlan& bp, bool nccl, CodeWriter& w) {
+  namespace ir = codegen::ir;
   w.open("namespace");
-  if (uses_nccl) {
-    w.line("// The communicator of the tensor-parallel group (docs/tensor-parallel.md).");
-    w.line("ncclComm_t g_comm = nullptr;");
-    w.line("bool g_own_comm = false;");
-    w.line("constexpr int kNcclError = 10000;  // + ncclResult_t");
+  if (nccl) {
+    w.comment("The communicator of the tensor-parallel group (docs/tensor-parallel.md).");
+    w.add(ir::decl("ncclComm_t", "g_comm", ir::var("nullptr")));
+    w.add(ir::decl("bool", "g_own_comm", ir::var("false")));
+    w.add(ir::decl("constexpr int", "kNcclError", 10000, "+ ncclResult_t"));
   }
   w.line("struct StrataTensorInfo {");
   w.line("  const char* name;");
@@ -315,142 +343,200 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
       std::string dims;
       for (int d = 0; d < 4; ++d) dims += (d ? ", " : "") + std::to_string(d < s.rank() ? s[d] : 1);
       w.line("{\"" + g.tensor_name(t) + "\", " + std::to_string(s.rank()) + ", {" + dims + "}, " +
-             std::to_string(dtype_code(dtypes[t])) + "},");
+             std::to_string(dtype_code(bp.dtypes[t])) + "},");
     }
     w.close(";");
   };
   table("kInputs", g.inputs());
   table("kOutputs", g.outputs());
   w.close("  // namespace");
-  w.line("");
+}
+
+/// The host API's error code of an NCCL result `r`: kNcclError + r.
+codegen::ir::Expr nccl_error(const codegen::ir::Expr& r) {
+  namespace ir = codegen::ir;
+  return ir::binary("+", ir::var("kNcclError"), ir::static_cast_to("int", r));
+}
+
+/// `r == ncclSuccess ? 0 : kNcclError + r`.
+codegen::ir::Expr nccl_status(const codegen::ir::Expr& r) {
+  namespace ir = codegen::ir;
+  return ir::select(ir::eq(r, ir::var("ncclSuccess")), 0, nccl_error(r));
+}
+
+/// An all_reduce launch: ncclAllReduce (sum) of args[0] into args[1] on the launch stream, in
+/// the tensors' one dtype (all_reduce_launch checked it).
+void emit_all_reduce(const KernelGraph& g, const BufferPlan& bp, const Launch& l, CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const int in = l.args[0], out = l.args[1];
+  const ir::Expr r = ir::var("r");
+  w.open("");
+  w.add(ir::decl("const ncclResult_t", "r",
+                 ir::call("ncclAllReduce", {ir::var(var(in)), ir::var(var(out)),
+                                            ir::int_lit(g.tensor(in).shape.numel(), "ULL"),
+                                            ir::var(nccl_type(bp.dtypes[in])), ir::var("ncclSum"),
+                                            ir::var("g_comm"), ir::var("stream")})));
+  w.add(ir::if_compact(ir::ne(r, ir::var("ncclSuccess")), ir::ret(nccl_error(r))));
+  w.close();
+}
+
+/// strata_init: raises the dynamic shared-memory limit of every kernel above 48 KB.
+void emit_init(const std::vector<Launch>& launches, CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const ir::Expr err = ir::var("err");
   w.open("extern \"C\" int strata_init(void)");
-  w.line("int err = 0;");
+  w.add(ir::decl("int", "err", 0));
   for (const Launch& l : launches)
     if (l.smem > 48 * 1024)
-      w.line("if (err == 0) err = strata_rt::host::allow_dynamic_smem(" + l.name + ", " +
-             std::to_string(l.smem) + ");");
-  w.line("return err;");
+      w.add(ir::if_compact(ir::eq(err, 0),
+                           ir::assign(err, ir::call("strata_rt::host::allow_dynamic_smem",
+                                                    {ir::var(l.name), l.smem}))));
+  w.add(ir::ret(err));
   w.close();
-  w.line("");
+}
+
+/// strata_launch: the tensors' pointers (inputs, outputs, workspace slots), every kernel's launch
+/// (with the L2 streaming window where one is marked), the copies of outputs that are inputs.
+void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
+                 CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const int ntensors = static_cast<int>(g.tensors().size());
   w.open(
       "extern \"C\" int strata_launch(const void* const* inputs, void* const* outputs, void* "
       "workspace, cudaStream_t stream)");
-  w.line("static const int init = strata_init();");
-  w.line("if (init != 0) return init;");
+  w.add(ir::decl("static const int", "init", ir::call("strata_init")));
+  w.add(ir::if_compact(ir::ne(ir::var("init"), 0), ir::ret(ir::var("init"))));
   // The workspace pointer is named only when an intermediate lives there (an unused local
   // would draw nvcc's "set but never used" warning).
   bool uses_workspace = false;
   for (int t = 0; t < ntensors; ++t)
-    uses_workspace |= buf[t].kind == Buffer::Workspace && !views[t];
+    uses_workspace |= bp.buf[t].kind == Buffer::Workspace && !bp.views[t];
   if (uses_workspace)
-    w.line("unsigned char* ws = static_cast<unsigned char*>(workspace);");
+    w.add(ir::decl("unsigned char*", "ws",
+                   ir::static_cast_to("unsigned char*", ir::var("workspace"))));
   else
-    w.line("(void)workspace;");
-  w.line("(void)outputs;");
+    w.add(ir::eval(ir::c_cast("void", ir::var("workspace"))));
+  w.add(ir::eval(ir::c_cast("void", ir::var("outputs"))));
   for (int t = 0; t < ntensors; ++t) {
-    if (views[t]) continue;  // read in place: its readers get the tensor holding it
-    const std::string T = codegen::cuda_type(dtypes[t]);
-    const Buffer& b = buf[t];
+    if (bp.views[t]) continue;  // read in place: its readers get the tensor holding it
+    const std::string T = codegen::cuda_type(bp.dtypes[t]);
+    const Buffer& b = bp.buf[t];
     if (b.kind == Buffer::Input)
-      w.line("const " + T + "* " + var(t) + " = static_cast<const " + T + "*>(inputs[" +
-             std::to_string(b.index) + "]);  // " + g.tensor_name(t));
+      w.add(ir::decl("const " + T + "*", var(t),
+                     ir::static_cast_to("const " + T + "*", ir::index(ir::var("inputs"), b.index)),
+                     g.tensor_name(t)));
     else if (b.kind == Buffer::Output)
-      w.line(T + "* " + var(t) + " = static_cast<" + T + "*>(outputs[" + std::to_string(b.index) +
-             "]);  // " + g.tensor_name(t));
+      w.add(ir::decl(T + "*", var(t),
+                     ir::static_cast_to(T + "*", ir::index(ir::var("outputs"), b.index)),
+                     g.tensor_name(t)));
     else
-      w.line(T + "* " + var(t) + " = reinterpret_cast<" + T + "*>(ws + " +
-             std::to_string(b.offset) + ");  // " + g.tensor_name(t) + " (intermediate)");
-    w.line("(void)" + var(t) + ";");
+      w.add(ir::decl(
+          T + "*", var(t),
+          ir::reinterpret_cast_to(T + "*", ir::binary("+", ir::var("ws"), ir::int_lit(b.offset))),
+          g.tensor_name(t) + " (intermediate)"));
+    w.add(ir::eval(ir::c_cast("void", ir::var(var(t)))));
   }
-  if (uses_nccl)
-    w.line("if (g_comm == nullptr) return kNcclError + static_cast<int>(ncclInvalidUsage);");
+  if (uses_nccl(launches))
+    w.add(ir::if_compact(ir::eq(ir::var("g_comm"), ir::var("nullptr")),
+                         ir::ret(nccl_error(ir::var("ncclInvalidUsage")))));
   for (const Launch& l : launches) {
-    std::string args;
-    for (int t : l.args) args += ", " + var(t);
-    w.line("// " + l.comment);
+    w.comment(l.comment);
     if (l.all_reduce) {
-      const int in = l.args[0], out = l.args[1];
-      if (dtypes[in] != dtypes[out])
-        return make_error("all_reduce of " + g.tensor_name(in) + ": its input is stored as " +
-                          std::string(dtype_name(dtypes[in])) + " and its result as " +
-                          std::string(dtype_name(dtypes[out])) + "; expected one dtype");
-      w.open("");
-      w.line("const ncclResult_t r = ncclAllReduce(" + var(in) + ", " + var(out) + ", " +
-             std::to_string(g.tensor(in).shape.numel()) + "ULL, " + nccl_type(dtypes[in]) +
-             ", ncclSum, g_comm, stream);");
-      w.line("if (r != ncclSuccess) return kNcclError + static_cast<int>(r);");
-      w.close();
+      emit_all_reduce(g, bp, l, w);
       continue;
     }
-    const std::string shape = l.name + ", dim3(" + std::to_string(l.grid.x) + ", " +
-                              std::to_string(l.grid.y) + ", " + std::to_string(l.grid.z) +
-                              "), dim3(" + std::to_string(l.threads) + "), " +
-                              std::to_string(l.smem) + ", stream";
+    std::vector<ir::Expr> args = {ir::var(l.name), ir::call("dim3", {l.grid.x, l.grid.y, l.grid.z}),
+                                  ir::call("dim3", {l.threads}), l.smem, ir::var("stream")};
     if (l.streamed < 0) {
-      w.line("STRATA_RT_LAUNCH(" + shape + args + ");");
+      for (int t : l.args) args.push_back(ir::var(var(t)));
+      w.call("STRATA_RT_LAUNCH", args);
       continue;
     }
     const int t = l.streamed;
-    const std::string bytes = std::to_string(g.tensor(t).shape.numel() * dtype_size(dtypes[t]));
-    w.line("// " + g.tensor_name(t) + " (" + bytes +
-           " bytes) is read once, each byte by one block: L2 evicts its lines first");
+    const int64_t bytes = g.tensor(t).shape.numel() * dtype_size(bp.dtypes[t]);
+    w.comment(g.tensor_name(t) + " (" + std::to_string(bytes) +
+              " bytes) is read once, each byte by one block: L2 evicts its lines first");
     w.open("");
-    w.line("const int err = strata_rt::host::launch_streaming(" + shape + ", " + var(t) + ", " +
-           bytes + "ULL" + args + ");");
-    w.line("if (err != 0) return err;");
+    args.push_back(ir::var(var(t)));
+    args.push_back(ir::int_lit(bytes, "ULL"));
+    for (int a : l.args) args.push_back(ir::var(var(a)));
+    w.add(ir::decl("const int", "err", ir::call("strata_rt::host::launch_streaming", args)));
+    w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
     w.close();
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     int t = g.outputs()[i];
-    if (!is_input[t]) continue;
-    w.line("// output " + g.tensor_name(t) + " is an input: copy it");
+    if (!bp.is_input[t]) continue;
+    w.comment("output " + g.tensor_name(t) + " is an input: copy it");
     w.open("");
-    w.line("const int err = strata_rt::host::copy_device(outputs[" + std::to_string(i) + "], " +
-           var(t) + ", " + std::to_string(g.tensor(t).shape.numel() * dtype_size(dtypes[t])) +
-           "ULL, stream);");
-    w.line("if (err != 0) return err;");
+    w.add(
+        ir::decl("const int", "err",
+                 ir::call("strata_rt::host::copy_device",
+                          {ir::index(ir::var("outputs"), static_cast<int64_t>(i)), ir::var(var(t)),
+                           ir::int_lit(g.tensor(t).shape.numel() * dtype_size(bp.dtypes[t]), "ULL"),
+                           ir::var("stream")})));
+    w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
     w.close();
   }
-  w.line("return strata_rt::host::last_error();");
+  w.add(ir::ret(ir::call("strata_rt::host::last_error")));
   w.close();
-  w.line("");
+}
+
+/// The NCCL part of the host API (cuda_emitter.h): a unique id, a communicator of its own
+/// (init, finalize) or the caller's (set_comm, comm).
+void emit_nccl_api(const KernelGraph& g, CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const ir::Expr r = ir::var("r"), g_comm = ir::var("g_comm"), own = ir::var("g_own_comm");
+  const ir::Expr null = ir::var("nullptr"), success = ir::var("ncclSuccess");
+  const ir::Expr nranks = ir::var("nranks"), rank = ir::var("rank");
+  w.open("extern \"C\" int strata_nccl_unique_id(void* id)");
+  w.add(
+      ir::decl("const ncclResult_t", "r",
+               ir::call("ncclGetUniqueId", {ir::static_cast_to("ncclUniqueId*", ir::var("id"))})));
+  w.add(ir::ret(nccl_status(r)));
+  w.close();
+  w.open("extern \"C\" int strata_nccl_finalize(void)");
+  w.add(ir::decl("ncclResult_t", "r", success));
+  w.add(ir::if_compact(ir::land(own, ir::ne(g_comm, null)),
+                       ir::assign(r, ir::call("ncclCommDestroy", {g_comm}))));
+  w.add(ir::assign(g_comm, null));
+  w.add(ir::assign(own, ir::var("false")));
+  w.add(ir::ret(nccl_status(r)));
+  w.close();
+  w.comment("nranks must be the graph's ranks (" + std::to_string(g.ranks()) +
+            "); rank in [0, nranks).");
+  w.open("extern \"C\" int strata_nccl_init(const void* id, int nranks, int rank)");
+  w.add(ir::if_compact(ir::lor(ir::lor(ir::ne(nranks, g.ranks()), rank < 0), rank >= nranks),
+                       ir::ret(nccl_error(ir::var("ncclInvalidArgument")))));
+  w.call("strata_nccl_finalize");
+  w.add(ir::decl("ncclUniqueId", "uid"));
+  w.call("std::memcpy", {ir::addr(ir::var("uid")), ir::var("id"), ir::verbatim("sizeof uid")});
+  w.add(ir::decl("const ncclResult_t", "r",
+                 ir::call("ncclCommInitRank", {ir::addr(g_comm), nranks, ir::var("uid"), rank})));
+  w.open(ir::if_then(ir::ne(r, success)));
+  w.add(ir::assign(g_comm, null));
+  w.add(ir::ret(nccl_error(r)));
+  w.close();
+  w.add(ir::assign(own, ir::var("true")));
+  w.add(ir::ret(0));
+  w.close();
+  w.line("extern \"C\" void* strata_nccl_comm(void) { return g_comm; }");
+  w.open("extern \"C\" int strata_nccl_set_comm(void* comm)");
+  w.call("strata_nccl_finalize");
+  w.add(ir::assign(g_comm, ir::static_cast_to("ncclComm_t", ir::var("comm"))));
+  w.add(ir::ret(0));
+  w.close();
+}
+
+/// The query functions: workspace bytes, tensor counts, names, ranks, dims, dtypes; with
+/// `nccl`, the NCCL functions (emit_nccl_api).
+void emit_queries(const KernelGraph& g, const BufferPlan& bp, bool nccl, CodeWriter& w) {
   w.line("extern \"C\" unsigned long long strata_workspace_bytes(void) { return " +
-         std::to_string(workspace) + "ULL; }");
+         std::to_string(bp.workspace) + "ULL; }");
   const std::string ni = std::to_string(g.inputs().size()), no = std::to_string(g.outputs().size());
   w.line("extern \"C\" int strata_num_inputs(void) { return " + ni + "; }");
   w.line("extern \"C\" int strata_ranks(void) { return " + std::to_string(g.ranks()) + "; }");
-  if (uses_nccl) {
-    const std::string R = std::to_string(g.ranks());
-    w.open("extern \"C\" int strata_nccl_unique_id(void* id)");
-    w.line("const ncclResult_t r = ncclGetUniqueId(static_cast<ncclUniqueId*>(id));");
-    w.line("return r == ncclSuccess ? 0 : kNcclError + static_cast<int>(r);");
-    w.close();
-    w.open("extern \"C\" int strata_nccl_finalize(void)");
-    w.line("ncclResult_t r = ncclSuccess;");
-    w.line("if (g_own_comm && g_comm != nullptr) r = ncclCommDestroy(g_comm);");
-    w.line("g_comm = nullptr;");
-    w.line("g_own_comm = false;");
-    w.line("return r == ncclSuccess ? 0 : kNcclError + static_cast<int>(r);");
-    w.close();
-    w.line("// nranks must be the graph's ranks (" + R + "); rank in [0, nranks).");
-    w.open("extern \"C\" int strata_nccl_init(const void* id, int nranks, int rank)");
-    w.line("if (nranks != " + R + " || rank < 0 || rank >= nranks)");
-    w.line("  return kNcclError + static_cast<int>(ncclInvalidArgument);");
-    w.line("strata_nccl_finalize();");
-    w.line("ncclUniqueId uid;");
-    w.line("std::memcpy(&uid, id, sizeof uid);");
-    w.line("const ncclResult_t r = ncclCommInitRank(&g_comm, nranks, uid, rank);");
-    w.line("if (r != ncclSuccess) { g_comm = nullptr; return kNcclError + static_cast<int>(r); }");
-    w.line("g_own_comm = true;");
-    w.line("return 0;");
-    w.close();
-    w.line("extern \"C\" void* strata_nccl_comm(void) { return g_comm; }");
-    w.open("extern \"C\" int strata_nccl_set_comm(void* comm)");
-    w.line("strata_nccl_finalize();");
-    w.line("g_comm = static_cast<ncclComm_t>(comm);");
-    w.line("return 0;");
-    w.close();
-  }
+  if (nccl) emit_nccl_api(g, w);
   w.line("extern \"C\" int strata_num_outputs(void) { return " + no + "; }");
   for (const char* side : {"input", "output"}) {
     const std::string n = side[0] == 'i' ? ni : no;
@@ -465,9 +551,55 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     w.line("extern \"C\" int strata_" + s + "_dtype(int i) { return i >= 0 && i < " + n + " ? " +
            tab + "[i].dtype : -1; }");
   }
+}
+
+/// The host API (guarded from NVRTC): tables, strata_init, strata_launch, the queries.
+void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
+                   CodeWriter& w) {
+  w.line("");
+  w.comment("---- host API (see include/strata/cuda_emitter.h) ----");
+  w.line("#if !defined(__CUDACC_RTC__)");
+  w.line("#include \"strata_rt/host.cuh\"");
+  const bool nccl = uses_nccl(launches);
+  if (nccl) {
+    w.line("#include <nccl.h>");
+    w.line("#include <cstring>");
+  }
+  w.line("");
+  emit_tensor_tables(g, bp, nccl, w);
+  w.line("");
+  emit_init(launches, w);
+  w.line("");
+  emit_launch(g, bp, launches, w);
+  w.line("");
+  emit_queries(g, bp, nccl, w);
   w.line("#endif  // !__CUDACC_RTC__");
+}
+
+}  // namespace
+
+Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options) {
+  STRATA_RETURN_IF_ERROR(g.check_complete());
+  const BufferPlan bp = plan_buffers(g, options);
+  const std::string prefix = codegen::identifier("strata_", options.name);
+  CodeWriter kernels;
+  std::vector<Launch> launches;
+  EmittedSource result;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i)) continue;
+    STRATA_ASSIGN_OR_RETURN(Launch L,
+                            op_category(g.op(i).kind) == Category::Collective
+                                ? all_reduce_launch(g, i, bp, options, result.kernels)
+                                : emit_kernel(g, i, bp, options, prefix, kernels, result.kernels));
+    launches.push_back(std::move(L));
+  }
+  CodeWriter w;
+  emit_header(g, metadata(g, bp, launches, options), options, uses_nccl(launches), w);
+  w.line("#include \"strata_rt/strata_rt.cuh\"");
+  w.add(kernels.root());
+  emit_host_api(g, bp, launches, w);
   result.code = w.str();
-  result.workspace_bytes = workspace;
+  result.workspace_bytes = bp.workspace;
   return result;
 }
 

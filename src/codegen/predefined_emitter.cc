@@ -17,21 +17,21 @@ std::vector<int64_t> dense_strides(const Shape& s) {
   return st;
 }
 
-/// `p[offset]` widened to f32 for a dense tensor of shape s.
-std::string load(const std::string& p, DType t, const Shape& s,
-                 const std::vector<std::string>& idx) {
+ir::Expr offset(const Shape& s, const std::vector<ir::Expr>& idx) {
   std::vector<int64_t> st = dense_strides(s);
-  std::vector<std::string> terms;
-  for (int d = 0; d < s.rank(); ++d) terms.push_back(mul(idx[d], st[d]));
-  std::string r = p + "[" + sum(terms) + "]";
-  return t == DType::f32 ? r : "strata_rt::to_f32(" + r + ")";
+  std::vector<ir::Expr> terms;
+  for (int d = 0; d < s.rank(); ++d) terms.push_back(idx[d] * st[d]);
+  return ir::sum(terms);
 }
 
-std::string offset(const Shape& s, const std::vector<std::string>& idx) {
-  std::vector<int64_t> st = dense_strides(s);
-  std::vector<std::string> terms;
-  for (int d = 0; d < s.rank(); ++d) terms.push_back(mul(idx[d], st[d]));
-  return sum(terms);
+/// `p[offset]` widened to f32 for a dense tensor of shape s.
+ir::Expr load(const std::string& p, DType t, const Shape& s, const std::vector<ir::Expr>& idx) {
+  ir::Expr r = ir::index(ir::var(p), offset(s, idx));
+  return t == DType::f32 ? r : ir::call("strata_rt::to_f32", {r});
+}
+
+ir::Expr ll(int64_t v) {
+  return ir::int_lit(v, "LL");
 }
 
 int64_t blocks_for(int64_t work) {
@@ -39,39 +39,6 @@ int64_t blocks_for(int64_t work) {
 }
 
 }  // namespace
-
-std::optional<BlockGraph> lower_matmul_to_block_graph(const Shape& a, const Shape& b) {
-  const int r = a.rank();
-  const int64_t m = a[r - 2], k = a[r - 1], n = b[r - 1];
-  auto pick = [](int64_t extent, std::initializer_list<int64_t> sizes) -> int64_t {
-    for (int64_t s : sizes)
-      if (extent % s == 0) return s;
-    return 0;
-  };
-  const int64_t tn = pick(n, {64, 32, 16, 8});
-  const int64_t tk = pick(k, {64, 32, 16});
-  const int64_t tm = m <= 64 ? m : pick(m, {64, 32, 16});
-  if (tn == 0 || tk == 0 || tm == 0) return std::nullopt;
-  const int64_t batch0 = r >= 3 ? a[0] : 1;
-  if (n / tn > (int64_t{1} << 31) - 1 || m / tm > 65535 || batch0 > 65535) return std::nullopt;
-  Dim3 grid{static_cast<int>(n / tn), static_cast<int>(m / tm), static_cast<int>(batch0)};
-  auto bg = BlockGraph::make(grid, 128, static_cast<int>(k / tk));
-  if (!bg.ok()) return std::nullopt;
-  BlockGraph g = std::move(bg).value();
-  const int zdim = grid.z > 1 ? 0 : kReplicate;
-  auto xa = g.add_input(a, {kReplicate, grid.y > 1 ? r - 2 : kReplicate, zdim}, r - 1);
-  if (!xa.ok()) return std::nullopt;
-  auto xb = g.add_input(b, {grid.x > 1 ? r - 1 : kReplicate, kReplicate, zdim}, r - 2);
-  if (!xb.ok()) return std::nullopt;
-  auto mm = g.add_op(OpKind::Matmul, {*xa, *xb});
-  if (!mm.ok()) return std::nullopt;
-  auto acc = g.add_op(OpKind::AccumSum, {*mm});
-  if (!acc.ok()) return std::nullopt;
-  if (!g.add_output(*acc, {grid.x > 1 ? r - 1 : kReplicate, grid.y > 1 ? r - 2 : kReplicate, zdim})
-           .ok())
-    return std::nullopt;
-  return g;
-}
 
 Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DType>& dtypes,
                               const std::string& name, CodeWriter& w, PredefinedLaunch& launch) {
@@ -97,6 +64,11 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
   auto in_shape = [&](int k) -> const Shape& { return g.tensor(op.inputs[k]).shape; };
   auto in_type = [&](int k) { return dtypes[op.inputs[k]]; };
 
+  auto from_f32 = [&](const ir::Expr& v) {
+    return ir::call("strata_rt::from_f32<" + OT + ">", {v});
+  };
+  const ir::Expr gt = ir::binary("+", ir::var("blockIdx.x") * ll(kThreads), ir::var("threadIdx.x"));
+  const ir::Expr outv = ir::var("out");
   if (cat == Category::Reduce || cat == Category::Norm) {
     BlockOp bop{op.kind, {0}, 0, op.attrs, {}};
     const Shape& xs = in_shape(0);
@@ -106,45 +78,45 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
     if (team == 0) team = 32;
     launch.blocks = blocks_for(outs * team);
     const int64_t teams = launch.blocks * kThreads / team;
-    w.line(title + ": " + std::to_string(team) + " lane(s) per output");
+    const ir::Expr o = ir::var("o"), o0 = ir::var("o0"), t = ir::var("t"), lane = ir::var("lane");
+    const ir::Expr active = ir::var("active"), acc = ir::var("acc");
+    w.comment(title.substr(3) + ": " + std::to_string(team) + " lane(s) per output");
     w.open(sig);
-    w.line("const long long gt = blockIdx.x * " + std::to_string(kThreads) + "LL + threadIdx.x;");
-    w.line("const int lane = static_cast<int>(gt % " + std::to_string(team) + ");");
-    w.line("const long long team = gt / " + std::to_string(team) + ";");
-    w.line("#pragma unroll 1");
-    w.open("for (long long o0 = 0; o0 < " + std::to_string(outs) +
-           "LL; o0 += " + std::to_string(teams) + "LL)");
-    w.line("const long long o = o0 + team;");
-    w.line("const bool active = o < " + std::to_string(outs) + "LL;");
+    w.add(ir::decl("const long long", "gt", gt));
+    w.add(ir::decl("const int", "lane", ir::static_cast_to("int", ir::var("gt") % team)));
+    w.add(ir::decl("const long long", "team", ir::var("gt") / team));
+    w.open(ir::for_typed("long long", "o0", 0, o0 < ll(outs), ll(teams), "unroll 1"));
+    w.add(ir::decl("const long long", "o", o0 + ir::var("team")));
+    w.add(ir::decl("const bool", "active", o < ll(outs)));
     Shape oshape = xs;
     oshape[rs.dim] = rs.to;
-    std::vector<std::string> oidx = unflatten("o", oshape);
-    std::vector<std::string> xidx = oidx;
-    xidx[rs.dim] = rs.to == 1 ? std::string("t") : paren(mul(oidx[rs.dim], group)) + " + t";
+    std::vector<ir::Expr> oidx = unflatten(o, oshape);
+    std::vector<ir::Expr> xidx = oidx;
+    xidx[rs.dim] = rs.to == 1 ? t : ir::binary("+", oidx[rs.dim] * group, t);
     // The reduction family of the op table: premap, combine, identity, finalize.
     const ReductionCode red(op.kind, op.attrs);
     const bool norm = cat == Category::Norm;
-    w.line("float acc = " + red.identity() + ";");
-    w.open("if (active)");
-    w.open("for (long long t = lane; t < " + std::to_string(group) +
-           "; t += " + std::to_string(team) + ")");
-    w.line("const float v = " + load("in0", in_type(0), xs, xidx) + ";");
-    w.line(red.update("acc", red.premap("v")));
+    auto element_loop = [&] { return ir::for_typed("long long", "t", lane, t < group, team); };
+    w.add(ir::decl("float", "acc", ir::verbatim(red.identity())));
+    w.open(ir::if_then(active));
+    w.open(element_loop());
+    w.add(ir::decl("const float", "v", load("in0", in_type(0), xs, xidx)));
+    w.add(ir::verbatim_stmt(red.update("acc", red.premap("v"))));
     w.close();
     w.close();
-    if (team > 1) w.line("acc = " + red.team(team, "acc") + ";");
+    if (team > 1) w.add(ir::assign(acc, ir::verbatim(red.team(team, "acc"))));
     if (norm) {
-      w.open("if (active)");
-      w.line("const float inv = " + red.inverse("acc", group) + ";");
-      w.open("for (long long t = lane; t < " + std::to_string(group) +
-             "; t += " + std::to_string(team) + ")");
-      w.line("out[" + offset(os, xidx) + "] = strata_rt::from_f32<" + OT + ">(" +
-             load("in0", in_type(0), xs, xidx) + " * inv);");
+      w.open(ir::if_then(active));
+      w.add(ir::decl("const float", "inv", ir::verbatim(red.inverse("acc", group))));
+      w.open(element_loop());
+      w.add(ir::assign(ir::index(outv, offset(os, xidx)),
+                       from_f32(load("in0", in_type(0), xs, xidx) * ir::var("inv"))));
       w.close();
       w.close();
     } else {
-      w.line("if (active && lane == 0) out[" + offset(os, oidx) + "] = strata_rt::from_f32<" + OT +
-             ">(" + red.finalize("acc", group) + ");");
+      w.add(ir::if_compact(ir::land(active, ir::eq(lane, 0)),
+                           ir::assign(ir::index(outv, offset(os, oidx)),
+                                      from_f32(ir::verbatim(red.finalize("acc", group))))));
     }
     w.close();
     w.close();
@@ -154,62 +126,62 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
   const int64_t n = os.numel();
   launch.blocks = blocks_for(n);
   const int64_t stride = launch.blocks * kThreads;
-  w.line(title);
+  const ir::Expr e = ir::var("e");
+  w.comment(title.substr(3));
   w.open(sig);
-  w.open("for (long long e = blockIdx.x * " + std::to_string(kThreads) + "LL + threadIdx.x; e < " +
-         std::to_string(n) + "LL; e += " + std::to_string(stride) + "LL)");
-  std::vector<std::string> idx = unflatten("e", os);
+  w.open(ir::for_typed("long long", "e", gt, e < ll(n), ll(stride)));
+  std::vector<ir::Expr> idx = unflatten(e, os);
+  const ir::Expr out_e = ir::index(outv, e);
   switch (cat) {
     case Category::Unary:
     case Category::Binary: {
       std::vector<std::string> args;
       for (size_t k = 0; k < op.inputs.size(); ++k) {
         const std::string a = "a" + std::to_string(k);
-        w.line("const float " + a + " = " +
-               load("in" + std::to_string(k), in_type(static_cast<int>(k)),
-                    in_shape(static_cast<int>(k)),
-                    broadcast_index(in_shape(static_cast<int>(k)), idx)) +
-               ";");
+        const int ki = static_cast<int>(k);
+        w.add(ir::decl("const float", a,
+                       load("in" + std::to_string(k), in_type(ki), in_shape(ki),
+                            broadcast_index(in_shape(ki), idx))));
         args.push_back(a);
       }
-      w.line("out[e] = strata_rt::from_f32<" + OT + ">(" + scalar_op_expr(op.kind, args, op.attrs) +
-             ");");
+      w.add(ir::assign(out_e, from_f32(ir::verbatim(scalar_op_expr(op.kind, args, op.attrs)))));
       break;
     }
     case Category::Concat: {
       const int d = op.attrs.dim;
       const int64_t split = in_shape(0)[d];
-      std::vector<std::string> bidx = idx;
-      bidx[d] = paren(idx[d]) + " - " + std::to_string(split);
-      w.line("const float v = " + paren(idx[d]) + " < " + std::to_string(split) + " ? " +
-             load("in0", in_type(0), in_shape(0), idx) + " : " +
-             load("in1", in_type(1), in_shape(1), bidx) + ";");
-      w.line("out[e] = strata_rt::from_f32<" + OT + ">(v);");
+      std::vector<ir::Expr> bidx = idx;
+      bidx[d] = idx[d] - split;
+      w.add(ir::decl("const float", "v",
+                     ir::select(idx[d] < split, load("in0", in_type(0), in_shape(0), idx),
+                                load("in1", in_type(1), in_shape(1), bidx))));
+      w.add(ir::assign(out_e, from_f32(ir::var("v"))));
       break;
     }
     case Category::Matmul: {
       const int r = os.rank();
       const int64_t k = in_shape(0)[r - 1];
-      std::vector<std::string> ai = idx, bi = idx;
-      ai[r - 1] = "kk";
-      bi[r - 2] = "kk";
-      w.line("float acc = 0.0f;");
-      w.line("#pragma unroll 4");
-      w.line("for (int kk = 0; kk < " + std::to_string(k) +
-             "; ++kk) acc += " + load("in0", in_type(0), in_shape(0), ai) + " * " +
-             load("in1", in_type(1), in_shape(1), bi) + ";");
-      w.line("out[e] = strata_rt::from_f32<" + OT + ">(acc);");
+      const ir::Expr kk = ir::var("kk"), acc = ir::var("acc");
+      std::vector<ir::Expr> ai = idx, bi = idx;
+      ai[r - 1] = kk;
+      bi[r - 2] = kk;
+      w.add(ir::decl("float", "acc", ir::float_lit(0.0)));
+      w.add(ir::for_compact("kk", 0, kk < k,
+                            ir::assign(acc,
+                                       load("in0", in_type(0), in_shape(0), ai) *
+                                           load("in1", in_type(1), in_shape(1), bi),
+                                       "+="),
+                            "unroll 4"));
+      w.add(ir::assign(out_e, from_f32(acc)));
       break;
     }
     case Category::Layout: {  // a copy through the view
-      std::vector<std::string> src = idx;
-      if (op.kind == OpKind::Transpose) {
+      std::vector<ir::Expr> src = idx;
+      if (op.kind == OpKind::Transpose)
         std::swap(src[os.rank() - 1], src[os.rank() - 2]);
-      } else {
-        src[op.attrs.dim] = paren(idx[op.attrs.dim]) + " + " + std::to_string(op.attrs.start);
-      }
-      w.line("out[e] = strata_rt::from_f32<" + OT + ">(" +
-             load("in0", in_type(0), in_shape(0), src) + ");");
+      else
+        src[op.attrs.dim] = idx[op.attrs.dim] + op.attrs.start;
+      w.add(ir::assign(out_e, from_f32(load("in0", in_type(0), in_shape(0), src))));
       break;
     }
     case Category::Reduce:

@@ -2,7 +2,6 @@
 // rms_norm, concat) on dense row-major device tensors.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,10 +22,5 @@ struct PredefinedLaunch {
 /// the op's input pointers then its output pointer.
 Status emit_predefined_kernel(const KernelGraph& g, int op, const std::vector<DType>& dtypes,
                               const std::string& name, CodeWriter& w, PredefinedLaunch& launch);
-
-/// A block graph computing matmul(A, B) for device shapes a, b as a tiled tensor-core kernel:
-/// grid over N (x), M (y) and the first batch dim (z), forloop over K, one `accum`. nullopt
-/// when the extents do not tile (N % 8, K % 16) or a grid extent exceeds CUDA's limits.
-std::optional<BlockGraph> lower_matmul_to_block_graph(const Shape& a, const Shape& b);
 
 }  // namespace strata::codegen

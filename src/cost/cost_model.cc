@@ -196,7 +196,7 @@ std::vector<InputReads> predefined_cost(const KernelGraph& g, const KernelOp& op
   k.simt_flops = f.simt;
   const Shape& s = out.shape;
   if (op_category(op.kind) == Category::Matmul) {
-    // As the code generator runs it (codegen::lower_matmul_to_block_graph): output tiles of
+    // As the code generator runs it (lower_matmul_to_block_graph (matmul_lowering.h)): output tiles of
     // kMatmulTileM × kMatmulTileN per block, a for-loop over K in kMatmulTileK steps; A is
     // read once per column of blocks and B once per row of blocks.
     const Shape& a = in[0];

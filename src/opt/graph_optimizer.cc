@@ -4,9 +4,11 @@
 #include <cstring>
 #include <iostream>
 
+#include "strata/emission_plan.h"
 #include "strata/layout.h"
 #include "strata/layout_views.h"
 #include "strata/memory_plan.h"
+#include "strata/plan_invariants.h"
 #include "strata/ragged_tiles.h"
 #include "strata/register_fusion.h"
 #include "strata/schedule.h"
@@ -43,6 +45,7 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
       {"choose_layouts", choose_layouts},
       {"plan_ragged_tiles", plan_ragged_tiles},
       {"plan_shared_memory", plan_shared_memory},
+      {"plan_emission", plan_emission},
   };
   // clang-format on
   STRATA_ASSIGN_OR_RETURN(
@@ -51,7 +54,12 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
   const bool dump = dump_passes();
   for (const Step& step : kPasses) {
     STRATA_ASSIGN_OR_RETURN(plan, step.pass(std::move(plan)));
-    if (dump) std::cerr << "=== after " << step.name << "\n" << format_plan(plan);
+    if (dump)
+      std::cerr << "=== after " << step.name << "\n" << format_plan(plan) << format_emission(plan);
+    // A pass that breaks an invariant is a bug of the optimizer, named here.
+    if (Status ok = verify_plan(plan); !ok.ok())
+      return make_error("internal: the kernel plan after pass " + std::string(step.name) +
+                        " breaks an invariant: " + ok.error().message);
   }
   return plan;
 }

@@ -142,6 +142,7 @@ Result<KernelPlan> plan_rowwise(KernelPlan plan) {
   STRATA_ASSIGN_OR_RETURN(RowwiseLayout L, rowwise_layout(plan));
   const BlockGraph& g = *plan.graph;
   plan.rowwise = true;
+  plan.rowwise_layout = L;
   plan.threads = L.threads;
   plan.group_threads = L.threads;
   plan.groups = 1;
