@@ -35,6 +35,11 @@ struct CanonicalProgram {
 /// graph that the checking constructors reject or whose interface differs from the input's.
 Result<CanonicalProgram> canonicalize_program(const KernelGraph& program);
 
+/// Checks the interface canonicalize_program promises: `canonical` has the inputs of `program`
+/// (number, order, names, shapes, dtypes), reads every input `program` reads, and has its
+/// outputs (number, order, shapes, dtypes). The error names the first difference.
+Status check_canonical_interface(const KernelGraph& program, const KernelGraph& canonical);
+
 /// The rules, in the order they are tried at each tensor (the names of `rewrites`).
 std::vector<std::string_view> canonical_rule_names();
 

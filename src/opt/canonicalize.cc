@@ -380,9 +380,9 @@ Result<KernelGraph> from_dag(const Dag& g, const KernelGraph& program) {
   return out;
 }
 
-/// The interface promised by canonicalize_program: inputs and outputs alike, and every input
-/// that the program reads still read.
-Status check_interface(const KernelGraph& p, const KernelGraph& c) {
+}  // namespace
+
+Status check_canonical_interface(const KernelGraph& p, const KernelGraph& c) {
   if (p.inputs().size() != c.inputs().size() || p.outputs().size() != c.outputs().size())
     return make_error("the canonical program's inputs or outputs differ in number");
   auto same = [&](int a, int b) {
@@ -405,8 +405,6 @@ Status check_interface(const KernelGraph& p, const KernelGraph& c) {
       return make_error("output " + std::to_string(i) + " differs in the canonical program");
   return Status::success();
 }
-
-}  // namespace
 
 std::vector<std::string_view> canonical_rule_names() {
   std::vector<std::string_view> names;
@@ -441,7 +439,7 @@ Result<CanonicalProgram> canonicalize_program(const KernelGraph& program) {
   auto rebuilt = from_dag(g, program);
   if (!rebuilt.ok())
     return make_error("canonicalization built an invalid graph: " + rebuilt.error().message);
-  STRATA_RETURN_IF_ERROR(check_interface(program, *rebuilt));
+  STRATA_RETURN_IF_ERROR(check_canonical_interface(program, *rebuilt));
   result.program = std::move(rebuilt).value();
   return result;
 }

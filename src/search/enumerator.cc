@@ -217,8 +217,8 @@ Result<std::unique_ptr<SearchSetup>> SearchSetup::make(const KernelGraph& progra
   space.tensor_oracle = setup->tensor_oracle.get();
   space.input_exprs = exprs;
   space.max_kernel_ops = config.max_kernel_ops;
-  space.max_block_ops = config.max_block_ops != 0 ? config.max_block_ops
-                                                  : SearchConfig::auto_max_block_ops(program);
+  space.max_block_ops =
+      config.max_block_ops != 0 ? config.max_block_ops : SearchConfig::auto_max_block_ops(program);
   space.max_customized_ops = config.max_customized_ops;
   space.max_block_inputs = config.max_block_inputs;
   space.max_block_outputs = config.max_block_outputs;
@@ -247,7 +247,7 @@ bool Enumerator::Impl::enter() {
   if (collecting) {
     ++stats->states;
     count = false;
-    if (child == split_depth) {
+    if (child == split_depth + forced_views) {
       TaskPath p(chosen.begin(), chosen.begin() + depth);
       p.push_back(idx);
       tasks->push_back(std::move(p));
@@ -344,14 +344,14 @@ bool Enumerator::Impl::force_view() {
     // A single view has one place in the canonical order anyway; several of one tensor have
     // every interleaving with the other ops.
     if (op_category(op.kind) != Category::Layout ||
-        std::find(space.multi_view_sources.begin(), space.multi_view_sources.end(),
-                  op.inputs[0]) == space.multi_view_sources.end())
+        std::find(space.multi_view_sources.begin(), space.multi_view_sources.end(), op.inputs[0]) ==
+            space.multi_view_sources.end())
       continue;
     bool present = false;
     for (int u = num_program_inputs; u < n && !present; ++u)
       present = space.tensor_oracle->is_equivalent(kexprs[u], op.outputs[0]);
     if (present) continue;
-    for (int t = num_program_inputs; t < n; ++t) {
+    for (int t = 0; t < n; ++t) {  // a program input or a computed tensor
       if (!space.tensor_oracle->is_equivalent(kexprs[t], op.inputs[0])) continue;
       RankKey key = rank_key(std::span<const int>(&t, 1), op.kind, op.attrs);
       if (!found || key < best) {
@@ -367,7 +367,12 @@ bool Enumerator::Impl::force_view() {
   Ins ins;
   ins.v[0] = best_t;
   ins.n = 1;
+  // Forced views of program inputs come first and have no siblings: the tree is split that
+  // many levels deeper, so that the tasks still divide the first real decisions.
+  const int forced = best_t < num_program_inputs ? 1 : 0;
+  forced_views += forced;
   try_predefined(best_kind, ins, best_attrs);
+  forced_views -= forced;
   return true;
 }
 
@@ -387,7 +392,8 @@ void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
   if (stopped()) return;
   RankKey key = rank_key(ins, kind, attrs);
   if (!key_above_last(key)) return prune(Prune::CanonicalOrder);
-  if (second_source(ins)) return prune(Prune::SecondSource);
+  if (op_category(kind) != Category::Layout && second_source(ins))
+    return prune(Prune::SecondSource);
   if (!reads_unread(ins)) return prune(Prune::Unread);
   if ((kind == OpKind::Sub || kind == OpKind::Div) && kexprs[ins[0]] == kexprs[ins[1]])
     return prune(Prune::Trivial);
@@ -539,8 +545,7 @@ bool Enumerator::Impl::max_site(const OpAttrs& attrs, ExprId in) const {
   // both come from the tokens). Max is not linear: it stays where the program puts it.
   bool any = false;
   for (const KernelOp& op : space.program->ops()) {
-    if (op.kind != OpKind::Max || !space.tensor_oracle->is_equivalent(in, op.inputs[0]))
-      continue;
+    if (op.kind != OpKind::Max || !space.tensor_oracle->is_equivalent(in, op.inputs[0])) continue;
     if (op.attrs.dim == attrs.dim) return true;
     any = true;
   }
@@ -550,14 +555,14 @@ bool Enumerator::Impl::max_site(const OpAttrs& attrs, ExprId in) const {
 bool Enumerator::Impl::matches_program_op(OpKind kind, const OpAttrs& attrs,
                                           std::array<ExprId, 2> in) const {
   if (!space.tensor_oracle) return true;
-  const bool constants = op_info(kind).attrs != AttrSet::None &&
-                         op_category(kind) == Category::Unary;
+  const bool constants =
+      op_info(kind).attrs != AttrSet::None && op_category(kind) == Category::Unary;
   for (const KernelOp& op : space.program->ops()) {
     if (op.kind != kind) continue;
     if (constants && (op.attrs.scalar != attrs.scalar || op.attrs.scalar2 != attrs.scalar2))
       continue;
-    if (kind == OpKind::Slice && (op.attrs.dim != attrs.dim || op.attrs.start != attrs.start ||
-                                  op.attrs.end != attrs.end))
+    if (kind == OpKind::Slice &&
+        (op.attrs.dim != attrs.dim || op.attrs.start != attrs.start || op.attrs.end != attrs.end))
       continue;
     if (kind == OpKind::Concat && op.attrs.dim != attrs.dim) continue;
     bool same = space.tensor_oracle->is_equivalent(in[0], op.inputs[0]);

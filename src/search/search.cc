@@ -415,7 +415,9 @@ void canonicalize(const KernelGraph& program, const SearchConfig& config, Search
   } else {
     canonical = c.error();
   }
-  Status usable = canonical.ok() ? check_program(*canonical) : Status(canonical.error());
+  Status usable =
+      canonical.ok() ? check_canonical_interface(program, *canonical) : Status(canonical.error());
+  if (usable.ok()) usable = check_program(*canonical);
   if (!usable.ok()) {
     job.rewrites.clear();
     job.canonical_note = "the program is searched as given: its canonical form is unusable (" +
