@@ -217,8 +217,8 @@ Result<std::unique_ptr<SearchSetup>> SearchSetup::make(const KernelGraph& progra
   space.tensor_oracle = setup->tensor_oracle.get();
   space.input_exprs = exprs;
   space.max_kernel_ops = config.max_kernel_ops;
-  space.max_block_ops =
-      config.max_block_ops != 0 ? config.max_block_ops : SearchConfig::auto_max_block_ops(program);
+  space.max_block_ops = config.max_block_ops != 0 ? config.max_block_ops
+                                                  : SearchConfig::auto_max_block_ops(program);
   space.max_customized_ops = config.max_customized_ops;
   space.max_block_inputs = config.max_block_inputs;
   space.max_block_outputs = config.max_block_outputs;
@@ -344,8 +344,8 @@ bool Enumerator::Impl::force_view() {
     // A single view has one place in the canonical order anyway; several of one tensor have
     // every interleaving with the other ops.
     if (op_category(op.kind) != Category::Layout ||
-        std::find(space.multi_view_sources.begin(), space.multi_view_sources.end(), op.inputs[0]) ==
-            space.multi_view_sources.end())
+        std::find(space.multi_view_sources.begin(), space.multi_view_sources.end(),
+                  op.inputs[0]) == space.multi_view_sources.end())
       continue;
     bool present = false;
     for (int u = num_program_inputs; u < n && !present; ++u)
@@ -545,7 +545,8 @@ bool Enumerator::Impl::max_site(const OpAttrs& attrs, ExprId in) const {
   // both come from the tokens). Max is not linear: it stays where the program puts it.
   bool any = false;
   for (const KernelOp& op : space.program->ops()) {
-    if (op.kind != OpKind::Max || !space.tensor_oracle->is_equivalent(in, op.inputs[0])) continue;
+    if (op.kind != OpKind::Max || !space.tensor_oracle->is_equivalent(in, op.inputs[0]))
+      continue;
     if (op.attrs.dim == attrs.dim) return true;
     any = true;
   }
@@ -555,14 +556,14 @@ bool Enumerator::Impl::max_site(const OpAttrs& attrs, ExprId in) const {
 bool Enumerator::Impl::matches_program_op(OpKind kind, const OpAttrs& attrs,
                                           std::array<ExprId, 2> in) const {
   if (!space.tensor_oracle) return true;
-  const bool constants =
-      op_info(kind).attrs != AttrSet::None && op_category(kind) == Category::Unary;
+  const bool constants = op_info(kind).attrs != AttrSet::None &&
+                         op_category(kind) == Category::Unary;
   for (const KernelOp& op : space.program->ops()) {
     if (op.kind != kind) continue;
     if (constants && (op.attrs.scalar != attrs.scalar || op.attrs.scalar2 != attrs.scalar2))
       continue;
-    if (kind == OpKind::Slice &&
-        (op.attrs.dim != attrs.dim || op.attrs.start != attrs.start || op.attrs.end != attrs.end))
+    if (kind == OpKind::Slice && (op.attrs.dim != attrs.dim || op.attrs.start != attrs.start ||
+                                  op.attrs.end != attrs.end))
       continue;
     if (kind == OpKind::Concat && op.attrs.dim != attrs.dim) continue;
     bool same = space.tensor_oracle->is_equivalent(in[0], op.inputs[0]);

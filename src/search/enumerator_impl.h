@@ -109,10 +109,10 @@ struct Enumerator::Impl {
   // ---- position in the tree ------------------------------------------------------------
   bool collecting = false;
   int split_depth = 0;
-  int forced_views = 0;  // forced views of program inputs above the current node (force_view)
-  TaskPath path;         // Run: the task's path
-  TaskPath after;        // Run: continue after this finished subtree (or empty)
-  int resume_match = 0;  // the current node is on `after` iff this == depth
+  int forced_views = 0;                    // forced views of program inputs above the node
+  TaskPath path;                           // Run: the task's path
+  TaskPath after;                          // Run: continue after this finished subtree (or empty)
+  int resume_match = 0;                    // the current node is on `after` iff this == depth
   TaskResume* resume = nullptr;            // Run: where the task is, updated as subtrees finish
   std::vector<TaskPath>* tasks = nullptr;  // Collect: output
   std::vector<int> counters{0};            // children seen so far, per depth
