@@ -173,6 +173,16 @@ TEST(Canonicalize, SliceLookalikesAndSharedMatmulsStay) {
       "O = matmul(slice(X, 1, 0, 32), slice(W, 0, 0, 32))\noutput O\n");
   // A slice of a reduction.
   expect_unchanged("input X: f16[8, 64]\nO = slice(sum(X, dim=1), 0, 0, 4)\noutput O\n");
+  // Slices that feed more than elementwise ops (attention on the Q, K, V of one projection)
+  // stay views of the one matmul.
+  expect_unchanged(
+      "input X: f16[32, 64]\ninput W: f16[64, 48]\nP = matmul(X, W)\n"
+      "Q = slice(P, 1, 0, 16)\nK = slice(P, 1, 16, 32)\nV = slice(P, 1, 32, 48)\n"
+      "O = matmul(exp(matmul(Q, transpose(K))), V)\noutput O\n");
+  expect_unchanged(
+      "input X: f16[8, 64]\ninput W: f16[64, 96]\nP = silu(matmul(X, W))\n"
+      "Q = slice(P, 1, 0, 32)\nK = slice(P, 1, 32, 96)\nO = sum(mul_scalar(Q, 2), dim=1)\n"
+      "output O, K\n");
 }
 
 TEST(Canonicalize, SlicePushdownThroughElementwise) {

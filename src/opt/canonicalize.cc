@@ -239,14 +239,38 @@ bool read_by_slices_only(const Dag& g, int y) {
                      [&](int r) { return g.kind(r) == OpKind::Slice; });
 }
 
+/// Whether everything computed from n is elementwise or a slice, up to the outputs: the
+/// slices pushed towards the inputs then end in output tensors. Where a slice feeds more
+/// (attention reading the Q, K, V slices of one projection), the search does better with the
+/// one matmul and the slices as views read in place (docs/search.md, "Canonicalization"), so
+/// the pushdown rules leave such slices alone.
+bool only_elementwise_after(const Dag& g, int n) {
+  std::vector<char> seen(g.nodes.size(), 0);
+  std::vector<int> todo{n};
+  while (!todo.empty()) {
+    const int m = todo.back();
+    todo.pop_back();
+    for (int r : g.readers[m]) {
+      if (!is_elementwise(g.kind(r)) && g.kind(r) != OpKind::Slice) return false;
+      if (!seen[r]) {
+        seen[r] = 1;
+        todo.push_back(r);
+      }
+    }
+  }
+  return true;
+}
+
 /// slice(matmul(A, B), d, s, e) → matmul(A, slice(B, d, s, e)) for the column dim (d = rank−1),
 /// matmul(slice(A, d, s, e), B) for the row dim (rank−2), both operands sliced for a batch
 /// dim; when every reader of the matmul is a slice (so the matmul disappears once all are
-/// pushed). A fused QKV projection becomes three matmuls of X with views of W.
+/// pushed), and only elementwise ops follow (only_elementwise_after). A fused QKV projection
+/// whose slices are the outputs becomes three matmuls of X with views of W.
 bool slice_of_matmul(Dag& g, int n) {
   if (g.kind(n) != OpKind::Slice) return false;
   const int m = g.in(n, 0);
-  if (g.kind(m) != OpKind::Matmul || !read_by_slices_only(g, m)) return false;
+  if (g.kind(m) != OpKind::Matmul || !read_by_slices_only(g, m) || !only_elementwise_after(g, m))
+    return false;
   const OpAttrs& a = g.at(n).attrs;
   const int rank = g.at(m).shape.rank();
   int lhs = g.in(m, 0), rhs = g.in(m, 1);
@@ -265,11 +289,13 @@ bool slice_of_matmul(Dag& g, int n) {
 
 /// slice(f(a, b), d, s, e) → f(a', b') for an elementwise f (op table categories Unary and
 /// Binary), where an operand is sliced along its dim matching d unless it broadcasts there
-/// (missing, or extent 1 against a larger extent); when every reader of f's result is a slice.
+/// (missing, or extent 1 against a larger extent); when every reader of f's result is a slice
+/// and only elementwise ops follow (only_elementwise_after).
 bool slice_of_elementwise(Dag& g, int n) {
   if (g.kind(n) != OpKind::Slice) return false;
   const int y = g.in(n, 0);
-  if (!is_elementwise(g.kind(y)) || !read_by_slices_only(g, y)) return false;
+  if (!is_elementwise(g.kind(y)) || !read_by_slices_only(g, y) || !only_elementwise_after(g, y))
+    return false;
   const OpAttrs& a = g.at(n).attrs;
   const int rank = g.at(y).shape.rank();
   std::vector<int> in;
