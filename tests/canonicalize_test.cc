@@ -173,6 +173,15 @@ TEST(Canonicalize, SliceLookalikesAndSharedMatmulsStay) {
       "O = matmul(slice(X, 1, 0, 32), slice(W, 0, 0, 32))\noutput O\n");
   // A slice of a reduction.
   expect_unchanged("input X: f16[8, 64]\nO = slice(sum(X, dim=1), 0, 0, 4)\noutput O\n");
+  // A projection of a computed tensor (RMSNorm, then the fused QKV projection) stays.
+  expect_unchanged(
+      "input X: f16[4, 64]\ninput G: f16[64]\ninput W: f16[64, 96]\n"
+      "P = matmul(mul(rms_norm(X), G), W)\nQ = slice(P, 1, 0, 64)\nK = slice(P, 1, 64, 96)\n"
+      "output Q, K\n");
+  expect_unchanged(
+      "input X: f16[4, 64]\ninput W: f16[64, 96]\ninput B: f16[96]\n"
+      "P = add(matmul(exp(X), W), B)\nQ = slice(P, 1, 0, 64)\nK = slice(P, 1, 64, 96)\n"
+      "output Q, K\n");
   // Slices that feed more than elementwise ops (attention on the Q, K, V of one projection)
   // stay views of the one matmul.
   expect_unchanged(

@@ -261,6 +261,28 @@ bool only_elementwise_after(const Dag& g, int n) {
   return true;
 }
 
+/// Whether x is a program input or a view (slice, transpose) of one.
+bool input_or_view(const Dag& g, int x) {
+  const OpKind k = g.kind(x);
+  return k == OpKind::Input ||
+         ((k == OpKind::Slice || k == OpKind::Transpose) && g.kind(g.in(x, 0)) == OpKind::Input);
+}
+
+/// Whether the slices pushed into x end on program inputs: x is an input or a view of one, a
+/// matmul of such (slice_of_matmul pushes through it), or an elementwise op of such. After
+/// computed operands (an RMSNorm before a QKV projection) the search does better with the one
+/// matmul and its slices as views (docs/search.md, "Canonicalization"), so the pushdown rules
+/// leave those alone.
+bool reaches_inputs(const Dag& g, int x) {
+  const OpKind k = g.kind(x);
+  if (input_or_view(g, x)) return true;
+  if (k == OpKind::Matmul) return input_or_view(g, g.in(x, 0)) && input_or_view(g, g.in(x, 1));
+  if (!is_elementwise(k)) return false;
+  for (int m : g.at(x).in)
+    if (!reaches_inputs(g, m)) return false;
+  return true;
+}
+
 /// slice(matmul(A, B), d, s, e) → matmul(A, slice(B, d, s, e)) for the column dim (d = rank−1),
 /// matmul(slice(A, d, s, e), B) for the row dim (rank−2), both operands sliced for a batch
 /// dim; when every reader of the matmul is a slice (so the matmul disappears once all are
@@ -269,7 +291,8 @@ bool only_elementwise_after(const Dag& g, int n) {
 bool slice_of_matmul(Dag& g, int n) {
   if (g.kind(n) != OpKind::Slice) return false;
   const int m = g.in(n, 0);
-  if (g.kind(m) != OpKind::Matmul || !read_by_slices_only(g, m) || !only_elementwise_after(g, m))
+  if (g.kind(m) != OpKind::Matmul || !read_by_slices_only(g, m) || !only_elementwise_after(g, m) ||
+      !reaches_inputs(g, m))
     return false;
   const OpAttrs& a = g.at(n).attrs;
   const int rank = g.at(m).shape.rank();
@@ -294,7 +317,8 @@ bool slice_of_matmul(Dag& g, int n) {
 bool slice_of_elementwise(Dag& g, int n) {
   if (g.kind(n) != OpKind::Slice) return false;
   const int y = g.in(n, 0);
-  if (!is_elementwise(g.kind(y)) || !read_by_slices_only(g, y) || !only_elementwise_after(g, y))
+  if (!is_elementwise(g.kind(y)) || !read_by_slices_only(g, y) || !only_elementwise_after(g, y) ||
+      !reaches_inputs(g, y))
     return false;
   const OpAttrs& a = g.at(n).attrs;
   const int rank = g.at(y).shape.rank();
