@@ -56,6 +56,9 @@ struct SearchConfig {
   bool abstract_pruning = true;  ///< (key) abstract pruning (docs/abstract-expressions.md)
   std::string target = "h100";   ///< (key) GPU of the cost model: h100 | h200 | a100
   int top_k = 4;                 ///< (key) candidates verified and returned, besides the program
+  /// (key) Search the program's canonical form (canonicalize_program, docs/search.md,
+  /// "Canonicalization"); candidates are verified against the program as given either way.
+  bool canonicalize = true;
   bool resume = false;           ///< continue from the checkpoint of an earlier, stopped run
   bool quiet = false;            ///< no progress line on stderr
   bool use_cache = true;         ///< answer from / store into the result cache
@@ -68,6 +71,11 @@ struct SearchConfig {
   /// fused), before ranking — from the worker threads, concurrently. Not called for results
   /// answered from the cache.
   std::function<void(const KernelGraph&)> observer;
+  /// When set (and canonicalize is on), replaces canonicalize_program: the search enumerates
+  /// the graph it returns. For tests: a wrong rewrite must be caught by the verification of
+  /// every candidate against the program as given. A search with it neither reads nor writes
+  /// the cache.
+  std::function<Result<KernelGraph>(const KernelGraph&)> canonicalizer;
 
   SearchConfig& with_threads(int n) {
     threads = n;
@@ -136,6 +144,14 @@ struct SearchConfig {
     observer = std::move(f);
     return *this;
   }
+  SearchConfig& with_canonicalize(bool on) {
+    canonicalize = on;
+    return *this;
+  }
+  SearchConfig& with_canonicalizer(std::function<Result<KernelGraph>(const KernelGraph&)> f) {
+    canonicalizer = std::move(f);
+    return *this;
+  }
 };
 
 /// Why the search ended: it ran to the end (Exhausted), was answered from the cache, or a limit
@@ -153,6 +169,8 @@ std::string_view search_phase_name(SearchPhase p);
 struct SearchStats {
   int64_t states = 0;  ///< graph prefixes explored (each op, block-graph opening or closing)
   std::map<std::string, int64_t> prunes_by_rule;  ///< rejected extensions, by rule
+  /// Rewrites of the canonicalization, by rule (empty: the program was searched as given).
+  std::map<std::string, int64_t> rewrites_by_rule;
   int64_t candidates_found = 0;     ///< complete graphs (with extents) that reached ranking
   int64_t candidates_screened = 0;  ///< of which screened by one field trial
   int64_t candidates_verified = 0;  ///< full verifications run

@@ -247,7 +247,7 @@ bool Enumerator::Impl::enter() {
   if (collecting) {
     ++stats->states;
     count = false;
-    if (child == split_depth) {
+    if (child == split_depth + forced_views) {
       TaskPath p(chosen.begin(), chosen.begin() + depth);
       p.push_back(idx);
       tasks->push_back(std::move(p));
@@ -351,7 +351,7 @@ bool Enumerator::Impl::force_view() {
     for (int u = num_program_inputs; u < n && !present; ++u)
       present = space.tensor_oracle->is_equivalent(kexprs[u], op.outputs[0]);
     if (present) continue;
-    for (int t = num_program_inputs; t < n; ++t) {
+    for (int t = 0; t < n; ++t) {  // a program input or a computed tensor
       if (!space.tensor_oracle->is_equivalent(kexprs[t], op.inputs[0])) continue;
       RankKey key = rank_key(std::span<const int>(&t, 1), op.kind, op.attrs);
       if (!found || key < best) {
@@ -367,7 +367,12 @@ bool Enumerator::Impl::force_view() {
   Ins ins;
   ins.v[0] = best_t;
   ins.n = 1;
+  // Forced views of program inputs come first and have no siblings: the tree is split that
+  // many levels deeper, so that the tasks still divide the first real decisions.
+  const int forced = best_t < num_program_inputs ? 1 : 0;
+  forced_views += forced;
   try_predefined(best_kind, ins, best_attrs);
+  forced_views -= forced;
   return true;
 }
 
@@ -387,7 +392,8 @@ void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
   if (stopped()) return;
   RankKey key = rank_key(ins, kind, attrs);
   if (!key_above_last(key)) return prune(Prune::CanonicalOrder);
-  if (second_source(ins)) return prune(Prune::SecondSource);
+  if (op_category(kind) != Category::Layout && second_source(ins))
+    return prune(Prune::SecondSource);
   if (!reads_unread(ins)) return prune(Prune::Unread);
   if ((kind == OpKind::Sub || kind == OpKind::Div) && kexprs[ins[0]] == kexprs[ins[1]])
     return prune(Prune::Trivial);

@@ -109,6 +109,7 @@ struct Enumerator::Impl {
   // ---- position in the tree ------------------------------------------------------------
   bool collecting = false;
   int split_depth = 0;
+  int forced_views = 0;                    // forced views of program inputs above the node
   TaskPath path;                           // Run: the task's path
   TaskPath after;                          // Run: continue after this finished subtree (or empty)
   int resume_match = 0;                    // the current node is on `after` iff this == depth
@@ -143,7 +144,7 @@ struct Enumerator::Impl {
   /// entered were counted before the task stopped).
   bool counting_child() const {
     int child = depth + 1;
-    if (collecting) return child <= split_depth;
+    if (collecting) return child <= split_depth + forced_views;
     if (child <= static_cast<int>(path.size())) return false;
     return !on_resume_path() || counters[depth] > after[depth];
   }
@@ -236,7 +237,9 @@ struct Enumerator::Impl {
   /// only. Generated kernel graphs have a single such op (the first); every later op reads a
   /// tensor computed before it. This bounds the breadth of the kernel level: independent
   /// kernels side by side are better fused into one customized kernel, which the search
-  /// does generate. (The program itself, always a candidate, is exempt.)
+  /// does generate. (The program itself, always a candidate, is exempt.) Views (slice,
+  /// transpose) cost no kernel and are exempt too, on either side: the views a program takes
+  /// of its inputs (the column blocks of a fused QKV weight) come before the first kernel.
   /// Whether a kernel op with these inputs reads a computed tensor that nothing has read yet,
   /// when there is one. Such a tensor must be read by a later op (or be an output); the
   /// canonical order can always put a reader of it next, so only graphs in which it is read
@@ -264,7 +267,7 @@ struct Enumerator::Impl {
   }
   template <class Range>
   bool second_source(const Range& ins) const {
-    if (steps.empty()) return false;
+    if (static_cast<int>(steps.size()) == kernel_views) return false;
     for (int t : ins)
       if (t >= num_program_inputs) return false;
     return true;

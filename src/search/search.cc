@@ -24,6 +24,7 @@
 #include "search/search_monitor.h"
 #include "search/segments.h"
 #include "strata/abstract_expr.h"
+#include "strata/canonicalize.h"
 #include "strata/graph_optimizer.h"
 #include "strata/graph_print.h"
 #include "strata/kernel_plan.h"
@@ -386,24 +387,62 @@ std::string search_summary(const SearchResult& r) {
 
 namespace {
 
-/// Phase 1, setup: a checked program and configuration, the limits that depend on the
-/// program resolved, the target, and the cache key and paths of the job.
+/// Phase 1, setup: a checked program and configuration, the program's canonical form (what
+/// the enumeration searches), the limits that depend on it resolved, the target, and the
+/// cache key and paths of the job.
 struct SearchJob {
   Clock::time_point t0;  ///< start of the search (limits and statistics count from here)
   SearchConfig config;   ///< with max_block_ops resolved
   Target target;
   std::string cache_key, cache_path, ckpt_path;
   std::string prog_hash;  ///< program_hash(program): what cache and checkpoint files answer
+  /// The program the enumeration works on: its canonical form (the program itself when the
+  /// canonicalization is off, changes nothing, or fails: then `canonical_note` says why).
+  KernelGraph canonical;
+  std::map<std::string, int64_t> rewrites;  ///< of the canonicalization, by rule
+  std::string canonical_note;
 };
+
+/// The canonical form of `program` (docs/search.md, "Canonicalization"): canonicalize_program
+/// or the configured replacement. A canonical form that fails, or that the search would not
+/// take (check_program), leaves the program as given, with a note saying why.
+void canonicalize(const KernelGraph& program, const SearchConfig& config, SearchJob& job) {
+  job.canonical = program;
+  if (!config.canonicalize) return;
+  Result<KernelGraph> canonical = make_error("");
+  if (config.canonicalizer) {
+    canonical = config.canonicalizer(program);
+    if (canonical.ok() && !canonical->structurally_equal(program)) job.rewrites["custom"] = 1;
+  } else if (auto c = canonicalize_program(program); c.ok()) {
+    for (const auto& [rule, n] : c->rewrites) job.rewrites[rule] = n;
+    canonical = std::move(c->program);
+  } else {
+    canonical = c.error();
+  }
+  Status usable =
+      canonical.ok() ? check_canonical_interface(program, *canonical) : Status(canonical.error());
+  if (usable.ok()) usable = check_program(*canonical);
+  if (!usable.ok()) {
+    job.rewrites.clear();
+    job.canonical_note = "the program is searched as given: its canonical form is unusable (" +
+                         usable.error().message + ")";
+    return;
+  }
+  job.canonical = std::move(canonical).value();
+}
 
 Result<SearchJob> set_up_job(const KernelGraph& program, const SearchConfig& given) {
   const auto t0 = Clock::now();
   STRATA_RETURN_IF_ERROR(check_config(given));
   STRATA_RETURN_IF_ERROR(check_program(program));
-  SearchConfig config = given;
-  if (config.max_block_ops == 0) config.max_block_ops = SearchConfig::auto_max_block_ops(program);
-  STRATA_ASSIGN_OR_RETURN(Target target, Target::by_name(config.target));
-  SearchJob job{t0, std::move(config), std::move(target), "", "", "", ""};
+  STRATA_ASSIGN_OR_RETURN(Target target, Target::by_name(given.target));
+  SearchJob job{t0, given, std::move(target), "", "", "", "", {}, {}, ""};
+  canonicalize(program, given, job);
+  SearchConfig& config = job.config;
+  // A replaced canonicalization is not part of the cache key: such a search bypasses the cache.
+  if (config.canonicalize && config.canonicalizer) config.use_cache = false;
+  if (config.max_block_ops == 0)
+    config.max_block_ops = SearchConfig::auto_max_block_ops(job.canonical);
   job.cache_key = search_cache_key(program, job.config);
   const std::string dir = resolve_cache_dir(job.config.cache_dir);
   job.cache_path = dir + "/" + job.cache_key + ".json";
@@ -441,12 +480,15 @@ struct Enumeration {
   double setup_s = 0;
 };
 
-/// Phase 3, preparation. Errors: the program analysis, and no block-graph configuration that
-/// fits the program. The collection pass never stops early, so task ids mean the same in
-/// every run (checkpoints refer to them).
+/// Phase 3, preparation: the search space of the canonical program (job.canonical) and the
+/// checker of the program as given — every candidate is verified against the user's program,
+/// so a wrong rewrite costs candidates, never correctness. Errors: the program analysis, and
+/// no block-graph configuration that fits the program. The collection pass never stops early,
+/// so task ids mean the same in every run (checkpoints refer to them).
 Result<Enumeration> prepare_enumeration(const SearchJob& job, const KernelGraph& program) {
   Enumeration en;
-  STRATA_ASSIGN_OR_RETURN(en.setup, search::SearchSetup::make(program, job.config, job.target));
+  STRATA_ASSIGN_OR_RETURN(en.setup,
+                          search::SearchSetup::make(job.canonical, job.config, job.target));
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
                           EquivalenceChecker::make(program, VerifyOptions{}));
   en.checker.emplace(std::move(checker));
@@ -699,6 +741,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   STRATA_ASSIGN_OR_RETURN(const SearchJob job, set_up_job(program, config));
   SearchResult result;
   result.cache_key = job.cache_key;
+  if (!job.canonical_note.empty()) warn(result, job.canonical_note);
   if (std::optional<SearchResult> cached = look_up_cache(job, program, result)) return *cached;
 
   search::StopControl stop;
@@ -714,6 +757,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);
   monitor.finish();
   rank(program, job.target, result);
+  result.stats.rewrites_by_rule = job.rewrites;
   result.stats.elapsed_s = seconds_since(job.t0);
   persist(job, all_done, progress, found, result);
   return result;

@@ -106,6 +106,7 @@ std::string search_cache_key(const KernelGraph& program, const SearchConfig& c,
   k["abstract_pruning"] = c.abstract_pruning;
   k["target"] = c.target;
   k["top_k"] = c.top_k;
+  k["canonicalize"] = c.canonicalize;
   k["model"] = search_model_fingerprint(c.target);
   k["strata_version"] = STRATA_VERSION;
   k["sources"] = std::string(source_hash);

@@ -38,6 +38,9 @@ Json stats_json(const SearchStats& s) {
   }
   j["pruned"] = total;
   j["prunes_by_rule"] = p;
+  Json rw = Json::object();
+  for (const auto& [rule, n] : s.rewrites_by_rule) rw[rule] = n;
+  j["rewrites_by_rule"] = rw;
   j["candidates_found"] = s.candidates_found;
   j["candidates_screened"] = s.candidates_screened;
   j["candidates_verified"] = s.candidates_verified;
@@ -108,6 +111,7 @@ Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
   c["max_block_outputs"] = config.max_block_outputs;
   c["abstract_pruning"] = config.abstract_pruning;
   c["top_k"] = config.top_k;
+  c["canonicalize"] = config.canonicalize;
   j["config"] = c;
   double program_us = prog >= 0 ? r.ranked[prog].cost.predicted_us : 0;
   j["best"] = r.ranked.empty() ? Json(nullptr) : Json(0);
@@ -171,6 +175,11 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
       for (auto it = p->begin(); it != p->end(); ++it)
         if (auto n = json_int(it.value(), it.key(), 0, std::numeric_limits<int64_t>::max()); n.ok())
           r.stats.prunes_by_rule[it.key()] = *n;
+    auto rw = s->find("rewrites_by_rule");
+    if (rw != s->end() && rw->is_object())
+      for (auto it = rw->begin(); it != rw->end(); ++it)
+        if (auto n = json_int(it.value(), it.key(), 0, std::numeric_limits<int64_t>::max()); n.ok())
+          r.stats.rewrites_by_rule[it.key()] = *n;
     r.stats.candidates_found = get_or<int64_t>(*s, "candidates_found", 0);
     r.stats.candidates_screened = get_or<int64_t>(*s, "candidates_screened", 0);
     r.stats.candidates_verified = get_or<int64_t>(*s, "candidates_verified", 0);

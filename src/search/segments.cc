@@ -164,6 +164,7 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
     const SearchStats& st = parts[k].stats;
     result.stats.states += st.states;
     for (const auto& [rule, n] : st.prunes_by_rule) result.stats.prunes_by_rule[rule] += n;
+    for (const auto& [rule, n] : st.rewrites_by_rule) result.stats.rewrites_by_rule[rule] += n;
     result.stats.candidates_found += st.candidates_found;
     result.stats.candidates_screened += st.candidates_screened;
     result.stats.candidates_verified += st.candidates_verified;

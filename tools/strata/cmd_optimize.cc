@@ -175,6 +175,9 @@ std::function<int()> setup(CLI::App& app) {
   app.add_flag_callback(
       "--no-abstract-pruning", [o] { o->config.abstract_pruning = false; },
       "do not prune by abstract subexpressions");
+  app.add_flag_callback(
+      "--no-canonicalize", [o] { o->config.canonicalize = false; },
+      "search the program as written, without its canonical rewrites (docs/search.md)");
   app.add_option("--target", c.target, "GPU of the cost model: h100, h200 or a100")
       ->default_val(c.target);
   app.add_option("--top", c.top_k, "candidates to verify and report, 1 to 1000")
