@@ -22,9 +22,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def profile(tool, doc, rank, variant, out):
+def benchmark_inputs(config, folder):
+    """The benchmark's input recipe (bench/benchmarks.py: qknorm needs inputs that keep its
+    exponentials finite) written to `folder`, as `strata profile --inputs` arguments; none
+    where the recipe is unavailable (no PyTorch) or unknown."""
+    r = subprocess.run([sys.executable, str(ROOT / "bench/benchmarks.py"), "inputs", config,
+                        str(folder)], capture_output=True, text=True)
+    return ["--inputs", str(folder)] if r.returncode == 0 else []
+
+
+def profile(tool, doc, rank, variant, out, inputs=()):
     cmd = [tool, "profile", doc, doc, "--rank", str(rank), "--variants", variant, "-q",
-           "-o", str(out)]
+           "-o", str(out), *inputs]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if not out.exists():
         raise RuntimeError(f"{' '.join(cmd)} wrote no report (exit {r.returncode}): {r.stderr[-400:]}")
@@ -54,12 +63,14 @@ def main():
             doc = s["origin"].split(":")[0]
             rank = int(s["origin"].split("ranked[")[1].split("]")[0])
             times = {"before": [], "after": []}
+            inputs = benchmark_inputs(r["config"], Path(tmp) / f"{r['config']}-inputs")
             try:
                 for i in range(a.rounds):
                     for side in ("before", "after"):
                         tool = a.before if side == "before" else a.after
                         f = Path(tmp) / f"{r['config']}-{side}-{i}.json"
-                        times[side].append(profile(tool, str(ROOT / doc), rank, s["variant"], f))
+                        times[side].append(
+                            profile(tool, str(ROOT / doc), rank, s["variant"], f, inputs))
             except RuntimeError as e:
                 print(f"{r['config']}: {e}", file=sys.stderr)
                 failed = True

@@ -147,6 +147,11 @@ def _ensure_meta(gm, example_inputs):
     FakeTensorProp(gm, mode).propagate(*fakes)
 
 
+def _gpu_present():
+    """Whether strata's kernels can run here: a CUDA build, a device, and PyTorch with CUDA."""
+    return bool(_core.cuda_built and _core.gpu_count() > 0 and torch.cuda.is_available())
+
+
 def _on_gpu(sub):
     for n in sub.graph.nodes:
         if n.op == "placeholder":
@@ -163,7 +168,7 @@ def _strata_module(name, sub, opts):
     program = lower_graph(sub, what=f"backend ({name})")
     out = sub.graph.output_node().args[0]
     single = not isinstance(out, (tuple, list))
-    gpu = _core.cuda_built and _core.gpu_count() > 0 and torch.cuda.is_available()
+    gpu = _gpu_present()
     if not gpu or not _on_gpu(sub):
         if opts["cpu"] == "interpret":
             key = kernels.register_interpreted(program)
@@ -183,6 +188,11 @@ def _strata_module(name, sub, opts):
         _SEARCHES[cache_key] = result
     if result.gpu_profile and result.gpu_profile.get("fastest") is None:
         return None, "no candidate passed the GPU check"
+    if result.fastest.is_program:
+        # strata's value is the fused graph; its plain program (one predefined kernel per op)
+        # is no match for Inductor's kernels, so the partition stays with the fallback.
+        return None, (f"strata found no graph faster than the program itself "
+                      f"({result.stats.get('candidates_found', 0)} graphs found)")
     k = result.kernel()
     return StrataPartition(torch.ops.strata.launch, k.key, single), \
         f"strata kernel #{result.fastest.rank} ({result.fastest.predicted_us:.2f} µs predicted)"

@@ -100,6 +100,36 @@ def test_failing_partition_falls_back_per_partition(caplog, monkeypatch):
                for s in _messages(caplog)) == 2
 
 
+def test_partition_without_a_faster_graph_stays_with_the_fallback(caplog, monkeypatch):
+    """When strata's fastest graph is the program itself, the partition is left to the
+    fallback (its plain program would run one predefined kernel per op)."""
+    import types
+
+    import strata.backend as backend
+    import strata.search as search
+
+    calls = []
+
+    def fake_optimize(program, **kwargs):
+        calls.append(program)
+        fastest = types.SimpleNamespace(is_program=True, rank=0, predicted_us=1.0)
+        return types.SimpleNamespace(gpu_profile={"fastest": 0}, fastest=fastest,
+                                     stats={"candidates_found": 1})
+
+    monkeypatch.setattr(search, "optimize", fake_optimize)
+    monkeypatch.setattr(backend, "_on_gpu", lambda sub: True)
+    monkeypatch.setattr(backend, "_gpu_present", lambda: True)
+    m, x = Mixed(), torch.randn(4, 16)
+    f = torch.compile(m, backend="strata", options={"fallback": "eager"})
+    with caplog.at_level(logging.INFO, logger="strata"):
+        got = f(x)
+    torch.testing.assert_close(got, m(x))
+    msgs = _messages(caplog)
+    assert len(calls) == 2, msgs
+    assert sum("falls back to eager: strata found no graph faster than the program" in s
+               for s in msgs) == 2, msgs
+
+
 def long_chain(x, w):
     """A supported chain of about 40 program tensors: more than one search takes."""
     h = x @ w
