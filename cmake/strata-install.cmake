@@ -1,6 +1,6 @@
 # Install and package-export rules (included by CMakeLists.txt when STRATA_INSTALL is on).
 #
-#   <prefix>/include/strata/*.h                public headers (those of strata::gpu only with it)
+#   <prefix>/include/strata/*/*.h                public headers (those of strata::gpu only with it)
 #   <prefix>/lib/libstrata_core.a, libstrata_gpu.a
 #   <prefix>/bin/strata                        the tool (when built)
 #   <prefix>/share/strata/runtime/strata_rt/   device runtime headers included by emitted CUDA

@@ -1,13 +1,13 @@
 // Tests of abstract expressions: the hash-consing pool, the per-op rules at the kernel and
 // block levels, and the normal form.
-#include "strata/abstract_expr.h"
+#include "strata/expr/abstract_expr.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "expr_test_util.h"
-#include "strata/expr_normal_form.h"
+#include "strata/expr/expr_normal_form.h"
 
 namespace strata {
 namespace {

@@ -1,16 +1,16 @@
-// Tests of the program's canonical form (include/strata/canonicalize.h, docs/search.md
+// Tests of the program's canonical form (include/strata/opt/canonicalize.h, docs/search.md
 // "Canonicalization"): each rule rewrites its patterns at several ranks, dims and extents into
 // an equivalent program (checked by the verifier), leaves lookalikes and shared intermediates
 // alone, and keeps the program's interface.
-#include "strata/canonicalize.h"
+#include "strata/opt/canonicalize.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "strata/graph_print.h"
-#include "strata/program_parser.h"
-#include "strata/verifier.h"
+#include "strata/ir/graph_print.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/verify/verifier.h"
 
 namespace strata {
 namespace {

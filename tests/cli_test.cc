@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
 
 namespace strata {
 namespace {

@@ -13,11 +13,11 @@
 #include <regex>
 #include <sstream>
 
-#include "strata/cuda_emitter.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/search.h"
-#include "strata/thread_fusion.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/search/search.h"
+#include "strata/opt/thread_fusion.h"
 #include "support/cuda_tools.h"
 #include "support/test_steps.h"
 #include "support/op_coverage_graphs.h"

@@ -7,10 +7,10 @@
 
 #include <functional>
 
-#include "strata/emit_knobs.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/thread_fusion.h"
+#include "strata/codegen/emit_knobs.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/opt/thread_fusion.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/emulation.h"
@@ -422,7 +422,7 @@ TEST(EmulationRowwise, RowsInAndAcrossWarps) {
       {"rw_rows_off", rowwise_rows(), 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })});
 }
 
-// Every emitter knob (include/strata/emit_knobs.h) changes the emitted code of a graph where it
+// Every emitter knob (include/strata/codegen/emit_knobs.h) changes the emitted code of a graph where it
 // applies, and that code still computes the reference. A knob is compared with `base` (the
 // defaults plus the settings that make it apply) and set to `value` on top of it.
 struct KnobCase {

@@ -5,7 +5,7 @@
 #include "codegen/block_emitter.h"
 #include "codegen/cuda_ir.h"
 #include "codegen/cuda_printer.h"
-#include "strata/graph_optimizer.h"
+#include "strata/opt/graph_optimizer.h"
 #include "support/kernel_ir.h"
 #include "support/op_coverage_graphs.h"
 

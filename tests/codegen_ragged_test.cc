@@ -8,12 +8,12 @@
 
 #include <functional>
 
-#include "strata/emit_knobs.h"
-#include "strata/graph_io.h"
-#include "strata/graph_json.h"
-#include "strata/kernel_plan.h"
-#include "strata/program_parser.h"
-#include "strata/search.h"
+#include "strata/codegen/emit_knobs.h"
+#include "strata/ir/graph_io.h"
+#include "strata/ir/graph_json.h"
+#include "strata/opt/kernel_plan.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/search/search.h"
 #include "support/emulation.h"
 #include "support/kernel_ir.h"
 #include "support/ragged_graphs.h"

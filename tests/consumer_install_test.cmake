@@ -35,7 +35,7 @@ endif()
 
 # 1. install
 step("install into ${prefix}" ${CMAKE_COMMAND} --install ${STRATA_BUILD_DIR} --prefix ${prefix})
-foreach(f include/strata/kernel_graph.h include/strata/op_table.def
+foreach(f include/strata/ir/kernel_graph.h include/strata/ir/op_table.def
           share/strata/runtime/strata_rt/strata_rt.cuh lib/cmake/strata/strata-config.cmake)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "consumer_install_test: ${f} was not installed")
@@ -46,13 +46,13 @@ if(STRATA_HAVE_GPU)
 else()
   set(gpu_header_expected FALSE)
 endif()
-if(EXISTS ${prefix}/include/strata/gpu_jit.h)
+if(EXISTS ${prefix}/include/strata/gpu/gpu_jit.h)
   set(gpu_header_installed TRUE)
 else()
   set(gpu_header_installed FALSE)
 endif()
 if(NOT gpu_header_installed STREQUAL gpu_header_expected)
-  message(FATAL_ERROR "consumer_install_test: include/strata/gpu_jit.h installed: "
+  message(FATAL_ERROR "consumer_install_test: include/strata/gpu/gpu_jit.h installed: "
                       "${gpu_header_installed}; built with strata_gpu: ${gpu_header_expected}")
 endif()
 

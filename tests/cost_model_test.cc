@@ -13,9 +13,9 @@
 #include <limits>
 #include <sstream>
 
-#include "strata/cost_model.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
+#include "strata/cost/cost_model.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
 
 namespace strata {
 namespace {

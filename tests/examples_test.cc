@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <set>
 
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
-#include "strata/interpreter.h"
-#include "strata/verifier.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
+#include "strata/interp/interpreter.h"
+#include "strata/verify/verifier.h"
 
 namespace strata {
 namespace {

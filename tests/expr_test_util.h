@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/abstract_expr.h"
-#include "strata/kernel_graph.h"
+#include "strata/expr/abstract_expr.h"
+#include "strata/ir/kernel_graph.h"
 
 namespace strata::exprtest {
 

@@ -21,9 +21,9 @@
 #include <fstream>
 #include <map>
 
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/search.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/search/search.h"
 #include "support/coverage_graphs.h"
 #include "support/fuzz_loaders.h"
 

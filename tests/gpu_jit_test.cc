@@ -11,19 +11,19 @@
 #include <sys/wait.h>
 
 #include "gpu_test_sources.h"
-#include "strata/candidate_profiler.h"
-#include "strata/dtype_codec.h"
-#include "strata/gpu_device.h"
-#include "strata/gpu_jit.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/hash.h"
-#include "strata/profiler.h"
-#include "strata/result_graphs.h"
-#include "strata/runtime_api.h"
-#include "strata/search.h"
-#include "strata/search_profile.h"
-#include "strata/variant_profile.h"
+#include "strata/gpu/candidate_profiler.h"
+#include "strata/ir/dtype_codec.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/gpu/gpu_jit.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/util/hash.h"
+#include "strata/gpu/profiler.h"
+#include "strata/ir/result_graphs.h"
+#include "strata/gpu/runtime_api.h"
+#include "strata/search/search.h"
+#include "strata/gpu/search_profile.h"
+#include "strata/gpu/variant_profile.h"
 
 namespace strata {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "strata/kernel_graph.h"
+#include "strata/ir/kernel_graph.h"
 
 namespace strata::testing {
 

@@ -7,13 +7,13 @@
 #include <cstdlib>
 #include <functional>
 
-#include "strata/emission_plan.h"
-#include "strata/graph_optimizer.h"
-#include "strata/layout.h"
-#include "strata/memory_plan.h"
-#include "strata/plan_invariants.h"
-#include "strata/rowwise.h"
-#include "strata/schedule.h"
+#include "strata/opt/emission_plan.h"
+#include "strata/opt/graph_optimizer.h"
+#include "strata/opt/layout.h"
+#include "strata/opt/memory_plan.h"
+#include "strata/opt/plan_invariants.h"
+#include "strata/opt/rowwise.h"
+#include "strata/opt/schedule.h"
 #include "support/op_coverage_graphs.h"
 
 namespace strata::testing {

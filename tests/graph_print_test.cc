@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
-#include "strata/graph_dot.h"
-#include "strata/graph_print.h"
-#include "strata/program_parser.h"
+#include "strata/ir/graph_dot.h"
+#include "strata/ir/graph_print.h"
+#include "strata/frontend/program_parser.h"
 
 namespace strata {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "interp/executor.h"
-#include "strata/interpreter.h"
+#include "strata/interp/interpreter.h"
 #include "verify/field_arith.h"
 
 namespace strata {

@@ -4,8 +4,8 @@
 #include <functional>
 #include <limits>
 
-#include "strata/graph_json.h"
-#include "strata/kernel_graph.h"
+#include "strata/ir/graph_json.h"
+#include "strata/ir/kernel_graph.h"
 
 namespace strata {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 #include <regex>
 
-#include "strata/program_parser.h"
+#include "strata/frontend/program_parser.h"
 
 namespace strata {
 namespace {

@@ -13,14 +13,14 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu_test_sources.h"
-#include "strata/candidate_profiler.h"
-#include "strata/dtype_codec.h"
-#include "strata/gpu_device.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
-#include "strata/profiler.h"
-#include "strata/runtime_api.h"
+#include "strata/gpu/candidate_profiler.h"
+#include "strata/ir/dtype_codec.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
+#include "strata/gpu/profiler.h"
+#include "strata/gpu/runtime_api.h"
 #include "support/ragged_graphs.h"
 
 namespace strata {

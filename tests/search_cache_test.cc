@@ -10,15 +10,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "strata/cost_model.h"
-#include "strata/dim_classes.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
-#include "strata/hash.h"
-#include "strata/search.h"
-#include "strata/search_cache.h"
-#include "strata/search_report.h"
+#include "strata/cost/cost_model.h"
+#include "strata/search/dim_classes.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
+#include "strata/util/hash.h"
+#include "strata/search/search.h"
+#include "strata/search/search_cache.h"
+#include "strata/search/search_report.h"
 
 namespace strata {
 namespace {

@@ -9,11 +9,11 @@
 #include <map>
 #include <string>
 
-#include "strata/canonicalize.h"
-#include "strata/program_parser.h"
-#include "strata/search.h"
-#include "strata/search_cache.h"
-#include "strata/verifier.h"
+#include "strata/opt/canonicalize.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/search/search.h"
+#include "strata/search/search_cache.h"
+#include "strata/verify/verifier.h"
 
 namespace strata {
 namespace {

@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <optional>
 
-#include "strata/cuda_emitter.h"
-#include "strata/dim_classes.h"
-#include "strata/kernel_plan.h"
-#include "strata/program_parser.h"
-#include "strata/search.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/search/dim_classes.h"
+#include "strata/opt/kernel_plan.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/search/search.h"
 
 namespace strata {
 namespace {

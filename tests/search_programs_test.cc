@@ -8,8 +8,8 @@
 #include <mutex>
 #include <string>
 
-#include "strata/program_parser.h"
-#include "strata/search.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/search/search.h"
 
 namespace strata {
 namespace {

@@ -15,12 +15,12 @@
 #include <set>
 
 #include "search/enumerator.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
-#include "strata/search.h"
-#include "strata/search_cache.h"
-#include "strata/search_report.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
+#include "strata/search/search.h"
+#include "strata/search/search_cache.h"
+#include "strata/search/search_report.h"
 #include "util/progress.h"
 
 namespace strata {

@@ -2,7 +2,7 @@
 // μGraphs of docs/mugraph-semantics.md §6, wrong graphs that must fail, random
 // equivalence-preserving rewrites,
 // and concurrent use.
-#include "strata/subexpr_oracle.h"
+#include "strata/expr/subexpr_oracle.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "expr_test_util.h"
-#include "strata/expr_normal_form.h"
+#include "strata/expr/expr_normal_form.h"
 
 namespace strata {
 namespace {

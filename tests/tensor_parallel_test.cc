@@ -12,14 +12,14 @@
 #include <fstream>
 #include <string>
 
-#include "strata/cuda_emitter.h"
-#include "strata/graph_json.h"
-#include "strata/graph_print.h"
-#include "strata/interpreter.h"
-#include "strata/program_parser.h"
-#include "strata/rank_expansion.h"
-#include "strata/search.h"
-#include "strata/verifier.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/ir/graph_json.h"
+#include "strata/ir/graph_print.h"
+#include "strata/interp/interpreter.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/ir/rank_expansion.h"
+#include "strata/search/search.h"
+#include "strata/verify/verifier.h"
 
 namespace strata {
 namespace {

@@ -9,11 +9,11 @@
 #include <functional>
 #include <map>
 
-#include "strata/cost_model.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
-#include "strata/thread_fusion.h"
+#include "strata/cost/cost_model.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
+#include "strata/opt/thread_fusion.h"
 
 namespace strata {
 namespace {

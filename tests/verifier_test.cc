@@ -11,9 +11,9 @@
 
 #include <sys/wait.h>
 
-#include "strata/graph_io.h"
-#include "strata/graph_json.h"
-#include "strata/verifier.h"
+#include "strata/ir/graph_io.h"
+#include "strata/ir/graph_json.h"
+#include "strata/verify/verifier.h"
 #include "verify/analysis.h"
 #include "verify/demand.h"
 

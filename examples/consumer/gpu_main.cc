@@ -3,7 +3,7 @@
 // runtime statically and loads the driver lazily.
 #include <cstdio>
 
-#include "strata/gpu_device.h"
+#include "strata/gpu/gpu_device.h"
 
 int main() {
   const int n = strata::gpu_count();

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/interpreter.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/interp/interpreter.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

@@ -16,9 +16,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "strata/dtype_codec.h"
-#include "strata/gpu_device.h"
-#include "strata/runtime_api.h"
+#include "strata/ir/dtype_codec.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/gpu/runtime_api.h"
 
 namespace {
 

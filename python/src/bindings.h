@@ -8,7 +8,7 @@
 
 #include <nanobind/nanobind.h>
 
-#include "strata/status.h"
+#include "strata/util/status.h"
 
 namespace strata::py {
 

@@ -1,19 +1,19 @@
 // The GPU side: CUDA code generation (always available), and — in builds with a CUDA toolkit —
 // device queries and strata._core.CompiledGraph, a compiled graph launched on caller-provided
-// device pointers, workspace and stream (include/strata/runtime_api.h). Builds without a
+// device pointers, workspace and stream (include/strata/gpu/runtime_api.h). Builds without a
 // toolkit keep the same names; calling them raises GpuUnavailableError saying so.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "strata/cost_model.h"
-#include "strata/cuda_emitter.h"
-#include "strata/emit_knobs.h"
+#include "strata/cost/cost_model.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/codegen/emit_knobs.h"
 
 #ifdef STRATA_HAVE_CUDA
-#include "strata/gpu_device.h"
-#include "strata/runtime_api.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/gpu/runtime_api.h"
 #endif
 
 namespace strata::py {

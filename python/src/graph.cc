@@ -6,12 +6,12 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
-#include "strata/graph_print.h"
-#include "strata/kernel_graph.h"
-#include "strata/program_parser.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
+#include "strata/ir/graph_print.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/frontend/program_parser.h"
 
 namespace strata::py {
 namespace {

@@ -1,10 +1,10 @@
-// The float64 reference interpreter (include/strata/interpreter.h) on NumPy arrays.
+// The float64 reference interpreter (include/strata/interp/interpreter.h) on NumPy arrays.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "strata/interpreter.h"
+#include "strata/interp/interpreter.h"
 
 namespace strata::py {
 namespace {

@@ -1,11 +1,11 @@
-// The op table (include/strata/op_table.def) and the program-op signatures of the parser, as
+// The op table (include/strata/ir/op_table.def) and the program-op signatures of the parser, as
 // Python data: the package builds its op helpers and capture guards from these, so a new row of
 // the table appears in Python without Python changes.
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
-#include "strata/op.h"
-#include "strata/program_parser.h"
+#include "strata/ir/op.h"
+#include "strata/frontend/program_parser.h"
 
 namespace strata::py {
 namespace {

@@ -1,5 +1,5 @@
-// The search (include/strata/search.h) with progress for Python's logging, Ctrl-C, and the GPU
-// profile of the ranked candidates when a GPU is present (include/strata/search_profile.h).
+// The search (include/strata/search/search.h) with progress for Python's logging, Ctrl-C, and the GPU
+// profile of the ranked candidates when a GPU is present (include/strata/gpu/search_profile.h).
 // The answer is the result document of docs/search.md ("Result format") as JSON text.
 #include <atomic>
 #include <chrono>
@@ -13,12 +13,12 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "strata/search.h"
-#include "strata/search_report.h"
+#include "strata/search/search.h"
+#include "strata/search/search_report.h"
 
 #ifdef STRATA_HAVE_CUDA
-#include "strata/gpu_device.h"
-#include "strata/search_profile.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/gpu/search_profile.h"
 #endif
 
 namespace strata::py {

@@ -1,10 +1,10 @@
-// The finite-field equivalence verifier (include/strata/verifier.h).
+// The finite-field equivalence verifier (include/strata/verify/verifier.h).
 #include <cmath>
 
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
-#include "strata/verifier.h"
+#include "strata/verify/verifier.h"
 
 namespace strata::py {
 

@@ -1,6 +1,6 @@
 """The CPU reference interpreter and the equivalence verifier from Python (docs/python.md).
 
-``run`` executes a program or μGraph in float64 (include/strata/interpreter.h) on CPU torch
+``run`` executes a program or μGraph in float64 (include/strata/interp/interpreter.h) on CPU torch
 tensors or NumPy arrays and returns the same type; ``equiv`` runs the finite-field verifier
 (docs/verifier.md).
 """

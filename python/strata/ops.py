@@ -1,4 +1,4 @@
-"""The op table as Python sees it: read from the C++ table (include/strata/op_table.def) and
+"""The op table as Python sees it: read from the C++ table (include/strata/ir/op_table.def) and
 the parser's call signatures through the bindings, never from a list kept here, so an op added
 to the table is usable from Python (builder methods, capture guards) without Python changes."""
 from functools import lru_cache

@@ -1,6 +1,6 @@
 """``strata.optimize``: the superoptimizer search from Python (docs/python.md, "Optimize").
 
-The search is the C++ one (include/strata/search.h, docs/search.md) with its on-disk result
+The search is the C++ one (include/strata/search/search.h, docs/search.md) with its on-disk result
 cache; progress and notes go to the ``strata`` logger (Python ``logging``), and when a GPU is
 present the ranked candidates are compiled, checked and timed as ``strata optimize`` does.
 """

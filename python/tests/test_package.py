@@ -15,7 +15,7 @@ def test_version_is_cmake_project_version(root):
 
 def test_op_names_come_from_the_cpp_op_table(root):
     rows = re.findall(r'^STRATA_OP\(\s*\w+,\s*"(\w+)",\s*(-?\d+),\s*(\w+),\s*([^,]+),',
-                      (root / "include/strata/op_table.def").read_text(), re.M)
+                      (root / "include/strata/ir/op_table.def").read_text(), re.M)
     table = {r["name"]: r for r in strata.op_table() if r["category"] != "composite"}
     assert [r[0] for r in rows] == list(table)
     composites = [r["name"] for r in strata.op_table() if r["category"] == "composite"]

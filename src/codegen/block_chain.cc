@@ -4,8 +4,8 @@
 // of rms_norms folded into matmuls.
 #include "block_emitter.h"
 #include "reduction_code.h"
-#include "strata/register_fusion.h"
-#include "strata/schedule.h"
+#include "strata/opt/register_fusion.h"
+#include "strata/opt/schedule.h"
 
 namespace strata::codegen {
 int64_t BlockEmitter::accum_vec(int i) const {

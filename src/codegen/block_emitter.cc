@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "reduction_code.h"
-#include "strata/register_fusion.h"
-#include "strata/schedule.h"
+#include "strata/opt/register_fusion.h"
+#include "strata/opt/schedule.h"
 
 namespace strata::codegen {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "code_writer.h"
-#include "strata/kernel_plan.h"
-#include "strata/status.h"
+#include "strata/opt/kernel_plan.h"
+#include "strata/util/status.h"
 
 namespace strata::codegen {
 

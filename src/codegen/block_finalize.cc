@@ -4,7 +4,7 @@
 // block sums the copies into the first one and finalizes.
 #include "block_emitter.h"
 #include "reduction_code.h"
-#include "strata/schedule.h"
+#include "strata/opt/schedule.h"
 
 namespace strata::codegen {
 namespace {

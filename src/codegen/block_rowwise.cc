@@ -1,11 +1,11 @@
-// Rowwise kernels (include/strata/rowwise.h): every tensor of the block graph lives in
+// Rowwise kernels (include/strata/opt/rowwise.h): every tensor of the block graph lives in
 // registers, in thread-owned chunks of `vec` consecutive elements of the block's full tile;
 // inputs are loaded and outputs stored with vector accesses straight from / to device memory;
 // rows are reduced with shuffles (and one barrier through a double-buffered scratch area when a
 // row spans several warps).
 #include "block_emitter.h"
 #include "reduction_code.h"
-#include "strata/kernel_plan.h"
+#include "strata/opt/kernel_plan.h"
 
 namespace strata::codegen {
 namespace {

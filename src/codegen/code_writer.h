@@ -9,8 +9,8 @@
 
 #include "cuda_ir.h"
 #include "cuda_printer.h"
-#include "strata/op.h"
-#include "strata/shape.h"
+#include "strata/ir/op.h"
+#include "strata/ir/shape.h"
 
 namespace strata::codegen {
 

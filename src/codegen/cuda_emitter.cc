@@ -1,4 +1,4 @@
-#include "strata/cuda_emitter.h"
+#include "strata/codegen/cuda_emitter.h"
 
 #include <algorithm>
 #include <sstream>
@@ -8,9 +8,9 @@
 #include "block_emitter.h"
 #include "code_writer.h"
 #include "predefined_emitter.h"
-#include "strata/graph_optimizer.h"
-#include "strata/kernel_views.h"
-#include "strata/matmul_lowering.h"
+#include "strata/opt/graph_optimizer.h"
+#include "strata/opt/kernel_views.h"
+#include "strata/opt/matmul_lowering.h"
 
 namespace strata {
 namespace {
@@ -557,7 +557,7 @@ void emit_queries(const KernelGraph& g, const BufferPlan& bp, bool nccl, CodeWri
 void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
                    CodeWriter& w) {
   w.line("");
-  w.comment("---- host API (see include/strata/cuda_emitter.h) ----");
+  w.comment("---- host API (see include/strata/codegen/cuda_emitter.h) ----");
   w.line("#if !defined(__CUDACC_RTC__)");
   w.line("#include \"strata_rt/host.cuh\"");
   const bool nccl = uses_nccl(launches);

@@ -1,4 +1,4 @@
-#include "strata/emit_knobs.h"
+#include "strata/codegen/emit_knobs.h"
 
 #include <cctype>
 #include <functional>

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "reduction_code.h"
-#include "strata/kernel_plan.h"
+#include "strata/opt/kernel_plan.h"
 
 namespace strata::codegen {
 namespace {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "code_writer.h"
-#include "strata/kernel_graph.h"
-#include "strata/status.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/util/status.h"
 
 namespace strata::codegen {
 

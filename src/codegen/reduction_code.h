@@ -1,5 +1,5 @@
 // Internal: the CUDA spelling of a reduction, read off its row of the op table's reduction
-// family (include/strata/op_table.def; docs/mugraph-semantics.md §2.1): the premap applied to
+// family (include/strata/ir/op_table.def; docs/mugraph-semantics.md §2.1): the premap applied to
 // each element, the combine and its identity, the warp-team and block-wide collectives, the
 // shared-memory atomic, and the finalize. Every emitter path that reduces (block reductions and
 // norms, accumulators in shared memory and in registers, loop groups' partials, rowwise kernels,
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "strata/op.h"
+#include "strata/ir/op.h"
 
 namespace strata::codegen {
 

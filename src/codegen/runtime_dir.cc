@@ -1,11 +1,11 @@
-// The lookup of the device runtime headers (include/strata/runtime_dir.h). The places compiled
+// The lookup of the device runtime headers (include/strata/codegen/runtime_dir.h). The places compiled
 // in come from CMake (CMakeLists.txt sets them on this file only).
-#include "strata/runtime_dir.h"
+#include "strata/codegen/runtime_dir.h"
 
 #include <cstdlib>
 #include <filesystem>
 
-#include "strata/cuda_emitter.h"
+#include "strata/codegen/cuda_emitter.h"
 
 namespace strata {
 namespace {

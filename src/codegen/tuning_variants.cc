@@ -1,8 +1,8 @@
-#include "strata/tuning_variants.h"
+#include "strata/codegen/tuning_variants.h"
 
 #include <algorithm>
 
-#include "strata/emit_knobs.h"
+#include "strata/codegen/emit_knobs.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-#include "strata/cost_json.h"
+#include "strata/cost/cost_json.h"
 
 namespace strata {
 

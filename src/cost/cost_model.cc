@@ -1,10 +1,10 @@
-#include "strata/cost_model.h"
+#include "strata/cost/cost_model.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "strata/kernel_views.h"
-#include "strata/shape_infer.h"
+#include "strata/opt/kernel_views.h"
+#include "strata/ir/shape_infer.h"
 
 namespace strata {
 namespace {

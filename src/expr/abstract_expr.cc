@@ -5,7 +5,7 @@
 // completely written before its id is published in a shard map, and every id a thread can
 // hold was obtained through a shard lock (or derived from a node read after one), so readers
 // see complete nodes.
-#include "strata/abstract_expr.h"
+#include "strata/expr/abstract_expr.h"
 
 #include <algorithm>
 #include <bit>

@@ -3,7 +3,7 @@
 // category; a customized kernel op is evaluated by inlining its block graph.
 #include <optional>
 
-#include "strata/abstract_expr.h"
+#include "strata/expr/abstract_expr.h"
 
 namespace strata {
 namespace {

@@ -1,4 +1,4 @@
-#include "strata/expr_normal_form.h"
+#include "strata/expr/expr_normal_form.h"
 
 #include <algorithm>
 #include <iterator>

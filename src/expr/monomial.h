@@ -9,7 +9,7 @@
 #include <iterator>
 #include <vector>
 
-#include "strata/abstract_expr.h"
+#include "strata/expr/abstract_expr.h"
 
 namespace strata {
 

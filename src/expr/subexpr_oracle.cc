@@ -1,4 +1,4 @@
-#include "strata/subexpr_oracle.h"
+#include "strata/expr/subexpr_oracle.h"
 
 #include <atomic>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "expr/monomial.h"
-#include "strata/expr_normal_form.h"
+#include "strata/expr/expr_normal_form.h"
 
 namespace strata {
 namespace {

@@ -1,8 +1,8 @@
-#include "strata/graph_loader.h"
+#include "strata/frontend/graph_loader.h"
 
-#include "strata/graph_json.h"
-#include "strata/program_parser.h"
-#include "strata/result_graphs.h"
+#include "strata/ir/graph_json.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/ir/result_graphs.h"
 
 namespace strata {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/status.h"
+#include "strata/util/status.h"
 
 namespace strata::frontend {
 

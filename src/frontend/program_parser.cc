@@ -1,5 +1,5 @@
-#include "strata/program_parser.h"
-#include "strata/rank_expansion.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/ir/rank_expansion.h"
 
 #include <algorithm>
 #include <climits>
@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "frontend/program_lexer.h"
-#include "strata/json_read.h"
+#include "strata/ir/json_read.h"
 
 namespace strata {
 namespace {

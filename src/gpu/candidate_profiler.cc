@@ -1,14 +1,14 @@
-#include "strata/candidate_profiler.h"
+#include "strata/gpu/candidate_profiler.h"
 
 #include <cuda_runtime_api.h>
 
 #include <string_view>
 #include <unordered_map>
 
-#include "strata/dtype_codec.h"
-#include "strata/gpu_device.h"
-#include "strata/interpreter.h"
-#include "strata/runtime_api.h"
+#include "strata/ir/dtype_codec.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/interp/interpreter.h"
+#include "strata/gpu/runtime_api.h"
 
 namespace strata {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "strata/status.h"
+#include "strata/util/status.h"
 
 namespace strata::gpu {
 

@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_check.h"
-#include "strata/status.h"
+#include "strata/util/status.h"
 
 namespace strata::gpu {
 

@@ -1,4 +1,4 @@
-#include "strata/gpu_device.h"
+#include "strata/gpu/gpu_device.h"
 
 #include <cuda_runtime_api.h>
 

@@ -1,4 +1,4 @@
-#include "strata/gpu_jit.h"
+#include "strata/gpu/gpu_jit.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -19,12 +19,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "strata/gpu_device.h"
-#include "strata/cache_dir.h"
-#include "strata/graph_io.h"
-#include "strata/hash.h"
-#include "strata/runtime_dir.h"
-#include "strata/json_read.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/util/cache_dir.h"
+#include "strata/ir/graph_io.h"
+#include "strata/util/hash.h"
+#include "strata/codegen/runtime_dir.h"
+#include "strata/ir/json_read.h"
 
 extern char** environ;
 

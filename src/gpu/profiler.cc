@@ -1,4 +1,4 @@
-#include "strata/profiler.h"
+#include "strata/gpu/profiler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include "cuda_check.h"
 #include "device_buffer.h"
-#include "strata/dtype_codec.h"
-#include "strata/gpu_device.h"
+#include "strata/ir/dtype_codec.h"
+#include "strata/gpu/gpu_device.h"
 
 namespace strata {
 namespace {

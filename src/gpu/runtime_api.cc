@@ -1,4 +1,4 @@
-#include "strata/runtime_api.h"
+#include "strata/gpu/runtime_api.h"
 
 #include <cuda_runtime_api.h>
 
@@ -8,16 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda_check.h"
-#include "strata/gpu_device.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/json_read.h"
-#include "strata/result_graphs.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/json_read.h"
+#include "strata/ir/result_graphs.h"
 
 // The CUDA emitter lives in strata_core (src/codegen) when this build has it.
-#if __has_include("strata/cuda_emitter.h")
-#include "strata/cuda_emitter.h"
-#include "strata/emit_knobs.h"
+#if __has_include("strata/codegen/cuda_emitter.h")
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/codegen/emit_knobs.h"
 #define STRATA_HAVE_EMITTER 1
 #endif
 
@@ -154,7 +154,7 @@ Result<std::string> emit_graph_source(const KernelGraph& g, const std::string& a
   (void)arch;
   (void)knobs;
   return make_error(
-      "this build of strata has no CUDA emitter (include/strata/cuda_emitter.h); "
+      "this build of strata has no CUDA emitter (include/strata/codegen/cuda_emitter.h); "
       "pass a generated .cu source instead");
 #endif
 }

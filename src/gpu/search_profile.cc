@@ -1,11 +1,11 @@
-#include "strata/search_profile.h"
+#include "strata/gpu/search_profile.h"
 
 #include <cmath>
 
-#include "strata/candidate_profiler.h"
-#include "strata/gpu_device.h"
-#include "strata/runtime_api.h"
-#include "strata/variant_profile.h"
+#include "strata/gpu/candidate_profiler.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/gpu/runtime_api.h"
+#include "strata/gpu/variant_profile.h"
 
 namespace strata {
 

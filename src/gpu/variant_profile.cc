@@ -1,4 +1,4 @@
-#include "strata/variant_profile.h"
+#include "strata/gpu/variant_profile.h"
 
 namespace strata {
 

@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "strata/op.h"
+#include "strata/ir/op.h"
 
 namespace strata::interp {
 

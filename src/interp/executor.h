@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "interp/accumulate.h"
-#include "strata/shape_infer.h"
-#include "strata/kernel_graph.h"
-#include "strata/status.h"
+#include "strata/ir/shape_infer.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/util/status.h"
 
 namespace strata::interp {
 

@@ -1,11 +1,11 @@
-#include "strata/interpreter.h"
+#include "strata/interp/interpreter.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 
 #include "interp/executor.h"
-#include "strata/rank_expansion.h"
+#include "strata/ir/rank_expansion.h"
 #include "util/mix.h"
 #include "util/parallel.h"
 

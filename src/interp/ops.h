@@ -13,7 +13,7 @@
 
 #include "interp/elementwise.h"
 #include "interp/region.h"
-#include "strata/tensor_data.h"
+#include "strata/interp/tensor_data.h"
 #include "util/parallel.h"
 
 namespace strata::interp {

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "strata/shape.h"
+#include "strata/ir/shape.h"
 
 namespace strata {
 

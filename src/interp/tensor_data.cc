@@ -1,4 +1,4 @@
-#include "strata/tensor_data.h"
+#include "strata/interp/tensor_data.h"
 
 namespace strata {
 

@@ -1,6 +1,6 @@
-#include "strata/block_graph.h"
+#include "strata/ir/block_graph.h"
 
-#include "strata/shape_infer.h"
+#include "strata/ir/shape_infer.h"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-#include "strata/dtype_codec.h"
+#include "strata/ir/dtype_codec.h"
 
 #include <bit>
 #include <cstring>

@@ -1,6 +1,6 @@
-#include "strata/graph_dot.h"
+#include "strata/ir/graph_dot.h"
 
-#include "strata/graph_print.h"
+#include "strata/ir/graph_print.h"
 
 namespace strata {
 namespace {

@@ -1,10 +1,10 @@
-#include "strata/graph_io.h"
+#include "strata/ir/graph_io.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include "strata/graph_json.h"
+#include "strata/ir/graph_json.h"
 
 namespace strata {
 

@@ -1,5 +1,5 @@
-#include "strata/graph_json.h"
-#include "strata/rank_expansion.h"
+#include "strata/ir/graph_json.h"
+#include "strata/ir/rank_expansion.h"
 
 #include <climits>
 #include <limits>

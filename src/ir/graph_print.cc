@@ -1,4 +1,4 @@
-#include "strata/graph_print.h"
+#include "strata/ir/graph_print.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "strata/json_read.h"
+#include "strata/ir/json_read.h"
 
 #include <cmath>
 #include <optional>

@@ -1,8 +1,8 @@
-#include "strata/kernel_graph.h"
+#include "strata/ir/kernel_graph.h"
 
 #include <algorithm>
 
-#include "strata/shape_infer.h"
+#include "strata/ir/shape_infer.h"
 
 namespace strata {
 namespace {

@@ -1,4 +1,4 @@
-#include "strata/op.h"
+#include "strata/ir/op.h"
 
 #include <array>
 
@@ -9,11 +9,11 @@ namespace {
 std::vector<std::optional<ReductionInfo>> reduction_rows() {
   std::vector<std::optional<ReductionInfo>> rows;
 #define STRATA_OP(id, name, arity, cat, levels, alg, attrs) rows.emplace_back();
-#include "strata/op_table.def"
+#include "strata/ir/op_table.def"
 #define STRATA_REDUCTION(id, pre, comb, fin, acc) \
   rows[static_cast<int>(OpKind::id)] =            \
       ReductionInfo{Premap::pre, Combine::comb, Finalize::fin, OpKind::acc};
-#include "strata/op_table.def"
+#include "strata/ir/op_table.def"
   return rows;
 }
 
@@ -68,7 +68,7 @@ const std::vector<OpInfo>& op_table() {
 #define STRATA_OP(id, name, arity, cat, levels, alg, attrs)                                      \
   OpInfo{OpKind::id,   name,           arity,       Category::cat, static_cast<uint8_t>(levels), \
          Algebra::alg, AttrSet::attrs, std::nullopt},
-#include "strata/op_table.def"
+#include "strata/ir/op_table.def"
     };
     for (size_t i = 0; i < t.size(); ++i) t[i].reduction = red[i];
     return t;

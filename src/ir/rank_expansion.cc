@@ -1,4 +1,4 @@
-#include "strata/rank_expansion.h"
+#include "strata/ir/rank_expansion.h"
 
 #include <algorithm>
 #include <string>

@@ -1,8 +1,8 @@
-#include "strata/result_graphs.h"
+#include "strata/ir/result_graphs.h"
 
 #include <set>
 
-#include "strata/graph_io.h"
+#include "strata/ir/graph_io.h"
 
 namespace strata {
 namespace {

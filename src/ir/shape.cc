@@ -1,4 +1,4 @@
-#include "strata/shape.h"
+#include "strata/ir/shape.h"
 
 #include <algorithm>
 #include <limits>

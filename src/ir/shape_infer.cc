@@ -1,4 +1,4 @@
-#include "strata/shape_infer.h"
+#include "strata/ir/shape_infer.h"
 
 #include <cmath>
 #include <string>

@@ -1,14 +1,14 @@
 // canonicalize_program(): the rewrite rules of docs/search.md, "Canonicalization", applied to a
 // mutable copy of the program (a Dag) until none applies, then rebuilt through the checking
 // constructors.
-#include "strata/canonicalize.h"
+#include "strata/opt/canonicalize.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
 #include <span>
 
-#include "strata/shape_infer.h"
+#include "strata/ir/shape_infer.h"
 
 namespace strata {
 namespace {

@@ -1,10 +1,10 @@
-#include "strata/emission_plan.h"
+#include "strata/opt/emission_plan.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "strata/loop_groups.h"
-#include "strata/schedule.h"
+#include "strata/opt/loop_groups.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 

@@ -1,17 +1,17 @@
-#include "strata/graph_optimizer.h"
+#include "strata/opt/graph_optimizer.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
-#include "strata/emission_plan.h"
-#include "strata/layout.h"
-#include "strata/layout_views.h"
-#include "strata/memory_plan.h"
-#include "strata/plan_invariants.h"
-#include "strata/ragged_tiles.h"
-#include "strata/register_fusion.h"
-#include "strata/schedule.h"
+#include "strata/opt/emission_plan.h"
+#include "strata/opt/layout.h"
+#include "strata/opt/layout_views.h"
+#include "strata/opt/memory_plan.h"
+#include "strata/opt/plan_invariants.h"
+#include "strata/opt/ragged_tiles.h"
+#include "strata/opt/register_fusion.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 namespace {

@@ -1,9 +1,9 @@
-#include "strata/kernel_plan.h"
+#include "strata/opt/kernel_plan.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "strata/ragged_tiles.h"
+#include "strata/opt/ragged_tiles.h"
 
 namespace strata {
 namespace {

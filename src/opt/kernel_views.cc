@@ -1,4 +1,4 @@
-#include "strata/kernel_views.h"
+#include "strata/opt/kernel_views.h"
 
 namespace strata {
 

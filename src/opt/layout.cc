@@ -1,13 +1,13 @@
-#include "strata/layout.h"
+#include "strata/opt/layout.h"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 
-#include "strata/loop_groups.h"
-#include "strata/register_fusion.h"
-#include "strata/rowwise.h"
-#include "strata/schedule.h"
+#include "strata/opt/loop_groups.h"
+#include "strata/opt/register_fusion.h"
+#include "strata/opt/rowwise.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 namespace {

@@ -1,7 +1,7 @@
-#include "strata/layout_views.h"
+#include "strata/opt/layout_views.h"
 
-#include "strata/layout.h"
-#include "strata/schedule.h"
+#include "strata/opt/layout.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 

@@ -1,8 +1,8 @@
-#include "strata/loop_groups.h"
+#include "strata/opt/loop_groups.h"
 
 #include <algorithm>
 
-#include "strata/schedule.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 namespace {

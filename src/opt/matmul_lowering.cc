@@ -1,4 +1,4 @@
-#include "strata/matmul_lowering.h"
+#include "strata/opt/matmul_lowering.h"
 
 #include <initializer_list>
 

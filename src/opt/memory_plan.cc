@@ -1,4 +1,4 @@
-#include "strata/memory_plan.h"
+#include "strata/opt/memory_plan.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "strata/plan_invariants.h"
+#include "strata/opt/plan_invariants.h"
 
 #include <algorithm>
 #include <string>

@@ -1,7 +1,7 @@
-#include "strata/ragged_tiles.h"
+#include "strata/opt/ragged_tiles.h"
 
-#include "strata/register_fusion.h"
-#include "strata/schedule.h"
+#include "strata/opt/register_fusion.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 namespace {

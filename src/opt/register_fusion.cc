@@ -1,7 +1,7 @@
-#include "strata/register_fusion.h"
+#include "strata/opt/register_fusion.h"
 
-#include "strata/layout.h"
-#include "strata/schedule.h"
+#include "strata/opt/layout.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 namespace {

@@ -1,8 +1,8 @@
-#include "strata/rowwise.h"
+#include "strata/opt/rowwise.h"
 
 #include <algorithm>
 
-#include "strata/schedule.h"
+#include "strata/opt/schedule.h"
 
 namespace strata {
 namespace {

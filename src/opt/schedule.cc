@@ -1,8 +1,8 @@
-#include "strata/schedule.h"
+#include "strata/opt/schedule.h"
 
 #include <algorithm>
 
-#include "strata/loop_groups.h"
+#include "strata/opt/loop_groups.h"
 
 namespace strata {
 namespace {

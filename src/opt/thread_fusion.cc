@@ -1,4 +1,4 @@
-#include "strata/thread_fusion.h"
+#include "strata/opt/thread_fusion.h"
 
 #include <algorithm>
 #include <cctype>

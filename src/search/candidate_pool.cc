@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "strata/graph_json.h"
-#include "strata/thread_fusion.h"
+#include "strata/ir/graph_json.h"
+#include "strata/opt/thread_fusion.h"
 
 namespace strata::search {
 

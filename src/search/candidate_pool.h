@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "search/enumerator.h"
-#include "strata/cost_model.h"
+#include "strata/cost/cost_model.h"
 
 namespace strata::search {
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "strata/graph_json.h"
-#include "strata/json_read.h"
-#include "strata/search_cache.h"
+#include "strata/ir/graph_json.h"
+#include "strata/ir/json_read.h"
+#include "strata/search/search_cache.h"
 
 namespace strata::search {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "search/candidate_pool.h"
 #include "search/enumerator.h"
-#include "strata/kernel_graph.h"
-#include "strata/status.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/util/status.h"
 
 namespace strata::search {
 

@@ -1,4 +1,4 @@
-#include "strata/dim_classes.h"
+#include "strata/search/dim_classes.h"
 
 #include <algorithm>
 #include <numeric>

@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "search/enumerator_impl.h"
-#include "strata/shape_infer.h"
+#include "strata/ir/shape_infer.h"
 
 namespace strata::search {
 

@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "search/recipe.h"
-#include "strata/abstract_expr.h"
-#include "strata/cost_model.h"
-#include "strata/dim_classes.h"
-#include "strata/kernel_graph.h"
-#include "strata/search.h"
-#include "strata/subexpr_oracle.h"
+#include "strata/expr/abstract_expr.h"
+#include "strata/cost/cost_model.h"
+#include "strata/search/dim_classes.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/search/search.h"
+#include "strata/expr/subexpr_oracle.h"
 
 namespace strata::search {
 

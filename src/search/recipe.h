@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "strata/block_graph.h"
-#include "strata/cost_model.h"
-#include "strata/dim_classes.h"
-#include "strata/kernel_graph.h"
+#include "strata/ir/block_graph.h"
+#include "strata/cost/cost_model.h"
+#include "strata/search/dim_classes.h"
+#include "strata/ir/kernel_graph.h"
 
 namespace strata::search {
 

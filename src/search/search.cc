@@ -4,7 +4,7 @@
 // restore a checkpoint → enumerate on a thread pool → order the candidates → screen and verify
 // them → rank → store the result in the cache (or a checkpoint when stopped). The watcher
 // thread (search_monitor.h) enforces limits and prints progress from setup to verification.
-#include "strata/search.h"
+#include "strata/search/search.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,15 +23,15 @@
 #include "search/enumerator.h"
 #include "search/search_monitor.h"
 #include "search/segments.h"
-#include "strata/abstract_expr.h"
-#include "strata/canonicalize.h"
-#include "strata/graph_optimizer.h"
-#include "strata/graph_print.h"
-#include "strata/kernel_plan.h"
-#include "strata/search_cache.h"
-#include "strata/search_report.h"
-#include "strata/subexpr_oracle.h"
-#include "strata/thread_fusion.h"
+#include "strata/expr/abstract_expr.h"
+#include "strata/opt/canonicalize.h"
+#include "strata/opt/graph_optimizer.h"
+#include "strata/ir/graph_print.h"
+#include "strata/opt/kernel_plan.h"
+#include "strata/search/search_cache.h"
+#include "strata/search/search_report.h"
+#include "strata/expr/subexpr_oracle.h"
+#include "strata/opt/thread_fusion.h"
 #include "util/utf8.h"
 
 namespace strata {

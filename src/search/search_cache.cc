@@ -1,4 +1,4 @@
-#include "strata/search_cache.h"
+#include "strata/search/search_cache.h"
 
 #include <cmath>
 #include <cstdio>
@@ -6,10 +6,10 @@
 #include <filesystem>
 
 #include "search_source_hash.h"
-#include "strata/cost_model.h"
-#include "strata/dim_classes.h"
-#include "strata/graph_io.h"
-#include "strata/hash.h"
+#include "strata/cost/cost_model.h"
+#include "strata/search/dim_classes.h"
+#include "strata/ir/graph_io.h"
+#include "strata/util/hash.h"
 
 namespace strata {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "search/enumerator.h"
-#include "strata/search.h"
+#include "strata/search/search.h"
 #include "util/progress.h"
 
 namespace strata::search {

@@ -1,4 +1,4 @@
-#include "strata/search_report.h"
+#include "strata/search/search_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "strata/cost_json.h"
+#include "strata/cost/cost_json.h"
 
 namespace strata {
 namespace {

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <string>
 
-#include "strata/cost_model.h"
-#include "strata/search_report.h"
-#include "strata/verifier.h"
+#include "strata/cost/cost_model.h"
+#include "strata/search/search_report.h"
+#include "strata/verify/verifier.h"
 
 namespace strata::search {
 namespace {

@@ -4,9 +4,9 @@
 // joined with the collectives between them.
 #pragma once
 
-#include "strata/kernel_graph.h"
-#include "strata/search.h"
-#include "strata/status.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/search/search.h"
+#include "strata/util/status.h"
 
 namespace strata::search {
 

@@ -1,4 +1,4 @@
-#include "strata/arch_traits.h"
+#include "strata/util/arch_traits.h"
 
 #include <cctype>
 

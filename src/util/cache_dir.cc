@@ -1,4 +1,4 @@
-#include "strata/cache_dir.h"
+#include "strata/util/cache_dir.h"
 
 #include <cstdlib>
 

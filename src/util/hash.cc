@@ -1,4 +1,4 @@
-#include "strata/hash.h"
+#include "strata/util/hash.h"
 
 #include <cstring>
 

@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "interp/value_domain.h"
-#include "strata/kernel_graph.h"
-#include "strata/status.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/util/status.h"
 #include "verify/content.h"
 
 namespace strata::verify {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "interp/value_domain.h"
-#include "strata/kernel_graph.h"
+#include "strata/ir/kernel_graph.h"
 
 namespace strata::verify {
 

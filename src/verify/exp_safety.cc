@@ -2,8 +2,8 @@
 
 #include <optional>
 
-#include "strata/abstract_expr.h"
-#include "strata/expr_normal_form.h"
+#include "strata/expr/abstract_expr.h"
+#include "strata/expr/expr_normal_form.h"
 
 namespace strata::verify {
 namespace {

@@ -1,5 +1,5 @@
-#include "strata/verifier.h"
-#include "strata/rank_expansion.h"
+#include "strata/verify/verifier.h"
+#include "strata/ir/rank_expansion.h"
 
 #include <atomic>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "interp/value_domain.h"
-#include "strata/interpreter.h"
+#include "strata/interp/interpreter.h"
 #include "util/parallel.h"
 #include "verify/analysis.h"
 #include "verify/exp_safety.h"

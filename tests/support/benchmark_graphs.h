@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "strata/kernel_graph.h"
+#include "strata/ir/kernel_graph.h"
 
 namespace strata::testing {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "strata/cuda_emitter.h"
-#include "strata/interpreter.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/interp/interpreter.h"
 #include "support/cuda_tools.h"
 #include "support/test_steps.h"
 

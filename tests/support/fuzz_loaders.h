@@ -21,16 +21,16 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/cost_model.h"
-#include "strata/cuda_emitter.h"
-#include "strata/graph_dot.h"
-#include "strata/graph_json.h"
-#include "strata/graph_print.h"
-#include "strata/interpreter.h"
-#include "strata/program_parser.h"
-#include "strata/result_graphs.h"
-#include "strata/search_cache.h"
-#include "strata/search_report.h"
+#include "strata/cost/cost_model.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/ir/graph_dot.h"
+#include "strata/ir/graph_json.h"
+#include "strata/ir/graph_print.h"
+#include "strata/interp/interpreter.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/ir/result_graphs.h"
+#include "strata/search/search_cache.h"
+#include "strata/search/search_report.h"
 
 namespace strata::fuzz {
 

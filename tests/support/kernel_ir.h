@@ -9,7 +9,7 @@
 
 #include "codegen/block_emitter.h"
 #include "codegen/cuda_ir.h"
-#include "strata/graph_optimizer.h"
+#include "strata/opt/graph_optimizer.h"
 #include "support/benchmark_graphs.h"
 
 namespace strata::testing {

@@ -4,7 +4,7 @@
 
 #include "command.h"
 #include "graph_args.h"
-#include "strata/graph_print.h"
+#include "strata/ir/graph_print.h"
 
 namespace strata::cli {
 namespace {

@@ -7,10 +7,10 @@
 
 #include "command.h"
 #include "graph_args.h"
-#include "strata/cost_json.h"
-#include "strata/cost_model.h"
-#include "strata/graph_io.h"
-#include "strata/graph_json.h"
+#include "strata/cost/cost_json.h"
+#include "strata/cost/cost_model.h"
+#include "strata/ir/graph_io.h"
+#include "strata/ir/graph_json.h"
 
 namespace strata::cli {
 namespace {

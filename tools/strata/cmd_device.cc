@@ -3,11 +3,11 @@
 #include <cstdio>
 
 #include "command.h"
-#include "strata/runtime_dir.h"
+#include "strata/codegen/runtime_dir.h"
 
 #ifdef STRATA_HAVE_CUDA
-#include "strata/gpu_device.h"
-#include "strata/gpu_jit.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/gpu/gpu_jit.h"
 #endif
 
 namespace strata::cli {

@@ -6,9 +6,9 @@
 #include "command.h"
 #include "emit_flags.h"
 #include "graph_args.h"
-#include "strata/cuda_emitter.h"
-#include "strata/emit_knobs.h"
-#include "strata/graph_io.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/codegen/emit_knobs.h"
+#include "strata/ir/graph_io.h"
 
 namespace strata::cli {
 namespace {

@@ -13,8 +13,8 @@
 #include "command.h"
 #include "graph_args.h"
 #include "numeric_flags.h"
-#include "strata/interpreter.h"
-#include "strata/verifier.h"
+#include "strata/interp/interpreter.h"
+#include "strata/verify/verifier.h"
 #include "util/progress.h"
 
 namespace strata::cli {

@@ -6,7 +6,7 @@
 
 #include "command.h"
 #include "numeric_flags.h"
-#include "strata/graph_io.h"
+#include "strata/ir/graph_io.h"
 #include "strata/mpk/task_graph.h"
 #include "strata/mpk/task_graph_check.h"
 #include "strata/mpk/task_graph_json.h"

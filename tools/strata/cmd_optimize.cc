@@ -8,17 +8,17 @@
 #include "graph_args.h"
 #include "input_files.h"
 #include "numeric_flags.h"
-#include "strata/emit_knobs.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_print.h"
-#include "strata/search.h"
-#include "strata/search_report.h"
-#include "strata/tuning_variants.h"
+#include "strata/codegen/emit_knobs.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_print.h"
+#include "strata/search/search.h"
+#include "strata/search/search_report.h"
+#include "strata/codegen/tuning_variants.h"
 
 #ifdef STRATA_HAVE_CUDA
-#include "strata/gpu_device.h"
-#include "strata/search_profile.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/gpu/search_profile.h"
 #endif
 
 namespace strata::cli {

@@ -16,19 +16,19 @@
 #include "graph_args.h"
 #include "input_files.h"
 #include "numeric_flags.h"
-#include "strata/cost_model.h"
-#include "strata/cuda_emitter.h"
-#include "strata/emit_knobs.h"
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/graph_json.h"
+#include "strata/cost/cost_model.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/codegen/emit_knobs.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/ir/graph_json.h"
 
 #ifdef STRATA_HAVE_CUDA
-#include "strata/candidate_profiler.h"
-#include "strata/gpu_device.h"
-#include "strata/result_graphs.h"
-#include "strata/runtime_api.h"
-#include "strata/variant_profile.h"
+#include "strata/gpu/candidate_profiler.h"
+#include "strata/gpu/gpu_device.h"
+#include "strata/ir/result_graphs.h"
+#include "strata/gpu/runtime_api.h"
+#include "strata/gpu/variant_profile.h"
 #endif
 
 namespace strata::cli {

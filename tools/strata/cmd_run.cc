@@ -12,7 +12,7 @@
 #include "command.h"
 #include "graph_args.h"
 #include "numeric_flags.h"
-#include "strata/interpreter.h"
+#include "strata/interp/interpreter.h"
 
 namespace strata::cli {
 namespace {

@@ -4,10 +4,10 @@
 
 #include "command.h"
 #include "graph_args.h"
-#include "strata/graph_dot.h"
-#include "strata/graph_io.h"
-#include "strata/graph_json.h"
-#include "strata/graph_print.h"
+#include "strata/ir/graph_dot.h"
+#include "strata/ir/graph_io.h"
+#include "strata/ir/graph_json.h"
+#include "strata/ir/graph_print.h"
 
 namespace strata::cli {
 namespace {

@@ -1,7 +1,7 @@
 #include "emit_flags.h"
 
 #include "numeric_flags.h"
-#include "strata/emit_knobs.h"
+#include "strata/codegen/emit_knobs.h"
 
 namespace strata::cli {
 

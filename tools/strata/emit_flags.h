@@ -1,13 +1,13 @@
 // Emitter options shared by `strata emit` and `strata profile`: named flags for the knobs
-// one usually changes, plus --knobs for every knob of include/strata/emit_knobs.h.
+// one usually changes, plus --knobs for every knob of include/strata/codegen/emit_knobs.h.
 #pragma once
 
 #include <string>
 
 #include <CLI/CLI.hpp>
 
-#include "strata/cuda_emitter.h"
-#include "strata/status.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/util/status.h"
 
 namespace strata::cli {
 

@@ -11,9 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "strata/graph_io.h"
-#include "strata/graph_loader.h"
-#include "strata/status.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/util/status.h"
 
 namespace strata::cli {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "strata/graph_io.h"
+#include "strata/ir/graph_io.h"
 
 namespace strata::cli {
 

@@ -1092,7 +1092,7 @@ extern "C" __global__ void __launch_bounds__(256) strata_llama3_8b_tp2_attn_d8_k
   }
 }
 
-// ---- host API (see include/strata/cuda_emitter.h) ----
+// ---- host API (see include/strata/codegen/cuda_emitter.h) ----
 #if !defined(__CUDACC_RTC__)
 #include "strata_rt/host.cuh"
 #include <nccl.h>

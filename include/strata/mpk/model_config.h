@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "strata/json_read.h"
-#include "strata/status.h"
+#include "strata/ir/json_read.h"
+#include "strata/util/status.h"
 
 namespace strata::mpk {
 

@@ -21,7 +21,7 @@
 
 #include "strata/mpk/model_config.h"
 #include "strata/mpk/task_abi.h"
-#include "strata/status.h"
+#include "strata/util/status.h"
 
 namespace strata::mpk {
 

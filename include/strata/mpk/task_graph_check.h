@@ -3,7 +3,7 @@
 #pragma once
 
 #include "strata/mpk/task_graph.h"
-#include "strata/status.h"
+#include "strata/util/status.h"
 
 namespace strata::mpk {
 

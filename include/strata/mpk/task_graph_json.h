@@ -2,7 +2,7 @@
 // (docs/megakernel.md, "The task file").
 #pragma once
 
-#include "strata/json_read.h"
+#include "strata/ir/json_read.h"
 #include "strata/mpk/task_graph.h"
 
 namespace strata::mpk {

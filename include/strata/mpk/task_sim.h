@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "strata/mpk/task_graph.h"
-#include "strata/status.h"
+#include "strata/util/status.h"
 
 namespace strata::mpk {
 

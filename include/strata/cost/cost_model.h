@@ -1,0 +1,112 @@
+// The analytical cost model (docs/cost-model.md; MCFuser §IV-A, eq. 2-5). Documented with the
+// source
+// of every constant in docs/cost-model.md.
+//
+// Every kernel of a kernel graph is predicted independently and the predictions are summed:
+//   t = t_mem · α + t_comp · u + F · t_iter + launch,
+//   α = 1 + c_α · N_SM / N_blocks,   u = max(1, N_SM / N_blocks),
+// where t_mem is the DRAM traffic of the kernel's loads and stores divided by the sustained
+// bandwidth plus the re-reads that hit in L2 divided by the L2 bandwidth, and t_comp its FLOPs
+// divided by the peak rate (tensor-core rate for matmul FLOPs, SIMT rate for the rest), u the
+// underfill of compute (a grid of fewer blocks than SMs computes on only that many SMs), α that of
+// the memory stream, F the for-loop's trip count and t_iter the latency of one iteration (a tile
+// load that cannot be hidden plus the barriers; it bounds kernels that loop over tiny tiles).
+// MCFuser's α has c_α = 1; ours is fitted to measurements. For a customized kernel, traffic and
+// FLOPs are tile sizes times the trip counts of the loops around them (grid blocks, for-loop
+// iterations); a tile that does not change across the for-loop (fmap φ) is loaded once per block.
+// Bytes of an input read beyond its size are re-reads of tiles other blocks read too: they hit in
+// L2 when the blocks run in one wave or the kernel's inputs fit in half the L2, else all but 1 /
+// waves of them go to DRAM. A predefined kernel op is one library-like kernel reading each input
+// once and writing its output once (a matmul re-reads A per column of blocks and B per row of
+// blocks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "strata/util/arch_traits.h"
+#include "strata/ir/kernel_graph.h"
+#include "strata/util/status.h"
+
+namespace strata {
+
+/// The cost model's constants for one GPU beyond its architecture's facts: rates fitted to
+/// measurements or taken from the model (docs/cost-model.md). All rates are sustained or peak
+/// per second.
+struct CostConstants {
+  double mem_bandwidth_Bps;     ///< sustained DRAM bandwidth, bytes/s
+  double l2_bandwidth_Bps;      ///< rate of tile re-reads that hit in L2, bytes/s
+  double narrow_bandwidth_Bps;  ///< extra cost of bytes in narrow tiles (rows < 128 B), bytes/s
+  double tensor_peak_flops;     ///< fp16/bf16 tensor-core rate (dense) the model uses, FLOP/s
+  double simt_peak_flops;       ///< fp32 CUDA-core rate (elementwise, reductions), FLOP/s
+  double launch_overhead_s;     ///< per kernel launch within a CUDA graph, seconds
+  double alpha_sm_factor;       ///< c_α in α = 1 + c_α · N_SM / N_blocks
+  double iteration_latency_s;   ///< t_iter: per for-loop iteration of a customized kernel
+};
+
+/// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
+/// N_SM in α, opt-in shared memory per block, L2 size, …) and the model's constants.
+struct Target : ArchTraits, CostConstants {
+  /// The built-in target of that name; the error lists the valid names.
+  static Result<Target> by_name(std::string_view name);
+  /// The built-in target of the architecture a device is by its name (known_arch_for_device,
+  /// e.g. "NVIDIA H200" → h200), else the default architecture's (h100).
+  static Target for_device(std::string_view device_name);
+};
+
+/// The built-in targets, in the order they are listed to users (the one table of constants).
+const std::vector<Target>& known_targets();
+
+/// The prediction for one kernel (one non-input op of the kernel graph).
+struct KernelCost {
+  int op_id;             ///< kernel op id
+  std::string label;     ///< "<op> → <output names>"
+  int64_t load_bytes;    ///< DRAM bytes read, trip counts included
+  int64_t l2_bytes;      ///< bytes re-read by further blocks that hit in L2
+  int64_t narrow_bytes;  ///< bytes loaded in tiles whose rows are shorter than 128 B (a part
+                         ///< of a longer row: every row a separate, partly used L2 line)
+  int64_t store_bytes;   ///< DRAM bytes written
+  double tensor_flops;   ///< matmul FLOPs (tensor cores)
+  double simt_flops;     ///< all other FLOPs (CUDA cores)
+  int64_t blocks;        ///< thread blocks of the launch (N_blocks in α)
+  int64_t forloop;       ///< for-loop trip count F (1 for predefined ops)
+  double alpha;          ///< 1 + c_α · N_SM / N_blocks (underfill of the memory stream)
+  double underfill;      ///< max(1, N_SM / N_blocks) (compute runs on min(N_blocks, N_SM) SMs)
+  double t_mem_s;        ///< (load_bytes + store_bytes) / bandwidth + l2_bytes / L2 bandwidth
+  double t_comp_s;       ///< tensor_flops / tensor peak + simt_flops / SIMT peak
+  double predicted_s;    ///< t_mem_s · alpha + t_comp_s · underfill + F · t_iter + launch
+  int64_t smem_bytes;    ///< block_smem_bytes of a customized kernel; 0 for predefined ops
+};
+
+/// The prediction for a whole kernel graph: kernels in op order, and their sum.
+struct GraphCost {
+  double predicted_us;  ///< Σ kernels' predicted_s, in microseconds
+  std::vector<KernelCost> kernels;
+};
+
+/// Predicts the run time of every kernel of `g` on `t` (see the file comment).
+GraphCost estimate_cost(const KernelGraph& g, const Target& t);
+
+/// Shared-memory estimate of one thread block of `b`, in bytes, assuming 2-byte (f16/bf16)
+/// device tensors: input-iterator tiles that change across the for-loop count twice (double
+/// buffering), hoisted ones once; every other block tensor once, loop-body tiles at 2 bytes
+/// per element, accumulators and post-loop tensors at 4 (f32). Reuse of dead tiles is
+/// ignored, so the estimate is an upper bound of what a memory planner needs.
+int64_t block_smem_bytes(const BlockGraph& b);
+
+/// As above with the element sizes taken from the customized op's input dtypes: input tile i
+/// at dtype_size(input_dtypes[i]), loop-body tiles at the size of input 0's dtype.
+/// `input_dtypes` must have b.num_inputs() entries; missing ones count as f16.
+int64_t block_smem_bytes(const BlockGraph& b, const std::vector<DType>& input_dtypes);
+
+/// Slack allowed over the per-block limit when pruning by block_smem_bytes: the estimate
+/// ignores tile reuse, so, like MCFuser's rule 4, candidates are pruned only above 1.2× the limit.
+inline constexpr double kSmemPruneSlack = 1.2;
+
+/// True when a block needing `smem_bytes` (a block_smem_bytes estimate) is kept on `t`:
+/// smem_bytes ≤ kSmemPruneSlack · t.smem_per_block_bytes.
+bool fits_shared_memory(int64_t smem_bytes, const Target& t);
+
+}  // namespace strata

@@ -1,0 +1,36 @@
+// Rowwise kernels (docs/codegen.md, "Rowwise kernels"): a customized kernel with F = 1 whose
+// ops are elementwise ops and reductions over the last dim (any row of the reduction family:
+// sum, mean, max, rms_norm, running_max and the fused accumulators) runs with every tensor in
+// registers. Each thread owns fixed chunks of `vec`
+// consecutive elements of the block's full tile, loads them straight from global memory with
+// vector loads, computes every op on them in registers, reduces rows with warp shuffles (and
+// one barrier through shared memory when a row spans several warps) and stores vectors. No
+// tile ever goes through shared memory (nTrans: two block reductions, two barriers).
+#pragma once
+
+#include <cstdint>
+
+#include "strata/opt/kernel_plan.h"
+#include "strata/util/status.h"
+
+namespace strata {
+
+/// (RowwiseLayout, the layout of a rowwise kernel, is defined in kernel_plan.h.)
+
+/// The rowwise layout of a plan's block graph, or an Error saying why it is not rowwise:
+/// F = 1; only inputs, elementwise ops, thread graphs, last-dim reductions to 1 (sum, mean, max,
+/// rms_norm, running_max, the last-dim accumulators), accum and accum_rescale (with one
+/// iteration: their input) and outputs; every tensor the full tile or
+/// the full tile reduced over its last dim; vector-aligned rows in device memory; at most 64
+/// values per thread and tensor. PlanOptions::threads is used when it fits.
+Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan);
+
+/// rowwise_layout(plan).ok().
+bool rowwise_eligible(const KernelPlan& plan);
+
+/// The plan of a rowwise kernel: every tensor Owned, the layout (KernelPlan::rowwise_layout)
+/// and its block size, the reduction scratch (two buffers of one float per warp and row, when rows
+/// span warps).
+Result<KernelPlan> plan_rowwise(KernelPlan plan);
+
+}  // namespace strata
