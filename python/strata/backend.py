@@ -62,11 +62,11 @@ def _lower_alone(node, root):
             if meta is None:
                 raise Unsupported(f"argument {arg.name} is not a tensor of known shape")
             cx.env[arg] = cx._input(arg.name, meta, where=f"argument {arg.name}")
-        args = len(b._stmts)
+        args = b.statement_count
         lower_node(cx, node)
     except Unsupported as e:
         return str(e), 0
-    return None, len(b._stmts) - args
+    return None, b.statement_count - args
 
 
 class _Support(OperatorSupportBase):

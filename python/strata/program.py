@@ -362,6 +362,11 @@ class ProgramBuilder:
         return v
 
     @property
+    def statement_count(self):
+        """How many statements (inputs and ops) the program has so far."""
+        return len(self._stmts)
+
+    @property
     def text(self):
         """The ``.strata`` text so far (with the output statements)."""
         lines = self._head() + [self._render(t) for t in self._stmts]
