@@ -169,6 +169,16 @@ TEST(RaggedCodegen, ComputedOperandRaggedContraction) {
   });
 }
 
+// Safe attention with the online softmax over a ragged key loop: the running max, the row
+// sums and the product with V leave the absent keys of the last iteration out (tensor-core
+// steps over tiles of 16; the general path over tiles of 51).
+TEST(RaggedCodegen, OnlineSoftmaxRaggedKeyLoop) {
+  check_case(ragged_attention_k1025(), [](const ir::Stmt& k) {
+    EXPECT_FALSE(calls_to(k, "strata_rt::warp_mma_ragged<").empty());
+  });
+  check_case(ragged_attention_k203(), [](const ir::Stmt&) {});
+}
+
 // The search end to end on programs whose extents no tile divides: every ranked graph (fused
 // ragged ones among them) is emitted, runs on the emulator and matches the interpreter.
 TEST(RaggedCodegen, SearchedRaggedGraphsRun) {

@@ -224,6 +224,12 @@ TEST(DimClasses, SplitCandidatesComeFromExtents) {
   EXPECT_EQ(loop_extent_candidates(4096, 4096, policy), (std::vector<int64_t>{32, 64, 128, 256}));
   EXPECT_EQ(loop_extent_candidates(64, 64, policy), (std::vector<int64_t>{2, 4}));
   EXPECT_TRUE(loop_extent_candidates(16, 16, policy).empty());
+  // Ragged loops keep the listed tile where some F does: 4097 keys in 257, 129 or 65
+  // iterations of 16, 32, 64 (33 iterations would make tiles of 125, not 128).
+  EXPECT_EQ(loop_extent_candidates(4097, 4097, policy), (std::vector<int64_t>{65, 129, 257}));
+  // A short extent that no F keeps a listed tile for: every F of a listed tile (tiles of 34,
+  // 23 and 14 for 67).
+  EXPECT_EQ(loop_extent_candidates(67, 67, policy), (std::vector<int64_t>{2, 3, 5}));
 }
 
 TEST(DimClasses, CustomizedProgramsAreRejected) {

@@ -166,6 +166,32 @@ TEST(SearchPrograms, AttentionOverAnAppendedCacheFuses) {
   EXPECT_LT(kernels(best.graph), kernels(program) - 1);
 }
 
+// Attention over a key count no loop tile divides (1025 = 32 · 32 + 1: a KV cache with the
+// new token appended): the online softmax over a ragged key loop is one kernel. Its abstract
+// expressions count the 1025 keys the loop covers, not 33 · 32 (docs/abstract-expressions.md,
+// "Ragged loops"), so the pruning keeps it.
+TEST(SearchPrograms, AttentionOverARaggedKeyLoopFuses) {
+  KernelGraph program = parse(
+      "input Q: f16[2, 4, 128]\ninput K: f16[2, 1025, 128]\ninput V: f16[2, 1025, 128]\n"
+      "S = mul_scalar(matmul(Q, transpose(K)), 0.125)\n"
+      "O = matmul(softmax(S, dim=-1), V)\noutput O\n");
+  auto r = superoptimize(program, config("ragged_keys"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+  ASSERT_FALSE(r->ranked.empty());
+  const Candidate& best = r->ranked[0];
+  EXPECT_FALSE(best.is_program);
+  EXPECT_TRUE(best.verification.equivalent);
+  EXPECT_LE(best.verification.log2_bound, -60.0);
+  const BlockGraph* b = nullptr;
+  for (const KernelOp& op : best.graph.ops())
+    if (op.kind == OpKind::Customized) b = op.body.get();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(kernels(best.graph), 1);
+  EXPECT_TRUE(b->ragged_loop());
+  EXPECT_EQ(b->loop_extent(), 1025);
+}
+
 // ---- outputs that are also read ---------------------------------------------------------
 
 // The residual sum H is an output and the norm's input: the fused kernel saves it and reads

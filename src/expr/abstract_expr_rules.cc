@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "strata/expr/abstract_expr.h"
+#include "strata/expr/expr_normal_form.h"
 
 namespace strata {
 namespace {
@@ -187,17 +188,63 @@ ExprId compute_expr(ExprPool& pool, const Level& lv, OpKind kind, const OpAttrs&
   return lv.expr(in[0]);
 }
 
-/// For-loop accumulators over F iterations of a tile whose last dim has extent n. The
-/// rescaling accumulators sum like accum / accum_sum_ld: abstractly, y_i·exp(m_i − m_F) is y_i
-/// (with m the running max, the shift the whole loop ends with).
-ExprId accum_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId x, const Shape& tile,
-                  int forloop) {
-  int64_t fn = mul_counts(forloop, tile[tile.rank() - 1]);
+/// The elements that F iterations of a loop tile of extent `tile_n` cover: the block's loop
+/// extent P when the tile is the loop's, ⌈P/F⌉ (a ragged loop's last tile is shorter, so the
+/// iterations cover P < F·⌈P/F⌉), else F·tile_n.
+int64_t loop_covered(const BlockGraph& b, int64_t tile_n) {
+  const int64_t f = b.forloop(), p = b.loop_extent();
+  if (p > 0 && (p + f - 1) / f == tile_n) return p;
+  return mul_counts(f, tile_n);
+}
+
+/// e with every monomial count c of its normal form that is a multiple of `from` replaced by
+/// c / from · to: a sum over F iterations of per-iteration sums over a ragged loop tile counts
+/// F·⌈P/F⌉ elements where the loop covers P. Left as it is when its normal form is too large.
+ExprId recount(ExprPool& pool, ExprId e, int64_t from, int64_t to) {
+  const std::optional<ExprId> nf = normal_form(pool, e);
+  if (!nf) return e;
+  auto mono = [&](ExprId m) {
+    const int64_t c = pool.kind(m) == ExprKind::Mono ? pool.count(m) : 1;
+    if (c % from != 0 || c >= kCountCap) return m;
+    if (pool.kind(m) != ExprKind::Mono) return m;  // count 1 < from: never a multiple
+    const auto nums = pool.numerators(m), dens = pool.denominators(m);
+    return pool.mono(mul_counts(c / from, to), {nums.begin(), nums.end()},
+                     {dens.begin(), dens.end()});
+  };
+  if (pool.kind(*nf) != ExprKind::Poly) return mono(*nf);
+  std::vector<ExprId> monos;
+  for (ExprId m : pool.children(*nf)) monos.push_back(mono(m));
+  return pool.poly(std::move(monos));
+}
+
+/// For-loop accumulators of block graph b over its F iterations of a tile. The rescaling
+/// accumulators sum like accum / accum_sum_ld: abstractly, y_i·exp(m_i − m_F) is y_i (with m
+/// the running max, the shift the whole loop ends with). Over a ragged loop the sums count
+/// the elements the loop covers (loop_covered, recount), so that they meet the program's.
+ExprId accum_expr(ExprPool& pool, const BlockGraph& b, OpKind kind, const OpAttrs& attrs, ExprId x,
+                  const Shape& tile) {
+  const int forloop = b.forloop();
+  const int64_t last = tile[tile.rank() - 1];
+  int64_t fn = loop_covered(b, last);
+  // Σ over the iterations of per-iteration results that reduced the loop tile inside the body.
+  auto over_iterations = [&] {
+    const ExprId e = pool.sum(forloop, x);
+    const int64_t p = b.loop_extent();
+    if (p <= 0 || forloop == 1) return e;
+    const int64_t t = (p + forloop - 1) / forloop;
+    if (t * forloop == p) return e;
+    // Mirror the term a dividing loop gives, sum(F·c, y) for x = sum(c, y) with F·t = P,
+    // so that it meets the program's and the other graphs' terms by id; else by its
+    // normal form.
+    if (pool.kind(x) == ExprKind::Sum && pool.count(x) % t == 0 && pool.count(x) < kCountCap)
+      return pool.sum(mul_counts(pool.count(x) / t, p), pool.children(x)[0]);
+    return recount(pool, e, mul_counts(forloop, t), p);
+  };
   switch (kind) {
     case OpKind::AccumSum:  // φ: Σ_i; a data dim: concatenation of the iteration tiles
-      return attrs.fmap == kReplicate ? pool.sum(forloop, x) : x;
+      return attrs.fmap == kReplicate ? over_iterations() : x;
     case OpKind::AccumRescale:
-      return pool.sum(forloop, x);
+      return over_iterations();
     case OpKind::AccumSumLd:
     case OpKind::AccumMeanLd:
     case OpKind::AccumRescaleLd:
@@ -207,6 +254,7 @@ ExprId accum_expr(ExprPool& pool, OpKind kind, const OpAttrs& attrs, ExprId x, c
     case OpKind::AccumMaxLd:
       return pool.max(fn, x);
     case OpKind::AccumSumToDimx:
+      if (fn % attrs.to != 0) fn = mul_counts(forloop, last);
       return pool.sum(fn / attrs.to, x);
     case OpKind::Input:
     case OpKind::Output:
@@ -264,11 +312,11 @@ ExprId block_op_expr(ExprPool& pool, const BlockGraph& b, int op_id,
     case Category::Sink:
       return lv.expr(op.inputs[0]);
     case Category::Accum:
-      return accum_expr(pool, op.kind, op.attrs, lv.expr(op.inputs[0]),
-                        b.tensor(op.inputs[0]).shape, b.forloop());
+      return accum_expr(pool, b, op.kind, op.attrs, lv.expr(op.inputs[0]),
+                        b.tensor(op.inputs[0]).shape);
     case Category::Scan: {  // running_max: abstractly the max the loop ends with
       const Shape& tile = b.tensor(op.inputs[0]).shape;
-      return reduction_expr(pool, op.kind, mul_counts(b.forloop(), tile[tile.rank() - 1]),
+      return reduction_expr(pool, op.kind, loop_covered(b, tile[tile.rank() - 1]),
                             lv.expr(op.inputs[0]));
     }
     case Category::Fused: {  // the chain composed; args: op inputs, then earlier steps

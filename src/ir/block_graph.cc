@@ -37,6 +37,7 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
   Shape tile = kernel_shape;
   std::array<int64_t, kMaxRank> ragged{};
   bool loop_ragged = false;
+  int64_t loop_part = 0;  // the block part the for-loop splits (0: no fmap)
   bool used[kMaxRank] = {false, false, false, false};
   for (int a = 0; a < 3; ++a) {
     int d = imap[a];
@@ -78,6 +79,7 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
       loop_ragged = ragged[fmap] > 0 || tile[fmap] % forloop_ != 0;
       ragged[fmap] = 0;
     }
+    loop_part = tile[fmap];
     tile[fmap] = t;
   }
   OpAttrs attrs;
@@ -90,6 +92,7 @@ Result<int> BlockGraph::add_input(const Shape& kernel_shape, GridMap imap, int f
   input_shapes_.push_back(kernel_shape);
   input_ops_.push_back(op_id);
   input_loop_ragged_.push_back(loop_ragged);
+  input_loop_part_.push_back(loop_part);
   return t;
 }
 
@@ -338,6 +341,16 @@ bool BlockGraph::ragged_loop() const {
   return false;
 }
 
+int64_t BlockGraph::loop_extent() const {
+  int64_t p = 0;
+  for (int64_t part : input_loop_part_) {
+    if (part == 0) continue;
+    if (p != 0 && part != p) return 0;
+    p = part;
+  }
+  return p;
+}
+
 bool BlockGraph::ragged() const {
   if (ragged_loop()) return true;
   for (int i = 0; i < num_inputs(); ++i)
@@ -369,6 +382,7 @@ void BlockGraph::pop_op() {
     input_shapes_.pop_back();
     input_ops_.pop_back();
     input_loop_ragged_.pop_back();
+    input_loop_part_.pop_back();
   } else if (op.kind == OpKind::Output) {
     output_ops_.pop_back();
     output_shapes_.pop_back();

@@ -536,15 +536,20 @@ std::vector<int64_t> loop_extent_candidates(int64_t block_extent, int64_t last_e
     out.push_back(block_extent / t);
   }
   // No tile divides the extent (or the last block's): ragged loops (the last iteration
-  // shorter), as long as no block's last iteration is empty.
-  if (out.empty())
+  // shorter), as long as no block's last iteration is empty. The iterations' tile is
+  // ⌈extent/F⌉, which is the listed tile itself only for some F (4097 in 33 iterations gives
+  // tiles of 125, not 128, which no tensor-core step divides): those F are offered; where
+  // there are none (short extents: 67 gives tiles of 14, 23, 34), every F of a listed tile.
+  for (bool keep_tile : {true, false}) {
+    if (!out.empty()) break;
     for (int64_t t : policy.loop_tiles) {
       if (t <= 1 || t >= block_extent) continue;
       int64_t f = (block_extent + t - 1) / t;
       int64_t tile = (block_extent + f - 1) / f;
-      if ((f - 1) * tile >= last_extent) continue;
+      if ((keep_tile && tile != t) || (f - 1) * tile >= last_extent) continue;
       out.push_back(f);
     }
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

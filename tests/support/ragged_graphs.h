@@ -224,11 +224,65 @@ inline RaggedCase ragged_log_down_h220() {
   return {"log_down_h220", g, prog, 0.25};
 }
 
+/// Safe attention over n keys in `loops` iterations that do not divide n (the last tile is
+/// shorter): the online softmax (running max, rescaling accumulators) over a ragged key loop,
+/// K stored as [N, D] and read through a transpose. Two heads of `rows` query rows, one block
+/// each. Scores at absent keys must leave the running max, the row sums and the product
+/// with V alone (docs/codegen.md, "Ragged tiles").
+inline KernelGraph attention_ragged_program(int64_t rows, int64_t n, int64_t d) {
+  KernelGraph prog;
+  int q = must(prog.add_input("Q", Shape{2, rows, d}, DType::f16));
+  int k = must(prog.add_input("K", Shape{2, n, d}, DType::f16));
+  int v = must(prog.add_input("V", Shape{2, n, d}, DType::f16));
+  int kt = must(prog.add_op(OpKind::Transpose, {k}));
+  int s = must(prog.add_op(OpKind::MulScalar, {must(prog.add_op(OpKind::Matmul, {q, kt}))},
+                           scalar_attr(0.125)));
+  int m = must(prog.add_op(OpKind::Max, {s}, dim_attr(2)));
+  int e = must(prog.add_op(OpKind::Exp, {must(prog.add_op(OpKind::Sub, {s, m}))}));
+  int p = must(prog.add_op(OpKind::Div, {e, must(prog.add_op(OpKind::Sum, {e}, dim_attr(2)))}));
+  must(prog.mark_output(must(prog.add_op(OpKind::Matmul, {p, v}, {}, "O"))));
+  return prog;
+}
+
+inline KernelGraph attention_ragged(int64_t rows, int64_t n, int64_t d, int loops) {
+  KernelGraph g;
+  int q = must(g.add_input("Q", Shape{2, rows, d}, DType::f16));
+  int k = must(g.add_input("K", Shape{2, n, d}, DType::f16));
+  int v = must(g.add_input("V", Shape{2, n, d}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({2, 1, 1}, 128, loops));
+  int qi = must(b.add_input(Shape{2, rows, d}, {0, P, P}, P));
+  int ki = must(b.add_input(Shape{2, n, d}, {0, P, P}, 1));
+  int vi = must(b.add_input(Shape{2, n, d}, {0, P, P}, 1));
+  int s = must(b.add_op(OpKind::Matmul, {qi, must(b.add_op(OpKind::Transpose, {ki}))}));
+  s = must(b.add_op(OpKind::MulScalar, {s}, scalar_attr(0.125)));
+  int m = must(b.add_op(OpKind::RunningMax, {s}));
+  int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Sub, {s, m}))}));
+  int l = must(b.add_op(OpKind::Sum, {e}, dim_attr(2)));
+  int o = must(b.add_op(OpKind::AccumRescale, {must(b.add_op(OpKind::Matmul, {e, vi})), m}));
+  int ls = must(b.add_op(OpKind::AccumRescale, {l, m}));
+  must(b.add_output(must(b.add_op(OpKind::Div, {o, ls})), {0, P, P}));
+  must(g.mark_output(must(g.add_customized({q, k, v}, std::move(b), {"O"}))[0]));
+  return g;
+}
+
+// 1025 keys in 65 iterations of 16 (the last holds one key): tensor-core steps throughout.
+inline RaggedCase ragged_attention_k1025() {
+  return {"attention_k1025", attention_ragged(4, 1025, 64, 65),
+          attention_ragged_program(4, 1025, 64), 2.0};
+}
+
+// 203 keys in 4 iterations of 51 (the last 50): odd tiles, the general matmul path.
+inline RaggedCase ragged_attention_k203() {
+  return {"attention_k203", attention_ragged(16, 203, 32, 4), attention_ragged_program(16, 203, 32),
+          2.0};
+}
+
 /// Every case above.
 inline std::vector<RaggedCase> ragged_cases() {
   return {ragged_rmsnorm_n1000(),    ragged_rmsnorm_k300(),   ragged_matmul_k1100_tc(),
           ragged_matmul_k1100_odd(), ragged_gatedmlp_h1100(), ragged_gatedmlp_down_h1100(),
-          ragged_rows_grid(),        ragged_rows_loop(),      ragged_log_down_h220()};
+          ragged_rows_grid(),        ragged_rows_loop(),      ragged_log_down_h220(),
+          ragged_attention_k1025(),  ragged_attention_k203()};
 }
 
 }  // namespace strata::testing

@@ -116,6 +116,11 @@ class BlockGraph {
   bool ragged() const;
   /// Whether some input's for-loop split leaves a shorter last iteration in some block.
   bool ragged_loop() const;
+  /// The extent the for-loop covers in a block holding the nominal part: the part, along its
+  /// fmap dim, of every input with a for-loop split (the device extent, or ⌈n/g⌉ when a grid
+  /// axis of size g splits that dim too). 0 without such inputs or when they disagree. A
+  /// ragged loop covers fewer elements than F × the tile: F·⌈P/F⌉ > P.
+  int64_t loop_extent() const;
   /// Whether loop-body tensor t is the same in every iteration: an input iterator with
   /// fmap φ, or a compute op (not a running op) of such tensors only. Post-loop ops may read
   /// it (docs/mugraph-semantics.md §3.4). False for post-loop tensors.
@@ -146,6 +151,7 @@ class BlockGraph {
   std::vector<int> input_ops_;
   std::vector<int> output_ops_;
   std::vector<bool> input_loop_ragged_;  ///< per input: its for-loop split is ragged
+  std::vector<int64_t> input_loop_part_;  ///< per input: its block part along fmap (0: none)
 };
 
 /// "x", "y" or "z".
