@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -161,6 +162,27 @@ TEST(WeightLayers, NoPaperBenchmarkOrSuiteProgramIsSplit) {
     }
   }
   EXPECT_GT(seen, 20);
+}
+
+TEST(SearchByLayers, AJoinsBoundIsTheSumOfItsPartsBounds) {
+  auto part = [](double log2_bound, int trials, bool is_program) {
+    Candidate c;
+    c.is_program = is_program;
+    c.verification.equivalent = true;
+    c.verification.log2_bound = is_program ? -INFINITY : log2_bound;
+    c.verification.trials = is_program ? 0 : trials;
+    return c;
+  };
+  const Candidate a = part(-61, 1, false), b = part(-61, 2, false), p = part(0, 0, true);
+  const Candidate c = part(-118, 2, false);
+  VerifyResult two = search::composed_verification({&a, &b, &p});
+  EXPECT_TRUE(two.equivalent);
+  EXPECT_DOUBLE_EQ(two.log2_bound, -60);  // 2^-61 + 2^-61: just proved
+  EXPECT_EQ(two.trials, 1);
+  EXPECT_NE(two.detail.find("joined from 3"), std::string::npos);
+  // Three parts at 2^-61 miss 2^-60: the search verifies such a join against the program.
+  EXPECT_GT(search::composed_verification({&a, &b, &a}).log2_bound, -60);
+  EXPECT_NEAR(search::composed_verification({&c, &a}).log2_bound, -61, 1e-9);
 }
 
 /// Whether some customized kernel of g holds two matmuls and a silu (the gate and up

@@ -29,30 +29,6 @@ Candidate as_written(const KernelGraph& g, const Target& target) {
   return {g, estimate_cost(g, target), identity, true};
 }
 
-/// log2(Σ 2^b) of the parts' bounds, and the fewest trials among them: the bound of a graph
-/// joined from parts each proved equivalent to its segment (a union bound).
-VerifyResult composed(const std::vector<const Candidate*>& parts) {
-  VerifyResult v;
-  v.equivalent = true;
-  v.log2_bound = -INFINITY;
-  v.trials = 0;
-  double top = -INFINITY;
-  for (const Candidate* c : parts)
-    if (!c->is_program) top = std::max(top, c->verification.log2_bound);
-  double sum = 0;
-  bool first = true;
-  for (const Candidate* c : parts) {
-    if (c->is_program) continue;
-    sum += std::exp2(c->verification.log2_bound - top);
-    v.trials = first ? c->verification.trials : std::min(v.trials, c->verification.trials);
-    first = false;
-  }
-  if (!first) v.log2_bound = top + std::log2(sum);
-  v.detail = "joined from " + std::to_string(parts.size()) +
-             " weight-layer segments, each proved equivalent to its part of the program";
-  return v;
-}
-
 /// "segment 2 of 3 (matmul, silu, matmul, mul → M): best 1 kernel(s), 79.4 µs against 89.6 µs
 /// as written, 434 states, stop exhausted, at 7.6 s": what the user sees of each segment.
 std::string segment_note(const std::string& which, const KernelGraph& seg, const SearchResult& r,
@@ -76,6 +52,28 @@ std::string segment_note(const std::string& which, const KernelGraph& seg, const
 }
 
 }  // namespace
+
+VerifyResult composed_verification(const std::vector<const Candidate*>& parts) {
+  VerifyResult v;
+  v.equivalent = true;
+  v.log2_bound = -INFINITY;
+  v.trials = 0;
+  double top = -INFINITY;
+  for (const Candidate* c : parts)
+    if (!c->is_program) top = std::max(top, c->verification.log2_bound);
+  double sum = 0;
+  bool first = true;
+  for (const Candidate* c : parts) {
+    if (c->is_program) continue;
+    sum += std::exp2(c->verification.log2_bound - top);
+    v.trials = first ? c->verification.trials : std::min(v.trials, c->verification.trials);
+    first = false;
+  }
+  if (!first) v.log2_bound = top + std::log2(sum);
+  v.detail = "joined from " + std::to_string(parts.size()) +
+             " weight-layer segments, each proved equivalent to its part of the program";
+  return v;
+}
 
 bool searched_by_layers(const KernelGraph& program, const SearchConfig& config) {
   return config.split_layers &&
@@ -160,7 +158,7 @@ Result<SearchResult> search_by_layers(const KernelGraph& program, const SearchCo
     if (std::any_of(joined.begin(), joined.end(),
                     [&](const Candidate& c) { return c.graph.structurally_equal(out); }))
       continue;
-    VerifyResult v = composed(used);
+    VerifyResult v = composed_verification(used);
     if (v.log2_bound > verify_options.target_log2_bound) {
       const bool out_of_time = config.time_limit_s > 0 && seconds_since(t0) >= config.time_limit_s;
       if (out_of_time || interrupted()) continue;
