@@ -185,21 +185,30 @@ Result<SearchResult> search_by_layers(const KernelGraph& program, const SearchCo
     if (config.enum_time_limit_s > 0) c.enum_time_limit_s = share(config.enum_time_limit_s, 1);
     if (config.max_states > 0)
       c.max_states = std::max<int64_t>(1, config.max_states - result.stats.states);
-    STRATA_ASSIGN_OR_RETURN(SearchResult whole, superoptimize(program, c));
-    whole_searched = true;
-
-    add_part_stats(result.stats, whole.stats);
-    from_cache[n] = whole.from_cache;
-    for (const std::string& note : whole.notes) result.notes.push_back("whole program: " + note);
-    result.cache_key += "+" + whole.cache_key;
-    for (Candidate& c : whole.ranked)
-      if (!c.is_program && std::none_of(joined.begin(), joined.end(), [&](const Candidate& j) {
-            return j.graph.structurally_equal(c.graph);
-          }))
-        joined.push_back(std::move(c));
+    Result<SearchResult> searched = superoptimize(program, c);
+    // Nothing joined and the whole program refused (no tiling fits, …): the search's error,
+    // as for any program. Otherwise the joins stand and the refusal is a note.
+    if (!searched.ok() && joined.empty()) return searched.error();
+    if (!searched.ok()) {
+      result.notes.push_back("the whole program could not be searched: " +
+                             searched.error().message);
+    } else {
+      whole_searched = true;
+      SearchResult& whole = *searched;
+      add_part_stats(result.stats, whole.stats);
+      from_cache[n] = whole.from_cache;
+      for (const std::string& note : whole.notes) result.notes.push_back("whole program: " + note);
+      result.cache_key += "+" + whole.cache_key;
+      for (Candidate& c : whole.ranked)
+        if (!c.is_program && std::none_of(joined.begin(), joined.end(), [&](const Candidate& j) {
+              return j.graph.structurally_equal(c.graph);
+            }))
+          joined.push_back(std::move(c));
+    }
   } else {
-    result.notes.push_back(
-        "the whole program was not searched: the segments used up the time limit");
+    result.notes.push_back(interrupted() ? "the whole program was not searched: interrupted"
+                                         : "the whole program was not searched: the segments "
+                                           "used up the time limit");
     if (result.stats.stop == StopReason::Exhausted) {
       result.stats.stop = interrupted() ? StopReason::Interrupted : StopReason::TimeLimit;
       result.stats.stop_phase = SearchPhase::Enumeration;
