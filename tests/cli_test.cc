@@ -490,6 +490,25 @@ TEST_F(Cli, NumericFlagsAreValidated) {
   EXPECT_EQ(a.out, b.out);
 }
 
+TEST_F(Cli, NoLayerSplitSearchesTheWholeProgramOnly) {
+  // Three weight layers: searched layer by layer (docs/search.md, "Layers") unless turned off.
+  const std::string p = file("chain.strata",
+                             "input X: f16[8, 64]\ninput W1: f16[64, 64]\ninput W2: f16[64, 64]\n"
+                             "input W3: f16[64, 64]\n"
+                             "O = matmul(relu(matmul(relu(matmul(X, W1)), W2)), W3)\noutput O\n");
+  const std::string common = " --no-cache --no-gpu --quiet --no-show --top 1 --max-states 4000 ";
+  for (bool split : {true, false}) {
+    const std::string out = (dir_ / (split ? "split.json" : "whole.json")).string();
+    RunResult r = strata("optimize '" + p + "'" + common + (split ? "" : "--no-layer-split ") +
+                         "-o '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string doc = read_file(out);
+    EXPECT_EQ(doc.find("searched in 3 segments") != std::string::npos, split) << doc.substr(0, 400);
+    EXPECT_NE(doc.find(split ? "\"split_layers\": true" : "\"split_layers\": false"),
+              std::string::npos);
+  }
+}
+
 // No GPU is an environment condition, not an internal error: `device` and `profile` exit 1.
 TEST_F(Cli, NoGpuIsNotAnInternalError) {
   RunResult d = strata("device");

@@ -21,6 +21,7 @@
 #include "search/candidate_pool.h"
 #include "search/checkpoint.h"
 #include "search/enumerator.h"
+#include "search/layered_search.h"
 #include "search/search_monitor.h"
 #include "search/segments.h"
 #include "strata/expr/abstract_expr.h"
@@ -737,6 +738,12 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   if (search::has_collectives(program)) {
     STRATA_RETURN_IF_ERROR(check_config(config));
     return search::search_around_collectives(program, config);
+  }
+  // Many weight layers: searched layer by layer first (docs/search.md, "Layers").
+  if (search::searched_by_layers(program, config)) {
+    STRATA_RETURN_IF_ERROR(check_config(config));
+    STRATA_RETURN_IF_ERROR(check_program(program));
+    return search::search_by_layers(program, config);
   }
   STRATA_ASSIGN_OR_RETURN(const SearchJob job, set_up_job(program, config));
   SearchResult result;

@@ -107,6 +107,7 @@ std::string search_cache_key(const KernelGraph& program, const SearchConfig& c,
   k["target"] = c.target;
   k["top_k"] = c.top_k;
   k["canonicalize"] = c.canonicalize;
+  k["split_layers"] = c.split_layers;
   k["model"] = search_model_fingerprint(c.target);
   k["strata_version"] = STRATA_VERSION;
   k["sources"] = std::string(source_hash);

@@ -112,6 +112,7 @@ Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
   c["abstract_pruning"] = config.abstract_pruning;
   c["top_k"] = config.top_k;
   c["canonicalize"] = config.canonicalize;
+  c["split_layers"] = config.split_layers;
   j["config"] = c;
   double program_us = prog >= 0 ? r.ranked[prog].cost.predicted_us : 0;
   j["best"] = r.ranked.empty() ? Json(nullptr) : Json(0);

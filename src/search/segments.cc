@@ -16,42 +16,37 @@ bool is_collective(const KernelOp& op) {
   return op_category(op.kind) == Category::Collective;
 }
 
-/// One segment: its ops (program op ids, in order), the program tensors it reads from
-/// outside (its inputs, in order of first use) and those read after it (its outputs).
-struct Segment {
-  std::vector<int> ops;
-  std::vector<int> inputs;
-  std::vector<int> outputs;
-  KernelGraph program;  ///< the segment as a program of one rank
-};
-
-/// Splits `p` into segments: an op's segment is the number of collectives on its longest
+/// Splits `p` at its collectives: an op's segment is the number of collectives on its longest
 /// path from the inputs; collectives[k] are those whose input is computed in segment k.
 void split(const KernelGraph& p, std::vector<Segment>& segs,
            std::vector<std::vector<int>>& collectives) {
   const int nt = static_cast<int>(p.tensors().size());
   std::vector<int> after(nt, 0);  // segment from which tensor t is available
   std::vector<int> seg_of(p.ops().size(), -1);
+  std::vector<int> coll_of(p.ops().size(), -1);
   int nseg = 1;
   for (size_t i = 0; i < p.ops().size(); ++i) {
     const KernelOp& op = p.op(static_cast<int>(i));
     if (op.kind == OpKind::Input) continue;
     int s = 0;
     for (int t : op.inputs) s = std::max(s, after[t]);
-    seg_of[i] = s;
+    (is_collective(op) ? coll_of : seg_of)[i] = s;
     for (int t : op.outputs) after[t] = is_collective(op) ? s + 1 : s;
     nseg = std::max(nseg, s + 2);
   }
-  segs.assign(nseg, {});
+  segs = make_segments(p, seg_of, nseg);
   collectives.assign(nseg, {});
-  for (size_t i = 0; i < p.ops().size(); ++i) {
-    const KernelOp& op = p.op(static_cast<int>(i));
-    if (seg_of[i] < 0) continue;
-    if (is_collective(op))
-      collectives[seg_of[i]].push_back(static_cast<int>(i));
-    else
-      segs[seg_of[i]].ops.push_back(static_cast<int>(i));
-  }
+  for (size_t i = 0; i < p.ops().size(); ++i)
+    if (coll_of[i] >= 0) collectives[coll_of[i]].push_back(static_cast<int>(i));
+}
+
+}  // namespace
+
+std::vector<Segment> make_segments(const KernelGraph& p, const std::vector<int>& seg_of, int nseg) {
+  const int nt = static_cast<int>(p.tensors().size());
+  std::vector<Segment> segs(nseg);
+  for (size_t i = 0; i < p.ops().size(); ++i)
+    if (seg_of[i] >= 0) segs[seg_of[i]].ops.push_back(static_cast<int>(i));
   std::vector<int> producer_seg(nt, -1);  // segment of a tensor's producing op (-1: other)
   for (size_t k = 0; k < segs.size(); ++k)
     for (int i : segs[k].ops)
@@ -71,14 +66,14 @@ void split(const KernelGraph& p, std::vector<Segment>& segs,
         for (size_t j = 0; j < p.ops().size() && !read_later; ++j) {
           const KernelOp& r = p.op(static_cast<int>(j));
           if (std::find(r.inputs.begin(), r.inputs.end(), t) == r.inputs.end()) continue;
-          read_later = is_collective(r) || seg_of[j] != static_cast<int>(k);
+          read_later = seg_of[j] != static_cast<int>(k);
         }
         if (read_later) s.outputs.push_back(t);
       }
   }
+  return segs;
 }
 
-/// The segment as a program: inputs named after the program's tensors.
 Result<KernelGraph> segment_program(const KernelGraph& p, const Segment& s) {
   KernelGraph g;
   std::vector<int> map(p.tensors().size(), -1);
@@ -97,9 +92,8 @@ Result<KernelGraph> segment_program(const KernelGraph& p, const Segment& s) {
   return g;
 }
 
-/// Appends graph `c` (a candidate for segment `s`) to `out`, its inputs bound through `map`
-/// (program tensor → tensor of `out`); records its outputs in `map`.
-Status append(const KernelGraph& c, const Segment& s, KernelGraph& out, std::vector<int>& map) {
+Status append_segment(const KernelGraph& c, const Segment& s, KernelGraph& out,
+                      std::vector<int>& map) {
   std::vector<int> local(c.tensors().size(), -1);
   for (size_t i = 0; i < c.inputs().size(); ++i) local[c.inputs()[i]] = map[s.inputs[i]];
   for (const KernelOp& op : c.ops()) {
@@ -117,7 +111,27 @@ Status append(const KernelGraph& c, const Segment& s, KernelGraph& out, std::vec
   return Status::success();
 }
 
-}  // namespace
+void add_part_stats(SearchStats& into, const SearchStats& st) {
+  into.states += st.states;
+  for (const auto& [rule, n] : st.prunes_by_rule) into.prunes_by_rule[rule] += n;
+  for (const auto& [rule, n] : st.rewrites_by_rule) into.rewrites_by_rule[rule] += n;
+  into.candidates_found += st.candidates_found;
+  into.candidates_screened += st.candidates_screened;
+  into.candidates_verified += st.candidates_verified;
+  into.tasks_total += st.tasks_total;
+  into.tasks_done += st.tasks_done;
+  into.setup_s += st.setup_s;
+  into.screen_s += st.screen_s;
+  into.verify_s += st.verify_s;
+  const auto stopped = [](StopReason r) {
+    return r != StopReason::Exhausted && r != StopReason::CacheHit;
+  };
+  if (stopped(st.stop) && !stopped(into.stop)) {
+    into.stop = st.stop;
+    into.stop_phase = st.stop_phase;
+  }
+  into.verification_complete = into.verification_complete && st.verification_complete;
+}
 
 bool has_collectives(const KernelGraph& program) {
   return std::any_of(program.ops().begin(), program.ops().end(), is_collective);
@@ -161,23 +175,7 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
     }
     parts[k] = std::move(*r);
     width = std::max(width, parts[k].ranked.size());
-    const SearchStats& st = parts[k].stats;
-    result.stats.states += st.states;
-    for (const auto& [rule, n] : st.prunes_by_rule) result.stats.prunes_by_rule[rule] += n;
-    for (const auto& [rule, n] : st.rewrites_by_rule) result.stats.rewrites_by_rule[rule] += n;
-    result.stats.candidates_found += st.candidates_found;
-    result.stats.candidates_screened += st.candidates_screened;
-    result.stats.candidates_verified += st.candidates_verified;
-    result.stats.tasks_total += st.tasks_total;
-    result.stats.tasks_done += st.tasks_done;
-    result.stats.setup_s += st.setup_s;
-    result.stats.screen_s += st.screen_s;
-    result.stats.verify_s += st.verify_s;
-    if (st.stop != StopReason::Exhausted && st.stop != StopReason::CacheHit)
-      result.stats.stop = st.stop;
-    if (result.stats.stop_phase == SearchPhase::None) result.stats.stop_phase = st.stop_phase;
-    result.stats.verification_complete =
-        result.stats.verification_complete && st.verification_complete;
+    add_part_stats(result.stats, parts[k].stats);
     for (const std::string& n : parts[k].notes) result.notes.push_back(n);
     result.cache_key += (result.cache_key.empty() ? "" : "+") + parts[k].cache_key;
   }
@@ -201,7 +199,7 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
         const std::vector<Candidate>& ranked = parts[k].ranked;
         const Candidate& c = ranked[std::min(i, ranked.size() - 1)];
         all_program = all_program && c.is_program;
-        STRATA_RETURN_IF_ERROR(append(c.graph, segs[k], out, map));
+        STRATA_RETURN_IF_ERROR(append_segment(c.graph, segs[k], out, map));
       }
       for (int op_id : collectives[k]) {
         const KernelOp& op = program.op(op_id);

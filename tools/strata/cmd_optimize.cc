@@ -178,6 +178,10 @@ std::function<int()> setup(CLI::App& app) {
   app.add_flag_callback(
       "--no-canonicalize", [o] { o->config.canonicalize = false; },
       "search the program as written, without its canonical rewrites (docs/search.md)");
+  app.add_flag_callback(
+      "--no-layer-split", [o] { o->config.split_layers = false; },
+      "search a program with many weight layers as a whole only, not layer by layer first "
+      "(docs/search.md, \"Layers\")");
   app.add_option("--target", c.target, "GPU of the cost model: h100, h200 or a100")
       ->default_val(c.target);
   app.add_option("--top", c.top_k, "candidates to verify and report, 1 to 1000")

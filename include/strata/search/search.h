@@ -59,6 +59,9 @@ struct SearchConfig {
   /// (key) Search the program's canonical form (canonicalize_program, docs/search.md,
   /// "Canonicalization"); candidates are verified against the program as given either way.
   bool canonicalize = true;
+  /// (key) Search a program with more weight layers than max_customized_ops in segments, one
+  /// per layer, joined, then the whole program with the time left (docs/search.md, "Layers").
+  bool split_layers = true;
   bool resume = false;           ///< continue from the checkpoint of an earlier, stopped run
   bool quiet = false;            ///< no progress line on stderr
   bool use_cache = true;         ///< answer from / store into the result cache
@@ -146,6 +149,10 @@ struct SearchConfig {
   }
   SearchConfig& with_canonicalize(bool on) {
     canonicalize = on;
+    return *this;
+  }
+  SearchConfig& with_split_layers(bool on) {
+    split_layers = on;
     return *this;
   }
   SearchConfig& with_canonicalizer(std::function<Result<KernelGraph>(const KernelGraph&)> f) {
