@@ -219,6 +219,43 @@ TEST(ExprRules, AccumulatorsAndThreadGraphs) {
   EXPECT_EQ(block_op_expr(pool, b, last, ex, {pool.var(0)}), ex[rn]);
 }
 
+// A ragged for-loop (docs/abstract-expressions.md, "Ragged loops"): K = 1100 in 35 iterations
+// of 32 (the last 12) covers 1100 elements, not 35 · 32 = 1120. Every accumulator and the
+// running max count the 1100, whether the iteration's term is a sum at its top (the matmul)
+// or not (the scaled matmul, through its normal form).
+TEST(ExprRules, RaggedLoopsCountTheElementsTheyCover) {
+  auto b = must(BlockGraph::make({1, 1, 1}, 128, 35));
+  int x = must(b.add_input(Shape{8, 1100}, {P, P, P}, 1));   // [8, 32]
+  int w = must(b.add_input(Shape{1100, 16}, {P, P, P}, 0));  // [32, 16]
+  EXPECT_EQ(b.loop_extent(), 1100);
+  EXPECT_TRUE(b.ragged_loop());
+  int mm = must(b.add_op(OpKind::Matmul, {x, w}));
+  OpAttrs half;
+  half.scalar = 0.5;
+  int scaled = must(b.add_op(OpKind::MulScalar, {mm}, half));
+  int acc = must(b.add_op(OpKind::AccumSum, {mm}));
+  int acc_scaled = must(b.add_op(OpKind::AccumSum, {scaled}));
+  int ld = must(b.add_op(OpKind::AccumSumLd, {x}));
+  int mx = must(b.add_op(OpKind::AccumMaxLd, {x}));
+  int run = must(b.add_op(OpKind::RunningMax, {x}));
+  ExprPool pool;
+  std::vector<ExprId> ex = block_graph_exprs(pool, b, {pool.var(0), pool.var(1)});
+  EXPECT_EQ(pool.str(ex[acc], {"X", "W"}), "sum(1100, mul(X, W))");
+  EXPECT_EQ(pool.str(ex[ld], {"X", "W"}), "sum(1100, X)");
+  EXPECT_EQ(pool.str(ex[mx], {"X", "W"}), "max(1100, X)");
+  EXPECT_EQ(pool.str(ex[run], {"X", "W"}), "max(1100, X)");
+  const ExprId want =
+      pool.mul(pool.sum(1100, pool.mul(pool.var(0), pool.var(1))), pool.constant(0.5));
+  EXPECT_EQ(normal_form(pool, ex[acc_scaled]), normal_form(pool, want));
+  // A dividing loop keeps F · tile: 1024 in 32 iterations of 32.
+  auto d = must(BlockGraph::make({1, 1, 1}, 128, 32));
+  int xd = must(d.add_input(Shape{8, 1024}, {P, P, P}, 1));
+  int ldd = must(d.add_op(OpKind::AccumSumLd, {xd}));
+  std::vector<ExprId> dx = block_graph_exprs(pool, d, {pool.var(0)});
+  EXPECT_EQ(pool.str(dx[ldd], {"X"}), "sum(1024, X)");
+  EXPECT_FALSE(d.ragged_loop());
+}
+
 TEST(ExprRules, CustomizedOpsInlineTheirBody) {
   exprtest::Benchmark b = exprtest::gqa_benchmark(false);
   ExprPool pool;

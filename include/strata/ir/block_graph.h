@@ -150,7 +150,7 @@ class BlockGraph {
   std::vector<Shape> output_shapes_;
   std::vector<int> input_ops_;
   std::vector<int> output_ops_;
-  std::vector<bool> input_loop_ragged_;  ///< per input: its for-loop split is ragged
+  std::vector<bool> input_loop_ragged_;   ///< per input: its for-loop split is ragged
   std::vector<int64_t> input_loop_part_;  ///< per input: its block part along fmap (0: none)
 };
 
