@@ -24,6 +24,7 @@
 #include "search/layered_search.h"
 #include "search/search_monitor.h"
 #include "search/segments.h"
+#include "search/split_kv.h"
 #include "strata/expr/abstract_expr.h"
 #include "strata/opt/canonicalize.h"
 #include "strata/opt/graph_optimizer.h"
@@ -600,6 +601,45 @@ bool enumerate(const SearchJob& job, const Enumeration& en, search::StopControl&
   return all_done;
 }
 
+/// Derived forms verified beside the top_k (docs/search.md, "Split-KV").
+constexpr size_t kDerivedVerified = 2;
+
+/// Phase 5b, derived forms: the split-KV forms of the online-softmax kernels of the graphs
+/// found (docs/search.md, "Split-KV"), costed; the best of them are verified beside the
+/// enumeration's candidates (verify_derived), because the cost model does not see the
+/// latency of a long loop in few blocks that the split removes.
+std::vector<search::PoolEntry> derive_split_kv(const SearchJob& job,
+                                               const search::CandidatePool& pool) {
+  const int64_t max_blocks = 4 * static_cast<int64_t>(job.target.sm_count);
+  search::CandidatePool derived(job.target, kDerivedVerified);
+  for (const search::PoolEntry& e : pool.entries())
+    for (KernelGraph& g : search::split_kv_forms(e.graph, max_blocks))
+      derived.offer(std::move(g));
+  return derived.entries();
+}
+
+/// Phase 7b: the derived forms screened and verified (as screen_and_verify does) and, when
+/// proved, added to the ranking.
+void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
+                    const std::vector<search::PoolEntry>& derived, search::Monitor& monitor,
+                    SearchResult& result) {
+  const VerifyOptions verify_options;
+  for (const search::PoolEntry& e : derived) {
+    if (job.config.interrupt && job.config.interrupt->load()) break;
+    if (job.config.time_limit_s > 0 && seconds_since(job.t0) >= job.config.time_limit_s) break;
+    if (!not_emittable(e.graph, job.target).empty()) continue;
+    const CandidateCheck c = check_candidate(checker, e, monitor.verify_counts().verifying);
+    result.stats.screen_s += c.screen_s;
+    result.stats.verify_s += c.verify_s;
+    ++result.stats.candidates_screened;
+    if (!c.verified || !c.error.empty()) continue;
+    ++result.stats.candidates_verified;
+    if (c.verification.equivalent && !c.verification.unknown &&
+        c.verification.log2_bound <= verify_options.target_log2_bound)
+      result.ranked.push_back({e.graph, e.cost, c.verification, false});
+  }
+}
+
 /// Phase 6, order: the pool's graphs other than the program, in verification order
 /// (diversify: the cheapest alternating with a round robin over structures).
 std::vector<search::PoolEntry> verification_order(std::vector<search::PoolEntry> entries,
@@ -760,8 +800,10 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   for (const KernelGraph& g : progress.pool) pool.restore(g);
 
   const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
+  const std::vector<search::PoolEntry> derived = derive_split_kv(job, pool);
   const std::vector<search::PoolEntry> found = pool.entries();
   screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);
+  verify_derived(job, *en.checker, derived, monitor, result);
   monitor.finish();
   rank(program, job.target, result);
   result.stats.rewrites_by_rule = job.rewrites;
