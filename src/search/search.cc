@@ -614,7 +614,7 @@ std::vector<search::PoolEntry> derive_split_kv(const SearchJob& job,
   search::CandidatePool derived(job.target, kDerivedVerified);
   for (const search::PoolEntry& e : pool.entries())
     for (KernelGraph& g : search::split_kv_forms(e.graph, max_blocks))
-      derived.offer(std::move(g));
+      if (not_emittable(g, job.target).empty()) derived.offer(std::move(g));
   return derived.entries();
 }
 
