@@ -8,18 +8,15 @@
 
 #include <string>
 
-#include "strata/ir/graph_print.h"
 #include "strata/frontend/program_parser.h"
+#include "strata/ir/graph_print.h"
 #include "strata/verify/verifier.h"
+#include "support/parse.h"
 
 namespace strata {
 namespace {
 
-KernelGraph parse(const std::string& text) {
-  auto g = parse_program(text, "test.strata");
-  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message) << "\n" << text;
-  return g.ok() ? std::move(g).value() : KernelGraph{};
-}
+using testing::parse;
 
 CanonicalProgram canonical(const KernelGraph& g) {
   auto c = canonicalize_program(g);

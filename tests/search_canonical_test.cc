@@ -9,20 +9,17 @@
 #include <map>
 #include <string>
 
-#include "strata/opt/canonicalize.h"
 #include "strata/frontend/program_parser.h"
+#include "strata/opt/canonicalize.h"
 #include "strata/search/search.h"
 #include "strata/search/search_cache.h"
 #include "strata/verify/verifier.h"
+#include "support/parse.h"
 
 namespace strata {
 namespace {
 
-KernelGraph parse(const std::string& text) {
-  auto g = parse_program(text, "test.strata");
-  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message) << "\n" << text;
-  return g.ok() ? std::move(g).value() : KernelGraph{};
-}
+using testing::parse;
 
 SearchConfig config(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /

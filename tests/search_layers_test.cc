@@ -20,15 +20,12 @@
 #include "strata/frontend/program_parser.h"
 #include "strata/search/search.h"
 #include "strata/verify/verifier.h"
+#include "support/parse.h"
 
 namespace strata {
 namespace {
 
-KernelGraph parse(const std::string& text) {
-  auto g = parse_program(text, "test.strata");
-  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message) << "\n" << text;
-  return g.ok() ? std::move(g).value() : KernelGraph{};
-}
+using testing::parse;
 
 /// The decoder layer's second partition as the PyTorch backend lowers it (the RMSNorm written
 /// out, rsqrt as C / sqrt with C an input of shape [1]), hidden h, MLP width m, batch b.

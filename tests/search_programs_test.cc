@@ -10,15 +10,12 @@
 
 #include "strata/frontend/program_parser.h"
 #include "strata/search/search.h"
+#include "support/parse.h"
 
 namespace strata {
 namespace {
 
-KernelGraph parse(const std::string& text) {
-  auto g = parse_program(text, "test.strata");
-  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message) << "\n" << text;
-  return g.ok() ? std::move(g).value() : KernelGraph{};
-}
+using testing::parse;
 
 SearchConfig config(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /

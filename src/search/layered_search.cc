@@ -136,12 +136,8 @@ Result<SearchResult> search_by_layers(const KernelGraph& program, const SearchCo
   const VerifyOptions verify_options;  // the bound target, 2^-60
   std::vector<Candidate> joined;
   for (size_t i = 0; i < width; ++i) {
-    KernelGraph out;
-    std::vector<int> map(program.tensors().size(), -1);
-    for (int t : program.inputs()) {
-      STRATA_ASSIGN_OR_RETURN(map[t], out.add_input(program.tensor_name(t), program.tensor(t).shape,
-                                                    program.tensor(t).dtype));
-    }
+    std::vector<int> map;
+    STRATA_ASSIGN_OR_RETURN(KernelGraph out, join_start(program, map));
     std::vector<const Candidate*> used;
     for (int k = 0; k < n; ++k) {
       const Candidate& c = parts[k][std::min(i, parts[k].size() - 1)];

@@ -92,6 +92,16 @@ Result<KernelGraph> segment_program(const KernelGraph& p, const Segment& s) {
   return g;
 }
 
+Result<KernelGraph> join_start(const KernelGraph& program, std::vector<int>& map) {
+  KernelGraph out;
+  map.assign(program.tensors().size(), -1);
+  for (int t : program.inputs()) {
+    STRATA_ASSIGN_OR_RETURN(map[t], out.add_input(program.tensor_name(t), program.tensor(t).shape,
+                                                  program.tensor(t).dtype));
+  }
+  return out;
+}
+
 Status append_segment(const KernelGraph& c, const Segment& s, KernelGraph& out,
                       std::vector<int>& map) {
   std::vector<int> local(c.tensors().size(), -1);
@@ -187,12 +197,8 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
                           EquivalenceChecker::make(program, VerifyOptions{}));
   // Join the i-th graph of every segment; the all-program join is the program itself.
   for (size_t i = 0; i < width; ++i) {
-    KernelGraph out;
-    std::vector<int> map(program.tensors().size(), -1);
-    for (int t : program.inputs()) {
-      STRATA_ASSIGN_OR_RETURN(map[t], out.add_input(program.tensor_name(t), program.tensor(t).shape,
-                                                    program.tensor(t).dtype));
-    }
+    std::vector<int> map;
+    STRATA_ASSIGN_OR_RETURN(KernelGraph out, join_start(program, map));
     bool all_program = true;
     for (size_t k = 0; k < segs.size(); ++k) {
       if (!segs[k].ops.empty()) {

@@ -31,6 +31,11 @@ std::vector<Segment> make_segments(const KernelGraph& p, const std::vector<int>&
 /// The segment as a program: inputs and results named after the program's tensors.
 Result<KernelGraph> segment_program(const KernelGraph& p, const Segment& s);
 
+/// A graph holding only the inputs of `program` (same names, shapes and types), the start of
+/// a join of segment graphs; `map` (sized to the program's tensors, -1 elsewhere) maps each
+/// program input to its tensor in the new graph.
+Result<KernelGraph> join_start(const KernelGraph& program, std::vector<int>& map);
+
 /// Appends graph `c` (a graph equivalent to s.program) to `out`, its inputs bound through
 /// `map` (program tensor → tensor of `out`); records its outputs in `map`.
 Status append_segment(const KernelGraph& c, const Segment& s, KernelGraph& out,
