@@ -15,6 +15,7 @@
 #include "strata/search/search_cache.h"
 #include "strata/verify/verifier.h"
 #include "support/parse.h"
+#include "support/search_config.h"
 
 namespace strata {
 namespace {
@@ -22,12 +23,7 @@ namespace {
 using testing::parse;
 
 SearchConfig config(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("strata-search-canonical-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return SearchConfig{}.with_threads(2).with_quiet(true).with_cache(false).with_cache_dir(
-      dir.string());
+  return testing::search_config("strata-search-canonical-test", name);
 }
 
 SearchResult search(const KernelGraph& p, const SearchConfig& c) {

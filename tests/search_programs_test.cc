@@ -11,6 +11,7 @@
 #include "strata/frontend/program_parser.h"
 #include "strata/search/search.h"
 #include "support/parse.h"
+#include "support/search_config.h"
 
 namespace strata {
 namespace {
@@ -18,12 +19,7 @@ namespace {
 using testing::parse;
 
 SearchConfig config(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("strata-search-programs-test-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return SearchConfig{}.with_threads(2).with_quiet(true).with_cache(false).with_cache_dir(
-      dir.string());
+  return testing::search_config("strata-search-programs-test", name);
 }
 
 int kernels(const KernelGraph& g) {

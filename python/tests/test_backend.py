@@ -31,6 +31,17 @@ def _messages(caplog):
     return [r.getMessage() for r in caplog.records if r.name == "strata"]
 
 
+def _run_mixed(caplog, options, tol=None):
+    """Mixed compiled with the strata backend and `options`, run once on a random input and
+    checked against eager (within `tol`, else torch's defaults); the strata log's messages."""
+    m, x = Mixed(), torch.randn(4, 16)
+    f = torch.compile(m, backend="strata", options=options)
+    with caplog.at_level(logging.INFO, logger="strata"):
+        got = f(x)
+    torch.testing.assert_close(got, m(x), **({"atol": tol, "rtol": tol} if tol else {}))
+    return _messages(caplog)
+
+
 @pytest.fixture(autouse=True)
 def fresh_dynamo():
     torch._dynamo.reset()
@@ -39,12 +50,7 @@ def fresh_dynamo():
 
 
 def test_interpreter_path_matches_eager(caplog):
-    m, x = Mixed(), torch.randn(4, 16)
-    f = torch.compile(m, backend="strata", options={"cpu": "interpret", "fallback": "eager"})
-    with caplog.at_level(logging.INFO, logger="strata"):
-        got = f(x)
-    torch.testing.assert_close(got, m(x), atol=1e-4, rtol=1e-4)
-    msgs = _messages(caplog)
+    msgs = _run_mixed(caplog, {"cpu": "interpret", "fallback": "eager"}, tol=1e-4)
     assert any("2 partition(s), 2 run by strata" in s for s in msgs), msgs
     assert any("reference interpreter" in s and "matmul" in s for s in msgs), msgs
 
@@ -52,22 +58,13 @@ def test_interpreter_path_matches_eager(caplog):
 def test_no_gpu_falls_back_with_reason(caplog):
     if strata.gpu_available():
         pytest.skip("a GPU is present: the GPU tests cover the kernel path")
-    m, x = Mixed(), torch.randn(4, 16)
-    f = torch.compile(m, backend="strata", options={"fallback": "eager"})
-    with caplog.at_level(logging.INFO, logger="strata"):
-        got = f(x)
-    torch.testing.assert_close(got, m(x))
-    msgs = _messages(caplog)
+    msgs = _run_mixed(caplog, {"fallback": "eager"})
     assert any("falls back to eager: no GPU" in s for s in msgs), msgs
 
 
 def test_inductor_handles_the_rest(caplog):
-    m, x = Mixed(), torch.randn(4, 16)
-    f = torch.compile(m, backend="strata", options={"cpu": "interpret"})
-    with caplog.at_level(logging.INFO, logger="strata"):
-        got = f(x)
-    torch.testing.assert_close(got, m(x), atol=1e-4, rtol=1e-4)
-    assert any("the rest by inductor" in s for s in _messages(caplog))
+    msgs = _run_mixed(caplog, {"cpu": "interpret"}, tol=1e-4)
+    assert any("the rest by inductor" in s for s in msgs)
 
 
 def test_partitions_are_maximal_and_cut_at_unsupported_nodes():
@@ -91,13 +88,9 @@ def test_failing_partition_falls_back_per_partition(caplog, monkeypatch):
         raise strata.StrataError("search found nothing")
 
     monkeypatch.setattr(backend, "lower_graph", boom)
-    m, x = Mixed(), torch.randn(4, 16)
-    f = torch.compile(m, backend="strata", options={"cpu": "interpret", "fallback": "eager"})
-    with caplog.at_level(logging.INFO, logger="strata"):
-        got = f(x)
-    torch.testing.assert_close(got, m(x))
+    msgs = _run_mixed(caplog, {"cpu": "interpret", "fallback": "eager"})
     assert sum("falls back to eager: StrataError: search found nothing" in s
-               for s in _messages(caplog)) == 2
+               for s in msgs) == 2
 
 
 def test_partition_without_a_faster_graph_stays_with_the_fallback(caplog, monkeypatch):
@@ -119,12 +112,7 @@ def test_partition_without_a_faster_graph_stays_with_the_fallback(caplog, monkey
     monkeypatch.setattr(search, "optimize", fake_optimize)
     monkeypatch.setattr(backend, "_on_gpu", lambda sub: True)
     monkeypatch.setattr(backend, "_gpu_present", lambda: True)
-    m, x = Mixed(), torch.randn(4, 16)
-    f = torch.compile(m, backend="strata", options={"fallback": "eager"})
-    with caplog.at_level(logging.INFO, logger="strata"):
-        got = f(x)
-    torch.testing.assert_close(got, m(x))
-    msgs = _messages(caplog)
+    msgs = _run_mixed(caplog, {"fallback": "eager"})
     assert len(calls) == 2, msgs
     assert sum("falls back to eager: strata found no graph faster than the program" in s
                for s in msgs) == 2, msgs

@@ -57,13 +57,7 @@ std::string lit(int64_t v) {
 }
 
 std::string float_lit(double v) {
-  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + "f";
+  return ir::float_text(v);
 }
 
 std::string mul(const std::string& a, int64_t b) {
@@ -100,25 +94,6 @@ std::string paren(const std::string& e) {
         c == '^' || c == '&' || c == '<' || c == '>')
       return "(" + e + ")";
   return e;
-}
-
-std::vector<std::string> unflatten(const std::string& flat, const Shape& shape) {
-  std::vector<std::string> idx(shape.rank(), "0");
-  int first = -1;  // outermost dim with extent > 1
-  for (int d = 0; d < shape.rank(); ++d)
-    if (shape[d] != 1) {
-      first = d;
-      break;
-    }
-  int64_t inner = 1;
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    if (shape[d] != 1) {
-      std::string q = inner == 1 ? paren(flat) : paren(flat) + " / " + lit(inner);
-      idx[d] = d == first ? q : q + " % " + lit(shape[d]);
-    }
-    inner *= shape[d];
-  }
-  return idx;
 }
 
 std::vector<ir::Expr> unflatten(const ir::Expr& flat, const Shape& shape) {

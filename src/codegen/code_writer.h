@@ -75,10 +75,6 @@ std::vector<std::string> texts(const std::vector<ir::Expr>& e);
 /// Verbatim expressions of index texts.
 std::vector<ir::Expr> exprs(const std::vector<std::string>& t);
 
-/// Index expressions of the dims of `shape` for a flat row-major element index `flat`
-/// (an expression); size-1 dims give "0".
-std::vector<std::string> unflatten(const std::string& flat, const Shape& shape);
-
 /// Indices into an operand of shape `operand` broadcast (NumPy rules) to a result with
 /// indices `out_idx`.
 std::vector<std::string> broadcast_index(const Shape& operand,

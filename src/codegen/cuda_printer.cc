@@ -62,16 +62,6 @@ int expr_rank(const Expr& e) {
   return 17;
 }
 
-std::string float_text(double v) {
-  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  std::string s = buf;
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + "f";
-}
-
 bool needs_parens(const Expr& parent, const Expr& child, bool right) {
   const int pr = rank(parent->name), cr = expr_rank(child);
   if (cr > pr) return true;
@@ -209,6 +199,16 @@ class Printer {
 };
 
 }  // namespace
+
+std::string float_text(double v) {
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
 
 std::string print_expr(const Expr& e) {
   if (!e) return "";

@@ -16,6 +16,9 @@ namespace strata::codegen::ir {
 
 /// The C++ spelling of an expression.
 std::string print_expr(const Expr& e);
+/// The CUDA spelling of a float literal: `%.9g` with a decimal point and an `f` suffix;
+/// infinities and NaN as bit patterns.
+std::string float_text(double v);
 /// The source text of a statement tree (each line ends with a newline).
 std::string print_cuda(const Stmt& s);
 
