@@ -204,9 +204,10 @@ ExprId recount(ExprPool& pool, ExprId e, int64_t from, int64_t to) {
   const std::optional<ExprId> nf = normal_form(pool, e);
   if (!nf) return e;
   auto mono = [&](ExprId m) {
-    const int64_t c = pool.kind(m) == ExprKind::Mono ? pool.count(m) : 1;
+    // An atom counts 1, never a multiple of `from` (> 1).
+    if (pool.kind(m) != ExprKind::Mono) return m;
+    const int64_t c = pool.count(m);
     if (c % from != 0 || c >= kCountCap) return m;
-    if (pool.kind(m) != ExprKind::Mono) return m;  // count 1 < from: never a multiple
     const auto nums = pool.numerators(m), dens = pool.denominators(m);
     return pool.mono(mul_counts(c / from, to), {nums.begin(), nums.end()},
                      {dens.begin(), dens.end()});
