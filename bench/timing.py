@@ -3,7 +3,8 @@
 - Enough input/output sets that one pass over them moves more than 4× the L2 cache, so no
   weight is timed while resident in L2.
 - One launch per set captured into a CUDA graph, the pass over the sets repeated until the graph
-  holds at least MIN_LAUNCHES launches; after warm-up replays, each replay is bracketed by CUDA
+  holds at least MIN_LAUNCHES launches or MIN_REPLAY_US of work (whichever comes first; one
+  timed eager launch estimates the work); after warm-up replays, each replay is bracketed by CUDA
   events; the time of a replay divided by its launches is one sample. (A replay boundary costs
   a few µs: the launch of the graph itself and the event. Spread over only the 4–5 launches of
   a pass over large inputs, it added 0.3–1 µs to every call of rmsnorm and gatedmlp, and none
@@ -13,12 +14,16 @@ The C++ profiler (src/gpu/profiler.cc) implements the same method.
 """
 
 import ctypes
+import math
 import statistics
 
 import torch
 
 MAX_SETS = 8192
 MIN_LAUNCHES = 100
+# ... or a replay of at least this much work (µs), whichever needs fewer passes: a replay of
+# milliseconds amortizes its own cost without a hundred launches of a long program.
+MIN_REPLAY_US = 2000.0
 
 
 def l2_bytes():
@@ -56,9 +61,16 @@ def summarize(samples):
             "p10_us": q[0], "p90_us": q[-1], "runs": len(s)}
 
 
-def passes_for(sets, min_launches=MIN_LAUNCHES):
-    """Passes over the sets per replay: enough that a replay holds ≥ min_launches launches."""
-    return max(1, -(-min_launches // max(1, sets)))
+def passes_for(sets, min_launches=MIN_LAUNCHES, launch_us=0.0, min_replay_us=MIN_REPLAY_US):
+    """Passes over the sets per replay: enough that a replay holds ≥ min_launches launches or
+    ≥ min_replay_us of work at launch_us per launch (≤ 0: unknown, by count only), whichever is
+    fewer; at least 1. (As passes_for of src/gpu/profiler.cc.)"""
+    sets = max(1, sets)
+    by_count = max(1, -(-min_launches // sets))
+    if not launch_us > 0:
+        return by_count
+    by_time = math.ceil(min_replay_us / (launch_us * sets))
+    return max(1, min(by_count, by_time))
 
 
 def time_launches(launch, sets, runs=100, warmup=5, min_launches=MIN_LAUNCHES):
@@ -68,14 +80,20 @@ def time_launches(launch, sets, runs=100, warmup=5, min_launches=MIN_LAUNCHES):
     `launch(i)` must enqueue the work for set i on the current stream and be capturable
     (it is run once eagerly per set first, which also triggers lazy compilation).
     """
-    passes = passes_for(sets, min_launches)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for i in range(sets):
             launch(i)
+        # A second eager launch of set 0, timed, estimates one launch (the first pass also
+        # triggered lazy compilation).
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        launch(0)
+        end.record()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
+    passes = passes_for(sets, min_launches, 1000.0 * begin.elapsed_time(end))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(passes):

@@ -184,6 +184,18 @@ TEST(Profiler, RelativeL2Error) {
 
 // emit_graph_source applies emitter knobs (as recorded by strata optimize's GPU profile) and
 // rejects knobs that do not parse, naming them.
+TEST(Profiler, PassesPerReplayByCountOrByTime) {
+  TimingOptions o;  // ≥ 100 launches or ≥ 2000 µs of work per replay, whichever is fewer
+  EXPECT_EQ(passes_for(4, 0, o), 25);        // unknown launch time: by count
+  EXPECT_EQ(passes_for(4, 3.0, o), 25);      // short launches: by count (167 by time)
+  EXPECT_EQ(passes_for(4, 100.0, o), 5);     // 5 passes × 4 sets × 100 µs = 2 ms
+  EXPECT_EQ(passes_for(2, 4600.0, o), 1);    // a long launch: one pass
+  EXPECT_EQ(passes_for(300, 1.0, o), 1);     // more sets than launches wanted
+  EXPECT_EQ(passes_for(0, 50.0, o), 40);     // sets < 1 count as one: 40 × 50 µs = 2 ms
+  o.min_replay_us = 0;
+  EXPECT_EQ(passes_for(4, 100.0, o), 1);
+}
+
 TEST(ResultGraphs, EmitsWithKnobs) {
   const KernelGraph g = testing::add_graph();
   auto plain = emit_graph_source(g, "sm_90a");

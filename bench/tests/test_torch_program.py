@@ -312,6 +312,21 @@ if __name__ == "__main__":
 
 
 @unittest.skipIf(MISSING, MISSING or "")
+@unittest.skipIf(MISSING, MISSING or "")
+class TimingRule(unittest.TestCase):
+    """timing.passes_for: ≥ MIN_LAUNCHES launches or ≥ MIN_REPLAY_US of work per replay,
+    whichever needs fewer passes (the same rule as passes_for of src/gpu/profiler.cc)."""
+
+    def test_passes_by_count_or_by_time(self):
+        import timing
+        self.assertEqual(timing.passes_for(4), 25)                  # unknown launch time
+        self.assertEqual(timing.passes_for(4, launch_us=3.0), 25)   # short launches: by count
+        self.assertEqual(timing.passes_for(4, launch_us=100.0), 5)  # 5 × 4 × 100 µs = 2 ms
+        self.assertEqual(timing.passes_for(2, launch_us=4600.0), 1)
+        self.assertEqual(timing.passes_for(300, launch_us=1.0), 1)
+        self.assertEqual(timing.passes_for(0, launch_us=50.0), 40)
+
+
 class SuiteHarness(unittest.TestCase):
     """bench/suite_bench.py's CPU-side logic: the parts, the configuration of every program,
     and one program through its benchmark step with the timing stubbed out (the GPU-only

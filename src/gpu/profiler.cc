@@ -162,6 +162,14 @@ Result<CheckResult> check_outputs(CompiledGraph& graph,
   return result;
 }
 
+int passes_for(int sets, double launch_us, const TimingOptions& options) {
+  sets = std::max(sets, 1);
+  const int by_count = std::max(1, (options.min_launches + sets - 1) / sets);
+  if (!(launch_us > 0)) return by_count;
+  const double by_time = std::ceil(options.min_replay_us / (launch_us * sets));
+  return std::max(1, std::min(by_count, static_cast<int>(std::min(by_time, 1e9))));
+}
+
 Result<Timing> time_graph(CompiledGraph& graph, const std::vector<std::vector<double>>& inputs,
                           const TimingOptions& options) {
   const auto& in_sig = graph.inputs();
@@ -226,7 +234,24 @@ Result<Timing> time_graph(CompiledGraph& graph, const std::vector<std::vector<do
   STRATA_RETURN_IF_ERROR(graph.run(in_ptr[0].data(), out_ptr[0].data(), stream.get()));
   STRATA_RETURN_IF_ERROR(cuda_status("first launch", cudaStreamSynchronize(stream.get())));
 
-  t.passes = std::max(1, (options.min_launches + t.sets - 1) / t.sets);
+  // A second eager pass over set 0, timed, estimates one launch: long launches need fewer per
+  // replay (a replay of ≥ min_replay_us already makes its own cost negligible).
+  double launch_us = 0;
+  {
+    cudaEvent_t b = nullptr, e = nullptr;
+    STRATA_RETURN_IF_ERROR(cuda_status("cudaEventCreate", cudaEventCreate(&b)));
+    EventPtr begin(b);
+    STRATA_RETURN_IF_ERROR(cuda_status("cudaEventCreate", cudaEventCreate(&e)));
+    EventPtr end(e);
+    STRATA_RETURN_IF_ERROR(cuda_status("cudaEventRecord", cudaEventRecord(b, stream.get())));
+    STRATA_RETURN_IF_ERROR(graph.run(in_ptr[0].data(), out_ptr[0].data(), stream.get()));
+    STRATA_RETURN_IF_ERROR(cuda_status("cudaEventRecord", cudaEventRecord(e, stream.get())));
+    STRATA_RETURN_IF_ERROR(cuda_status("estimate launch", cudaStreamSynchronize(stream.get())));
+    float ms = 0;
+    STRATA_RETURN_IF_ERROR(cuda_status("cudaEventElapsedTime", cudaEventElapsedTime(&ms, b, e)));
+    launch_us = 1000.0 * ms;
+  }
+  t.passes = passes_for(t.sets, launch_us, options);
   STRATA_ASSIGN_OR_RETURN(ExecPtr exec,
                           capture_passes(graph, in_ptr, out_ptr, t.passes, stream.get()));
   for (int w = 0; w < options.warmup_runs; ++w)

@@ -6,7 +6,8 @@
 //    L2 error of `tolerance` (fp16: 1e-2) of the float64 reference; a NaN or infinity fails;
 //  - timing: enough input/output sets that one pass over them moves more than l2_multiple × the
 //    L2 cache (queried from the device), one launch per set captured into a CUDA graph, the
-//    pass repeated until the graph holds ≥ min_launches launches; after warm-up replays, every
+//    pass repeated until the graph holds ≥ min_launches launches or ≥ min_replay_us of work
+//    (whichever comes first; one timed eager launch estimates the work); after warm-up replays, every
 //    replay is bracketed by CUDA events and its time divided by its launches; the statistics
 //    are over ≥ `runs` replays (median reported).
 #pragma once
@@ -54,6 +55,10 @@ struct TimingOptions {
   /// cost (the graph launch and its event, a few µs) is spread over them, as it is for the
   /// launch floor, instead of adding a fifth of it to each call of a large-input graph.
   int min_launches = 100;
+  /// ... or at least this much work (µs, estimated from one eager launch), whichever needs
+  /// fewer passes: a replay of milliseconds amortizes its own cost without a hundred launches
+  /// of a long graph (a 4.6 ms prefill attention would otherwise take 46 s per candidate).
+  double min_replay_us = 2000;
   /// Upper bound on the device memory the rotated sets may take, as a fraction of free memory.
   double max_memory_fraction = 0.5;
 };
@@ -67,6 +72,11 @@ struct Timing {
   int64_t bytes_per_set = 0;  ///< input + output bytes of one launch
   int64_t l2_bytes = 0;       ///< L2 size of the device
 };
+
+/// Passes over `sets` per replay: enough that a replay holds ≥ options.min_launches launches
+/// or ≥ options.min_replay_us of work at `launch_us` per launch (≤ 0: unknown, by count only),
+/// whichever is fewer; at least 1.
+int passes_for(int sets, double launch_us, const TimingOptions& options);
 
 /// Times `graph` per the method above. `inputs` (host values, as for check_outputs) fill the
 /// first set and are copied to the others; empty = device buffers filled with a small constant.
