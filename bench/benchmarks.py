@@ -149,8 +149,12 @@ class Benchmark:
 
 def write_f64(tensor, path):
     """Raw little-endian float64 values (the `strata profile --inputs` format)."""
-    t = tensor.detach().double().cpu().contiguous()
-    Path(path).write_bytes(ctypes.string_at(t.data_ptr(), t.numel() * 8))
+    t = tensor.detach().double().cpu().contiguous().reshape(-1)
+    chunk = 1 << 24  # elements per write: one ctypes string stays far below 2^31 bytes
+    with open(path, "wb") as f:
+        for i in range(0, t.numel(), chunk):
+            part = t[i:i + chunk]
+            f.write(ctypes.string_at(part.data_ptr(), part.numel() * 8))
 
 
 def write_inputs(key, out_dir, seed=0):
