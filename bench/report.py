@@ -358,6 +358,7 @@ DERIVED = ("config", "floor_us", "bound", "best_pytorch", "strata_fraction_of_fl
 
 def merge(dirs, stem):
     docs, results, profiles, plans, phases = [], [], {}, {}, {}
+    statuses, synthesized = {}, False
     for d in map(Path, dirs):
         found = sorted(d.glob("*-[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9].json"))
         if not found:
@@ -365,11 +366,30 @@ def merge(dirs, stem):
         doc = json.loads(found[-1].read_text())
         docs.append(doc)
         for r in doc["results"]:
-            results.append({k: v for k, v in r.items() if k not in DERIVED})
+            r = {k: v for k, v in r.items() if k not in DERIVED}
+            # A suite program skipped for time in one part and run in a later one: the run counts.
+            same = [i for i, q in enumerate(results)
+                    if "program" in r and q.get("program") == r["program"]]
+            if same and "skipped" in r:
+                continue
+            for i in reversed(same):
+                del results[i]
+            results.append(r)
         plans.update(doc.get("candidates", {}))
+        points = doc.get("calibration", {}).get("points", [])
         for key in doc.get("candidates", {}):
             f = d / "profile" / f"{key}.json"
-            profiles[key] = json.loads(f.read_text()) if f.exists() else None
+            if f.exists():
+                profiles[key] = json.loads(f.read_text())
+            else:  # a part kept without its profile files: its report's calibration points
+                profiles[key] = {"candidates": [
+                    {"index": p["index"], "origin": p["origin"], "status": "ok",
+                     "variant": "default", "predicted_us": p["predicted_us"],
+                     "timing": {"median_us": p["measured_us"]}}
+                    for p in points if p["config"] == key]}
+                synthesized = True
+        for k, v in doc.get("calibration", {}).get("candidates_by_status", {}).items():
+            statuses[k] = statuses.get(k, 0) + v
         for k, v in doc.get("phases_s", {}).items():
             phases[k] = round(phases.get(k, 0) + v, 1)
     device = dict(docs[0]["device"])
@@ -378,6 +398,8 @@ def merge(dirs, stem):
     if len(kinds) > 1:
         sys.exit(f"report.py: the parts are of different kinds ({', '.join(sorted(kinds))})")
     doc = build(device, results, profiles, plans, phases, docs[0]["tolerance"], kinds.pop())
+    if synthesized:  # the statuses of every candidate, as the parts counted them
+        doc["calibration"]["candidates_by_status"] = statuses
     Path(f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")
     Path(f"{stem}.md").write_text(markdown(doc))
     print(markdown(doc))

@@ -314,6 +314,24 @@ class Suite(unittest.TestCase):
             self.assertAlmostEqual(doc["summary"]["geomean_speedup"], math.sqrt(20 / 10.5 * 2))
             self.assertIn("Targets: geometric-mean speedup over the best PyTorch per program",
                           (Path(tmp) / "m.md").read_text())
+            # A program skipped for time in one part and run in a later one counts once, as run;
+            # a part without its profile files keeps its report's calibration points.
+            late = Path(tmp) / "part2"
+            (late / "profile").mkdir(parents=True)
+            skipped = self.build([suite_result("q", 1e3, 0, {}, skipped="time budget")])
+            (dirs[1] / "h100-2026-01-02.json").write_text(json.dumps(skipped))
+            ran = self.build([suite_result("q", 1e3, 0, {"eager": 3.0}, strata=1.5)])
+            ran["calibration"]["points"] = [{"config": "q", "index": 0, "origin": "o",
+                                             "predicted_us": 1.0, "measured_us": 1.5}]
+            ran["calibration"]["candidates_by_status"] = {"ok": 3}
+            (late / "h100-2026-01-02.json").write_text(json.dumps(ran))
+            with contextlib.redirect_stdout(io.StringIO()):
+                report.merge([dirs[0], dirs[1], late], str(Path(tmp) / "m2"))
+            doc = json.loads((Path(tmp) / "m2.json").read_text())
+            self.assertEqual([r["config"] for r in doc["results"]], ["p", "q"])
+            self.assertNotIn("skipped", doc["results"][1])
+            self.assertEqual([p["measured_us"] for p in doc["calibration"]["points"]], [1.5])
+            self.assertEqual(doc["calibration"]["candidates_by_status"], {"ok": 3})
             # A paper part and a suite part do not merge.
             paper = Path(tmp) / "paper"
             (paper / "profile").mkdir(parents=True)
