@@ -79,13 +79,13 @@ int run_compile(const MpkArgs& a) {
   o.max_tile_bytes = a.max_tile_bytes;
   o.attn_chunks = a.attn_chunks;
   if (!a.generated.empty() || !a.ugraphs.empty()) {
-    auto set = generated_ops(a, *model);
-    if (!set.ok()) return fail_bad_input(a.model + ": " + set.error().message);
-    o.generated = std::make_shared<const mpk::GeneratedSet>(std::move(*set));
     if (a.cuda.empty())
       return fail_bad_input(
           "--generated / --ugraph: --cuda FILE is required (the header of the "
           "generated task entries the megakernel is built with)");
+    auto set = generated_ops(a, *model);
+    if (!set.ok()) return fail_bad_input(a.model + ": " + set.error().message);
+    o.generated = std::make_shared<const mpk::GeneratedSet>(std::move(*set));
   }
   auto g = mpk::compile_task_graph(*model, o);
   if (!g.ok()) return fail_bad_input(a.model + ": " + g.error().message);
