@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "strata/mpk/generated_ops.h"
 #include "strata/mpk/model_config.h"
 #include "strata/mpk/task_exec.h"
 #include "strata/mpk/task_graph.h"
@@ -19,6 +20,7 @@
 #include "strata/mpk/task_graph_json.h"
 #include "strata/mpk/task_schedule.h"
 #include "strata/mpk/task_sim.h"
+#include "support/mpk_graphs.h"
 
 namespace strata::mpk {
 namespace {
@@ -377,6 +379,102 @@ TEST(MpkFloat64, TaskDecompositionMatchesThePlainModel) {
   check_decomposition(m, opts(4, 16), SchedulePolicy::GlobalQueue, 4, 3);
 }
 
+// The generated μGraphs of the four matmul-family ops of `m`, verified and emitted.
+std::shared_ptr<const GeneratedSet> generated_set(const ModelConfig& m, int64_t tn = 16) {
+  auto set = std::make_shared<GeneratedSet>();
+  for (auto& [op, graph] : testing::mpk_generated_graphs(m, tn)) {
+    auto gg = prepare_generated(m, op, graph, "test " + op);
+    EXPECT_TRUE(gg.ok()) << (gg.ok() ? "" : gg.error().message);
+    if (gg.ok()) set->emplace(op, std::move(*gg));
+  }
+  return set;
+}
+
+TEST(MpkGenerated, OpsFromMuGraphsValidateAndWaitOnTheirBlocks) {
+  const ModelConfig m = tiny(true, 2);
+  CompileOptions o = opts(5, 2);
+  o.generated = generated_set(m);
+  ASSERT_EQ(o.generated->size(), 4u);
+  TaskGraph g = compiled(m, o);
+  ASSERT_TRUE(validate_task_graph(g).ok()) << validate_task_graph(g).error().message;
+  int generated = 0;
+  for (const OpInfo& op : g.ops) {
+    EXPECT_NE(op.kind, MPK_NORM_MATMUL);
+    EXPECT_NE(op.kind, MPK_MATMUL_RESIDUAL);
+    EXPECT_NE(op.kind, MPK_NORM_GATED);
+    if (op.kind != MPK_GENERATED) continue;
+    ++generated;
+    // One task per block of the kernel (ragged: 80 QKV columns in tiles of 16, 72 in 5 tiles).
+    const GeneratedKernel& k = o.generated->at(g.functions[op.func].op).kernels[0];
+    EXPECT_EQ(op.num_tasks, k.grid.x * k.grid.y * k.grid.z) << op.name;
+    const std::vector<int64_t> rec = op_record(g, static_cast<int>(&op - g.ops.data()));
+    EXPECT_EQ(rec[MPK_OP_FUNC], op.func);
+    for (size_t a = 0; a < op.args.size(); ++a) EXPECT_NE(rec[MPK_OP_ARG0 + a], MPK_ARG_NONE);
+  }
+  EXPECT_EQ(generated, 4 * m.layers);
+  EXPECT_EQ(g.functions.size(), 4u);  // one entry per op program, shared by the layers
+  // A rope task waits on the QKV blocks that write its head group's columns only: with tiles
+  // of 16 columns, q of a kv head (24 columns), its k and v (8 each) touch at most 4 blocks.
+  for (const TaskInfo& t : g.tasks) {
+    if (g.ops[t.op].kind != MPK_ROPE_APPEND) continue;
+    std::set<int> producers;
+    for (int e : t.waits)
+      for (int p : g.events[e].producers) producers.insert(p);
+    const OpInfo& qkv = g.ops[t.op - 1];
+    ASSERT_EQ(qkv.kind, MPK_GENERATED);
+    EXPECT_LE(producers.size(), 4u);
+    EXPECT_LT(producers.size(), static_cast<size_t>(qkv.num_tasks));
+    for (int p : producers) EXPECT_EQ(g.tasks[p].op, t.op - 1);
+  }
+  // Simulated persistent kernels respect the footprints.
+  for (SchedulePolicy p : {SchedulePolicy::StaticLists, SchedulePolicy::GlobalQueue}) {
+    auto r = simulate(g, p, 11);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+  }
+  // The task file lists the entries; the header has them and their dispatch.
+  const Json doc = task_graph_to_json(g);
+  EXPECT_EQ(doc["abi_version"], STRATA_MPK_ABI_VERSION);
+  ASSERT_EQ(doc["generated"].size(), 4u);
+  const std::string header = generated_header(g);
+  for (const auto& f : doc["generated"]) {
+    const std::string entry = f["entry"];
+    EXPECT_NE(header.find("__device__ void " + entry + "("), std::string::npos) << entry;
+    EXPECT_NE(header.find(entry + "(bx, by, bz"), std::string::npos) << entry;
+  }
+  EXPECT_NE(header.find("mpk_generated_dispatch"), std::string::npos);
+  // STRATA_MPK_HEADER_OUT=FILE keeps the header (to build runtime/mpk/megakernel.cu with it).
+  if (const char* out = std::getenv("STRATA_MPK_HEADER_OUT")) std::ofstream(out) << header;
+}
+
+TEST(MpkGenerated, TaskDecompositionMatchesThePlainModel) {
+  for (int64_t batch : {1, 2}) {
+    const ModelConfig m = tiny(batch == 2, batch);
+    CompileOptions o = opts(4, 2);
+    o.generated = generated_set(m, batch == 1 ? 16 : 24);
+    check_decomposition(m, o, SchedulePolicy::StaticLists, 5 + batch, 3);
+    check_decomposition(m, o, SchedulePolicy::GlobalQueue, 7 + batch, 2);
+  }
+}
+
+TEST(MpkGenerated, AGraphOfAnotherProgramIsRefused) {
+  const ModelConfig m = tiny();
+  auto graphs = testing::mpk_generated_graphs(m);
+  // The residual op's μGraph given for the QKV op: other inputs; o_proj given for down: other K.
+  auto a = prepare_generated(m, "norm_qkv", graphs.at("o_proj_residual"), "file A");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message.find("file A"), std::string::npos) << a.error().message;
+  EXPECT_NE(a.error().message.find("does not compute norm_qkv"), std::string::npos)
+      << a.error().message;
+  // Right interface, wrong arithmetic: no epsilon in the norm.
+  auto wrong = testing::mpk_norm_matmul_graph(m.batch, m.hidden, m.qkv_width(), 0.25, 16, 8);
+  auto b = prepare_generated(m, "norm_qkv", wrong, "file B");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message.find("does not compute"), std::string::npos) << b.error().message;
+  auto c = op_program(m, "lm_head");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("expected one of norm_qkv"), std::string::npos);
+}
+
 TEST(MpkFloat64, AnUnsafeMemoryPlanChangesTheResult) {
   // The executor poisons and overwrites shared memory, so a plan that overlaps live tensors is
   // visible numerically (here: the residual stream shares memory with the MLP activations).
@@ -398,7 +496,7 @@ TEST(MpkFloat64, AnUnsafeMemoryPlanChangesTheResult) {
 // --- the command line ------------------------------------------------------------------------
 
 int run(const std::string& cmd, std::string& err) {
-  const std::string errf = (fs::path(testing::TempDir()) / "mpk_err.txt").string();
+  const std::string errf = (fs::path(::testing::TempDir()) / "mpk_err.txt").string();
   const int rc = std::system((cmd + " 2>" + errf + " >/dev/null").c_str());
   std::ifstream in(errf);
   err.assign(std::istreambuf_iterator<char>(in), {});
@@ -408,7 +506,7 @@ int run(const std::string& cmd, std::string& err) {
 TEST(MpkCli, CompilesAModelFileAndRejectsBadOnes) {
   const char* bin = std::getenv("STRATA_BIN");
   ASSERT_NE(bin, nullptr) << "STRATA_BIN is not set; run this test through ctest";
-  const fs::path dir = fs::path(testing::TempDir()) / ("mpk_cli_" + std::to_string(getpid()));
+  const fs::path dir = fs::path(::testing::TempDir()) / ("mpk_cli_" + std::to_string(getpid()));
   fs::create_directories(dir);
   const fs::path model = dir / "m.json", out = dir / "tasks.json", bad = dir / "bad.json";
   std::ofstream(model) << model_text();

@@ -2,7 +2,9 @@
 // (docs/megakernel.md, "The runtime"). Built as a shared library (nvcc -shared) and driven from
 // Python through ctypes (bench/mpk_decode.py).
 //
-// The task functions are in mpk_tasks.cuh (also run on the CPU emulator by the tests).
+// The task functions are in mpk_tasks.cuh (also run on the CPU emulator by the tests); with
+// -DSTRATA_MPK_GENERATED_HEADER='"FILE"' (the header `strata mpk compile --cuda FILE` writes)
+// MPK_GENERATED tasks call strata's generated task entries.
 //
 // Execution model. The grid is one block per worker (one per SM; every block resident). A
 // worker takes tasks either from its static list (mode 0) or from a global counter over the
@@ -73,7 +75,7 @@ __device__ void run_task(const MpkParams& p, int id, char* smem) {
 }
 
 __global__ void __launch_bounds__(kThreads, 1) mpk_persistent(MpkParams p) {
-  extern __shared__ __align__(16) char smem[];
+  extern __shared__ __align__(128) char smem[];
   if (p.mode == 0) {
     const int begin = p.worker_offsets[blockIdx.x], end = p.worker_offsets[blockIdx.x + 1];
     for (int i = begin; i < end; ++i) run_task(p, __ldg(p.worker_tasks + i), smem);
@@ -93,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, 1) mpk_persistent(MpkParams p) {
 
 // One op, one kernel: block i runs task first + i; the stream orders the ops.
 __global__ void __launch_bounds__(kThreads, 1) mpk_op_kernel(MpkParams p, int first) {
-  extern __shared__ __align__(16) char smem[];
+  extern __shared__ __align__(128) char smem[];
   run_task_body(p, load_task(p, first + (int)blockIdx.x), smem);
 }
 
@@ -141,7 +143,14 @@ int mpk_smem_bytes(int batch, int max_k, int heads, int kv_heads, int head_dim) 
   int m = mm > attn ? mm : attn;
   m = m > rope ? m : rope;
   m = m > am ? m : am;
+  m = m > MPK_GENERATED_SMEM_BYTES ? m : MPK_GENERATED_SMEM_BYTES;  // generated task entries
   return m;
+}
+
+/// The generated task entries built in (STRATA_MPK_GENERATED_HEADER), 0 without: the driver
+/// checks it against the task file's "generated" list before it launches.
+int mpk_generated_functions() {
+  return MPK_GENERATED_FUNCTIONS;
 }
 
 }  // extern "C"

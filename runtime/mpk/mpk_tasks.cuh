@@ -15,6 +15,15 @@
 #include "strata/mpk/task_abi.h"
 #include "strata_rt/core.cuh"
 
+// The task entries of strata's generated code (`strata mpk compile --cuda FILE`, docs/megakernel.md
+// "Generated tasks"), when built with -DSTRATA_MPK_GENERATED_HEADER='"FILE"'.
+#if defined(STRATA_MPK_GENERATED_HEADER)
+#include STRATA_MPK_GENERATED_HEADER
+#else
+#define MPK_GENERATED_SMEM_BYTES 0
+#define MPK_GENERATED_FUNCTIONS 0
+#endif
+
 namespace strata_mpk {
 
 constexpr int kThreads = 256;
@@ -691,6 +700,21 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
     case MPK_ARGMAX:
       argmax_task(p, op, smem);
       break;
+#if defined(STRATA_MPK_GENERATED_HEADER)
+    case MPK_GENERATED: {
+      // The operands: workspace offsets or buffer ids (task_abi.h MPK_ARG_*).
+      void* args[MPK_OP_MAX_ARGS];
+      for (int a = 0; a < MPK_OP_MAX_ARGS; ++a) {
+        const long long v = op[MPK_OP_ARG0 + a];
+        args[a] = v >= 0                 ? static_cast<void*>(p.workspace + v)
+                  : MPK_ARG_IS_BUFFER(v) ? p.buffers[MPK_ARG_BUFFER_ID(v)]
+                                         : nullptr;
+      }
+      mpk_generated_dispatch(static_cast<int>(op[MPK_OP_FUNC]), t.i0, t.i1, t.i2, args,
+                             reinterpret_cast<unsigned char*>(smem));
+      break;
+    }
+#endif
     default:
       break;
   }

@@ -8,6 +8,7 @@
 
 #include "strata_rt/core.cuh"
 #include "strata_rt/math.cuh"
+#include "strata_rt/sync.cuh"
 
 namespace strata_rt {
 
@@ -39,33 +40,34 @@ STRATA_DEVICE float team_max(float v) {
 }
 
 /// Sum of v over all THREADS threads of the block; every thread gets it. `scratch` holds
-/// THREADS/32 floats of shared memory. Contains two __syncthreads(): every thread of the block
-/// must call it, and scratch is free again when it returns.
-template <int THREADS>
+/// THREADS/32 floats of shared memory. Contains two block barriers (block_barrier<THREADS,
+/// BAR>: __syncthreads, or in a task entry a named barrier over the first THREADS threads):
+/// every one of the THREADS threads must call it, and scratch is free again when it returns.
+template <int THREADS, int BAR = 0>
 STRATA_DEVICE float block_sum(float v, float* scratch) {
   v = team_sum<32>(v);
   const int warp = threadIdx.x >> 5;
   if ((threadIdx.x & 31) == 0) scratch[warp] = v;
-  __syncthreads();
+  block_barrier<THREADS, BAR>();
   float total = 0.0f;
 #pragma unroll
   for (int w = 0; w < THREADS / 32; ++w) total += scratch[w];
-  __syncthreads();
+  block_barrier<THREADS, BAR>();
   return total;
 }
 
 /// Max of v over all THREADS threads of the block; every thread gets it. The contract of
 /// block_sum.
-template <int THREADS>
+template <int THREADS, int BAR = 0>
 STRATA_DEVICE float block_max(float v, float* scratch) {
   v = team_max<32>(v);
   const int warp = threadIdx.x >> 5;
   if ((threadIdx.x & 31) == 0) scratch[warp] = v;
-  __syncthreads();
+  block_barrier<THREADS, BAR>();
   float total = scratch[0];
 #pragma unroll
   for (int w = 1; w < THREADS / 32; ++w) total = fmaxf(total, scratch[w]);
-  __syncthreads();
+  block_barrier<THREADS, BAR>();
   return total;
 }
 

@@ -6,6 +6,7 @@
 //   barrier `id` (1..15; 0 is __syncthreads) over THREADS threads (a multiple of 32).
 // Like __syncthreads, both order the shared-memory accesses of the participating threads, and
 // every thread of the group must call them (all 32 lanes of each of its warps).
+//   block_barrier<THREADS, BAR>(): the barrier of a block's first THREADS threads (task entries).
 #pragma once
 
 #include "strata_rt/core.cuh"
@@ -32,6 +33,20 @@ STRATA_DEVICE void group_sync(int id) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(THREADS) : "memory");
   }
 #endif
+}
+
+/// The barrier of the block's first THREADS threads: __syncthreads when BAR is 0 (a kernel,
+/// whose block is those threads), else the named barrier BAR over THREADS threads (a task
+/// entry, docs/codegen.md "Task entries": the calling block may have more threads, which do
+/// not take part). Every one of the THREADS threads must call it.
+template <int THREADS, int BAR>
+STRATA_DEVICE void block_barrier() {
+  if constexpr (BAR == 0) {
+    __syncthreads();
+  } else {
+    static_assert(BAR >= 1 && BAR <= 15, "named barriers are 1..15");
+    group_sync<THREADS>(BAR);
+  }
 }
 
 /// *p += v atomically (p in shared memory).

@@ -224,32 +224,61 @@ Access BlockEmitter::access(int t) const {
 }
 
 void BlockEmitter::barrier() {
-  w_.sync();
+  if (info_.task_entry)
+    w_.call("strata_rt::block_barrier<" + std::to_string(plan_.threads) + ", " +
+            std::to_string(kTaskBarrierId) + ">");
+  else
+    w_.sync();
+}
+
+std::string task_threads_constant(const std::string& name) {
+  return name + "_threads";
+}
+
+std::string task_smem_constant(const std::string& name) {
+  return name + "_smem_bytes";
 }
 
 Status BlockEmitter::emit(const std::string& title) {
   w_.comment(title);
   std::istringstream desc(describe_block_graph(plan_) + format_plan(plan_));
   for (std::string l; std::getline(desc, l);) w_.comment("  " + l);
-  const int min_blocks = plan_.emission.min_blocks_per_sm;
-  const std::string bounds =
-      std::to_string(plan_.threads) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
-  std::string sig =
-      "extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + info_.name + "(";
+  std::string params;
   for (int i = 0; i < g_.num_inputs(); ++i)
-    sig += (i ? ", " : "") + std::string("const ") + cuda_type(info_.input_dtypes[i]) +
-           "* __restrict__ gin" + std::to_string(i);
+    params += (i ? ", " : "") + std::string("const ") + cuda_type(info_.input_dtypes[i]) +
+              "* __restrict__ gin" + std::to_string(i);
   for (int i = 0; i < g_.num_outputs(); ++i)
-    sig += ", " + cuda_type(info_.output_dtypes[i]) + "* __restrict__ gout" + std::to_string(i);
-  w_.open(sig + ")");
-  w_.call("STRATA_RT_DYNAMIC_SMEM", {ir::var("smem")});
-  w_.add(ir::decl("const int", "tid", ir::var("threadIdx.x")));
-  w_.add(ir::decl_many("const int", {"bx", "by", "bz"},
-                       {ir::var("blockIdx.x"), ir::var("blockIdx.y"), ir::var("blockIdx.z")}));
+    params += ", " + cuda_type(info_.output_dtypes[i]) + "* __restrict__ gout" + std::to_string(i);
+  if (info_.task_entry) {
+    w_.comment("Task entry: block (bx, by, bz) of the kernel's grid, run by threads 0.." +
+               std::to_string(plan_.threads - 1) +
+               " of the calling block (the others return at once); smem: " +
+               task_smem_constant(info_.name) +
+               " bytes of dynamic shared memory, 128-byte aligned, owned by the entry until it "
+               "returns; every cp.async group is drained before it returns.");
+    w_.add(ir::decl("constexpr int", task_threads_constant(info_.name), plan_.threads));
+    w_.add(ir::decl("constexpr long long", task_smem_constant(info_.name),
+                    ir::int_lit(plan_.smem_bytes)));
+    w_.open("extern \"C\" __device__ void " + info_.name + "(int bx, int by, int bz, " + params +
+            ", unsigned char* __restrict__ smem)");
+    w_.add(ir::if_compact(ir::var("threadIdx.x") >= plan_.threads, ir::ret()));
+    w_.add(ir::decl("const int", "tid", ir::var("threadIdx.x")));
+  } else {
+    const int min_blocks = plan_.emission.min_blocks_per_sm;
+    const std::string bounds =
+        std::to_string(plan_.threads) + (min_blocks > 0 ? ", " + std::to_string(min_blocks) : "");
+    w_.open("extern \"C\" __global__ void __launch_bounds__(" + bounds + ") " + info_.name + "(" +
+            params + ")");
+    w_.call("STRATA_RT_DYNAMIC_SMEM", {ir::var("smem")});
+    w_.add(ir::decl("const int", "tid", ir::var("threadIdx.x")));
+    w_.add(ir::decl_many("const int", {"bx", "by", "bz"},
+                         {ir::var("blockIdx.x"), ir::var("blockIdx.y"), ir::var("blockIdx.z")}));
+  }
   for (const char* b : {"bx", "by", "bz"}) w_.add(ir::eval(ir::c_cast("void", ir::var(b))));
   declare_ragged_parts();
   if (plan_.rowwise) {
     Status st = emit_rowwise();
+    if (info_.task_entry) w_.call("strata_rt::cp_async_wait<0>", {}, "drained for the caller");
     w_.close();
     return st;
   }
@@ -270,6 +299,7 @@ Status BlockEmitter::emit(const std::string& title) {
   else
     emit_loop();
   emit_post();
+  if (info_.task_entry) w_.call("strata_rt::cp_async_wait<0>", {}, "drained for the caller");
   w_.close();
   return Status::success();
 }

@@ -70,10 +70,22 @@ inline Shape batch_shape(const Shape& s) {
 
 /// Names and signature of a generated customized kernel.
 struct BlockKernelInfo {
-  std::string name;                 ///< the extern "C" __global__ function
+  std::string name;                 ///< the extern "C" function
   std::vector<DType> input_dtypes;  ///< as in the plan
   std::vector<DType> output_dtypes;
+  /// The form (docs/codegen.md, "Task entries"): false, a __global__ kernel reading blockIdx;
+  /// true, a __device__ task entry of one block, (bx, by, bz) and the dynamic shared memory
+  /// passed in, run by the first plan.threads threads of a block of more (the rest return at
+  /// once), its barriers the named barrier kTaskBarrierId over those threads, every cp.async
+  /// group drained before it returns. The plan must have been made with
+  /// PlanOptions::task_entry.
+  bool task_entry = false;
 };
+
+/// The name of the constants emitted beside a task entry `name`: its threads and its dynamic
+/// shared memory in bytes.
+std::string task_threads_constant(const std::string& name);
+std::string task_smem_constant(const std::string& name);
 
 /// Emits the kernel of `plan` into `w`. `title` is a one-line description for the comment.
 Status emit_block_kernel(const KernelPlan& plan, const BlockKernelInfo& info,
@@ -114,7 +126,11 @@ class BlockEmitter {
   ChunkWalk begin_chunk_step(const Shape& chunks);
   void emit_zero_accumulators();
   void emit_load_a_fragments();
+  /// The block's barrier: __syncthreads, or in a task entry the named barrier kTaskBarrierId
+  /// over the kernel's threads.
   void barrier();
+  /// The named barrier block-wide reductions use: 0 (__syncthreads) or kTaskBarrierId.
+  int barrier_id() const { return info_.task_entry ? kTaskBarrierId : 0; }
   /// The loop's barrier: __syncthreads, or the group's barrier with loop groups.
   void loop_barrier();
 

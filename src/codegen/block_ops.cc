@@ -238,7 +238,7 @@ void BlockEmitter::emit_reduction(int i) {
   w_.close();
   w_.close();
   if (team == 0)
-    w_.add(ir::assign(acc, ir::verbatim(red.block(threads(), "acc", "scratch"))));
+    w_.add(ir::assign(acc, ir::verbatim(red.block(threads(), "acc", "scratch", barrier_id()))));
   else if (team > 1)
     w_.add(ir::assign(acc, ir::verbatim(red.team(team, "acc"))));
   if (folded) {

@@ -180,8 +180,8 @@ Status BlockEmitter::emit_rowwise() {
           ir::eq(lane, 0),
           ir::assign(ir::index(buf, ir::binary("+", warp * R, r)), ir::index(pr, r))));
       w_.close();
-      w_.add(ir::eval(ir::call("__syncthreads"),
-                      "double-buffered: the next reduction uses the other buffer"));
+      w_.comment("double-buffered: the next reduction uses the other buffer");
+      barrier();
       w_.open(k_loop());
       w_.add(ir::decl("const int", "r", k / kpr));
       w_.add(ir::decl("float", "total", identity));

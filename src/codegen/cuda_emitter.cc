@@ -38,9 +38,21 @@ struct Launch {
   int64_t smem = 0;
   std::vector<int> args;  ///< kernel tensor ids: inputs then outputs
   std::string comment;
-  int streamed = -1;        ///< kernel tensor launched with a streaming L2 window, or -1
-  bool all_reduce = false;  ///< an ncclAllReduce of args[0] into args[1], not a kernel
+  std::string task_wrapper;  ///< EmitOptions::task_entry Beside: the task entry's wrapper
+  int streamed = -1;         ///< kernel tensor launched with a streaming L2 window, or -1
+  bool all_reduce = false;   ///< an ncclAllReduce of args[0] into args[1], not a kernel
 };
+
+EmittedKernel emitted_kernel(std::string name, std::string op, Dim3 grid, int threads,
+                             int64_t smem) {
+  EmittedKernel k;
+  k.name = std::move(name);
+  k.op = std::move(op);
+  k.grid = grid;
+  k.threads = threads;
+  k.smem_bytes = smem;
+  return k;
+}
 
 /// NCCL's name of a dtype.
 const char* nccl_type(DType t) {
@@ -192,6 +204,10 @@ Result<Launch> all_reduce_launch(const KernelGraph& g, int i, const BufferPlan& 
   const KernelOp& op = g.op(i);
   const std::string where =
       "kernel op #" + std::to_string(i) + " (" + std::string(op_name(op.kind)) + ")";
+  if (options.task_entry != TaskEntryForm::Off)
+    return make_error(where +
+                      ": a task entry is emitted for customized kernels only; expected a "
+                      "graph without all_reduce");
   if (!options.nccl)
     return make_error(where +
                       ": all_reduce needs NCCL, and this strata was configured without "
@@ -212,8 +228,38 @@ Result<Launch> all_reduce_launch(const KernelGraph& g, int i, const BufferPlan& 
   L.comment = "kernel op #" + std::to_string(i) + ": all_reduce (NCCL, sum over " +
               std::to_string(g.ranks()) + " ranks)";
   emitted.push_back(
-      {"ncclAllReduce", std::string(op_name(op.kind)), Dim3{1, 1, 1}, 0, 0, 0, 1, std::string()});
+      emitted_kernel("ncclAllReduce", std::string(op_name(op.kind)), Dim3{1, 1, 1}, 0, 0));
   return L;
+}
+
+/// The __global__ wrapper of task entry `entry` (EmitOptions::task_entry Beside): blocks of
+/// `threads` threads, each calling the entry with its block index and the dynamic shared memory
+/// (so that the entry can be launched, and tested, like its kernel).
+void emit_task_wrapper(const std::string& entry, const std::string& name,
+                       const std::vector<DType>& in_t, const std::vector<DType>& out_t, int threads,
+                       CodeWriter& w) {
+  namespace ir = codegen::ir;
+  std::string params;
+  std::vector<ir::Expr> args = {ir::var("blockIdx.x"), ir::var("blockIdx.y"),
+                                ir::var("blockIdx.z")};
+  for (size_t i = 0; i < in_t.size(); ++i) {
+    params += (i ? ", " : "") + std::string("const ") + codegen::cuda_type(in_t[i]) +
+              "* __restrict__ gin" + std::to_string(i);
+    args.push_back(ir::var("gin" + std::to_string(i)));
+  }
+  for (size_t i = 0; i < out_t.size(); ++i) {
+    params += ", " + codegen::cuda_type(out_t[i]) + "* __restrict__ gout" + std::to_string(i);
+    args.push_back(ir::var("gout" + std::to_string(i)));
+  }
+  args.push_back(ir::var("smem"));
+  w.line("");
+  w.comment("The task entry launched as a kernel of " + std::to_string(threads) +
+            "-thread blocks (strata_launch_tasks).");
+  w.open("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + name +
+         "(" + params + ")");
+  w.call("STRATA_RT_DYNAMIC_SMEM", {ir::var("smem")});
+  w.call(entry, args);
+  w.close();
 }
 
 /// Plans and writes the kernel of kernel op `i` into `kernels`; returns its launch. A customized
@@ -256,7 +302,23 @@ Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
       const std::string title =
           "kernel op #" + std::to_string(i) + ": " +
           (lowered ? "matmul lowered to a tiled block graph" : "customized kernel");
-      STRATA_RETURN_IF_ERROR(codegen::emit_block_kernel(*plan, info, title, kernels));
+      const TaskEntryForm form = options.task_entry;
+      if (form != TaskEntryForm::Only)
+        STRATA_RETURN_IF_ERROR(codegen::emit_block_kernel(*plan, info, title, kernels));
+      std::string entry;
+      if (form != TaskEntryForm::Off) {
+        codegen::BlockKernelInfo task = info;
+        task.name = info.name + "_task";
+        task.task_entry = true;
+        kernels.line("");
+        STRATA_RETURN_IF_ERROR(
+            codegen::emit_block_kernel(*plan, task, title + ", task entry", kernels));
+        entry = task.name;
+        if (form == TaskEntryForm::Beside) {
+          L.task_wrapper = entry + "_kernel";
+          emit_task_wrapper(entry, L.task_wrapper, in_t, out_t, options.task_threads, kernels);
+        }
+      }
       L.name = info.name;
       L.grid = grid;
       L.threads = plan->threads;
@@ -266,19 +328,32 @@ Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
                                           : -1;
       if (streamed >= 0 && bp.views[op.inputs[streamed]]) streamed = -1;  // not a whole tensor
       if (streamed >= 0) L.streamed = op.inputs[streamed];
-      emitted.push_back({L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem,
-                         plan->pipeline_stages, plan->groups, format_plan(*plan), streamed});
+      EmittedKernel ek =
+          emitted_kernel(L.name, std::string(op_name(op.kind)), L.grid, L.threads, L.smem);
+      ek.pipeline_stages = plan->pipeline_stages;
+      ek.loop_groups = plan->groups;
+      ek.plan = format_plan(*plan);
+      ek.streamed_input = streamed;
+      ek.kernel_op = i;
+      ek.args = L.args;
+      for (int t : L.args) ek.arg_dtypes.push_back(bp.dtypes[t]);
+      ek.num_inputs = static_cast<int>(op.inputs.size());
+      ek.task_entry = entry;
+      emitted.push_back(std::move(ek));
       return L;
     }
   }
+  if (options.task_entry != TaskEntryForm::Off)
+    return make_error(where + ": a task entry is emitted for customized kernels only (" +
+                      (body ? "its lowered block graph was not planned" : "a generic kernel") +
+                      "); expected a graph of customized kernels");
   codegen::PredefinedLaunch pl;
   L.name = prefix + "_k" + std::to_string(i) + "_" + std::string(op_name(op.kind));
   STRATA_RETURN_IF_ERROR(codegen::emit_predefined_kernel(g, i, bp.dtypes, L.name, kernels, pl));
   L.grid = {static_cast<int>(pl.blocks), 1, 1};
   L.threads = pl.threads;
   L.smem = 0;
-  emitted.push_back(
-      {L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0, 0, 1, std::string()});
+  emitted.push_back(emitted_kernel(L.name, std::string(op_name(op.kind)), L.grid, L.threads, 0));
   return L;
 }
 
@@ -398,12 +473,12 @@ void emit_init(const std::vector<Launch>& launches, CodeWriter& w) {
 /// strata_launch: the tensors' pointers (inputs, outputs, workspace slots), every kernel's launch
 /// (with the L2 streaming window where one is marked), the copies of outputs that are inputs.
 void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
-                 CodeWriter& w) {
+                 CodeWriter& w, const std::string& function = "strata_launch") {
   namespace ir = codegen::ir;
   const int ntensors = static_cast<int>(g.tensors().size());
-  w.open(
-      "extern \"C\" int strata_launch(const void* const* inputs, void* const* outputs, void* "
-      "workspace, cudaStream_t stream)");
+  w.open("extern \"C\" int " + function +
+         "(const void* const* inputs, void* const* outputs, void* "
+         "workspace, cudaStream_t stream)");
   w.add(ir::decl("static const int", "init", ir::call("strata_init")));
   w.add(ir::if_compact(ir::ne(ir::var("init"), 0), ir::ret(ir::var("init"))));
   // The workspace pointer is named only when an intermediate lives there (an unused local
@@ -555,7 +630,7 @@ void emit_queries(const KernelGraph& g, const BufferPlan& bp, bool nccl, CodeWri
 
 /// The host API (guarded from NVRTC): tables, strata_init, strata_launch, the queries.
 void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
-                   CodeWriter& w) {
+                   int task_threads, CodeWriter& w) {
   w.line("");
   w.comment("---- host API (see include/strata/codegen/cuda_emitter.h) ----");
   w.line("#if !defined(__CUDACC_RTC__)");
@@ -568,18 +643,45 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
   w.line("");
   emit_tensor_tables(g, bp, nccl, w);
   w.line("");
-  emit_init(launches, w);
+  // EmitOptions::task_entry Beside: the task entries' wrappers, launched like the kernels.
+  std::vector<Launch> tasks;
+  for (const Launch& l : launches) {
+    if (l.task_wrapper.empty()) continue;
+    Launch t = l;
+    t.name = l.task_wrapper;
+    t.threads = task_threads;
+    t.streamed = -1;
+    t.comment = l.comment + " (its task entry)";
+    tasks.push_back(std::move(t));
+  }
+  std::vector<Launch> all = launches;
+  all.insert(all.end(), tasks.begin(), tasks.end());
+  emit_init(all, w);
   w.line("");
   emit_launch(g, bp, launches, w);
   w.line("");
+  if (!tasks.empty()) {
+    w.comment("strata_launch with every kernel's task entry in blocks of " +
+              std::to_string(task_threads) + " threads (EmitOptions::task_entry).");
+    emit_launch(g, bp, tasks, w, "strata_launch_tasks");
+    w.line("");
+  }
   emit_queries(g, bp, nccl, w);
   w.line("#endif  // !__CUDACC_RTC__");
 }
 
 }  // namespace
 
-Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options) {
+Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& given) {
   STRATA_RETURN_IF_ERROR(g.check_complete());
+  EmitOptions options = given;
+  if (options.task_entry != TaskEntryForm::Off) {
+    if (options.task_threads < 32 || options.task_threads > 1024 || options.task_threads % 32)
+      return make_error("task entry threads: expected a multiple of 32 in [32, 1024], got " +
+                        std::to_string(options.task_threads));
+    options.plan.task_entry = true;
+    options.plan.max_threads = std::min(options.plan.max_threads, options.task_threads);
+  }
   const BufferPlan bp = plan_buffers(g, options);
   const std::string prefix = codegen::identifier("strata_", options.name);
   CodeWriter kernels;
@@ -597,7 +699,8 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   emit_header(g, metadata(g, bp, launches, options), options, uses_nccl(launches), w);
   w.line("#include \"strata_rt/strata_rt.cuh\"");
   w.add(kernels.root());
-  emit_host_api(g, bp, launches, w);
+  if (options.task_entry != TaskEntryForm::Only)
+    emit_host_api(g, bp, launches, options.task_threads, w);
   result.code = w.str();
   result.workspace_bytes = bp.workspace;
   return result;

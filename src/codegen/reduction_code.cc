@@ -35,10 +35,11 @@ std::string ReductionCode::team(int lanes, const std::string& v) const {
          std::to_string(lanes) + ">(" + v + ")";
 }
 
-std::string ReductionCode::block(int threads, const std::string& v,
-                                 const std::string& scratch) const {
+std::string ReductionCode::block(int threads, const std::string& v, const std::string& scratch,
+                                 int barrier) const {
   return std::string("strata_rt::block_") + (is_max() ? "max" : "sum") + "<" +
-         std::to_string(threads) + ">(" + v + ", " + scratch + ")";
+         std::to_string(threads) + (barrier != 0 ? ", " + std::to_string(barrier) : "") + ">(" + v +
+         ", " + scratch + ")";
 }
 
 std::string ReductionCode::atomic_update(const std::string& ptr, const std::string& v) const {

@@ -37,8 +37,10 @@ class ReductionCode {
   std::string update(const std::string& acc, const std::string& v) const;
   /// The combine of `v` over a team of `lanes` lanes (strata_rt::team_sum / team_max).
   std::string team(int lanes, const std::string& v) const;
-  /// The combine of `v` over the block (strata_rt::block_sum / block_max, two barriers).
-  std::string block(int threads, const std::string& v, const std::string& scratch) const;
+  /// The combine of `v` over the block (strata_rt::block_sum / block_max, two barriers:
+  /// __syncthreads, or the named barrier `barrier` when it is not 0, as in a task entry).
+  std::string block(int threads, const std::string& v, const std::string& scratch,
+                    int barrier = 0) const;
   /// The statement folding `v` into *ptr atomically (shared memory).
   std::string atomic_update(const std::string& ptr, const std::string& v) const;
   /// The value of a combined state over `count` elements: `v`, `v / n` or sqrtf(v / n + eps).

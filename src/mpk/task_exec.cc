@@ -5,6 +5,9 @@
 #include <limits>
 #include <random>
 
+#include "strata/interp/interpreter.h"
+#include "strata/mpk/generated_ops.h"
+
 namespace strata::mpk {
 namespace {
 
@@ -99,6 +102,36 @@ std::vector<Write> TaskExecutor::run(int t) {
   const int64_t B = m.batch, D = m.head_dim, G = m.heads / m.kv_heads, QW = m.q_width();
   std::vector<Write> out;
   switch (op.kind) {
+    case MPK_GENERATED: {
+      // The kernel alone in float64 on the operands as they are at the task's start; the task
+      // writes only its block's tiles.
+      const GeneratedFunction& f = g_.functions[op.func];
+      const GeneratedKernel& gk = g_.options.generated->at(f.op).kernels[f.kernel];
+      std::vector<HostTensor> ins;
+      for (int a = 0; a < gk.num_inputs; ++a) {
+        const TensorInfo& T = g_.tensors[op.args[a]];
+        HostTensor h(gk.alone.tensor(gk.alone.inputs()[a]).shape);
+        for (size_t i = 0; i < h.data.size(); ++i)
+          h.data[i] = T.storage == Storage::Workspace ? rd(op.args[a], static_cast<int64_t>(i))
+                                                      : buf_.data[T.buffer][i];
+        ins.push_back(std::move(h));
+      }
+      auto outs = run_reference(gk.alone, ins, ExecOptions{1});
+      for (const Region& r : task.writes) {
+        size_t k = gk.num_inputs;
+        while (k < op.args.size() && op.args[k] != r.tensor) ++k;
+        const int64_t cols = g_.tensors[r.tensor].cols;
+        for (int64_t row = r.r0; row < r.r1; ++row)
+          for (int64_t c = r.c0; c < r.c1; ++c) {
+            const int64_t i = row * cols + c;
+            const double v = outs.ok() && k < op.args.size()
+                                 ? (*outs)[k - gk.num_inputs].data[static_cast<size_t>(i)]
+                                 : std::numeric_limits<double>::quiet_NaN();
+            wr(out, r.tensor, i, v);
+          }
+      }
+      break;
+    }
     case MPK_EMBED: {
       const int64_t b = task.i0, tok = tokens_[b];
       for (int64_t k = 0; k < op.k; ++k)

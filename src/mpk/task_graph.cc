@@ -7,7 +7,9 @@
 #include <map>
 
 #include "mpk/region_index.h"
+#include "strata/mpk/generated_ops.h"
 #include "strata/mpk/task_schedule.h"
+#include "strata/opt/kernel_views.h"
 
 namespace strata::mpk {
 namespace {
@@ -72,17 +74,27 @@ int64_t attention_chunks(const ModelConfig& m, const CompileOptions& o) {
 
 // The number of tasks build() makes, computed without making them (saturating).
 double estimate_tasks(const ModelConfig& m, const CompileOptions& o) {
-  auto tiles = [&](int64_t n, int64_t k, int64_t w) {
+  // A generated op has one task per block of each of its kernels.
+  auto tiles = [&](const char* op, int64_t n, int64_t k, int64_t w) {
+    if (o.generated) {
+      if (auto it = o.generated->find(op); it != o.generated->end()) {
+        double blocks = 0;
+        for (const GeneratedKernel& gk : it->second.kernels)
+          blocks += static_cast<double>(gk.grid.x) * gk.grid.y * gk.grid.z;
+        return blocks;
+      }
+    }
     const int64_t t = choose_matmul_tile(n, k, w, o);
     return static_cast<double>((n + t - 1) / t);
   };
   const double heads = static_cast<double>(m.batch) * static_cast<double>(m.kv_heads);
-  const double per_layer = tiles(m.qkv_width(), m.hidden, 1) + heads * 2 +
+  const double per_layer = tiles("norm_qkv", m.qkv_width(), m.hidden, 1) + heads * 2 +
                            heads * static_cast<double>(attention_chunks(m, o)) +
-                           tiles(m.hidden, m.q_width(), 1) + tiles(m.intermediate, m.hidden, 2) +
-                           tiles(m.hidden, m.intermediate, 1);
+                           tiles("o_proj_residual", m.hidden, m.q_width(), 1) +
+                           tiles("norm_gate_up_silu", m.intermediate, m.hidden, 2) +
+                           tiles("down_residual", m.hidden, m.intermediate, 1);
   return static_cast<double>(m.batch) + static_cast<double>(m.layers) * per_layer +
-         tiles(m.vocab, m.hidden, 1) + 1;
+         tiles("lm_head", m.vocab, m.hidden, 1) + 1;
 }
 
 // Builds the graph op by op; tasks are appended in op order, so task ids are a topological
@@ -134,8 +146,10 @@ class Builder {
       const LayerWeights& w = lw[l];
       const std::string p = "layers." + std::to_string(l) + ".";
       int qkv = tensor(p + "qkv", DType::F16, {B, m_.qkv_width()});
-      matmul_op(MPK_NORM_MATMUL, p + "norm_qkv", l, x, -1, qkv, {w.attn_norm, w.wqkv, -1}, H,
-                m_.qkv_width(), 1);
+      if (!generated_op("norm_qkv", p, l, {x, buffer_tensor(w.attn_norm), buffer_tensor(w.wqkv)},
+                        qkv))
+        matmul_op(MPK_NORM_MATMUL, p + "norm_qkv", l, x, -1, qkv, {w.attn_norm, w.wqkv, -1}, H,
+                  m_.qkv_width(), 1);
       int q = tensor(p + "q", DType::F16, {B, m_.q_width()});
       rope_op(p + "rope_append", l, qkv, q, w.q_norm, w.k_norm, inv_freq, kc, vc);
       int po = tensor(p + "attn_partial_o", DType::F32, {B, m_.heads, chunks_, D});
@@ -144,14 +158,19 @@ class Builder {
       int attn = tensor(p + "attn", DType::F16, {B, m_.q_width()});
       combine_op(p + "attn_combine", l, po, pml, attn);
       int xa = tensor(p + "x.attn", DType::F16, {B, H});
-      matmul_op(MPK_MATMUL_RESIDUAL, p + "o_proj_residual", l, attn, x, xa, {-1, w.wo, -1},
-                m_.q_width(), H, 1);
+      if (!generated_op("o_proj_residual", p, l, {attn, buffer_tensor(w.wo), x}, xa))
+        matmul_op(MPK_MATMUL_RESIDUAL, p + "o_proj_residual", l, attn, x, xa, {-1, w.wo, -1},
+                  m_.q_width(), H, 1);
       int h = tensor(p + "mlp_h", DType::F16, {B, m_.intermediate});
-      matmul_op(MPK_NORM_GATED, p + "norm_gate_up_silu", l, xa, -1, h, {w.mlp_norm, w.wg, w.wu}, H,
-                m_.intermediate, 2);
+      if (!generated_op("norm_gate_up_silu", p, l,
+                        {xa, buffer_tensor(w.mlp_norm), buffer_tensor(w.wg), buffer_tensor(w.wu)},
+                        h))
+        matmul_op(MPK_NORM_GATED, p + "norm_gate_up_silu", l, xa, -1, h, {w.mlp_norm, w.wg, w.wu},
+                  H, m_.intermediate, 2);
       int xo = tensor(p + "x.out", DType::F16, {B, H});
-      matmul_op(MPK_MATMUL_RESIDUAL, p + "down_residual", l, h, xa, xo, {-1, w.wd, -1},
-                m_.intermediate, H, 1);
+      if (!generated_op("down_residual", p, l, {h, buffer_tensor(w.wd), xa}, xo))
+        matmul_op(MPK_MATMUL_RESIDUAL, p + "down_residual", l, h, xa, xo, {-1, w.wd, -1},
+                  m_.intermediate, H, 1);
       x = xo;
     }
     int logits = tensor("logits", DType::F32, {B, V});
@@ -187,14 +206,16 @@ class Builder {
 
   // The 2-D view of a tensor: rows = the first extent (for the caches: the first three, so a
   // row is one (layer, batch row, kv head)); for attention partials: (batch row, head).
-  int tensor(const std::string& name, DType t, std::vector<int64_t> shape) {
+  int tensor(const std::string& name, DType t, std::vector<int64_t> shape, size_t row_dims = 0) {
     TensorInfo ti;
     ti.name = name;
     ti.dtype = t;
     ti.shape = shape;
-    size_t row_dims = 1;
-    if (shape.size() == 5) row_dims = 3;  // caches
-    if (shape.size() == 4) row_dims = 2;  // attention partials
+    if (row_dims == 0) {
+      row_dims = 1;
+      if (shape.size() == 5) row_dims = 3;  // caches
+      if (shape.size() == 4) row_dims = 2;  // attention partials
+    }
     ti.rows = 1;
     ti.cols = 1;
     for (size_t i = 0; i < shape.size(); ++i) (i < row_dims ? ti.rows : ti.cols) *= shape[i];
@@ -229,6 +250,144 @@ class Builder {
     op.num_tasks++;
     g_.tasks.push_back(t);
     return g_.tasks.back();
+  }
+
+  // Op program `name` (generated_ops.h) of layer `layer` from its generated μGraph, if the
+  // options hold one: its inputs bound to `inputs` (tensor ids, in the program's order), its
+  // output to `out`, its intermediates new workspace tensors; one op per kernel, one task per
+  // block, the footprints those of the block graph (input tiles over every iteration, output
+  // tiles by omap). False when the op is hand-written.
+  bool generated_op(const std::string& name, const std::string& prefix, int64_t layer,
+                    const std::vector<int>& inputs, int out) {
+    if (!o_.generated) return false;
+    auto it = o_.generated->find(name);
+    if (it == o_.generated->end()) return false;
+    const GeneratedGraph& gg = it->second;
+    const KernelGraph& kg = gg.graph;
+    const auto views = plan_kernel_views(kg);
+    std::map<int, int> bound;  // μGraph tensor -> task graph tensor
+    for (size_t i = 0; i < kg.inputs().size(); ++i) bound[kg.inputs()[i]] = inputs[i];
+    bound[kg.outputs()[0]] = out;
+    for (int k = 0; k < static_cast<int>(gg.kernels.size()); ++k) {
+      const GeneratedKernel& gk = gg.kernels[k];
+      const int func = function_id(name, k);
+      const KernelOp& kop = kg.op(gk.kernel_op);
+      const BlockGraph& body = *kop.body;
+      std::vector<int> args;
+      for (size_t a = 0; a < gk.args.size(); ++a) {
+        const int t = gk.args[a];
+        if (!bound.count(t)) {
+          const DType dt = gk.arg_dtypes[a] == strata::DType::f32 ? DType::F32 : DType::F16;
+          bound[t] =
+              tensor(prefix + name + ".t" + std::to_string(t), dt, kg.tensor(t).shape.dims(), 1);
+        }
+        args.push_back(bound[t]);
+      }
+      OpInfo& op =
+          new_op(MPK_GENERATED, prefix + name + ".k" + std::to_string(gk.kernel_op), layer);
+      op.func = func;
+      op.args = args;
+      const Dim3 grid = body.grid();
+      for (int bz = 0; bz < grid.z; ++bz)
+        for (int by = 0; by < grid.y; ++by)
+          for (int bx = 0; bx < grid.x; ++bx) {
+            TaskInfo& t = new_task(bx, by, bz);
+            const std::array<int, 3> block = {bx, by, bz};
+            double bytes = 0;
+            for (int i = 0; i < body.num_inputs(); ++i) {
+              const int vt = kop.inputs[i];
+              const int storage = views[vt] ? views[vt]->storage : vt;
+              const int rank = kg.tensor(vt).shape.rank();
+              std::vector<int64_t> lo(rank, INT64_MAX), hi(rank, 0);
+              for (int itn = 0; itn < body.forloop(); ++itn) {
+                const auto tile = body.input_tile(i, block, itn);
+                for (int d = 0; d < rank; ++d) {
+                  const auto& r = tile[4 - rank + d];
+                  lo[d] = std::min(lo[d], r.offset);
+                  hi[d] = std::max(hi[d], r.offset + r.length);
+                }
+              }
+              if (views[vt]) to_storage(views[vt]->map, lo, hi);
+              double n = 1;
+              for (int d = 0; d < rank; ++d) n *= static_cast<double>(hi[d] - lo[d]);
+              bytes += n * static_cast<double>(dtype_bytes(g_.tensors[bound[storage]].dtype));
+              add_box(t.reads, bound[storage], lo, hi);
+            }
+            for (int i = 0; i < body.num_outputs(); ++i) {
+              const BlockOp& saver = body.op(body.output_op(i));
+              const Shape& tile = body.tensor(saver.inputs[0]).shape;
+              const Shape& full = body.output_shape(i);
+              const int rank = full.rank();
+              std::vector<int64_t> lo(rank, 0), hi = full.dims();
+              for (int a = 0; a < 3; ++a) {
+                const int d = saver.attrs.omap[a];
+                if (d == kReplicate) continue;
+                lo[d] = block[a] * tile[d];
+                hi[d] = std::min(full[d], lo[d] + tile[d]);
+              }
+              add_box(t.writes, bound[kop.outputs[i]], lo, hi);
+            }
+            t.cost = bytes;
+          }
+    }
+    return true;
+  }
+
+  int function_id(const std::string& op, int kernel) {
+    for (size_t f = 0; f < g_.functions.size(); ++f)
+      if (g_.functions[f].op == op && g_.functions[f].kernel == kernel) return static_cast<int>(f);
+    g_.functions.push_back({op, kernel});
+    return static_cast<int>(g_.functions.size() - 1);
+  }
+
+  // A box [lo, hi) in the logical indices of a view → the indices of the tensor holding it
+  // (IndexMap: the last two swapped when transposed, then the origin added).
+  static void to_storage(const IndexMap& map, std::vector<int64_t>& lo, std::vector<int64_t>& hi) {
+    const size_t r = lo.size();
+    if (map.transposed && r >= 2) {
+      std::swap(lo[r - 1], lo[r - 2]);
+      std::swap(hi[r - 1], hi[r - 2]);
+    }
+    for (size_t d = 0; d < map.origin.size() && d < r; ++d) {
+      lo[d] += map.origin[d];
+      hi[d] += map.origin[d];
+    }
+  }
+
+  // The box [lo, hi) of tensor t (rank-r indices) as rectangles of its 2-D view (rows = the
+  // first dim, columns = the rest flattened): one per index of the middle dims, merged where
+  // they abut.
+  void add_box(std::vector<Region>& out, int t, const std::vector<int64_t>& lo,
+               const std::vector<int64_t>& hi) {
+    const size_t r = lo.size();
+    if (r == 0) {
+      out.push_back(whole(t));
+      return;
+    }
+    if (r == 1) {
+      out.push_back(rect(t, lo[0], hi[0], 0, 1));
+      return;
+    }
+    const std::vector<int64_t>& shape = g_.tensors[t].shape;
+    std::vector<int64_t> idx(lo.begin() + 1, lo.end() - 1);  // middle dims
+    const size_t first = out.size();
+    for (;;) {
+      int64_t base = 0;
+      for (size_t d = 1; d + 1 < r; ++d) base = base * shape[d] + idx[d - 1];
+      base *= shape[r - 1];
+      const int64_t c0 = base + lo[r - 1], c1 = base + hi[r - 1];
+      if (out.size() > first && out.back().c1 == c0)
+        out.back().c1 = c1;
+      else
+        out.push_back(rect(t, lo[0], hi[0], c0, c1));
+      size_t d = idx.size();
+      while (d > 0) {
+        if (++idx[d - 1] < hi[d]) break;
+        idx[d - 1] = lo[d];
+        --d;
+      }
+      if (d == 0) break;
+    }
   }
 
   void embed_op(int64_t table, int x) {
@@ -409,6 +568,13 @@ std::vector<int64_t> op_record(const TaskGraph& g, int op_id) {
   r[MPK_OP_N] = op.n;
   r[MPK_OP_TILE] = op.tile;
   r[MPK_OP_NTILES] = op.ntiles;
+  if (op.kind == MPK_GENERATED) {
+    r[MPK_OP_FUNC] = op.func;
+    for (size_t a = 0; a < op.args.size(); ++a) {
+      const TensorInfo& T = g.tensors[op.args[a]];
+      r[MPK_OP_ARG0 + a] = T.storage == Storage::Workspace ? T.offset : MPK_ARG_BUFFER(T.buffer);
+    }
+  }
   return r;
 }
 

@@ -1,6 +1,8 @@
 // Writing a compiled task graph (docs/megakernel.md, "The task file").
 #include "strata/mpk/task_graph_json.h"
 
+#include "strata/mpk/generated_ops.h"
+
 namespace strata::mpk {
 
 Json task_graph_to_json(const TaskGraph& g) {
@@ -36,6 +38,22 @@ Json task_graph_to_json(const TaskGraph& g) {
     ops.push_back(op_record(g, static_cast<int>(o)));
     op_names.push_back(g.ops[o].name);
   }
+  Json functions = Json::array();
+  for (const GeneratedFunction& f : g.functions) {
+    const GeneratedGraph& gg = g.options.generated->at(f.op);
+    const GeneratedKernel& k = gg.kernels[f.kernel];
+    functions.push_back({{"id", functions.size()},
+                         {"entry", k.entry},
+                         {"op", f.op},
+                         {"kernel_op", k.kernel_op},
+                         {"grid", {k.grid.x, k.grid.y, k.grid.z}},
+                         {"threads", k.threads},
+                         {"smem_bytes", k.smem_bytes},
+                         {"args", k.args.size()},
+                         {"from", gg.how}});
+  }
+  j["generated"] = functions;
+  j["generated_smem_bytes"] = g.options.generated ? generated_smem_bytes(*g.options.generated) : 0;
   j["op_fields"] = MPK_OP_FIELDS;
   j["ops"] = ops;
   j["op_names"] = op_names;

@@ -222,7 +222,7 @@ int choose_group_threads(KernelPlan& plan, bool grouped) {
       unchain(plan, i);
   }
   if (any_tensor_cores(plan)) {
-    for (int t = threads; t <= 512; t *= 2)
+    for (int t = threads; t <= std::min(512, plan.options.max_threads); t *= 2)
       if (register_accumulators_fit(plan, t / 32)) {
         threads = t;
         break;
@@ -641,6 +641,10 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
     plan.groups = 1;
   }
   plan.threads = plan.groups * plan.group_threads;
+  if (plan.threads > plan.options.max_threads)
+    return make_error("the kernel needs " + std::to_string(plan.threads) +
+                      " threads per block; at most " + std::to_string(plan.options.max_threads) +
+                      " allowed (PlanOptions::max_threads: the threads of a task entry's caller)");
   // Above 256 threads a thread has at most 128 registers: keep A fragments in shared memory.
   if (plan.threads > 256)
     for (OpPlan& p : plan.ops) p.a_in_registers = false;

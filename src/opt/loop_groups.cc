@@ -104,8 +104,10 @@ void choose_groups_and_stages(KernelPlan& plan, const SmemNeeds& needs, int max_
   };
   int groups = 1;
   if (loop_groups_allowed(plan) && o.loop_groups != 1) {
-    const int thread_cap = std::min(max_threads, has_tensor_cores(plan) ? 512 : 1024);
-    int cap = std::min({F, gt > 32 ? 15 : 32, thread_cap / gt});
+    const int thread_cap =
+        std::min({max_threads, o.max_threads, has_tensor_cores(plan) ? 512 : 1024});
+    int cap =
+        std::min({F, gt > 32 ? (o.task_entry ? kTaskBarrierId - 1 : 15) : 32, thread_cap / gt});
     if (o.loop_groups > 1) {
       groups = std::max(1, std::min(o.loop_groups, cap));
       while (groups > 1 && needs.total(groups, min_stages(groups)) > o.smem_limit) --groups;

@@ -114,16 +114,18 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
     // Rows inside a warp: any multiple of 32 threads dividing the chunks.
     L.block_rows = false;
     int t = 0;
-    if (want > 0 && chunks % want == 0) t = want;
-    for (int c = 256; t == 0 && c >= 32; c -= 32)
+    if (want > 0 && chunks % want == 0 && want <= plan.options.max_threads) t = want;
+    for (int c = std::min(256, plan.options.max_threads) / 32 * 32; t == 0 && c >= 32; c -= 32)
       if (chunks % c == 0) t = c;
     if (t == 0) return make_error("rowwise: chunks not a multiple of a warp");
     L.threads = t;
   } else {
     L.block_rows = true;
     int t = 0;
-    if (want > 0 && L.chunks_per_row % want == 0 && want % 32 == 0) t = want;
-    for (int c = 512; t == 0 && c >= 32; c -= 32)
+    if (want > 0 && L.chunks_per_row % want == 0 && want % 32 == 0 &&
+        want <= plan.options.max_threads)
+      t = want;
+    for (int c = std::min(512, plan.options.max_threads) / 32 * 32; t == 0 && c >= 32; c -= 32)
       if (L.chunks_per_row % c == 0) t = c;
     if (t == 0) return make_error("rowwise: rows not a multiple of a warp of chunks");
     L.threads = t;

@@ -18,9 +18,13 @@ namespace strata::testing {
 
 using strata::HostTensor;
 
-/// Host program that loads inputs from files, runs strata_launch on the emulator and writes the
-/// outputs. STRATA_EMU_REVERSE=1 runs the threads of each block in reverse order.
+/// Host program that loads inputs from files, runs strata_launch (or the function named by the
+/// macro STRATA_EMU_LAUNCH, e.g. strata_launch_tasks) on the emulator and writes the outputs.
+/// STRATA_EMU_REVERSE=1 runs the threads of each block in reverse order.
 inline const char* kEmulationHarness = R"(#include "graph.cu"
+#ifndef STRATA_EMU_LAUNCH
+#define STRATA_EMU_LAUNCH strata_launch
+#endif
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -56,7 +60,7 @@ int main(int argc, char** argv) {
     strata_rt::emu::add_forbidden(outs[i].data() + n, kSlack);
   }
   std::vector<unsigned char> ws(strata_workspace_bytes() + 256, 0xff);
-  if (strata_launch(ip.data(), op.data(), ws.data(), nullptr) != 0) return 3;
+  if (STRATA_EMU_LAUNCH(ip.data(), op.data(), ws.data(), nullptr) != 0) return 3;
   for (int i = 0; i < no; ++i) {
     const long long n = static_cast<long long>(outs[i].size()) - kSlack;
     for (long long b = n; b < n + kSlack; ++b)
@@ -157,7 +161,9 @@ inline bool read_tensor(const std::string& path, HostTensor& t, DType dt) {
 class EmulatedGraph {
  public:
   /// Emits `g`, compiles it with the host compiler against the emulator. Check ok() / log().
-  EmulatedGraph(const KernelGraph& g, const EmitOptions& opts, const std::string& tag)
+  /// `launch` is the host function the harness calls (strata_launch_tasks: the task entries).
+  EmulatedGraph(const KernelGraph& g, const EmitOptions& opts, const std::string& tag,
+                const std::string& launch = "strata_launch")
       : g_(g), dir_(tag) {
     tag_ = tag;
     test_step(tag + ": emit and compile on the emulator");
@@ -176,9 +182,9 @@ class EmulatedGraph {
     write_file(dir_.file("harness.cc"), kEmulationHarness);
     const char* cxx = std::getenv("CXX");
     std::string cmd = std::string(cxx && *cxx ? cxx : "c++") +
-                      " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -x c++ -I" + dir_.path.string() +
-                      " -I" + cuda_runtime_include_dir() + " -I" + inc + " " +
-                      dir_.file("harness.cc") + " -o " + dir_.file("prog");
+                      " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -DSTRATA_EMU_LAUNCH=" + launch +
+                      " -x c++ -I" + dir_.path.string() + " -I" + cuda_runtime_include_dir() +
+                      " -I" + inc + " " + dir_.file("harness.cc") + " -o " + dir_.file("prog");
     ok_ = run_command(cmd, log_) == 0;
     if (!ok_) log_ = "host compile of the emulation failed:\n" + cmd + "\n" + log_;
   }

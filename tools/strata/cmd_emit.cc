@@ -6,6 +6,7 @@
 #include "command.h"
 #include "emit_flags.h"
 #include "graph_args.h"
+#include "numeric_flags.h"
 #include "strata/codegen/cuda_emitter.h"
 #include "strata/codegen/emit_knobs.h"
 #include "strata/ir/graph_io.h"
@@ -38,6 +39,8 @@ std::function<int()> setup(CLI::App& app) {
     EmitFlags flags;
     bool plan = false, list_knobs = false;
     int64_t rank = -1;
+    std::string task_entry;
+    int task_threads = 256;
   };
   auto args = std::make_shared<Args>();
   app.add_option("graph", args->graph, "μGraph JSON, search result document or program to compile");
@@ -47,6 +50,15 @@ std::function<int()> setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--name", args->name, "graph name for kernel names (default: file stem)");
   add_emit_flags(app, args->flags);
+  app.add_option("--task-entry", args->task_entry,
+                 "also emit each customized kernel as a __device__ task entry of one block "
+                 "(beside: with the kernels, wrappers and strata_launch_tasks; only: the entries "
+                 "alone, for a persistent megakernel)")
+      ->check(CLI::IsMember({"beside", "only"}));
+  app.add_option("--task-threads", args->task_threads,
+                 "threads of the block calling the task entries (a multiple of 32)")
+      ->capture_default_str()
+      ->transform(integer_in(32, 1024));
   app.add_flag("--plan", args->plan, "print each customized kernel's plan to stderr");
   app.add_flag("--list-knobs", args->list_knobs,
                "print the emitter knobs with their defaults and exit");
@@ -68,6 +80,9 @@ std::function<int()> setup(CLI::App& app) {
       return fail_bad_input(g->where + ": the knobs of its GPU profile: " + st.error().message);
     if (Status st = apply_emit_flags(args->flags, opts); !st.ok())
       return fail_bad_input(st.error().message);
+    if (!args->task_entry.empty())
+      opts.task_entry = args->task_entry == "only" ? TaskEntryForm::Only : TaskEntryForm::Beside;
+    opts.task_threads = args->task_threads;
     auto src = emit_cuda_source(g->graph, opts);
     if (!src.ok()) return fail_bad_input(g->where + ": " + src.error().message);
     if (args->out.empty()) {

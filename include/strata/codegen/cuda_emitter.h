@@ -49,6 +49,15 @@ namespace strata {
 /// names where to look): emitted all_reduce ops compile there.
 bool nccl_configured();
 
+/// Which forms of the customized kernels a source holds (docs/codegen.md, "Task entries").
+enum class TaskEntryForm {
+  Off,     ///< __global__ kernels and the host API (the default)
+  Beside,  ///< also, per customized kernel, a __device__ task entry of one block, a __global__
+           ///< wrapper launching it with task_threads threads, and a host function
+           ///< strata_launch_tasks (strata_launch's signature) launching the wrappers
+  Only,    ///< the task entries alone (no kernels, no host API): for a persistent megakernel
+};
+
 struct EmitOptions {
   std::string arch = "sm_90a";     ///< target named in the header comment (sm_80 or newer)
   std::string name = "graph";      ///< graph name used in kernel names and comments
@@ -69,6 +78,12 @@ struct EmitOptions {
   /// was configured with NCCL's header (nccl_configured()); off, a graph with an all_reduce
   /// is refused with an error saying so.
   bool nccl = nccl_configured();
+  /// Task entries (TaskEntryForm). With Beside or Only every kernel op must be a customized
+  /// kernel or a matmul lowered to one (a generic kernel or an all_reduce is refused), and is
+  /// planned with PlanOptions::task_entry and max_threads = task_threads.
+  TaskEntryForm task_entry = TaskEntryForm::Off;
+  /// Threads of the block that calls the task entries (a multiple of 32; the megakernel's 256).
+  int task_threads = 256;
 };
 
 /// Per-kernel facts of an emitted source (for reports and tests).
@@ -83,6 +98,14 @@ struct EmittedKernel {
   std::string plan;         ///< customized kernels: format_plan of the kernel's plan
   int streamed_input = -1;  ///< EmitOptions::l2_streaming: the kernel input (position among
                             ///< its inputs) launched with a streaming L2 window, or -1
+  int kernel_op = -1;       ///< the kernel graph op it computes
+  /// The kernel graph tensors passed as its parameters, in order: the inputs (for an input read
+  /// in place through a predefined layout op, the tensor holding it), then the outputs; and
+  /// the type each is stored in.
+  std::vector<int> args;
+  std::vector<DType> arg_dtypes;
+  int num_inputs = 0;      ///< of args
+  std::string task_entry;  ///< the task entry's name (EmitOptions::task_entry), or ""
 };
 
 struct EmittedSource {
@@ -99,7 +122,8 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
 Result<std::string> emit_cuda(const KernelGraph& g, const EmitOptions& options = {});
 
 /// The directory to pass with -I when compiling emitted code (holds strata_rt/): the one
-/// find_runtime_dir() finds (include/strata/codegen/runtime_dir.h), or "" when none holds the headers.
+/// find_runtime_dir() finds (include/strata/codegen/runtime_dir.h), or "" when none holds the
+/// headers.
 std::string cuda_runtime_include_dir();
 
 }  // namespace strata

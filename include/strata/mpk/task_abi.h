@@ -14,7 +14,7 @@
 #ifndef STRATA_MPK_TASK_ABI_H
 #define STRATA_MPK_TASK_ABI_H
 
-#define STRATA_MPK_ABI_VERSION 1
+#define STRATA_MPK_ABI_VERSION 2
 
 /* Task kinds. The operand fields of each kind (B: batch, D: head dim, Hq/Hkv: heads):
  *  MPK_EMBED          W0 embedding f16[V,H]; OUT0 x f16[B,H]; task I0 = batch row b; reads the
@@ -39,6 +39,11 @@
  *                     task I0 = tile.
  *  MPK_ARGMAX         IN0 per-tile argmax; NTILES; writes the step's output tokens (first index
  *                     of the maximum); one task.
+ *  MPK_GENERATED      one kernel of a μGraph from strata's code generator (docs/megakernel.md,
+ *                     "Generated tasks"): FUNC = the id of its task entry in the generated
+ *                     header's dispatch; ARG0.. = its operands in the entry's parameter order
+ *                     (inputs, then outputs), each encoded by MPK_ARG_*; task I0, I1, I2 = the
+ *                     block index (bx, by, bz) of the kernel's grid.
  */
 enum {
   MPK_EMBED = 0,
@@ -50,7 +55,8 @@ enum {
   MPK_NORM_GATED = 6,
   MPK_NORM_LMHEAD = 7,
   MPK_ARGMAX = 8,
-  MPK_NUM_KINDS = 9
+  MPK_GENERATED = 9,
+  MPK_NUM_KINDS = 10
 };
 
 /* Fields of one op record (int64). */
@@ -70,8 +76,18 @@ enum {
   MPK_OP_N = 12,
   MPK_OP_TILE = 13,
   MPK_OP_NTILES = 14,
-  MPK_OP_FIELDS = 16
+  MPK_OP_FUNC = 15,
+  MPK_OP_ARG0 = 16,
+  MPK_OP_MAX_ARGS = 8,
+  MPK_OP_FIELDS = 24
 };
+
+/* An operand of MPK_GENERATED: a workspace byte offset (>= 0), a buffer id b encoded as
+ * -(b + 2) (<= -2), or MPK_ARG_NONE. */
+#define MPK_ARG_NONE (-1)
+#define MPK_ARG_BUFFER(b) (-(b)-2)
+#define MPK_ARG_IS_BUFFER(v) ((v) <= -2)
+#define MPK_ARG_BUFFER_ID(v) (-(v)-2)
 
 /* Fields of one task record (int32). WAIT_*: a range of `waits`; TRIG_*: a range of `triggers`. */
 enum {

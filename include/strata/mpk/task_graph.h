@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@
 #include "strata/util/status.h"
 
 namespace strata::mpk {
+
+struct GeneratedGraph;
+using GeneratedSet = std::map<std::string, GeneratedGraph>;
 
 enum class DType { F16, F32, I32, ArgMax /* {f32 value, i32 index}: 8 bytes */ };
 int64_t dtype_bytes(DType t);
@@ -65,6 +70,17 @@ struct OpInfo {
   int64_t w[5] = {-1, -1, -1, -1, -1};           ///< buffer ids or -1
   int64_t k = -1, n = -1, tile = -1, ntiles = -1;
   int first_task = 0, num_tasks = 0;
+  /// MPK_GENERATED: the task entry (an index of TaskGraph::functions) and its operands, tensor
+  /// ids in the entry's parameter order (workspace tensors, or weights by their tensor).
+  int func = -1;
+  std::vector<int> args;
+};
+
+/// A task entry of the generated header: kernel `kernel` (an index of GeneratedGraph::kernels)
+/// of the μGraph of op program `op`.
+struct GeneratedFunction {
+  std::string op;
+  int kernel = 0;
 };
 
 struct TaskInfo {
@@ -85,6 +101,9 @@ struct CompileOptions {
   int64_t workers = 132;             ///< persistent blocks (one per SM)
   int64_t max_tile_bytes = 1 << 19;  ///< upper bound on the weight bytes one matmul task reads
   int64_t attn_chunks = 0;           ///< KV chunks per (batch row, kv head); 0: workers / (B·Hkv)
+  /// Ops computed by generated μGraphs (generated_ops.h), by op program name; the others (and
+  /// every op when null) are the hand-written tasks.
+  std::shared_ptr<const GeneratedSet> generated;
 };
 
 struct TaskGraph {
@@ -93,6 +112,7 @@ struct TaskGraph {
   std::vector<TensorInfo> tensors;
   std::vector<int> buffers;  ///< buffer id -> tensor id (weights, then state)
   std::vector<OpInfo> ops;
+  std::vector<GeneratedFunction> functions;  ///< the task entries MPK_GENERATED ops use
   std::vector<TaskInfo> tasks;
   std::vector<EventInfo> events;
   std::vector<int> order;                      ///< a topological order of the tasks

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "strata/util/arch_traits.h"
 #include "strata/ir/block_graph.h"
 #include "strata/ir/shape.h"
+#include "strata/util/arch_traits.h"
 #include "strata/util/status.h"
 
 namespace strata {
@@ -104,7 +104,18 @@ struct PlanOptions {
   bool register_accums = true;  ///< accumulate non-matmul accumulators in registers per thread
   bool rowwise = true;          ///< run F = 1 kernels of elementwise ops and last-dim reductions
                                 ///< with every tensor in registers (no shared-memory tiles)
+  /// The most threads the kernel may have. A task entry (EmitOptions::task_entry) is called by
+  /// a block of that many threads; a plan needing more is refused.
+  int max_threads = 1024;
+  /// The kernel is also emitted as a task entry (docs/codegen.md, "Task entries"): its block
+  /// barrier is the named barrier kTaskBarrierId over the kernel's threads, so loop groups
+  /// (named barriers 1, 2, …) take at most kTaskBarrierId − 1 groups.
+  bool task_entry = false;
 };
+
+/// The named barrier a task entry synchronizes its threads with (bar.sync 15, threads): not 0,
+/// which __syncthreads of the calling block uses, nor a loop group's 1..14.
+inline constexpr int kTaskBarrierId = 15;
 
 /// When an op runs.
 enum class Phase : uint8_t {
