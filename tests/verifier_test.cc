@@ -3,6 +3,7 @@
 // errors, and the EquivalenceChecker agrees with verify_equivalent.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -112,6 +113,35 @@ void expect_rejected(const KernelGraph& a, const KernelGraph& b, int out = 0,
   auto checker = EquivalenceChecker::make(a, {});
   EXPECT_FALSE(*checker->screen(b));
   EXPECT_FALSE(checker->verify(b)->equivalent);
+}
+
+// ---- stopping ------------------------------------------------------------------------------
+
+// A check whose stop flag is set gives up with the stopped error (no verdict) in every entry
+// point; with the flag clear the same check runs to its verdict. (The search sets the flag at
+// its time limit: docs/verifier.md, "Stopping".)
+TEST(Stop, AStoppedCheckGivesUpWithoutAVerdict) {
+  auto prog = graph({Shape{64, 128}, Shape{128, 96}}, [](KernelGraph& g, const std::vector<int>& in) {
+    return std::vector<int>{op(g, OpKind::Matmul, {in[0], in[1]})};
+  });
+  std::atomic<bool> stop{true};
+  VerifyOptions o;
+  o.stop = &stop;
+  auto r = verify_equivalent(prog, prog, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(is_stopped_error(r.error().message)) << r.error().message;
+  auto checker = EquivalenceChecker::make(prog, o);
+  ASSERT_TRUE(checker.ok());
+  auto s = checker->screen_once(prog);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(is_stopped_error(s.error().message));
+  EXPECT_FALSE(is_stopped_error("output 0 (O) differs at [3, 17]"));
+  stop = false;
+  auto fresh = EquivalenceChecker::make(prog, o);
+  ASSERT_TRUE(fresh.ok());
+  auto v = fresh->verify(prog);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_TRUE(v->equivalent);
 }
 
 // ---- identities ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 // depend on the thread count.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,7 +43,17 @@ struct ExecConfig {
   int threads = 1;                       ///< worker threads (blocks, rows of kernel ops)
   const ExecHints* hints = nullptr;      ///< null: every component needed, every exp Lax
   const PartialPlan* partial = nullptr;  ///< null: evaluate everything
+  /// When set and true, evaluation gives up at its next check (before each kernel op and each
+  /// block, and in the row chunks of a predefined matmul): execute returns kStoppedMessage.
+  const std::atomic<bool>* stop = nullptr;
 };
+
+/// The error of an evaluation given up for ExecConfig::stop.
+inline constexpr const char* kStoppedMessage = "evaluation stopped (time limit or interrupt)";
+
+inline bool stop_requested(const std::atomic<bool>* stop) {
+  return stop && stop->load(std::memory_order_relaxed);
+}
 
 /// For each op of a block graph: whether its result reaches an output saver (only those run).
 inline std::vector<char> live_block_ops(const BlockGraph& bg) {
@@ -144,7 +155,8 @@ void run_compute(const A& ar, const BlockOp& op, const Shape& shape,
 template <class A>
 void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tensor<A>*>& ins,
                 std::vector<Tensor<A>>& outs, const std::vector<int64_t>& block_ids,
-                const std::vector<ValueHints>* hints, int threads) {
+                const std::vector<ValueHints>* hints, int threads,
+                const std::atomic<bool>* stop = nullptr) {
   std::vector<char> live = live_block_ops(bg);
   auto hint = [&](int t) -> const ValueHints& {
     return hints && !hints->empty() ? (*hints)[t] : default_hints();
@@ -167,6 +179,7 @@ void run_blocks(const A& ar, const BlockGraph& bg, const std::vector<const Tenso
           return actual_shape(op, arg_shapes, bg.tensor(op.output).shape, F);
         };
         for (int64_t bi = lo; bi < hi; ++bi) {
+          if (stop_requested(stop)) return;  // execute reports it after the op
           int64_t id = block_ids[bi];
           std::array<int, 3> b{static_cast<int>(id % grid.x),
                                static_cast<int>((id / grid.x) % grid.y),
@@ -271,6 +284,7 @@ Result<std::vector<Tensor<A>>> execute(const A& ar, const KernelGraph& g,
   for (size_t i = 0; i < nops; ++i) {
     const KernelOp& op = g.op(static_cast<int>(i));
     if (op.kind == OpKind::Input) continue;
+    if (stop_requested(cfg.stop)) return make_error(kStoppedMessage);
     bool used = false;
     for (int t : op.outputs) used = used || last_use[t] >= 0;
     if (!used) continue;
@@ -289,7 +303,7 @@ Result<std::vector<Tensor<A>>> execute(const A& ar, const KernelGraph& g,
       }
       const std::vector<ValueHints>* bh =
           cfg.hints && !cfg.hints->block.empty() ? &cfg.hints->block[i] : nullptr;
-      detail::run_blocks(ar, bg, args, outs, ids, bh, cfg.threads);
+      detail::run_blocks(ar, bg, args, outs, ids, bh, cfg.threads, cfg.stop);
       for (size_t k = 0; k < op.outputs.size(); ++k) {
         owned[op.outputs[k]] = std::make_unique<Tensor<A>>(std::move(outs[k]));
         val[op.outputs[k]] = owned[op.outputs[k]].get();
@@ -302,7 +316,7 @@ Result<std::vector<Tensor<A>>> execute(const A& ar, const KernelGraph& g,
                                  ? *cfg.partial->regions[i]
                                  : whole;
       for (const Box& box : region)
-        compute_op(ar, op.kind, op.attrs, args, *out, box, khint(t), cfg.threads);
+        compute_op(ar, op.kind, op.attrs, args, *out, box, khint(t), cfg.threads, cfg.stop);
       owned[t] = std::move(out);
       val[t] = owned[t].get();
     }
@@ -312,6 +326,7 @@ Result<std::vector<Tensor<A>>> execute(const A& ar, const KernelGraph& g,
         val[t] = nullptr;
       }
   }
+  if (stop_requested(cfg.stop)) return make_error(kStoppedMessage);  // a last op cut short
   std::vector<Tensor<A>> result;
   for (int t : g.outputs()) result.push_back(owned[t] ? std::move(*owned[t]) : *val[t]);
   return result;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -271,7 +272,8 @@ void concat_op(int d, const Tensor<A>& a, const Tensor<A>& b, Tensor<A>& out, co
 /// Batched matmul A[…, m, k] × B[…, k, n] on the elements of `box`.
 template <class A>
 void matmul_op(const A& ar, const ValueHints& hints, const Tensor<A>& a, const Tensor<A>& b,
-               Tensor<A>& out, const Box& box, int threads) {
+               Tensor<A>& out, const Box& box, int threads,
+               const std::atomic<bool>* stop = nullptr) {
   auto ad = padded_dims(a.shape), bd = padded_dims(b.shape), od = padded_dims(out.shape);
   int64_t k = ad[3];
   constexpr int64_t kRows = 64, kCols = 128;
@@ -280,6 +282,7 @@ void matmul_op(const A& ar, const ValueHints& hints, const Tensor<A>& a, const T
   int64_t rchunks = (rows + kRows - 1) / kRows, cchunks = (cols + kCols - 1) / kCols;
   int64_t items = nb0 * nb1 * rchunks * cchunks;
   parallel_for(items, threads, [&](int64_t it) {
+    if (stop && stop->load(std::memory_order_relaxed)) return;  // the caller reports it
     int64_t cc = it % cchunks, rc = (it / cchunks) % rchunks;
     int64_t b1 = box.lo[1] + (it / (cchunks * rchunks)) % nb1;
     int64_t b0 = box.lo[0] + it / (cchunks * rchunks * nb1);
@@ -298,11 +301,11 @@ void matmul_op(const A& ar, const ValueHints& hints, const Tensor<A>& a, const T
 template <class A>
 void compute_op(const A& ar, OpKind kind, const OpAttrs& attrs,
                 const std::vector<const Tensor<A>*>& in, Tensor<A>& out, const Box& box,
-                const ValueHints& hints, int threads) {
+                const ValueHints& hints, int threads, const std::atomic<bool>* stop = nullptr) {
   int pad = 4 - out.shape.rank();
   switch (op_category(kind)) {
-    case Category::Matmul:
-      matmul_op(ar, hints, *in[0], *in[1], out, box, threads);
+    case Category::Matmul:  // the one op whose cost grows faster than its output: stoppable
+      matmul_op(ar, hints, *in[0], *in[1], out, box, threads, stop);
       return;
     case Category::Unary:
       unary_op(ar, kind, attrs, hints.exp_lax & 1, *in[0], out, box, threads);

@@ -487,12 +487,15 @@ struct Enumeration {
 /// so a wrong rewrite costs candidates, never correctness. Errors: the program analysis, and
 /// no block-graph configuration that fits the program. The collection pass never stops early,
 /// so task ids mean the same in every run (checkpoints refer to them).
-Result<Enumeration> prepare_enumeration(const SearchJob& job, const KernelGraph& program) {
+Result<Enumeration> prepare_enumeration(const SearchJob& job, const KernelGraph& program,
+                                        const std::atomic<bool>* verification_stop) {
   Enumeration en;
   STRATA_ASSIGN_OR_RETURN(en.setup,
                           search::SearchSetup::make(job.canonical, job.config, job.target));
+  VerifyOptions verify_options;
+  verify_options.stop = verification_stop;
   STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
-                          EquivalenceChecker::make(program, VerifyOptions{}));
+                          EquivalenceChecker::make(program, verify_options));
   en.checker.emplace(std::move(checker));
   search::StopControl collect_stop;
   search::Enumerator root(en.setup->space, collect_stop, nullptr);
@@ -631,6 +634,7 @@ void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
     const CandidateCheck c = check_candidate(checker, e, monitor.verify_counts().verifying);
     result.stats.screen_s += c.screen_s;
     result.stats.verify_s += c.verify_s;
+    if (is_stopped_error(c.error)) break;  // the time limit or an interrupt: no verdict
     ++result.stats.candidates_screened;
     if (!c.verified || !c.error.empty()) continue;
     ++result.stats.candidates_verified;
@@ -676,10 +680,13 @@ void screen_and_verify(const SearchJob& job, const EquivalenceChecker& checker,
   for (const search::PoolEntry& e : entries) {
     if (!result.stats.verification_complete) break;
     if (static_cast<int>(result.ranked.size()) >= config.top_k) break;
-    const bool interrupted = config.interrupt && config.interrupt->load();
-    const bool out_of_time =
-        config.time_limit_s > 0 && seconds_since(job.t0) >= config.time_limit_s;
-    if (interrupted || out_of_time) {
+    // Checked before each candidate; a check already running is given up by the verifier's
+    // stop flag, which the monitor sets at the same moment (is_stopped_error below).
+    auto stopped = [&] {
+      const bool interrupted = config.interrupt && config.interrupt->load();
+      if (!interrupted &&
+          !(config.time_limit_s > 0 && seconds_since(job.t0) >= config.time_limit_s))
+        return false;
       result.stats.verification_complete = false;
       if (result.stats.stop_phase == SearchPhase::None) {
         result.stats.stop = interrupted ? StopReason::Interrupted : StopReason::TimeLimit;
@@ -689,8 +696,9 @@ void screen_and_verify(const SearchJob& job, const EquivalenceChecker& checker,
                        " during verification (" + std::to_string(result.ranked.size()) + " of " +
                        std::to_string(config.top_k) +
                        " graphs verified); the ranking holds only the graphs verified so far");
-      break;
-    }
+      return true;
+    };
+    if (stopped()) break;
     ++counts.considered;
     if (std::string rule = not_emittable(e.graph, job.target); !rule.empty()) {
       ++result.stats.prunes_by_rule[rule];
@@ -699,6 +707,7 @@ void screen_and_verify(const SearchJob& job, const EquivalenceChecker& checker,
     const CandidateCheck c = check_candidate(checker, e, counts.verifying);
     result.stats.screen_s += c.screen_s;
     result.stats.verify_s += c.verify_s;
+    if (is_stopped_error(c.error) && stopped()) break;  // given up at the limit: no verdict
     ++result.stats.candidates_screened;
     ++counts.screened;
     if (!c.error.empty() && !c.verified) {
@@ -794,7 +803,8 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   search::StopControl stop;
   stop.max_states = job.config.max_states;
   search::Monitor monitor(job.config, stop, job.t0);  // limits and progress until verified
-  STRATA_ASSIGN_OR_RETURN(const Enumeration en, prepare_enumeration(job, program));
+  STRATA_ASSIGN_OR_RETURN(const Enumeration en,
+                          prepare_enumeration(job, program, monitor.verification_stop()));
   search::Progress progress = restore_progress(job, en, result);
   search::CandidatePool pool(job.target, pool_capacity(job.config), job.config.observer);
   for (const KernelGraph& g : progress.pool) pool.restore(g);

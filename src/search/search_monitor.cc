@@ -22,6 +22,9 @@ void Monitor::loop() {
     cv_.wait_for(lock, std::chrono::milliseconds(50));
     if (finished_) break;
     const double t = seconds_since(t0_);
+    if ((config_.time_limit_s > 0 && t >= config_.time_limit_s) ||
+        (config_.interrupt && config_.interrupt->load()))
+      verify_stop_ = true;
     if (phase_ == Phase::Enumeration) {
       if (enum_deadline_ > 0 && t >= enum_deadline_) {
         if (!stop_.stop.exchange(true)) time_hit_ = true;

@@ -74,6 +74,10 @@ class Monitor {
   void stop_for_interrupt() {
     if (!stop_.stop.exchange(true)) interrupted_ = true;
   }
+  /// Set by the watcher once the whole search's time limit has passed or the interrupt flag is
+  /// set, in any phase: the verifier's stop flag (VerifyOptions::stop), so that one check of a
+  /// large program ends at the limit instead of outlasting it.
+  const std::atomic<bool>* verification_stop() const { return &verify_stop_; }
   /// Whether the enumeration was stopped by its deadline / by the interrupt flag.
   bool time_limit_hit() const { return time_hit_; }
   bool interrupted() const { return interrupted_; }
@@ -97,6 +101,7 @@ class Monitor {
   bool finished_ = false;
   std::atomic<bool> time_hit_{false};
   std::atomic<bool> interrupted_{false};
+  std::atomic<bool> verify_stop_{false};
   std::thread thread_;
 };
 

@@ -68,7 +68,8 @@ struct FieldRun {
 
 Result<FieldRun> run_field(const KernelGraph& g, const GraphAnalysis& an,
                            const std::vector<FTensor>& inputs, const FieldTrial& t, int threads,
-                           const interp::PartialPlan* partial = nullptr) {
+                           const interp::PartialPlan* partial = nullptr,
+                           const std::atomic<bool>* stop = nullptr) {
   FieldArith ar(t);
   std::vector<const FTensor*> ptrs;
   for (const FTensor& x : inputs) ptrs.push_back(&x);
@@ -76,6 +77,7 @@ Result<FieldRun> run_field(const KernelGraph& g, const GraphAnalysis& an,
   cfg.threads = threads;
   cfg.hints = &an.hints;
   cfg.partial = partial;
+  cfg.stop = stop;
   STRATA_ASSIGN_OR_RETURN(std::vector<FTensor> outs, interp::execute(ar, g, ptrs, cfg));
   return FieldRun{std::move(outs), ar.zero_division()};
 }
@@ -219,7 +221,9 @@ struct EquivalenceChecker::State {
       if (!slot) slot = std::make_shared<Entry>();
       e = slot;
     }
-    std::call_once(e->once, [&] { e->run = run_field(program, analysis, inputs(), ft, threads); });
+    std::call_once(e->once, [&] {
+      e->run = run_field(program, analysis, inputs(), ft, threads, nullptr, options.stop);
+    });
     return e->run;
   }
 };
@@ -261,7 +265,7 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& per_rank) const {
   verify::DemandPlan dp = verify::plan_demand(candidate, s.options.seed);
   std::vector<FTensor> inputs;
   field_inputs_into(s.program, ft, s.threads, inputs, &dp.inputs);
-  STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, inputs, ft, s.threads, &dp.plan));
+  STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, inputs, ft, s.threads, &dp.plan, s.options.stop));
   auto [o, e] = first_difference(prog->outputs, cand.outputs, &dp.compare);
   if (o < 0) return true;
   // A zero divisor may explain a difference between equivalent graphs: let verify() decide.
@@ -283,11 +287,11 @@ Result<bool> EquivalenceChecker::screen_once(const KernelGraph& per_rank) const 
   verify::DemandPlan dp = verify::plan_for_compare(s.program, dc.compare);
   std::vector<FTensor> in_c, in_p;
   field_inputs_into(s.program, ft, s.threads, in_c, &dc.inputs);
-  STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, in_c, ft, s.threads, &dc.plan));
+  STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, in_c, ft, s.threads, &dc.plan, s.options.stop));
   std::vector<FTensor>().swap(in_c);
   field_inputs_into(s.program, ft, s.threads, in_p, &dp.inputs);
   STRATA_ASSIGN_OR_RETURN(FieldRun prog,
-                          run_field(s.program, s.analysis, in_p, ft, s.threads, &dp.plan));
+                          run_field(s.program, s.analysis, in_p, ft, s.threads, &dp.plan, s.options.stop));
   auto [o, e] = first_difference(prog.outputs, cand.outputs, &dc.compare);
   if (o < 0) return true;
   return prog.zero_division || cand.zero_division;
@@ -342,7 +346,7 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& per_rank) con
       const Result<FieldRun>& prog = s.program_run(
           t, attempt, [&]() -> const std::vector<FTensor>& { return fresh; }, ft);
       if (!prog.ok()) return prog.error();
-      STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, fresh, ft, s.threads));
+      STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, fresh, ft, s.threads, nullptr, s.options.stop));
       bool zero = prog->zero_division || cand.zero_division;
       auto [o, e] = first_difference(prog->outputs, cand.outputs);
       if (!zero && o >= 0) {
@@ -370,6 +374,10 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& per_rank) con
   res.equivalent = true;
   res.log2_bound = std::max(-1e9, per_trial.log2 * trials);
   return res;
+}
+
+bool is_stopped_error(const std::string& message) {
+  return message == interp::kStoppedMessage;
 }
 
 Result<VerifyResult> verify_equivalent(const KernelGraph& per_rank_a,

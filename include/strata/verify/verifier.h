@@ -10,6 +10,7 @@
 // as are outputs.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,11 @@ struct VerifyOptions {
   double target_log2_bound = -60;
   uint64_t seed = 1;  ///< all randomness (inputs, ω, opaque functions) derives from it
   int threads = 0;    ///< 0 = all hardware threads; the verdict does not depend on it
+  /// When set and true, a running check gives up at its next check point (between kernel
+  /// ops, blocks, and row chunks of a matmul) with an error saying it was stopped; a search
+  /// sets it at its time limit or on an interrupt, so one check of a large program cannot
+  /// outlast the limit. Not part of the verdict: a stopped check has none.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// The verdict is one of three: `equivalent` (every trial agreed, and log2_bound < 0 bounds
@@ -44,6 +50,9 @@ struct VerifyResult {
   int64_t element = -1;   ///< its first differing flat element (-1 for an interface mismatch)
   std::string detail;     ///< e.g. "output 0 (O) differs at [3, 17]"
 };
+
+/// Whether `message` is the error of a check given up for VerifyOptions::stop.
+bool is_stopped_error(const std::string& message);
 
 /// Decides whether `a` and `b` compute the same outputs. Inputs are matched by position, as are
 /// outputs; different numbers of them, or a matched pair of different shape or dtype, are a
