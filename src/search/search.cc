@@ -24,6 +24,7 @@
 #include "search/layered_search.h"
 #include "search/search_monitor.h"
 #include "search/segments.h"
+#include "search/pointwise_seed.h"
 #include "search/split_kv.h"
 #include "strata/expr/abstract_expr.h"
 #include "strata/opt/canonicalize.h"
@@ -621,6 +622,17 @@ std::vector<search::PoolEntry> derive_split_kv(const SearchJob& job,
   return derived.entries();
 }
 
+/// Phase 5c, seeds: the pointwise seed of the canonical program (docs/search.md, "Pointwise
+/// seeds"), when it has one the code generator can emit, costed like the derived forms and
+/// verified beside them.
+void add_pointwise_seed(const SearchJob& job, std::vector<search::PoolEntry>& derived) {
+  std::optional<KernelGraph> seed = search::pointwise_seed(job.canonical);
+  if (!seed || !not_emittable(*seed, job.target).empty()) return;
+  search::CandidatePool one(job.target, 1);
+  one.offer(std::move(*seed));
+  for (const search::PoolEntry& e : one.entries()) derived.push_back(e);
+}
+
 /// Phase 7b: the derived forms screened and verified (as screen_and_verify does) and, when
 /// proved, added to the ranking.
 void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
@@ -810,7 +822,8 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   for (const KernelGraph& g : progress.pool) pool.restore(g);
 
   const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
-  const std::vector<search::PoolEntry> derived = derive_split_kv(job, pool);
+  std::vector<search::PoolEntry> derived = derive_split_kv(job, pool);
+  add_pointwise_seed(job, derived);
   const std::vector<search::PoolEntry> found = pool.entries();
   screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);
   verify_derived(job, *en.checker, derived, monitor, result);

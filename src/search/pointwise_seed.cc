@@ -1,0 +1,153 @@
+// Pointwise seeds (pointwise_seed.h, docs/search.md "Pointwise seeds").
+#include "search/pointwise_seed.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "strata/ir/block_graph.h"
+
+namespace strata::search {
+namespace {
+
+/// Threads of a seed's blocks: its rows are short (one row of every output per block).
+constexpr int kSeedThreads = 128;
+
+/// Whether the op is elementwise work a seed can hold: unary and binary ops, slices,
+/// concats and RMSNorm (their dims are checked against the split dim separately).
+bool seedable(OpKind kind) {
+  switch (op_category(kind)) {
+    case Category::Unary:
+    case Category::Binary:
+    case Category::Concat:
+    case Category::Norm:
+      return true;
+    case Category::Layout:
+      return kind == OpKind::Slice;
+    default:
+      return false;
+  }
+}
+
+/// The program ops (ids) the outputs `outs` depend on, in program order (a topological one).
+std::vector<int> cone(const KernelGraph& g, const std::vector<int>& outs) {
+  std::set<int> ops;
+  std::vector<int> stack(outs.begin(), outs.end());
+  while (!stack.empty()) {
+    const int t = stack.back();
+    stack.pop_back();
+    const int p = g.tensor(t).producer;
+    if (p < 0 || g.op(p).kind == OpKind::Input || !ops.insert(p).second) continue;
+    for (int in : g.op(p).inputs) stack.push_back(in);
+  }
+  return {ops.begin(), ops.end()};
+}
+
+/// One customized kernel computing the outputs `outs` (all of shape `shape`) of `g` into
+/// `seed`, whose inputs mirror g's (same ids): the seed's tensors of those outputs, in order,
+/// or nothing when the kernel cannot be built.
+std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vector<int>& outs, const Shape& shape,
+                KernelGraph& seed) {
+  const int r = shape.rank();
+  int sd = -1;  // the split dim: the first non-last dim with more than one element
+  for (int d = 0; d + 1 < r && sd < 0; ++d)
+    if (shape[d] > 1) sd = d;
+  const std::vector<int> ops = cone(g, outs);
+  for (int id : ops) {
+    const KernelOp& op = g.op(id);
+    if (!seedable(op.kind)) return std::nullopt;
+    const Category cat = op_category(op.kind);
+    // Slices, concats and norms along the split dim would need other blocks' rows.
+    if ((cat == Category::Concat || cat == Category::Norm || cat == Category::Layout) &&
+        sd >= 0 && op.attrs.dim == sd + g.tensor(op.outputs[0]).shape.rank() - r)
+      return std::nullopt;
+  }
+  const int64_t blocks = sd < 0 ? 1 : shape[sd];
+  auto body = BlockGraph::make(Dim3{static_cast<int>(blocks), 1, 1}, kSeedThreads, 1);
+  if (!body.ok()) return std::nullopt;
+  BlockGraph& b = *body;
+  std::map<int, int> tile;        // program tensor → block tensor
+  std::vector<int> kernel_inputs;  // program input tensors, in the order they are loaded
+  auto load = [&](int t) -> bool {  // false: the input does not broadcast along sd
+    if (tile.count(t)) return true;
+    const Shape& s = g.tensor(t).shape;
+    // The input's dim under the split dim (inputs broadcast right-aligned): split with the
+    // output when it has the same extent, replicated when it has one element or none.
+    const int di = sd < 0 ? -1 : sd - (r - s.rank());
+    GridMap imap = kAllReplicated;
+    if (di >= 0 && s[di] == blocks && blocks > 1)
+      imap[0] = di;
+    else if (di >= 0 && s[di] != 1)
+      return false;
+    auto in = b.add_input(s, imap, kReplicate);
+    if (!in.ok()) return false;
+    tile[t] = *in;
+    kernel_inputs.push_back(t);
+    return true;
+  };
+  for (int id : ops) {
+    const KernelOp& op = g.op(id);
+    std::vector<int> args;
+    for (int t : op.inputs) {
+      const int p = g.tensor(t).producer;
+      if ((p < 0 || g.op(p).kind == OpKind::Input) && !load(t)) return std::nullopt;
+      args.push_back(tile.at(t));
+    }
+    auto out = b.add_op(op.kind, args, op.attrs);
+    if (!out.ok()) return std::nullopt;
+    tile[op.outputs[0]] = *out;
+  }
+  for (int t : outs) {
+    if (!tile.count(t) && !load(t)) return std::nullopt;  // an output that is an input: copied
+    OpAttrs keep;
+    keep.fmap = kReplicate;
+    auto post = b.add_op(OpKind::AccumSum, {tile.at(t)}, keep);  // F = 1: the tile itself
+    if (!post.ok()) return std::nullopt;
+    GridMap omap = kAllReplicated;
+    if (blocks > 1) omap[0] = sd;
+    if (!b.add_output(*post, omap).ok()) return std::nullopt;
+  }
+  std::vector<std::string> names;
+  for (int t : outs) names.push_back(g.tensor_name(t));
+  auto made = seed.add_customized(kernel_inputs, std::move(b), names);
+  if (!made.ok()) return std::nullopt;
+  for (int t : *made)
+    if (seed.tensor(t).shape != shape) return std::nullopt;
+  return *made;
+}
+
+}  // namespace
+
+std::optional<KernelGraph> pointwise_seed(const KernelGraph& program) {
+  if (program.ranks() > 1 || program.outputs().empty()) return std::nullopt;
+  KernelGraph seed;
+  for (int t : program.inputs()) {  // the same ids: inputs come first in every program
+    auto in = seed.add_input(program.tensor_name(t), program.tensor(t).shape,
+                             program.tensor(t).dtype);
+    if (!in.ok() || *in != t) return std::nullopt;
+  }
+  // Outputs grouped by shape, in the order of their first appearance.
+  std::vector<std::pair<Shape, std::vector<int>>> groups;
+  for (int t : program.outputs()) {
+    const Shape& s = program.tensor(t).shape;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == s; });
+    if (it == groups.end())
+      groups.push_back({s, {t}});
+    else
+      it->second.push_back(t);
+  }
+  std::map<int, int> made;  // program output → seed tensor
+  for (const auto& [shape, outs] : groups) {
+    const std::optional<std::vector<int>> ids = add_kernel(program, outs, shape, seed);
+    if (!ids) return std::nullopt;
+    for (size_t k = 0; k < outs.size(); ++k) made[outs[k]] = (*ids)[k];
+  }
+  for (int t : program.outputs()) {
+    if (program.tensor(t).dtype != seed.tensor(made.at(t)).dtype) return std::nullopt;
+    if (!seed.mark_output(made.at(t), program.tensor_name(t)).ok()) return std::nullopt;
+  }
+  return seed;
+}
+
+}  // namespace strata::search

@@ -1,0 +1,23 @@
+// Pointwise seeds (docs/search.md, "Pointwise seeds"): a program made of elementwise work —
+// unary and binary ops with broadcasting, slices and concats, RMSNorm over the last dim — gets
+// one candidate built directly instead of enumerated: one customized kernel per output shape,
+// its grid over the first dim of that shape that is not the last and holds more than one
+// element, each block computing its rows of every output of that shape from the program's
+// inputs. The enumeration finds such graphs for small programs, but its limits (block ops per
+// kernel, tiles per class, blocks per grid) keep it from programs of many ops (rotary: 14 ops)
+// or of many rows (a residual add + RMSNorm over 4096 tokens). The seed is verified like every
+// candidate; the search only offers it.
+#pragma once
+
+#include <optional>
+
+#include "strata/ir/kernel_graph.h"
+
+namespace strata::search {
+
+/// The seed of complete program `program`, or nullopt when some op is not elementwise work
+/// as above, an op slices, concatenates or normalizes along the split dim, or an input does
+/// not broadcast along it (docs/search.md, "Pointwise seeds").
+std::optional<KernelGraph> pointwise_seed(const KernelGraph& program);
+
+}  // namespace strata::search

@@ -1,0 +1,100 @@
+// Pointwise seeds (src/search/pointwise_seed.h, docs/search.md "Pointwise seeds"): the one
+// candidate built directly for programs of elementwise work, proved equivalent by the
+// verifier, and refused where its kernels would need other blocks' rows.
+#include <gtest/gtest.h>
+
+#include "search/pointwise_seed.h"
+#include "strata/verify/verifier.h"
+#include "support/parse.h"
+
+namespace strata::testing {
+namespace {
+
+// Rotary embedding of q and k (rotate-half, cos/sin broadcast over the heads), as in the suite.
+constexpr const char* kRope = R"(
+input Q: f16[6, 4, 32]
+input K: f16[6, 2, 32]
+input Cos: f16[6, 1, 32]
+input Sin: f16[6, 1, 32]
+Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 16, 32), -1), slice(Q, -1, 0, 16), dim=-1), Sin))
+Kr = add(mul(K, Cos), mul(concat(mul_scalar(slice(K, -1, 16, 32), -1), slice(K, -1, 0, 16), dim=-1), Sin))
+output Qr, Kr
+)";
+
+int customized_kernels(const KernelGraph& g) {
+  int n = 0;
+  for (const KernelOp& op : g.ops()) n += op.kind == OpKind::Customized;
+  return n;
+}
+
+void expect_proved(const KernelGraph& program, const KernelGraph& seed) {
+  auto v = verify_equivalent(program, seed, VerifyOptions{});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_TRUE(v->equivalent) << v->detail;
+  EXPECT_LE(v->log2_bound, -60.0);
+}
+
+TEST(PointwiseSeed, RotaryGetsOneKernelPerOutputShape) {
+  KernelGraph p = parse(kRope);
+  auto seed = search::pointwise_seed(p);
+  ASSERT_TRUE(seed.has_value());
+  EXPECT_EQ(customized_kernels(*seed), 2);  // Qr [6,4,32] and Kr [6,2,32]
+  for (const KernelOp& op : seed->ops())
+    if (op.kind == OpKind::Customized) EXPECT_EQ(op.body->grid().x, 6);  // split over tokens
+  expect_proved(p, *seed);
+}
+
+TEST(PointwiseSeed, ResidualAndNormShareOneKernelOverManyRows) {
+  // Two outputs of one shape: one kernel, one block per row (more rows than the search's
+  // grid policy offers), RMSNorm over the unsplit last dim.
+  KernelGraph p = parse(R"(
+input X: f16[300, 40]
+input R: f16[300, 40]
+input G: f16[40]
+H = add(X, R)
+O = mul(rms_norm(H, eps=1e-06), G)
+output H, O
+)");
+  auto seed = search::pointwise_seed(p);
+  ASSERT_TRUE(seed.has_value());
+  EXPECT_EQ(customized_kernels(*seed), 1);
+  expect_proved(p, *seed);
+}
+
+TEST(PointwiseSeed, RefusedWhereBlocksWouldNeedOtherRows) {
+  // A matmul is not elementwise work.
+  EXPECT_FALSE(search::pointwise_seed(parse(R"(
+input A: f16[8, 16]
+input B: f16[16, 16]
+C = add(matmul(A, B), A)
+output C
+)")).has_value());
+  // A norm, a slice or a concat along the split dim (the first non-last dim).
+  EXPECT_FALSE(search::pointwise_seed(parse(R"(
+input X: f16[8, 16]
+O = rms_norm(X, dim=0, eps=1e-06)
+output O
+)")).has_value());
+  EXPECT_FALSE(search::pointwise_seed(parse(R"(
+input X: f16[8, 16]
+O = concat(slice(X, 0, 4, 8), slice(X, 0, 0, 4), dim=0)
+output O
+)")).has_value());
+  // An input of extent 1 along the split dim is replicated to every block.
+  auto seed = search::pointwise_seed(parse(R"(
+input X: f16[8, 16]
+input B: f16[1, 16]
+O = sub(X, B)
+output O
+)"));
+  ASSERT_TRUE(seed.has_value());
+  expect_proved(parse(R"(
+input X: f16[8, 16]
+input B: f16[1, 16]
+O = sub(X, B)
+output O
+)"), *seed);
+}
+
+}  // namespace
+}  // namespace strata::testing
