@@ -227,7 +227,8 @@ TEST(ResultGraphs, ReadsMuGraphsAndRankedResults) {
       {"program", g2},
       {"best", g1},
       {"ranked", Json::array({Json{{"graph", g1}, {"cost", {{"predicted_us", 3.5}}}},
-                              Json{{"predicted_us", 4.0}, {"graph", g2}}, Json{{"graph", g1}}})}};
+                              Json{{"predicted_us", 4.0}, {"graph", g2}, {"derived", "split_kv"}},
+                              Json{{"graph", g1}}})}};
   auto ranked = graphs_in_document(result, "r.json");
   ASSERT_TRUE(ranked.ok()) << ranked.error().message;
   ASSERT_EQ(ranked->size(), 2u);  // the duplicate third entry is dropped
@@ -235,6 +236,8 @@ TEST(ResultGraphs, ReadsMuGraphsAndRankedResults) {
   EXPECT_EQ(*(*ranked)[0].predicted_us, 3.5);
   EXPECT_EQ(op_name((*ranked)[1].graph.op(2).kind), "sub");
   EXPECT_EQ(*(*ranked)[1].predicted_us, 4.0);
+  EXPECT_EQ((*ranked)[0].derived, "");  // found by the enumeration
+  EXPECT_EQ((*ranked)[1].derived, "split_kv");
 
   EXPECT_EQ((*ranked)[0].knobs, "default");
   EXPECT_FALSE((*ranked)[1].profiled_fastest);

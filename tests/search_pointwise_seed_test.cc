@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include "search/pointwise_seed.h"
+#include "strata/search/search.h"
+#include "strata/search/search_report.h"
 #include "strata/verify/verifier.h"
 #include "support/parse.h"
+#include "support/search_config.h"
 
 namespace strata::testing {
 namespace {
@@ -59,6 +62,30 @@ output H, O
   ASSERT_TRUE(seed.has_value());
   EXPECT_EQ(customized_kernels(*seed), 1);
   expect_proved(p, *seed);
+}
+
+// The search offers the seed, verifies it and marks it in the ranking and the result
+// document ("derived", which `strata profile --top K` measures beside the top K).
+TEST(PointwiseSeed, TheSearchRanksTheProvedSeed) {
+  KernelGraph p = parse(kRope);
+  SearchConfig config = search_config("pointwise-seed", "rope").with_time_limit(6);
+  auto r = superoptimize(p, config);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  int seeds = 0;
+  for (const Candidate& c : r->ranked) {
+    if (c.derived != "pointwise_seed") continue;
+    ++seeds;
+    EXPECT_TRUE(c.verification.equivalent);
+    EXPECT_EQ(customized_kernels(c.graph), 2);
+  }
+  EXPECT_EQ(seeds, 1);
+  auto target = Target::by_name(config.target);
+  ASSERT_TRUE(target.ok());
+  auto back = search_result_from_json(search_result_to_json(*r, config), *target);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  int marked = 0;
+  for (const Candidate& c : back->ranked) marked += c.derived == "pointwise_seed";
+  EXPECT_EQ(marked, 1);
 }
 
 TEST(PointwiseSeed, RefusedWhereBlocksWouldNeedOtherRows) {

@@ -101,6 +101,8 @@ Result<ResultGraph> element_graph(const Json& list, const std::string& key, size
     r.profiled_fastest = true;
   }
   r.best = info.best && *info.best == static_cast<int64_t>(i);
+  if (auto d = list[i].find("derived"); d != list[i].end() && d->is_string())
+    r.derived = d->get<std::string>();
   return r;
 }
 

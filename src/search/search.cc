@@ -612,34 +612,41 @@ constexpr size_t kDerivedVerified = 2;
 /// found (docs/search.md, "Split-KV"), costed; the best of them are verified beside the
 /// enumeration's candidates (verify_derived), because the cost model does not see the
 /// latency of a long loop in few blocks that the split removes.
-std::vector<search::PoolEntry> derive_split_kv(const SearchJob& job,
-                                               const search::CandidatePool& pool) {
+/// A graph not found by the enumeration, and how it was made (Candidate::derived).
+struct DerivedEntry {
+  search::PoolEntry entry;
+  const char* how;
+};
+
+std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::CandidatePool& pool) {
   const int64_t max_blocks = 4 * static_cast<int64_t>(job.target.sm_count);
   search::CandidatePool derived(job.target, kDerivedVerified);
   for (const search::PoolEntry& e : pool.entries())
     for (KernelGraph& g : search::split_kv_forms(e.graph, max_blocks))
       if (not_emittable(g, job.target).empty()) derived.offer(std::move(g));
-  return derived.entries();
+  std::vector<DerivedEntry> out;
+  for (const search::PoolEntry& e : derived.entries()) out.push_back({e, "split_kv"});
+  return out;
 }
 
 /// Phase 5c, seeds: the pointwise seed of the canonical program (docs/search.md, "Pointwise
 /// seeds"), when it has one the code generator can emit, costed like the derived forms and
 /// verified beside them.
-void add_pointwise_seed(const SearchJob& job, std::vector<search::PoolEntry>& derived) {
+void add_pointwise_seed(const SearchJob& job, std::vector<DerivedEntry>& derived) {
   std::optional<KernelGraph> seed = search::pointwise_seed(job.canonical);
   if (!seed || !not_emittable(*seed, job.target).empty()) return;
   search::CandidatePool one(job.target, 1);
   one.offer(std::move(*seed));
-  for (const search::PoolEntry& e : one.entries()) derived.push_back(e);
+  for (const search::PoolEntry& e : one.entries()) derived.push_back({e, "pointwise_seed"});
 }
 
 /// Phase 7b: the derived forms screened and verified (as screen_and_verify does) and, when
 /// proved, added to the ranking.
 void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
-                    const std::vector<search::PoolEntry>& derived, search::Monitor& monitor,
+                    const std::vector<DerivedEntry>& derived, search::Monitor& monitor,
                     SearchResult& result) {
   const VerifyOptions verify_options;
-  for (const search::PoolEntry& e : derived) {
+  for (const auto& [e, how] : derived) {
     if (job.config.interrupt && job.config.interrupt->load()) break;
     if (job.config.time_limit_s > 0 && seconds_since(job.t0) >= job.config.time_limit_s) break;
     if (!not_emittable(e.graph, job.target).empty()) continue;
@@ -652,7 +659,7 @@ void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
     ++result.stats.candidates_verified;
     if (c.verification.equivalent && !c.verification.unknown &&
         c.verification.log2_bound <= verify_options.target_log2_bound)
-      result.ranked.push_back({e.graph, e.cost, c.verification, false});
+      result.ranked.push_back({e.graph, e.cost, c.verification, false, how});
   }
 }
 
@@ -822,7 +829,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   for (const KernelGraph& g : progress.pool) pool.restore(g);
 
   const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
-  std::vector<search::PoolEntry> derived = derive_split_kv(job, pool);
+  std::vector<DerivedEntry> derived = derive_split_kv(job, pool);
   add_pointwise_seed(job, derived);
   const std::vector<search::PoolEntry> found = pool.entries();
   screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);

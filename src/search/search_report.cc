@@ -123,6 +123,7 @@ Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
     Json e;
     e["rank"] = i;
     e["is_program"] = cand.is_program;
+    if (!cand.derived.empty()) e["derived"] = cand.derived;
     e["predicted_us"] = cand.cost.predicted_us;
     e["speedup_vs_program"] =
         cand.cost.predicted_us > 0 ? program_us / cand.cost.predicted_us : 0.0;
@@ -156,7 +157,8 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
     auto g = e.find("graph");
     if (!e.is_object() || g == e.end()) return make_error(where + ": missing \"graph\"");
     STRATA_ASSIGN_OR_RETURN(KernelGraph graph, kernel_graph_from_json(*g, where + ".graph"));
-    Candidate c{std::move(graph), {}, {}, get_or<bool>(e, "is_program", false)};
+    Candidate c{std::move(graph), {}, {}, get_or<bool>(e, "is_program", false),
+                get_or<std::string>(e, "derived", "")};
     c.cost = estimate_cost(c.graph, target);
     auto v = e.find("verification");
     if (v != e.end() && v->is_object()) {

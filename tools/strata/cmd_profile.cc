@@ -95,9 +95,12 @@ Result<std::vector<Entry>> collect_entries(const ProfileArgs& a, const KernelGra
       continue;
     }
     STRATA_ASSIGN_OR_RETURN(std::vector<ResultGraph> graphs, load_result_graphs(path));
-    int n = std::min<int>(a.top, static_cast<int>(graphs.size()));
-    for (int i = 0; i < n; ++i)
-      entries.push_back({std::move(graphs[i].graph), graphs[i].where, graphs[i].predicted_us, {}});
+    // The top K, and every derived form below them: the cost model cannot rank those
+    // (docs/search.md, "Split-KV"), so the GPU decides.
+    for (int i = 0; i < static_cast<int>(graphs.size()); ++i)
+      if (i < a.top || !graphs[i].derived.empty())
+        entries.push_back(
+            {std::move(graphs[i].graph), graphs[i].where, graphs[i].predicted_us, {}});
   }
   return entries;
 }
@@ -357,7 +360,9 @@ std::function<int()> setup(CLI::App& app) {
                  "candidates: μGraph JSON, strata optimize results (top K of each, or the "
                  "entry --rank names), .strata programs or .cu sources; default: the program "
                  "itself");
-  app.add_option("--top", a->top, "candidates taken from each result document")
+  app.add_option("--top", a->top,
+                 "candidates taken from each result document (and every derived form below "
+                 "them: split-KV forms, pointwise seeds)")
       ->capture_default_str()
       ->transform(integer_in(1, 1 << 20));
   app.add_option("--rank", a->rank,

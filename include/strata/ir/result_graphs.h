@@ -37,6 +37,9 @@ struct ResultGraph {
   bool profiled_fastest = false;  ///< the fastest correct candidate of the document's GPU profile
   int rank = -1;      ///< index in the document's ranked list; -1 when not from a ranked list
   bool best = false;  ///< the entry the document's "best" names
+  /// The entry's "derived" field: how a graph the enumeration did not find was made
+  /// ("split_kv", "pointwise_seed"; docs/search.md); empty otherwise.
+  std::string derived;
 };
 
 /// Index of the graph marked profiled_fastest, else of the one marked best, else 0.
