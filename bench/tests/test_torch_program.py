@@ -312,7 +312,6 @@ if __name__ == "__main__":
 
 
 @unittest.skipIf(MISSING, MISSING or "")
-@unittest.skipIf(MISSING, MISSING or "")
 class TimingRule(unittest.TestCase):
     """timing.passes_for: ≥ MIN_LAUNCHES launches or ≥ MIN_REPLAY_US of work per replay,
     whichever needs fewer passes (the same rule as passes_for of src/gpu/profiler.cc)."""
@@ -327,6 +326,7 @@ class TimingRule(unittest.TestCase):
         self.assertEqual(timing.passes_for(0, launch_us=50.0), 40)
 
 
+@unittest.skipIf(MISSING, MISSING or "")
 class SuiteHarness(unittest.TestCase):
     """bench/suite_bench.py's CPU-side logic: the parts, the configuration of every program,
     and one program through its benchmark step with the timing stubbed out (the GPU-only
