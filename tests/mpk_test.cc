@@ -536,5 +536,49 @@ TEST(MpkCli, CompilesAModelFileAndRejectsBadOnes) {
   fs::remove_all(dir);
 }
 
+// Searched generated ops through the result cache: a second compilation is answered from the
+// cache (no search, no warning about its entries) and gives the same task graph and entries.
+TEST(MpkCli, GeneratedOpsFromTheCacheGiveTheSameGraph) {
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN is not set; run this test through ctest";
+  const fs::path dir = fs::path(::testing::TempDir()) / ("mpk_cache_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path model = dir / "m.json";
+  std::ofstream(model) << R"({"format": "strata-mpk-model", "version": 1, "name": "c",
+    "layers": 1, "hidden": 64, "heads": 4, "kv_heads": 2, "head_dim": 16, "intermediate": 96,
+    "vocab": 50, "eps": 1e-5, "max_kv": 16, "batch": 1})";
+  std::vector<Json> docs;
+  std::vector<std::string> headers;
+  for (int i = 0; i < 3; ++i) {
+    const fs::path out = dir / ("t" + std::to_string(i) + ".json"),
+                   cuda = dir / ("h" + std::to_string(i) + ".cuh");
+    std::string err;
+    ASSERT_EQ(run("STRATA_CACHE_DIR=" + (dir / "cache").string() + " " + bin + " mpk compile " +
+                      model.string() + " --workers 6 --generated all --search-seconds 20 --cuda " +
+                      cuda.string() + " -o " + out.string(),
+                  err),
+              0)
+        << err;
+    EXPECT_EQ(err.find("warning"), std::string::npos) << "run " << i << ": " << err;
+    std::ifstream in(out), hin(cuda);
+    auto doc = parse_json_text(std::string(std::istreambuf_iterator<char>(in), {}), "t");
+    ASSERT_TRUE(doc.ok());
+    ASSERT_EQ((*doc)["generated"].size(), 4u);
+    for (Json& f : (*doc)["generated"]) {
+      // The first run searches, the later ones are answered from the cache.
+      EXPECT_EQ(f["from"].get<std::string>().find("(cached)") != std::string::npos, i > 0)
+          << f["from"];
+      f.erase("from");
+    }
+    docs.push_back(*doc);
+    headers.emplace_back(std::istreambuf_iterator<char>(hin), std::istreambuf_iterator<char>{});
+  }
+  EXPECT_TRUE(docs[1] == docs[0]) << "the task graph changed when served from the cache";
+  EXPECT_TRUE(docs[2] == docs[0]);
+  EXPECT_EQ(headers[2], headers[1]);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace strata::mpk
