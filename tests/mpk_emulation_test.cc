@@ -3,8 +3,9 @@
 // "Testing"): runtime/mpk/emulate_ops.cc runs a compiled step op by op, every task a block of
 // 256 emulated threads; the logits, the new cache entries and the tokens must match within f16
 // tolerance. With generated ops the emulator includes the compilation's generated header, so
-// their tasks run strata's generated task entries through its dispatch. Also compiles the persistent kernel (runtime/mpk/megakernel.cu) with nvcc for
-// sm_90a (device code only, ptxas at -O0 to keep the test short; scripts/gpu-mpk.sh builds -O3).
+// their tasks run strata's generated task entries through its dispatch. Also compiles the
+// persistent kernel (runtime/mpk/megakernel.cu) with nvcc for sm_90a (device code only, ptxas at
+// -O0 to keep the test short; scripts/gpu-mpk.sh builds -O3).
 // Needs the CUDA toolkit's headers and nvcc (label nvcc), no GPU.
 #include <gtest/gtest.h>
 #include <unistd.h>
