@@ -7,13 +7,21 @@
 #      8k: `strata mpk compile`, random weights, the megakernel's logits and 32 greedy tokens
 #      against a plain PyTorch model, and latency per token of the megakernel (static lists and
 #      global queue), strata's task kernels one launch per op in a CUDA graph, PyTorch eager
-#      and torch.compile(mode="reduce-overhead"); the fraction of the bandwidth floor.
+#      and torch.compile(mode="reduce-overhead"); the fraction of the bandwidth floor;
+#   3. meanwhile, in the background of step 2, for the configurations STRATA_MPK_GENERATED
+#      selects: the generated ops searched per (model, batch) (`strata mpk compile --generated
+#      all`, search cache in build-gpu-mpk/search-cache) and a second megakernel library built
+#      with their header (nvcc, ~80 s each, several at once); each such configuration is then
+#      checked and timed with it too (column "megakernel, generated tasks"). What does not fit
+#      the time budget is skipped and reported, not failed.
 # Output under $OUT (or the first argument; default bench/results): gpu-mpk.log,
 # mpk-<gpu>-<date>.md and .json.
 #
 # Usage: OUT=DIR bash scripts/gpu-mpk.sh   (or scripts/gpu-mpk.sh DIR)
 # Knobs: STRATA_MPK_ARGS (extra arguments of bench/mpk_decode.py, e.g. "--batches 1 --kv 1024"
-#   or "--no-compile"), STRATA_MPK_TOTAL (seconds for the whole script, default 530).
+#   or "--no-compile"), STRATA_MPK_TOTAL (seconds for the whole script, default 530),
+#   STRATA_MPK_GENERATED (configurations with generated tasks: BATCH:KV pairs for every model,
+#   "all" or "none"; default 1:1024,8:1024), STRATA_MPK_SEARCH_SECONDS (each op's search, 20).
 # Exit: 0 every check passed; 1 a check failed or the benchmark did not finish; 3 a build failed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
@@ -49,7 +57,9 @@ left=$((total - SECONDS))
 step "decode benchmark ($left s left)"
 # shellcheck disable=SC2086
 timeout -k 10 $((left - 10)) python3 bench/mpk_decode.py --lib "$build/libmpk.so" \
-  --strata "$build/strata" --out "$out" --budget $((left - 150)) ${STRATA_MPK_ARGS:-}
+  --strata "$build/strata" --out "$out" --budget $((left - 150)) --total $((left - 20)) \
+  --build-dir "$build" --generated "${STRATA_MPK_GENERATED:-1:1024,8:1024}" \
+  --search-seconds "${STRATA_MPK_SEARCH_SECONDS:-20}" ${STRATA_MPK_ARGS:-}
 rc=$?
 step "done (exit $rc)"
 [ $rc -eq 0 ] || exit 1

@@ -2,8 +2,10 @@
 // runtime/strata_rt/emulate.h, against the float64 task executor (docs/megakernel.md,
 // "Testing"): runtime/mpk/emulate_ops.cc runs a compiled step op by op, every task a block of
 // 256 emulated threads; the logits, the new cache entries and the tokens must match within f16
-// tolerance. Also compiles the persistent kernel (runtime/mpk/megakernel.cu) with nvcc for
-// sm_90a (device code only, ptxas at -O0 to keep the test short; scripts/gpu-mpk.sh builds -O3).
+// tolerance. With generated ops the emulator includes the compilation's generated header, so
+// their tasks run strata's generated task entries through its dispatch. Also compiles the
+// persistent kernel (runtime/mpk/megakernel.cu) with nvcc for sm_90a (device code only, ptxas at
+// -O0 to keep the test short; scripts/gpu-mpk.sh builds -O3).
 // Needs the CUDA toolkit's headers and nvcc (label nvcc), no GPU.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,11 +14,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
+#include "strata/mpk/generated_ops.h"
 #include "strata/mpk/task_exec.h"
 #include "strata/mpk/task_graph.h"
 #include "support/cuda_tools.h"
+#include "support/mpk_graphs.h"
 
 namespace strata::mpk {
 namespace {
@@ -34,25 +39,27 @@ fs::path work_dir() {
   return d;
 }
 
-// Compiles runtime/mpk/emulate_ops.cc once per test process.
-const std::string& emulator() {
-  static std::string prog = [] {
-    const std::string nvcc = find_nvcc(), inc = cuda_include_dir(nvcc);
-    if (inc.empty()) return std::string();
-    const char* cxx = std::getenv("CXX");
-    const std::string out = (work_dir() / "emulate_ops").string();
-    std::string log;
-    const std::string cmd = std::string(cxx && *cxx ? cxx : "c++") +
-                            " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -x c++ -I include -I runtime"
-                            " -I" +
-                            inc + " runtime/mpk/emulate_ops.cc -o " + out;
-    if (run_command(cmd, log) != 0) {
-      ADD_FAILURE() << cmd << "\n" << log;
-      return std::string();
-    }
-    return out;
-  }();
-  return prog;
+// Compiles runtime/mpk/emulate_ops.cc once per test process, and once per generated header
+// (`header`: a file written by generated_header, included with STRATA_MPK_GENERATED_HEADER, so
+// MPK_GENERATED tasks run the generated task entries through its dispatch).
+std::string emulator(const std::string& header = "") {
+  static std::map<std::string, std::string> built;
+  if (auto it = built.find(header); it != built.end()) return it->second;
+  const std::string nvcc = find_nvcc(), inc = cuda_include_dir(nvcc);
+  if (inc.empty()) return std::string();
+  const char* cxx = std::getenv("CXX");
+  const std::string out = (work_dir() / ("emulate_ops" + std::to_string(built.size()))).string();
+  std::string log;
+  const std::string cmd =
+      std::string(cxx && *cxx ? cxx : "c++") +
+      " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -x c++ -I include -I runtime -I" + inc +
+      (header.empty() ? "" : " '-DSTRATA_MPK_GENERATED_HEADER=\"" + header + "\"'") +
+      " runtime/mpk/emulate_ops.cc -o " + out;
+  if (run_command(cmd, log) != 0) {
+    ADD_FAILURE() << cmd << "\n" << log;
+    return built[header] = std::string();
+  }
+  return built[header] = out;
 }
 
 struct Case {
@@ -81,12 +88,23 @@ void round_to_device(const TaskGraph& g, ModelBuffers& mb, int64_t pos, uint64_t
 }
 
 void check_case(const Case& c) {
-  const std::string prog = emulator();
-  ASSERT_FALSE(prog.empty()) << "the emulator did not build (CUDA headers needed)";
   auto compiled = compile_task_graph(c.model, c.options);
   ASSERT_TRUE(compiled.ok()) << compiled.error().message;
   const TaskGraph& g = *compiled;
   const ModelConfig& m = g.model;
+  // With generated ops, the emulator is built with the header of this compilation.
+  std::string header;
+  int64_t generated_smem = 0;
+  if (c.options.generated) ASSERT_FALSE(g.functions.empty()) << "no generated ops";
+  if (!g.functions.empty()) {
+    header = (work_dir() / ("generated" +
+                            std::to_string(std::hash<std::string>{}(generated_header(g))) + ".cuh"))
+                 .string();
+    std::ofstream(header) << generated_header(g);
+    generated_smem = generated_smem_bytes(*c.options.generated);
+  }
+  const std::string prog = emulator(header);
+  ASSERT_FALSE(prog.empty()) << "the emulator did not build (CUDA headers needed)";
   ModelBuffers mb = random_buffers(g, 7);
   round_to_device(g, mb, c.pos, 11);
   ModelBuffers ref_buf = mb;
@@ -103,7 +121,7 @@ void check_case(const Case& c) {
     const int64_t G = m.heads / m.kv_heads;
     const int64_t smem =
         std::max<int64_t>({m.batch * ((max_k + 7) / 8 * 8) * 2 + 64,
-                           (G * m.head_dim + G * 256 + 48 + G * 256) * 4, 256 * 8});
+                           (G * m.head_dim + G * 256 + 48 + G * 256) * 4, 256 * 8, generated_smem});
     const int64_t h[15] = {static_cast<int64_t>(g.ops.size()),
                            static_cast<int64_t>(g.tasks.size()),
                            static_cast<int64_t>(g.buffers.size()),
@@ -228,6 +246,52 @@ TEST(MpkEmulation, TaskFunctionsMatchTheFloat64Model) {
   o.attn_chunks = 0;
   o.max_tile_bytes = 64 * 2 * 16;
   check_case({small(true, 2, 36, 8), o, 0});
+}
+
+// The matmul-family ops from generated μGraphs (docs/megakernel.md, "Generated tasks"): their
+// tasks run the task entries of the compilation's generated header through its dispatch, the
+// other tasks the hand-written functions, op by op, against the float64 model.
+std::shared_ptr<const GeneratedSet> given_set(const ModelConfig& m, int64_t tn) {
+  auto set = std::make_shared<GeneratedSet>();
+  for (auto& [op, graph] : testing::mpk_generated_graphs(m, tn)) {
+    auto gg = prepare_generated(m, op, graph, "test " + op);
+    EXPECT_TRUE(gg.ok()) << (gg.ok() ? "" : gg.error().message);
+    if (gg.ok()) set->emplace(op, std::move(*gg));
+  }
+  return set;
+}
+
+TEST(MpkEmulation, GeneratedTaskEntriesMatchTheFloat64Model) {
+  CompileOptions o;
+  o.workers = 6;
+  // Given μGraphs with ragged column tiles (QKV 64 + 2·32 = 128 columns and the MLP's 96 in
+  // tiles of 24 and 40), qk-norm, batch 2, a cache longer than one attention sub-block.
+  ModelConfig m = small(true, 2, 64, 16);
+  o.generated = given_set(m, 40);
+  ASSERT_EQ(o.generated->size(), 4u);
+  check_case({m, o, 261});
+  // K not a multiple of 8 (hidden 36: the entries' scalar copies), batch 1, position 0.
+  m = small(false, 1, 36, 8);
+  o.generated = given_set(m, 24);
+  check_case({m, o, 0});
+}
+
+TEST(MpkEmulation, SearchedTaskEntriesMatchTheFloat64Model) {
+  // The four ops searched at these shapes (a few seconds at most; no result cache), as
+  // `strata mpk compile --generated all` does.
+  const ModelConfig m = small(false, 3, 64, 16);
+  auto set = std::make_shared<GeneratedSet>();
+  SearchConfig sc;
+  sc.with_time_limit(20).with_cache(false).with_quiet(true).with_threads(2);
+  for (const std::string& op : generated_op_names()) {
+    auto gg = search_generated(m, op, sc);
+    ASSERT_TRUE(gg.ok()) << gg.error().message;
+    set->emplace(op, std::move(*gg));
+  }
+  CompileOptions o;
+  o.workers = 6;
+  o.generated = set;
+  check_case({m, o, 5});
 }
 
 TEST(MpkEmulation, PersistentKernelCompilesWithNvcc) {

@@ -536,5 +536,67 @@ TEST(MpkCli, CompilesAModelFileAndRejectsBadOnes) {
   fs::remove_all(dir);
 }
 
+// Searched generated ops through the result cache: a second compilation is answered from the
+// cache (no search, no warning about its entries) and gives the same task graph and entries.
+TEST(MpkCli, GeneratedOpsFromTheCacheGiveTheSameGraph) {
+  const char* bin = std::getenv("STRATA_BIN");
+  ASSERT_NE(bin, nullptr) << "STRATA_BIN is not set; run this test through ctest";
+  const fs::path dir = fs::path(::testing::TempDir()) / ("mpk_cache_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path model = dir / "m.json";
+  std::ofstream(model) << R"({"format": "strata-mpk-model", "version": 1, "name": "c",
+    "layers": 1, "hidden": 64, "heads": 4, "kv_heads": 2, "head_dim": 16, "intermediate": 96,
+    "vocab": 50, "eps": 1e-5, "max_kv": 16, "batch": 1})";
+  std::vector<Json> docs;
+  std::vector<std::string> headers;
+  // Runs 0-2 search (0: saving the μGraphs), runs 3-4 take the saved μGraphs.
+  std::string given;
+  for (const char* op : {"norm_qkv", "o_proj_residual", "norm_gate_up_silu", "down_residual"})
+    given += std::string(" --ugraph ") + op + "=" + (dir / "ug" / op).string() + ".json";
+  for (int i = 0; i < 5; ++i) {
+    const fs::path out = dir / ("t" + std::to_string(i) + ".json"),
+                   cuda = dir / ("h" + std::to_string(i) + ".cuh");
+    const std::string ops =
+        i == 0  ? " --generated all --search-seconds 20 --save-ugraphs " + (dir / "ug").string()
+        : i < 3 ? " --generated all --search-seconds 20"
+                : given;
+    std::string err;
+    ASSERT_EQ(run("STRATA_CACHE_DIR=" + (dir / "cache").string() + " " + bin + " mpk compile " +
+                      model.string() + " --workers 6" + ops + " --cuda " + cuda.string() +
+                      " -o " + out.string(),
+                  err),
+              0)
+        << err;
+    EXPECT_EQ(err.find("warning"), std::string::npos) << "run " << i << ": " << err;
+    std::ifstream in(out), hin(cuda);
+    auto doc = parse_json_text(std::string(std::istreambuf_iterator<char>(in), {}), "t");
+    ASSERT_TRUE(doc.ok());
+    ASSERT_EQ((*doc)["generated"].size(), 4u);
+    for (Json& f : (*doc)["generated"]) {
+      // The first run searches, the next two are answered from the cache.
+      const std::string from = f["from"];
+      EXPECT_EQ(from.find("(cached)") != std::string::npos, i == 1 || i == 2) << from;
+      if (i >= 3) EXPECT_NE(from.find(dir.string() + "/ug/"), std::string::npos) << from;
+      f.erase("from");
+    }
+    docs.push_back(*doc);
+    headers.emplace_back(std::istreambuf_iterator<char>(hin), std::istreambuf_iterator<char>{});
+  }
+  EXPECT_TRUE(docs[1] == docs[0]) << "the task graph changed when served from the cache";
+  EXPECT_TRUE(docs[2] == docs[0]);
+  EXPECT_EQ(headers[2], headers[1]);
+  EXPECT_TRUE(docs[3] == docs[0]) << "the saved μGraphs give another task graph";
+  EXPECT_EQ(headers[4], headers[3]);
+  // --save-ugraphs without generated ops is a bad flag.
+  std::string err;
+  EXPECT_EQ(run(std::string(bin) + " mpk compile " + model.string() + " --save-ugraphs " +
+                    (dir / "x").string(),
+                err),
+            2);
+  EXPECT_NE(err.find("--save-ugraphs"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace strata::mpk

@@ -53,6 +53,12 @@ SearchConfig cached_config(const fs::path& dir) {
       dir.string());
 }
 
+template <class T>
+T must_ok(Result<T> r) {
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r).value() : T{};
+}
+
 std::vector<std::string> ranked_json(const SearchResult& r) {
   std::vector<std::string> out;
   for (const Candidate& c : r.ranked) out.push_back(kernel_graph_to_json(c.graph).dump());
@@ -269,6 +275,53 @@ TEST(SearchCache, RepeatedRunAnswersFromTheCache) {
   auto other = superoptimize(p, cached_config(dir).with_max_block_ops(9));
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->from_cache);
+}
+
+// A program built in memory with an input added after an op (as the megakernel's op programs
+// are): its JSON form, which the cache stores, lists the inputs first, so read back its tensors
+// are numbered differently. The entry is still this program's: served, with no warning.
+TEST(SearchCache, ProgramWithAnInputAfterAnOpIsServedFromTheCache) {
+  fs::path dir = fresh_dir("late_input");
+  KernelGraph p;
+  int x = must_ok(p.add_input("x", Shape{4, 64}, DType::f16));
+  OpAttrs norm;
+  norm.dim = 1;
+  norm.scalar = 1e-5;
+  int n = must_ok(p.add_op(OpKind::RmsNorm, {x}, norm));
+  int w = must_ok(p.add_input("w", Shape{64, 32}, DType::f16));
+  ASSERT_TRUE(p.mark_output(must_ok(p.add_op(OpKind::Matmul, {n, w})), "y").ok());
+  auto reread = kernel_graph_from_json(kernel_graph_to_json(p), "p");
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  ASSERT_FALSE(reread->structurally_equal(p));  // the case: the numbering changes
+  auto first = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_FALSE(first->from_cache);
+  for (int run = 0; run < 2; ++run) {
+    auto again = superoptimize(p, cached_config(dir));
+    ASSERT_TRUE(again.ok()) << again.error().message;
+    EXPECT_TRUE(again->from_cache);
+    EXPECT_TRUE(again->notes.empty()) << again->notes[0];
+    EXPECT_EQ(ranked_json(*again), ranked_json(*first));
+  }
+  // Another program under this program's entry is still refused (same interface, no norm).
+  KernelGraph q;
+  int qx = must_ok(q.add_input("x", Shape{4, 64}, DType::f16));
+  int qn = must_ok(q.add_op(OpKind::Exp, {qx}));
+  int qw = must_ok(q.add_input("w", Shape{64, 32}, DType::f16));
+  ASSERT_TRUE(q.mark_output(must_ok(q.add_op(OpKind::Matmul, {qn, qw})), "y").ok());
+  Json doc = search_result_to_json(*first, cached_config(dir));
+  for (Json& c : doc["ranked"])
+    if (c["is_program"].get<bool>()) c["graph"] = kernel_graph_to_json(q);
+  ASSERT_TRUE(write_checked_json((dir / (first->cache_key + ".json")).string(),
+                                 "strata-search-cache", first->cache_key, program_hash(p), doc)
+                  .ok());
+  auto doctored = superoptimize(p, cached_config(dir));
+  ASSERT_TRUE(doctored.ok());
+  EXPECT_FALSE(doctored->from_cache);
+  ASSERT_FALSE(doctored->notes.empty());
+  EXPECT_NE(doctored->notes[0].find("is marked as the program but is not this program"),
+            std::string::npos)
+      << doctored->notes[0];
 }
 
 /// Runs the search on `p` and expects a bad cache entry to be reported (stderr and notes, with

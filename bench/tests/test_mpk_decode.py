@@ -7,13 +7,16 @@ exact and with masked attention.
 The PyTorch parts need PyTorch, NumPy and the strata tool (STRATA_TOOL, else build/strata):
 without them they are skipped with a message (scripts/python-test.sh runs them)."""
 
+import argparse
 import ctypes
+import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -189,10 +192,112 @@ class DriverTest(unittest.TestCase):
                "check": {"static": {"max_abs_err": 0.01}},
                "greedy": {"equal": False, "first_difference": {
                    "step": 3, "near_tie": True, "reference_top2_gap": 0.01}}}
+        gen = {"times_ms": {"megakernel_generated_static": 0.9, "megakernel_generated_queue": 0.95},
+               "check": {"static": {"max_abs_err": 0.02, "within_tol": True},
+                         "queue": {"max_abs_err": 0.03, "within_tol": True}},
+               "greedy": {"equal": True}, "entries": [{}] * 4, "search_seconds": 12.5,
+               "header_seconds": 3.0, "nvcc_seconds": 85.0}
+        rec2 = dict(rec, batch=8, generated={"skipped": "its library was not ready"})
         text = md.report({"gpu": "X", "date": "d", "torch": "t", "copy_bandwidth": 3e12,
                           "peak_bandwidth": 3.35e12,
-                          "records": [rec, {"model": "u", "batch": 1, "kv": 1, "error": "E"}]})
-        self.assertIn("| t | 2 | 5 | 1000 | 1100 | 1200 | 1500 | 5000 | 1400 | 1.40x | 500 | 50% |",
-                      text)
+                          "records": [rec, dict(rec, kv=6, generated=gen), rec2,
+                                      {"model": "u", "batch": 1, "kv": 1, "error": "E"}]})
+        self.assertIn("| t | 2 | 5 | 1000 | 1100 | 1200 | - | 1500 | 5000 | 1400 | 1.40x | 500 | "
+                      "50% |", text)
+        self.assertIn("| t | 2 | 6 | 1000 | 1100 | 1200 | 900 / 950 | 1500 |", text)
+        self.assertIn("| t | 8 | 5 | 1000 | 1100 | 1200 | skipped | 1500 |", text)
+        self.assertIn("t b2 kv6: generated tasks (4 entries): logits max err 0.02 (static), 0.03 "
+                      "(queue), greedy equal; search 12.5 s, header 3.0 s, nvcc 85.0 s", text)
+        self.assertIn("t b8 kv5: generated tasks skipped: its library was not ready", text)
+        self.assertIn("megakernel, generated tasks", text)
         self.assertIn("near tie", text)
         self.assertIn("error: E", text)
+        # A failed check of the generated tasks is marked in the table.
+        bad = dict(gen, check={"static": {"max_abs_err": 9.0, "within_tol": False},
+                               "queue": {"max_abs_err": 9.0, "within_tol": True}})
+        self.assertEqual(md.generated_cell(dict(rec, generated=bad)), "900 / 950 CHECK FAILED")
+        self.assertFalse(md.passed(bad))
+        self.assertTrue(md.passed(gen))
+
+    def test_a_task_file_needs_a_library_with_its_generated_entries(self):
+        tasks = ReferenceModelTest.model(False)
+        m = tasks["model"]
+        w = md.make_weights(m, tasks["buffers"], seed=1, device="cpu")
+        shape = (m["layers"], m["batch"], m["kv_heads"], m["max_kv"], m["head_dim"])
+        kc, vc = torch.zeros(shape, dtype=torch.float16), torch.zeros(shape, dtype=torch.float16)
+        gen = dict(tasks, generated=[{"id": i} for i in range(4)])
+        with self.assertRaisesRegex(ValueError, "4 generated task entries but the library .* "
+                                                "built with 0"):
+            md.Megakernel(self.FakeLib(), gen, w, kc, vc, 4)  # no mpk_generated_functions
+        lib = self.FakeLib()
+        lib.mpk_generated_functions = lambda: 3
+        with self.assertRaisesRegex(ValueError, "built with 3"):
+            md.Megakernel(lib, gen, w, kc, vc, 4)
+        lib.mpk_generated_functions = lambda: 4
+        md.Megakernel(lib, gen, w, kc, vc, 4)
+        with self.assertRaisesRegex(ValueError, "0 generated task entries .* built with 4"):
+            md.Megakernel(lib, tasks, w, kc, vc, 4)
+
+    def test_generated_selection(self):
+        configs = [(mf, b, kv) for b in (1, 8) for mf in ("a", "b") for kv in (1024, 8192)]
+        self.assertEqual(md.parse_generated("1:1024,8:1024", configs),
+                         [("a", 1, 1024), ("b", 1, 1024), ("a", 8, 1024), ("b", 8, 1024)])
+        self.assertEqual(md.parse_generated("all", configs), configs)
+        self.assertEqual(md.parse_generated("none", configs), [])
+        self.assertEqual(md.parse_generated("8:8192", configs), [("a", 8, 8192), ("b", 8, 8192)])
+        with self.assertRaises(SystemExit) as e:
+            md.parse_generated("1-1024", configs)
+        self.assertIn("expected none, all or BATCH:KV", str(e.exception))
+
+    def test_generated_builds_without_a_gpu(self):
+        """The background preparation with the real tool at small shapes and a stand-in nvcc:
+        the μGraphs are searched once and saved, a header is written from them, one library per
+        distinct header; a later compilation from the saved μGraphs gives the same header; a
+        failing nvcc and a spent budget are reported."""
+        with tempfile.TemporaryDirectory() as d:
+            model = os.path.join(d, "m.json")
+            with open(model, "w") as fh:
+                json.dump({"format": "strata-mpk-model", "version": 1, "name": "s", "layers": 1,
+                           "hidden": 64, "heads": 4, "kv_heads": 2, "head_dim": 16,
+                           "intermediate": 96, "vocab": 50, "max_kv": 40, "batch": 1}, fh)
+            nvcc = os.path.join(d, "nvcc")
+            with open(nvcc, "w") as fh:  # records its arguments, writes the -o file
+                fh.write('#!/bin/sh\necho "$@" >> "$(dirname "$0")/nvcc.log"\n'
+                         'while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done\n')
+            os.chmod(nvcc, 0o755)
+            args = argparse.Namespace(strata=TOOL, nvcc=nvcc, build_dir=os.path.join(d, "b"),
+                                      search_seconds=10, generated_jobs=2)
+            builds = md.GeneratedBuilds(args, 6, time.time() + 300)
+            a = builds.submit(model, 1, 40).result()
+            self.assertIs(builds.submit(model, 1, 80), builds.jobs[(model, 1)])  # once per batch
+            b = builds.submit(model, 2, 40).result()
+            for r in (a, b):
+                self.assertTrue(os.path.exists(r["library"]))
+                for op in md.GENERATED_OPS:
+                    self.assertTrue(os.path.exists(os.path.join(r["dir"], "ugraphs", op + ".json")))
+            self.assertNotEqual(a["header_sha256"], b["header_sha256"])
+            with open(os.path.join(d, "nvcc.log")) as fh:
+                calls = fh.read().splitlines()
+            self.assertEqual(len(calls), 2)
+            self.assertIn(f'-DSTRATA_MPK_GENERATED_HEADER="{a["dir"]}/header.cuh"', calls[0] + calls[1])
+            # The same μGraphs at another KV length: the same header, so the same library.
+            header = os.path.join(d, "again.cuh")
+            tasks, _ = md.compile_tasks(TOOL, model, 1, 1064, 6, d,
+                                        md.ugraph_flags(a["dir"]) + ["--cuda", header])
+            self.assertEqual(len(tasks["generated"]), 4)
+            with open(header, "rb") as fh:
+                self.assertEqual(hashlib.sha256(fh.read()).hexdigest(), a["header_sha256"])
+            # Built before: no nvcc call.
+            again = md.GeneratedBuilds(args, 6, time.time() + 300).submit(model, 1, 40).result()
+            self.assertEqual(again["library"], a["library"])
+            with open(os.path.join(d, "nvcc.log")) as fh:
+                self.assertEqual(len(fh.read().splitlines()), 2)
+            # nvcc fails: the error says so.
+            with open(nvcc, "w") as fh:
+                fh.write("#!/bin/sh\necho 'bad header' >&2\nexit 2\n")
+            os.remove(a["library"])
+            with self.assertRaisesRegex(RuntimeError, "nvcc with .* failed \\(2\\): bad header"):
+                md.GeneratedBuilds(args, 6, time.time() + 300).submit(model, 1, 40).result()
+            # No time left: the tool is stopped and the job says so.
+            with self.assertRaisesRegex(TimeoutError, "no time left"):
+                md.GeneratedBuilds(args, 6, time.time() - 1).submit(model, 3, 40).result()

@@ -29,6 +29,7 @@
 #include "strata/expr/abstract_expr.h"
 #include "strata/opt/canonicalize.h"
 #include "strata/opt/graph_optimizer.h"
+#include "strata/ir/graph_json.h"
 #include "strata/ir/graph_print.h"
 #include "strata/opt/kernel_plan.h"
 #include "strata/search/search_cache.h"
@@ -174,12 +175,17 @@ Result<SearchResult> load_cached_result(const std::string& path, const std::stri
     if (!r.ok()) return make_error(path + ": " + r.error().message);
     STRATA_ASSIGN_OR_RETURN(EquivalenceChecker checker,
                             EquivalenceChecker::make(program, VerifyOptions{}));
+    // The program's entry is compared in the cache's own form, its μGraph JSON (what
+    // program_hash covers): a graph read back from JSON numbers its tensors inputs first, so a
+    // program built with an input added after an op is not structurally_equal to its own
+    // stored copy, though it is the same program.
+    const Json program_json = kernel_graph_to_json(program);
     int programs = 0;
     for (size_t i = 0; i < r->ranked.size(); ++i) {
       const Candidate& c = r->ranked[i];
       std::string where = path + ": ranked[" + std::to_string(i) + "]";
       if (c.is_program) {
-        if (++programs > 1 || !c.graph.structurally_equal(program))
+        if (++programs > 1 || kernel_graph_to_json(c.graph) != program_json)
           return make_error(where + " is marked as the program but is not this program");
         continue;
       }

@@ -2,12 +2,14 @@
 // compiles a decoder-only transformer (a strata-mpk-model file) into the task graph of one
 // decode step for the persistent megakernel, checks its invariants and writes the task file
 // (docs/megakernel.md).
+#include <filesystem>
 #include <iostream>
 
 #include "command.h"
 #include "numeric_flags.h"
 #include "strata/frontend/graph_loader.h"
 #include "strata/ir/graph_io.h"
+#include "strata/ir/graph_json.h"
 #include "strata/mpk/generated_ops.h"
 #include "strata/mpk/task_graph.h"
 #include "strata/mpk/task_graph_check.h"
@@ -17,7 +19,7 @@ namespace strata::cli {
 namespace {
 
 struct MpkArgs {
-  std::string model, out, cuda, generated;
+  std::string model, out, cuda, generated, save_ugraphs;
   std::vector<std::string> ugraphs;  ///< OP=FILE
   double search_seconds = 60;
   int64_t workers = 132, batch = 0, max_kv = 0, max_tile_bytes = 1 << 19, attn_chunks = 0;
@@ -78,6 +80,8 @@ int run_compile(const MpkArgs& a) {
   o.workers = a.workers;
   o.max_tile_bytes = a.max_tile_bytes;
   o.attn_chunks = a.attn_chunks;
+  if (!a.save_ugraphs.empty() && a.generated.empty() && a.ugraphs.empty())
+    return fail_bad_input("--save-ugraphs: no generated ops; give --generated or --ugraph");
   if (!a.generated.empty() || !a.ugraphs.empty()) {
     if (a.cuda.empty())
       return fail_bad_input(
@@ -85,6 +89,18 @@ int run_compile(const MpkArgs& a) {
           "generated task entries the megakernel is built with)");
     auto set = generated_ops(a, *model);
     if (!set.ok()) return fail_bad_input(a.model + ": " + set.error().message);
+    if (!a.save_ugraphs.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(a.save_ugraphs, ec);
+      if (ec)
+        return fail_bad_input("--save-ugraphs " + a.save_ugraphs +
+                              ": cannot create the directory (" + ec.message() + ")");
+      for (const auto& [op, gg] : *set) {
+        Status st = write_text_file(a.save_ugraphs + "/" + op + ".json",
+                                    kernel_graph_to_json(gg.graph).dump() + "\n");
+        if (!st.ok()) return fail_bad_input(st.error().message);
+      }
+    }
     o.generated = std::make_shared<const mpk::GeneratedSet>(std::move(*set));
   }
   auto g = mpk::compile_task_graph(*model, o);
@@ -141,6 +157,9 @@ std::function<int()> setup(CLI::App& app) {
                 "time limit of each op's search (results are cached)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
+  c->add_option("--save-ugraphs", a->save_ugraphs,
+                "write each generated op's μGraph to DIR/OP.json (a later compilation takes it "
+                "with --ugraph OP=DIR/OP.json instead of searching)");
   c->add_option("--cuda", a->cuda,
                 "write the generated header (task entries and their dispatch) to this file");
   c->footer(
