@@ -350,11 +350,26 @@ def apply_cut(src, cut):
     return src
 
 
+def uses_cublas(source):
+    """Whether an emitted source calls cuBLAS: its strata-meta line says "cublas": true (the
+    strata JIT then links -lcublas, docs/gpu-runtime.md)."""
+    for line in source.splitlines():
+        if line.startswith("// strata-meta: "):
+            try:
+                meta = json.loads(line[len("// strata-meta: "):])
+            except ValueError:
+                return False
+            return isinstance(meta, dict) and meta.get("cublas") is True
+    return False
+
+
 def compile_so(cu, arch, defines=()):
     so = cu.with_suffix(".so")
     cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", f"-arch={arch}",
            "-Xptxas", "-v", "-I", str(ROOT / "runtime"), "-o", str(so), str(cu)]
     cmd += [f"-D{d}" for d in defines] + ["-lcuda"]
+    if uses_cublas(cu.read_text()):
+        cmd += ["-lcublas"]  # predefined matmuls as cuBLAS calls (docs/codegen.md)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"nvcc failed for {cu}:\n{r.stderr[-2000:]}")

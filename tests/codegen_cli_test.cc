@@ -42,9 +42,9 @@ TEST(EmitCli, WritesTheSourceOfAReferenceGraph) {
   EXPECT_NE(src.find(") strata_gatedmlp_b1_k3_customized("), std::string::npos);
   EXPECT_NE(src.find("strata_rt::warp_mma<"), std::string::npos);  // tensor cores
   EXPECT_NE(out.find("bytes of shared memory"), std::string::npos) << out;
-  // A .strata program becomes predefined-op kernels.
+  // A .strata program becomes predefined-op kernels (its matmul a generated one, not cuBLAS).
   rc = run_command(tool() + " emit examples/programs/rmsnorm_small.strata -o " + dir.file("p.cu") +
-                       " --no-tensor-cores --stages 2",
+                       " --no-tensor-cores --no-library-matmul --stages 2",
                    out);
   ASSERT_EQ(rc, 0) << out;
   src = read_all(dir.file("p.cu"));

@@ -14,14 +14,15 @@
 #include <sstream>
 
 #include "strata/codegen/cuda_emitter.h"
-#include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
-#include "strata/search/search.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/ir/graph_io.h"
 #include "strata/opt/thread_fusion.h"
+#include "strata/search/search.h"
 #include "support/cuda_tools.h"
-#include "support/test_steps.h"
 #include "support/op_coverage_graphs.h"
 #include "support/ragged_graphs.h"
+#include "support/test_steps.h"
 
 namespace strata::testing {
 namespace {
@@ -175,6 +176,7 @@ TEST(CodegenCompile, ReferenceAndCoverageGraphsCompileWithoutSpills) {
     auto res = parse_ptxas(o.log);
     for (const EmittedKernel& k : o.source.kernels)
       for (const char* arch : {"sm_80", "sm_90a"}) {
+        if (k.library) continue;  // a cuBLAS call, no kernel of ours
         auto it = res.find({k.name, arch});
         ASSERT_NE(it, res.end()) << o.name << ": no ptxas report for " << k.name << " on " << arch;
         const KernelResources& r = it->second;
@@ -192,6 +194,43 @@ TEST(CodegenCompile, ReferenceAndCoverageGraphsCompileWithoutSpills) {
       }
   }
   std::cout << table.str();
+}
+
+/// A graph whose predefined matmuls are cuBLAS calls (EmitOptions::library_matmul) compiles
+/// into a shared library that links with -lcublas and with nothing left undefined; without
+/// -lcublas the link fails (the calls are real), and with the knob blas=0 the same graph links
+/// without cuBLAS.
+TEST(CodegenCompile, LibraryMatmulSourceLinksCublas) {
+  const std::string nvcc = find_nvcc();
+  ASSERT_FALSE(nvcc.empty()) << "nvcc not found (set NVCC or put it on PATH)";
+  TempDir dir("compile_blas");
+  auto g = parse_program(R"(input X: f16[512, 1024]
+input W: bf16[2, 3, 64, 40]
+input V: bf16[2, 3, 40, 24]
+input U: f16[1024, 3072]
+Y = matmul(X, U)
+Z = matmul(W, V)
+output Y, Z
+)",
+                         "blas.strata");
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  for (bool library : {true, false}) {
+    EmitOptions opts;
+    opts.library_matmul = library;
+    auto src = emit_cuda_source(*g, opts);
+    ASSERT_TRUE(src.ok()) << src.error().message;
+    const std::string cu = dir.file(library ? "blas.cu" : "kernels.cu");
+    write_file(cu, src->code);
+    const std::string base = nvcc + " -std=c++17 -O3 -arch=sm_90a -I" + cuda_runtime_include_dir() +
+                             " -shared -Xcompiler -fPIC -Xlinker --no-undefined -o " + cu + ".so " +
+                             cu;
+    std::string log;
+    EXPECT_EQ(run_command(base + (library ? " -lcublas" : ""), log), 0) << base << "\n" << log;
+    if (library) {
+      EXPECT_NE(run_command(base, log), 0) << "linked without -lcublas:\n" << log;
+      EXPECT_NE(log.find("cublas"), std::string::npos) << log;
+    }
+  }
 }
 
 /// The device part of emitted code (everything outside #ifndef __CUDACC_RTC__) compiles with

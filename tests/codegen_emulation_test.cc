@@ -463,6 +463,7 @@ std::vector<KnobCase> knob_cases() {
       {"evict", "evict=0,evictmin=1024k", "evictmin=1024k",
        [] { return rmsnorm_graph(4, 1024, 512); }},
       {"evictmin", "evictmin=2048k", "evictmin=1024k", [] { return rmsnorm_graph(4, 1024, 512); }},
+      {"blas", "", "blas=0", predefined_ops},
   };
 }
 

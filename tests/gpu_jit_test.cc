@@ -11,19 +11,21 @@
 #include <sys/wait.h>
 
 #include "gpu_test_sources.h"
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/frontend/program_parser.h"
 #include "strata/gpu/candidate_profiler.h"
-#include "strata/ir/dtype_codec.h"
 #include "strata/gpu/gpu_device.h"
 #include "strata/gpu/gpu_jit.h"
-#include "strata/ir/graph_io.h"
-#include "strata/frontend/graph_loader.h"
-#include "strata/util/hash.h"
 #include "strata/gpu/profiler.h"
-#include "strata/ir/result_graphs.h"
 #include "strata/gpu/runtime_api.h"
-#include "strata/search/search.h"
 #include "strata/gpu/search_profile.h"
 #include "strata/gpu/variant_profile.h"
+#include "strata/ir/dtype_codec.h"
+#include "strata/ir/graph_io.h"
+#include "strata/ir/result_graphs.h"
+#include "strata/search/search.h"
+#include "strata/util/hash.h"
 
 namespace strata {
 namespace {
@@ -372,6 +374,42 @@ TEST(Jit, SharedMemoryFromTheMetaLine) {
       4096);
   EXPECT_FALSE(source_smem_bytes(testing::add_source()).has_value());
   EXPECT_FALSE(source_smem_bytes("// strata-meta: {broken\n").has_value());
+}
+
+// A source with predefined matmuls through cuBLAS says "cublas": true in its strata-meta line;
+// the JIT then links -lcublas (with the toolkit's library directory as run path), records it in
+// the cache entry and keys it, and the library loads without LD_LIBRARY_PATH.
+TEST(Jit, CublasSourcesLinkCublas) {
+  auto program = parse_program(
+      "input X: f16[64, 128]\ninput W: f16[128, 96]\nY = matmul(X, W)\noutput Y\n", "mm.strata");
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  auto source = emit_cuda(*program);
+  ASSERT_TRUE(source.ok()) << source.error().message;
+  ScratchDir dir;
+  JitOptions o = sm80_options(dir.path());
+  const std::vector<std::string> link = source_link_flags(*source, o);
+  ASSERT_FALSE(link.empty());
+  EXPECT_EQ(link[0], "-lcublas");
+  EXPECT_TRUE(source_link_flags(testing::add_source(), o).empty());
+  EmitOptions kernels;
+  kernels.library_matmul = false;
+  auto generated = emit_cuda(*program, kernels);
+  ASSERT_TRUE(generated.ok());
+  EXPECT_TRUE(source_link_flags(*generated, o).empty());
+  EXPECT_TRUE(source_link_flags("// strata-meta: {\"cublas\": tru\n", o).empty());
+  EXPECT_TRUE(source_link_flags("// strata-meta: [true]\n", o).empty());
+  EXPECT_EQ(source_link_flags("// strata-meta: {\"cublas\": true}\n", o), link);
+
+  auto bin = compile_cuda(*source, o);
+  ASSERT_TRUE(bin.ok()) << bin.error().message;
+  auto meta = read_text_file((fs::path(bin->path).replace_extension(".json")).string());
+  ASSERT_TRUE(meta.ok());
+  EXPECT_NE(meta->find("\"-lcublas\""), std::string::npos) << *meta;
+  auto lib = SharedLibrary::open(bin->path);
+  ASSERT_TRUE(lib.ok()) << lib.error().message;
+  EXPECT_NE(lib->find("strata_launch"), nullptr);
+  auto cg = CompiledGraph::from_binary(*bin, &*program);
+  EXPECT_TRUE(cg.ok()) << cg.error().message;
 }
 
 TEST(Jit, SignatureMismatchIsAnError) {

@@ -13,14 +13,15 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu_test_sources.h"
-#include "strata/gpu/candidate_profiler.h"
-#include "strata/ir/dtype_codec.h"
-#include "strata/gpu/gpu_device.h"
-#include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
-#include "strata/ir/graph_json.h"
+#include "strata/frontend/program_parser.h"
+#include "strata/gpu/candidate_profiler.h"
+#include "strata/gpu/gpu_device.h"
 #include "strata/gpu/profiler.h"
 #include "strata/gpu/runtime_api.h"
+#include "strata/ir/dtype_codec.h"
+#include "strata/ir/graph_io.h"
+#include "strata/ir/graph_json.h"
 #include "support/ragged_graphs.h"
 
 namespace strata {
@@ -251,6 +252,51 @@ TEST(GpuRuntime, EmittedRaggedGraphsMatchTheInterpreter) {
   for (size_t i = 0; i < graphs.size(); ++i)
     EXPECT_EQ((*out)[i].status, CandidateStatus::Ok)
         << names[i] << ": " << candidate_status_name((*out)[i].status) << ": " << (*out)[i].error;
+}
+
+// Predefined matmuls through cuBLAS (EmitOptions::library_matmul, the default; docs/codegen.md
+// "Predefined matmuls through cuBLAS"): a prefill-shaped product, a batched bf16 one and odd
+// extents, checked against the float64 interpreter and timed, which replays them from a
+// captured CUDA graph (profiler.h); the same graphs with blas=0 (generated kernels) too.
+TEST(GpuRuntime, LibraryMatmulsMatchTheInterpreterAndCapture) {
+  REQUIRE_GPU();
+  auto dev = query_device();
+  ASSERT_TRUE(dev.ok());
+  const char* programs[] = {
+      "input X: f16[512, 1024]\ninput W: f16[1024, 3072]\nY = matmul(X, W)\noutput Y\n",
+      "input A: bf16[4, 3, 256, 128]\ninput B: bf16[4, 3, 128, 192]\ninput R: bf16[4, 3, 256, "
+      "192]\n"
+      "C = add(matmul(A, B), R)\noutput C\n",
+      "input X: f16[513, 72]\ninput W: f16[72, 50257]\ninput V: f16[1, 72]\n"
+      "Y = matmul(X, W)\nZ = matmul(V, W)\noutput Y, Z\n",
+  };
+  std::vector<KernelGraph> graphs;
+  std::vector<std::string> sources, names;
+  for (const char* text : programs)
+    for (const char* knobs : {"default", "blas=0"}) {
+      auto g = parse_program(text, "blas.strata");
+      ASSERT_TRUE(g.ok()) << g.error().message;
+      auto src = emit_graph_source(*g, dev->arch(), knobs);
+      ASSERT_TRUE(src.ok()) << src.error().message;
+      EXPECT_EQ(src->find("gemm_strided_batched(") != std::string::npos,
+                std::string(knobs) == "default")
+          << text;
+      graphs.push_back(std::move(*g));
+      sources.push_back(*src);
+      names.push_back(std::string(text) + " [" + knobs + "]");
+    }
+  ProfileOptions o;
+  o.timing.runs = 20;
+  auto out = profile_candidates(graphs, sources, o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    const ProfiledCandidate& r = (*out)[i];
+    EXPECT_EQ(r.status, CandidateStatus::Ok)
+        << names[i] << ": " << candidate_status_name(r.status) << ": " << r.error;
+    EXPECT_LT(r.rel_l2_error, 1e-2) << names[i];
+    EXPECT_TRUE(r.timing.has_value()) << names[i];
+    if (r.timing) std::printf("%s: median %.2f us\n", names[i].c_str(), r.timing->median_us);
+  }
 }
 
 /// `strata profile` end to end on a reference graph: JSON report with an ok, timed candidate.

@@ -1,6 +1,7 @@
 #include "strata/codegen/cuda_emitter.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,12 @@ struct Launch {
   std::string task_wrapper;  ///< EmitOptions::task_entry Beside: the task entry's wrapper
   int streamed = -1;         ///< kernel tensor launched with a streaming L2 window, or -1
   bool all_reduce = false;   ///< an ncclAllReduce of args[0] into args[1], not a kernel
+  /// A predefined matmul as a cuBLAS call (EmitOptions::library_matmul), not a kernel: args
+  /// are A, B, C (row-major); gemm holds the extents.
+  bool blas = false;
+  struct Gemm {
+    int64_t m = 0, n = 0, k = 0, batch = 1;
+  } gemm;
 };
 
 EmittedKernel emitted_kernel(std::string name, std::string op, Dim3 grid, int threads,
@@ -63,6 +70,12 @@ const char* nccl_type(DType t) {
 bool uses_nccl(const std::vector<Launch>& launches) {
   return std::any_of(launches.begin(), launches.end(),
                      [](const Launch& l) { return l.all_reduce; });
+}
+
+/// Whether some launch is a cuBLAS call: the source then includes strata_rt/blas.cuh and links
+/// with -lcublas (its strata-meta line says "cublas": true, which the JIT reads).
+bool uses_cublas(const std::vector<Launch>& launches) {
+  return std::any_of(launches.begin(), launches.end(), [](const Launch& l) { return l.blas; });
 }
 
 std::string var(int t) {
@@ -227,8 +240,10 @@ Result<Launch> all_reduce_launch(const KernelGraph& g, int i, const BufferPlan& 
   L.name = "ncclAllReduce";
   L.comment = "kernel op #" + std::to_string(i) + ": all_reduce (NCCL, sum over " +
               std::to_string(g.ranks()) + " ranks)";
-  emitted.push_back(
-      emitted_kernel("ncclAllReduce", std::string(op_name(op.kind)), Dim3{1, 1, 1}, 0, 0));
+  EmittedKernel ek =
+      emitted_kernel("ncclAllReduce", std::string(op_name(op.kind)), Dim3{1, 1, 1}, 0, 0);
+  ek.library = true;
+  emitted.push_back(std::move(ek));
   return L;
 }
 
@@ -260,6 +275,48 @@ void emit_task_wrapper(const std::string& entry, const std::string& name,
   w.call("STRATA_RT_DYNAMIC_SMEM", {ir::var("smem")});
   w.call(entry, args);
   w.close();
+}
+
+/// The launch of predefined matmul op `i` as a cuBLAS call when EmitOptions::library_matmul
+/// asks for it and library_matmul_supported accepts its operands as they are stored (no task
+/// entries: a megakernel cannot call a library); nullopt otherwise (a generated kernel).
+std::optional<Launch> library_matmul_launch(const KernelGraph& g, int i, const BufferPlan& bp,
+                                            const EmitOptions& options,
+                                            std::vector<EmittedKernel>& emitted) {
+  const KernelOp& op = g.op(i);
+  if (!options.library_matmul || options.task_entry != TaskEntryForm::Off ||
+      op_category(op.kind) != Category::Matmul)
+    return std::nullopt;
+  const int a = op.inputs[0], b = op.inputs[1], c = op.outputs[0];
+  // A transpose or slice feeding the matmul is a copy kernel (plan_kernel_views reads views in
+  // customized kernels only), so both operands are dense tensors of their own.
+  if (bp.views[a] || bp.views[b]) return std::nullopt;
+  const Shape& as = g.tensor(a).shape;
+  const Shape& bs = g.tensor(b).shape;
+  if (!library_matmul_supported(as, bs, bp.dtypes[a], bp.dtypes[b], bp.dtypes[c]))
+    return std::nullopt;
+  const int r = as.rank();
+  Launch L;
+  L.blas = true;
+  L.args = {a, b, c};
+  L.gemm.m = as[r - 2];
+  L.gemm.k = as[r - 1];
+  L.gemm.n = bs[r - 1];
+  for (int d = 0; d + 2 < r; ++d) L.gemm.batch *= as[d];
+  L.name = "cublasGemmStridedBatchedEx";
+  L.grid = Dim3{1, 1, 1};
+  L.comment = "kernel op #" + std::to_string(i) + ": matmul " + std::to_string(L.gemm.batch) +
+              " × [" + std::to_string(L.gemm.m) + ", " + std::to_string(L.gemm.k) + "] · [" +
+              std::to_string(L.gemm.k) + ", " + std::to_string(L.gemm.n) +
+              "] through cuBLAS (row-major: C^T = B^T · A^T in cuBLAS's column-major terms)";
+  EmittedKernel ek = emitted_kernel(L.name, std::string(op_name(op.kind)), L.grid, 0, 0);
+  ek.library = true;
+  ek.kernel_op = i;
+  ek.args = L.args;
+  for (int t : L.args) ek.arg_dtypes.push_back(bp.dtypes[t]);
+  ek.num_inputs = 2;
+  emitted.push_back(std::move(ek));
+  return L;
 }
 
 /// Plans and writes the kernel of kernel op `i` into `kernels`; returns its launch. A customized
@@ -370,6 +427,7 @@ nlohmann::ordered_json metadata(const KernelGraph& g, const BufferPlan& bp,
   meta["workspace_bytes"] = bp.workspace;
   meta["ranks"] = g.ranks();
   meta["nccl"] = uses_nccl(launches);
+  meta["cublas"] = uses_cublas(launches);
   meta["kernels"] = nlohmann::ordered_json::array();
   for (const Launch& l : launches)
     meta["kernels"].push_back({{"name", l.name},
@@ -381,13 +439,14 @@ nlohmann::ordered_json metadata(const KernelGraph& g, const BufferPlan& bp,
 
 /// The header comment: provenance, build line, metadata, the kernel graph's listing.
 void emit_header(const KernelGraph& g, const nlohmann::ordered_json& meta,
-                 const EmitOptions& options, bool nccl, CodeWriter& w) {
+                 const EmitOptions& options, bool nccl, bool cublas, CodeWriter& w) {
   w.comment("Generated by strata " STRATA_VERSION " from the μGraph \"" + options.name +
             "\". Do not edit.");
   w.comment("Target " + options.arch + " (any sm_80 or newer GPU). Build, for example:");
   w.comment("  nvcc -std=c++17 -O3 -arch=" + options.arch +
             " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu" +
-            (nccl ? " -I <nccl>/include -L <nccl>/lib -l:libnccl.so.2" : ""));
+            (nccl ? " -I <nccl>/include -L <nccl>/lib -l:libnccl.so.2" : "") +
+            (cublas ? " -lcublas" : ""));
   w.comment("strata-meta: " + meta.dump());
   w.line("//");
   std::istringstream listing(kernel_graph_listing(g));
@@ -455,12 +514,46 @@ void emit_all_reduce(const KernelGraph& g, const BufferPlan& bp, const Launch& l
   w.close();
 }
 
-/// strata_init: raises the dynamic shared-memory limit of every kernel above 48 KB.
+/// The host API's dtype code of `t` (strata_rt::host::BlasType, the same numbers).
+codegen::ir::Expr blas_type(DType t) {
+  namespace ir = codegen::ir;
+  return ir::var(t == DType::f16    ? "strata_rt::host::kBlasF16"
+                 : t == DType::bf16 ? "strata_rt::host::kBlasBf16"
+                                    : "strata_rt::host::kBlasF32");
+}
+
+/// A cuBLAS launch: C = A · B for row-major A [batch, M, K], B [batch, K, N], C [batch, M, N].
+/// cuBLAS is column-major, where a row-major C is C^T (N × M, leading dimension N), so the call
+/// computes C^T = B^T · A^T: cuBLAS's m, n, k are N, M, K, its A is our B (leading dimension N),
+/// its B our A (leading dimension K); neither is transposed.
+void emit_blas_gemm(const BufferPlan& bp, const Launch& l, CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const int a = l.args[0], b = l.args[1], c = l.args[2];
+  const Launch::Gemm& G = l.gemm;
+  auto ll = [](int64_t v) { return ir::int_lit(v, "LL"); };
+  w.open("");
+  w.add(ir::decl(
+      "const int", "err",
+      ir::call("strata_rt::host::gemm_strided_batched",
+               {ir::var("false"), ir::var("false"), G.n, G.m, G.k, ir::var(var(b)),
+                blas_type(bp.dtypes[b]), G.n, ll(G.k * G.n), ir::var(var(a)),
+                blas_type(bp.dtypes[a]), G.k, ll(G.m * G.k), ir::var(var(c)),
+                blas_type(bp.dtypes[c]), G.n, ll(G.m * G.n), G.batch, ir::var("stream")})));
+  w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
+  w.close();
+}
+
+/// strata_init: creates the cuBLAS handle where the graph has cuBLAS calls, raises the dynamic
+/// shared-memory limit of every kernel above 48 KB.
 void emit_init(const std::vector<Launch>& launches, CodeWriter& w) {
   namespace ir = codegen::ir;
   const ir::Expr err = ir::var("err");
   w.open("extern \"C\" int strata_init(void)");
   w.add(ir::decl("int", "err", 0));
+  if (uses_cublas(launches)) {
+    w.comment("the current device's cuBLAS handle, created here, before any CUDA-graph capture");
+    w.add(ir::assign(err, ir::call("strata_rt::host::blas_init")));
+  }
   for (const Launch& l : launches)
     if (l.smem > 48 * 1024)
       w.add(ir::if_compact(ir::eq(err, 0),
@@ -518,6 +611,10 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
     w.comment(l.comment);
     if (l.all_reduce) {
       emit_all_reduce(g, bp, l, w);
+      continue;
+    }
+    if (l.blas) {
+      emit_blas_gemm(bp, l, w);
       continue;
     }
     std::vector<ir::Expr> args = {ir::var(l.name), ir::call("dim3", {l.grid.x, l.grid.y, l.grid.z}),
@@ -640,6 +737,7 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
     w.line("#include <nccl.h>");
     w.line("#include <cstring>");
   }
+  if (uses_cublas(launches)) w.line("#include \"strata_rt/blas.cuh\"");
   w.line("");
   emit_tensor_tables(g, bp, nccl, w);
   w.line("");
@@ -689,6 +787,10 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   EmittedSource result;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i)) continue;
+    if (std::optional<Launch> blas = library_matmul_launch(g, i, bp, options, result.kernels)) {
+      launches.push_back(std::move(*blas));
+      continue;
+    }
     STRATA_ASSIGN_OR_RETURN(Launch L,
                             op_category(g.op(i).kind) == Category::Collective
                                 ? all_reduce_launch(g, i, bp, options, result.kernels)
@@ -696,7 +798,8 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
     launches.push_back(std::move(L));
   }
   CodeWriter w;
-  emit_header(g, metadata(g, bp, launches, options), options, uses_nccl(launches), w);
+  emit_header(g, metadata(g, bp, launches, options), options, uses_nccl(launches),
+              uses_cublas(launches), w);
   w.line("#include \"strata_rt/strata_rt.cuh\"");
   w.add(kernels.root());
   if (options.task_entry != TaskEntryForm::Only)

@@ -78,6 +78,9 @@ const std::vector<Knob>& knobs() {
       {"evictmin", "smallest input the L2 streaming window marks (bytes)",
        [](EmitOptions& o, int64_t v) { o.l2_streaming_min_bytes = v; },
        [](const EmitOptions& o) { return o.l2_streaming_min_bytes; }, false},
+      {"blas", "predefined f16/bf16 matmuls as cuBLAS calls (0: generated kernels)",
+       [](EmitOptions& o, int64_t v) { o.library_matmul = v != 0; },
+       [](const EmitOptions& o) { return static_cast<int64_t>(o.library_matmul); }, true},
   };
   return k;
 }

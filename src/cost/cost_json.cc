@@ -20,6 +20,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["t_comp_us"] = k.t_comp_s * 1e6;
   j["predicted_us"] = k.predicted_s * 1e6;
   j["smem_bytes"] = k.smem_bytes;
+  j["library"] = k.library;
   return j;
 }
 

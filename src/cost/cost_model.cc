@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "strata/opt/kernel_views.h"
 #include "strata/ir/shape_infer.h"
+#include "strata/opt/kernel_views.h"
+#include "strata/opt/matmul_lowering.h"
 
 namespace strata {
 namespace {
@@ -43,9 +44,21 @@ const std::vector<Target>& target_table() {
       // H200 fit, with the DRAM and narrow-tile rates scaled by the HBM ratio 3.35 / 4.8 TB/s.
       // a100: MCFuser's analytical constants, not calibrated (L2 re-reads at the DRAM rate, no
       // narrow-tile cost).
-      {arch("h100"), {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0}},
-      {arch("h200"), {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0}},
-      {arch("a100"), {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0}},
+      // The last two columns, cuBLAS on predefined matmuls (a library call): its sustained
+      // tensor rate and DRAM rate. h200 from the suite on an H200
+      // (bench/results/h200-2026-11-26-suite.md), where PyTorch runs these matmuls through
+      // cuBLAS: compute-bound, mistral_7b_qkv_p4096 (206 GFLOP in 343.6 µs under
+      // torch.compile) and llama32_1b_qkv_p2048 (25.8 GFLOP in 43.7 µs), both 0.60 PFLOP/s,
+      // 0.61 of the data-sheet peak; bandwidth-bound, llama3_8b_mlp_down_d4 (three weights of
+      // 117 MB in 98.1 µs eager, with its silu·mul kernel) 3.6 TB/s (llama3_8b_lmhead_d1's
+      // 1.05 GB reached 3.95). h100: the same tensor rate (same SM and clocks) and the DRAM rate
+      // scaled by the HBM ratio, not measured; a100: the same fractions of its data sheet, not
+      // measured.
+      {arch("h100"),
+       {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12}},
+      {arch("h200"),
+       {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12}},
+      {arch("a100"), {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12}},
   };
   return table;
 }
@@ -262,6 +275,32 @@ std::vector<InputReads> customized_cost(const KernelGraph& g, const KernelOp& op
   return reads;
 }
 
+// A predefined matmul the emitter writes as a cuBLAS call (library_matmul_supported, on the
+// graph's dtypes): every operand moved once (cuBLAS's tiles re-read from L2) at cuBLAS's
+// sustained DRAM rate, compute at its sustained tensor rate, the two overlapped (a library kernel
+// streams its operands while it computes): max(t_mem, t_comp) + launch. cuBLAS chooses its own grid
+// (split-K for few output tiles), so no underfill term. False (and `k` untouched) for any other op.
+bool library_cost(const KernelGraph& g, const KernelOp& op, const Target& t, KernelCost& k) {
+  if (op_category(op.kind) != Category::Matmul) return false;
+  const KernelTensor& a = g.tensor(op.inputs[0]);
+  const KernelTensor& b = g.tensor(op.inputs[1]);
+  const KernelTensor& c = g.tensor(op.outputs[0]);
+  if (!library_matmul_supported(a.shape, b.shape, a.dtype, b.dtype, c.dtype)) return false;
+  k.library = true;
+  k.load_bytes = saturating_add(tensor_bytes(a), tensor_bytes(b));
+  k.store_bytes = tensor_bytes(c);
+  k.tensor_flops = op_flops({a.shape, b.shape}, c.shape, op.kind, op.attrs, {}).tensor;
+  k.blocks = t.sm_count;
+  k.forloop = 1;
+  k.alpha = 1.0;
+  k.underfill = 1.0;
+  k.t_mem_s =
+      static_cast<double>(saturating_add(k.load_bytes, k.store_bytes)) / t.blas_bandwidth_Bps;
+  k.t_comp_s = k.tensor_flops / t.blas_tensor_flops;
+  k.predicted_s = std::max(k.t_mem_s, k.t_comp_s) + t.launch_overhead_s;
+  return true;
+}
+
 }  // namespace
 
 const std::vector<Target>& known_targets() {
@@ -283,7 +322,7 @@ Target Target::for_device(std::string_view device_name) {
   return t.ok() ? *t : target_table().front();
 }
 
-GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
+GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions& options) {
   GraphCost gc{0.0, {}};
   // A layout op that the code generator reads in place is no kernel and moves no bytes: its
   // readers load their tiles from the tensor it views (kernel_views.h).
@@ -296,6 +335,11 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t) {
     k.forloop =
         op.kind == OpKind::Customized ? op.body->forloop() : 1;  // a predefined matmul sets its own
     k.label = label_of(g, op);
+    if (options.library_matmul && library_cost(g, op, t, k)) {
+      gc.predicted_us += k.predicted_s * 1e6;
+      gc.kernels.push_back(std::move(k));
+      continue;
+    }
     const std::vector<InputReads> reads =
         op.kind == OpKind::Customized ? customized_cost(g, op, k) : predefined_cost(g, op, k);
     // A predefined matmul block holds two stages of a 64-row A and a 64-column B tile (16-bit).

@@ -167,7 +167,44 @@ std::string entry_problem(const fs::path& so, const fs::path& meta, const std::s
   return "";
 }
 
+/// The JSON object of a source's `// strata-meta: {…}` line, or null when the source has none
+/// or it does not parse as an object (a hand-written source).
+Json source_meta(const std::string& source) {
+  static const std::string kTag = "// strata-meta: ";
+  const size_t at = source.find(kTag);
+  if (at == std::string::npos) return nullptr;
+  const size_t begin = at + kTag.size();
+  const size_t end = source.find('\n', begin);
+  auto parsed = parse_json_text(
+      source.substr(begin, end == std::string::npos ? std::string::npos : end - begin),
+      "strata-meta line");
+  return parsed.ok() && parsed->is_object() ? *parsed : Json(nullptr);
+}
+
+/// The directory of the toolkit's libcublas beside `nvcc` (<toolkit>/lib64 or lib), or "".
+std::string toolkit_blas_dir(const std::string& nvcc) {
+  std::error_code ec;
+  const fs::path exe = fs::canonical(nvcc, ec);
+  if (ec) return "";
+  for (const char* sub : {"lib64", "lib"}) {
+    const fs::path dir = exe.parent_path().parent_path() / sub;
+    for (const char* name : {"libcublas.so", "libcublas.so.13", "libcublas.so.12"})
+      if (fs::exists(dir / name, ec)) return dir.string();
+  }
+  return "";
+}
+
 }  // namespace
+
+std::vector<std::string> source_link_flags(const std::string& source, const JitOptions& options) {
+  const Json meta = source_meta(source);
+  const auto it = meta.is_object() ? meta.find("cublas") : meta.end();
+  if (!meta.is_object() || it == meta.end() || !it->is_boolean() || !it->get<bool>()) return {};
+  std::vector<std::string> flags = {"-lcublas"};
+  const std::string dir = toolkit_blas_dir(nvcc_executable(options));
+  if (!dir.empty()) flags.insert(flags.end(), {"-Xlinker", "-rpath=" + dir});
+  return flags;
+}
 
 std::vector<std::string> default_include_dirs() {
   auto dir = find_runtime_dir();
@@ -249,6 +286,7 @@ Result<std::string> binary_cache_key(const std::string& source, const JitOptions
   h.update("arch " + arch + "\n");
   h.update("toolkit " + toolkit + "\n");
   for (size_t i = 1; i < flags.size(); ++i) h.update("flag " + flags[i] + "\n");
+  for (const std::string& f : source_link_flags(source, options)) h.update("link " + f + "\n");
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> includes, include_dirs_of(options));
   h.update("includes " + include_dirs_digest(includes) + "\n");
   h.update("source " + std::to_string(source.size()) + "\n");
@@ -281,6 +319,9 @@ Result<CompiledBinary> compile_cuda(const std::string& source, const JitOptions&
   STRATA_RETURN_IF_ERROR(write_text_file(src.string(), source));
   std::vector<std::string> argv = flags;
   argv.insert(argv.end(), {"-o", lib.string(), src.string()});
+  // Libraries after the source that calls them (-lcublas for cuBLAS calls); in the key too.
+  const std::vector<std::string> link = source_link_flags(source, options);
+  argv.insert(argv.end(), link.begin(), link.end());
   auto start = std::chrono::steady_clock::now();
   STRATA_ASSIGN_OR_RETURN(int rc, run_process(argv, log_path.string()));
   out.compile_seconds =
@@ -301,6 +342,7 @@ Result<CompiledBinary> compile_cuda(const std::string& source, const JitOptions&
                         {"arch", arch},
                         {"compile_seconds", out.compile_seconds},
                         {"flags", std::vector<std::string>(flags.begin() + 1, flags.end())},
+                        {"link_flags", link},
                         {"log", out.log}};
   // Library first, metadata last: an entry is complete only once its metadata exists.
   fs::rename(lib, so, ec);

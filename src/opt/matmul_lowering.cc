@@ -37,6 +37,17 @@ std::optional<BlockGraph> lower_matmul_to_block_graph(const Shape& a, const Shap
   return g;
 }
 
+bool library_matmul_supported(const Shape& a, const Shape& b, DType ta, DType tb, DType tc) {
+  if (ta != tb || ta == DType::f32 || (tc != ta && tc != DType::f32)) return false;
+  const int r = a.rank();
+  if (r < 2 || b.rank() != r) return false;
+  constexpr int64_t kMaxInt = (int64_t{1} << 31) - 1;
+  const int64_t m = a[r - 2], k = a[r - 1], n = b[r - 1];
+  int64_t batch = 1;
+  for (int d = 0; d + 2 < r; ++d) batch *= a[d];
+  return m <= kMaxInt && n <= kMaxInt && k <= kMaxInt && batch <= kMaxInt;
+}
+
 std::shared_ptr<const BlockGraph> kernel_block_graph(const KernelGraph& g, int i) {
   const KernelOp& op = g.op(i);
   if (op.kind == OpKind::Customized) return op.body;

@@ -54,8 +54,8 @@ Json search_model_fingerprint(const std::string& target) {
                  smem_per_sm_bytes, registers_per_sm, max_threads_per_sm, l2_bytes, peak_dram_Bps,
                  peak_tensor_flops] = static_cast<const ArchTraits&>(*t);
     const auto& [mem_bandwidth_Bps, l2_bandwidth_Bps, narrow_bandwidth_Bps, tensor_peak_flops,
-                 simt_peak_flops, launch_overhead_s, alpha_sm_factor, iteration_latency_s] =
-        static_cast<const CostConstants&>(*t);
+                 simt_peak_flops, launch_overhead_s, alpha_sm_factor, iteration_latency_s,
+                 blas_tensor_flops, blas_bandwidth_Bps] = static_cast<const CostConstants&>(*t);
     (void)name;  // the target's name is in the key beside the fingerprint
     // Non-finite rates ("free") are written as strings: JSON has no infinity.
     auto rate = [](double v) { return std::isfinite(v) ? Json(v) : Json("inf"); };
@@ -77,6 +77,8 @@ Json search_model_fingerprint(const std::string& target) {
     f["launch_overhead_s"] = launch_overhead_s;
     f["alpha_sm_factor"] = alpha_sm_factor;
     f["iteration_latency_s"] = iteration_latency_s;
+    f["blas_tensor_flops"] = rate(blas_tensor_flops);
+    f["blas_bandwidth_Bps"] = rate(blas_bandwidth_Bps);
   }
   const auto& [grid_tiles, max_unit_tile_extent, reduce_tiles, loop_tiles, max_blocks,
                max_ragged_waste, large_grid_tiles] = SplitPolicy{};

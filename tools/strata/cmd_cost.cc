@@ -63,8 +63,9 @@ int run_cost(const std::string& path, const std::string& target_name, bool json,
   for (const KernelCost& k : c.kernels) {
     bool too_big = k.smem_bytes > target->smem_per_block_bytes;  // over the limit itself
     over = over || too_big;
-    rows.push_back({"#" + std::to_string(k.op_id) + " " + k.label, std::to_string(k.load_bytes),
-                    std::to_string(k.l2_bytes), std::to_string(k.store_bytes), fmt("%.4g", k.tensor_flops),
+    rows.push_back({"#" + std::to_string(k.op_id) + " " + k.label + (k.library ? " (cuBLAS)" : ""),
+                    std::to_string(k.load_bytes), std::to_string(k.l2_bytes),
+                    std::to_string(k.store_bytes), fmt("%.4g", k.tensor_flops),
                     fmt("%.4g", k.simt_flops), std::to_string(k.blocks), fmt("%.3f", k.alpha),
                     fmt("%.3f", k.t_mem_s * 1e6), fmt("%.3f", k.t_comp_s * 1e6),
                     fmt("%.3f", k.predicted_s * 1e6),

@@ -91,6 +91,10 @@ std::function<int()> setup(CLI::App& app) {
       auto st = write_text_file(args->out, src->code);
       if (!st.ok()) return fail_bad_input(st.error().message);
       for (const EmittedKernel& k : src->kernels) {
+        if (k.library) {  // a cuBLAS or NCCL call on the launch stream
+          std::cerr << "strata emit: " << k.op << " as a library call (" << k.name << ")\n";
+          continue;
+        }
         std::cerr << "strata emit: " << k.name << ": grid (" << k.grid.x << ", " << k.grid.y << ", "
                   << k.grid.z << "), " << k.threads << " threads";
         if (k.loop_groups > 1) std::cerr << " in " << k.loop_groups << " loop groups";

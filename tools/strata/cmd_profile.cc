@@ -254,7 +254,11 @@ int run_profile(const ProfileArgs& a) {
     Json& r = reports[i];
     r = {{"index", i}, {"origin", e.origin}};
     r["variant"] = run.variant >= 0 ? variants[run.variant].first : "source";
-    r["predicted_us"] = estimate_cost(e.graph, *target).predicted_us;
+    // The prediction for the way this variant emits predefined matmuls (cuBLAS or kernels).
+    CostOptions cost;
+    cost.library_matmul =
+        run.variant >= 0 ? variants[run.variant].second.library_matmul : base.library_matmul;
+    r["predicted_us"] = estimate_cost(e.graph, *target, cost).predicted_us;
     r["result_predicted_us"] = e.predicted_us ? Json(*e.predicted_us) : Json(nullptr);
     if (!run.selected) {
       r["status"] = "skipped";

@@ -22,6 +22,8 @@ void add_emit_flags(CLI::App& app, EmitFlags& f) {
   app.add_flag("--no-register-accums", f.no_register_accums,
                "keep non-matmul accumulators in shared memory");
   app.add_flag("--no-rowwise", f.no_rowwise, "no register-only rowwise kernels");
+  app.add_flag("--no-library-matmul", f.no_library_matmul,
+               "predefined matmuls as generated kernels, not cuBLAS calls (knob blas=0)");
   app.add_option("--knobs", f.knobs,
                  "emitter knobs as name=value[,name=value...] (booleans 0/1, a k suffix "
                  "multiplies by 1024), applied after the flags above:\n" +
@@ -40,6 +42,7 @@ Status apply_emit_flags(const EmitFlags& f, EmitOptions& o) {
   if (f.no_fold) o.plan.fold_norms = false;
   if (f.no_register_accums) o.plan.register_accums = false;
   if (f.no_rowwise) o.plan.rowwise = false;
+  if (f.no_library_matmul) o.library_matmul = false;
   return apply_emit_knobs(f.knobs, o);
 }
 

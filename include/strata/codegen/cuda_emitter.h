@@ -27,6 +27,10 @@
 // NCCL failures return 10000 + the ncclResult_t; strata_launch without a communicator returns
 // 10000 + ncclInvalidUsage.
 //
+// A graph whose predefined matmuls run as cuBLAS calls (EmitOptions::library_matmul) includes
+// <cublas_v2.h> through strata_rt/blas.cuh and links with -lcublas; strata_init creates the
+// device's cuBLAS handle, and cuBLAS failures return 20000 + the cublasStatus_t.
+//
 // inputs[i] / outputs[i] are device pointers (16-byte aligned, dense row-major) in the order
 // of KernelGraph::inputs() / outputs(); workspace holds strata_workspace_bytes() bytes
 // (256-byte aligned). The same facts are in a `// strata-meta: {json}` line near the top.
@@ -78,6 +82,15 @@ struct EmitOptions {
   /// was configured with NCCL's header (nccl_configured()); off, a graph with an all_reduce
   /// is refused with an error saying so.
   bool nccl = nccl_configured();
+  /// Predefined matmuls as cuBLAS calls (docs/codegen.md, "Predefined matmuls through cuBLAS"):
+  /// every predefined matmul that library_matmul_supported accepts (f16 or bf16 operands of one
+  /// type, the result in that type or f32) is a cublasGemmStridedBatchedEx call with f32
+  /// compute on the launch stream; the source then includes strata_rt/blas.cuh, says
+  /// "cublas": true in its strata-meta line and links with -lcublas. Off (knob blas=0, `strata
+  /// emit --no-library-matmul`), and for the other matmuls and with task entries, predefined
+  /// matmuls are generated kernels (the tiled block graph of lower_matmul_to_block_graph, else
+  /// the generic kernel).
+  bool library_matmul = true;
   /// Task entries (TaskEntryForm). With Beside or Only every kernel op must be a customized
   /// kernel or a matmul lowered to one (a generic kernel or an all_reduce is refused), and is
   /// planned with PlanOptions::task_entry and max_threads = task_threads.
@@ -90,6 +103,7 @@ struct EmitOptions {
 struct EmittedKernel {
   std::string name;  ///< extern "C" function name
   std::string op;    ///< "customized" or the predefined op's name
+  bool library = false;  ///< a library call (cuBLAS gemm, NCCL all_reduce), not a kernel
   Dim3 grid;
   int threads = 0;
   int64_t smem_bytes = 0;   ///< dynamic shared memory

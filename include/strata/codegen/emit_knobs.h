@@ -18,6 +18,7 @@
 //   views      PlanOptions::concat_views      f32mid     EmitOptions::f32_intermediates
 //   walk       PlanOptions::split_chunk_walks
 //   evict      EmitOptions::l2_streaming     evictmin   EmitOptions::l2_streaming_min_bytes
+//   blas       EmitOptions::library_matmul
 #pragma once
 
 #include <string>

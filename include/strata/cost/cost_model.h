@@ -18,7 +18,8 @@
 // L2 when the blocks run in one wave or the kernel's inputs fit in half the L2, else all but 1 /
 // waves of them go to DRAM. A predefined kernel op is one library-like kernel reading each input
 // once and writing its output once (a matmul re-reads A per column of blocks and B per row of
-// blocks).
+// blocks); a predefined f16/bf16 matmul emitted as a cuBLAS call is max(t_mem, t_comp) + launch
+// with t_comp at cuBLAS's sustained rate.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,13 @@ struct CostConstants {
   double launch_overhead_s;     ///< per kernel launch within a CUDA graph, seconds
   double alpha_sm_factor;       ///< c_α in α = 1 + c_α · N_SM / N_blocks
   double iteration_latency_s;   ///< t_iter: per for-loop iteration of a customized kernel
+  /// The tensor-core rate cuBLAS sustains on a predefined f16/bf16 matmul (a library call,
+  /// library_matmul_supported), FLOP/s: measured on the suite's prefill matmuls where a library
+  /// gemm is what PyTorch runs (docs/cost-model.md, "Predefined matmuls through cuBLAS").
+  double blas_tensor_flops;
+  /// The DRAM rate cuBLAS sustains on a bandwidth-bound predefined matmul (few rows against a
+  /// large weight), bytes/s (same source).
+  double blas_bandwidth_Bps;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -78,6 +86,17 @@ struct KernelCost {
   double t_comp_s;       ///< tensor_flops / tensor peak + simt_flops / SIMT peak
   double predicted_s;    ///< t_mem_s · alpha + t_comp_s · underfill + F · t_iter + launch
   int64_t smem_bytes;    ///< block_smem_bytes of a customized kernel; 0 for predefined ops
+  /// A predefined matmul predicted as a cuBLAS call (CostOptions::library_matmul): predicted_s
+  /// = max(t_mem_s, t_comp_s) + launch, t_mem_s at Target::blas_bandwidth_Bps, t_comp_s at
+  /// Target::blas_tensor_flops, α = u = 1.
+  bool library = false;
+};
+
+/// How the kernels will be emitted, as far as the prediction depends on it.
+struct CostOptions {
+  /// Predefined matmuls that library_matmul_supported accepts run as cuBLAS calls (the
+  /// emitter's default, EmitOptions::library_matmul); false: as generated kernels.
+  bool library_matmul = true;
 };
 
 /// The prediction for a whole kernel graph: kernels in op order, and their sum.
@@ -87,7 +106,7 @@ struct GraphCost {
 };
 
 /// Predicts the run time of every kernel of `g` on `t` (see the file comment).
-GraphCost estimate_cost(const KernelGraph& g, const Target& t);
+GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions& options = {});
 
 /// Shared-memory estimate of one thread block of `b`, in bytes, assuming 2-byte (f16/bf16)
 /// device tensors: input-iterator tiles that change across the for-loop count twice (double

@@ -78,9 +78,16 @@ Result<std::string> toolkit_version(const JitOptions& options);
 /// architecture resolved.
 Result<std::vector<std::string>> nvcc_flags(const JitOptions& options);
 
+/// The link flags `source` needs after it on nvcc's command line: -lcublas, with the toolkit's
+/// library directory as the library's run path (-Xlinker -rpath=DIR, so dlopen finds libcublas
+/// without LD_LIBRARY_PATH), when its `// strata-meta:` line says "cublas": true (an emitted
+/// graph with predefined matmuls through cuBLAS, EmitOptions::library_matmul); none otherwise,
+/// also for a source without a (parsable) strata-meta line.
+std::vector<std::string> source_link_flags(const std::string& source, const JitOptions& options);
+
 /// Cache key of `source` under `options`: SHA-256 over a versioned preamble, the resolved
-/// architecture, the toolkit version, the flags, the include directories' file contents and
-/// the source text.
+/// architecture, the toolkit version, the flags (source_link_flags included), the include
+/// directories' file contents and the source text.
 Result<std::string> binary_cache_key(const std::string& source, const JitOptions& options);
 
 /// Compiles `source` into a shared library, or returns the valid cached one. Compiler

@@ -1,0 +1,167 @@
+// strata device runtime: predefined matmuls as library calls (host side only; docs/codegen.md,
+// "Predefined matmuls through cuBLAS"). The generated launcher includes this header only when a
+// graph has such a matmul, and the library is then linked with -lcublas.
+//
+// gemm_strided_batched takes cuBLAS's own argument conventions (column-major operands, the
+// operation of each, leading dimensions, batch strides), so that the emitted call is the same
+// on the GPU and on the CPU emulator:
+//   - on the GPU it is cublasGemmStridedBatchedEx with f32 compute (CUBLAS_COMPUTE_32F, float
+//     alpha = 1 and beta = 0), the inputs in f16 or bf16, the output in its own type, on the
+//     launch stream; one handle per device, created by blas_init (strata_init calls it, so no
+//     handle is created during a CUDA-graph capture), bound to the stream at every call. The
+//     workspace is cuBLAS's default: from CUDA 12.2 on cuBLAS allocates it stream-ordered, so
+//     captured calls replay without a workspace of ours.
+//   - under STRATA_RT_EMULATE it is a CPU gemm with the same arguments, checked as cuBLAS
+//     checks them, accumulating in f32 and rounding the result to the output type.
+// Errors are returned as kBlasError + the cublasStatus_t (0 on success).
+#pragma once
+
+#if !defined(__CUDACC_RTC__)
+
+#include "strata_rt/host.cuh"
+
+#if !defined(STRATA_RT_EMULATE)
+#include <cublas_v2.h>
+
+#include <mutex>
+#endif
+
+namespace strata_rt {
+namespace host {
+
+/// The host API's error codes for cuBLAS failures: kBlasError + cublasStatus_t.
+constexpr int kBlasError = 20000;
+
+/// Element types of the gemm's operands: the host API's dtype codes (0 f16, 1 bf16, 2 f32).
+enum BlasType { kBlasF16 = 0, kBlasBf16 = 1, kBlasF32 = 2 };
+
+#if defined(STRATA_RT_EMULATE)
+
+namespace emu_blas {
+
+inline float load(const void* p, int type, long long i) {
+  if (type == kBlasF32) return static_cast<const float*>(p)[i];
+  unsigned short bits;
+  const unsigned char* b = static_cast<const unsigned char*>(p) + 2 * i;
+  bits = static_cast<unsigned short>(b[0] | (b[1] << 8));
+  return emu::half_bits_to_float(bits, type == kBlasBf16);
+}
+
+inline void store(void* p, int type, long long i, float v) {
+  if (type == kBlasF32) {
+    static_cast<float*>(p)[i] = v;
+  } else if (type == kBlasF16) {
+    static_cast<__half*>(p)[i] = __float2half_rn(v);
+  } else {
+    static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
+  }
+}
+
+}  // namespace emu_blas
+
+inline int blas_init() {
+  return 0;
+}
+
+/// C[b] = op(A[b]) · op(B[b]) for b < batch, column-major as cuBLAS defines it: op(A) is m × k
+/// (A stored k × m when trans_a), op(B) k × n, C m × n with leading dimension ldc.
+inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
+                                int a_type, int lda, long long stride_a, const void* B, int b_type,
+                                int ldb, long long stride_b, void* C, int c_type, int ldc,
+                                long long stride_c, int batch, cudaStream_t stream) {
+  (void)stream;
+  const int invalid = kBlasError + 7;         // CUBLAS_STATUS_INVALID_VALUE
+  const int not_supported = kBlasError + 15;  // CUBLAS_STATUS_NOT_SUPPORTED
+  if (m < 0 || n < 0 || k < 0 || batch < 0) return invalid;
+  if (lda < (trans_a ? (k > 1 ? k : 1) : (m > 1 ? m : 1))) return invalid;
+  if (ldb < (trans_b ? (n > 1 ? n : 1) : (k > 1 ? k : 1))) return invalid;
+  if (ldc < (m > 1 ? m : 1)) return invalid;
+  if (a_type != b_type || a_type == kBlasF32 || (c_type != a_type && c_type != kBlasF32))
+    return not_supported;
+  for (int b = 0; b < batch; ++b) {
+    const long long a0 = b * stride_a, b0 = b * stride_b, c0 = b * stride_c;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        float acc = 0.0f;
+        for (int l = 0; l < k; ++l) {
+          const long long ai =
+              trans_a ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda;
+          const long long bi =
+              trans_b ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb;
+          acc += emu_blas::load(A, a_type, a0 + ai) * emu_blas::load(B, b_type, b0 + bi);
+        }
+        emu_blas::store(C, c_type, c0 + i + static_cast<long long>(j) * ldc, acc);
+      }
+  }
+  return 0;
+}
+
+#else
+
+inline cudaDataType_t blas_data_type(int type) {
+  return type == kBlasF16 ? CUDA_R_16F : type == kBlasBf16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/// The cuBLAS handle of each device (created by blas_init, never destroyed: a handle's
+/// teardown at process exit may run after the CUDA context's) and the lock that makes binding
+/// it to a stream and enqueueing one call atomic across threads.
+struct BlasHandles {
+  static constexpr int kDevices = 64;
+  std::mutex mu;
+  cublasHandle_t handle[kDevices] = {};
+};
+inline BlasHandles& blas_handles() {
+  static BlasHandles h;
+  return h;
+}
+
+/// Creates the current device's cuBLAS handle if it has none; a cudaError_t or
+/// kBlasError + cublasStatus_t.
+inline int blas_init() {
+  int device = 0;
+  const cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return static_cast<int>(err);
+  if (device < 0 || device >= BlasHandles::kDevices)
+    return kBlasError + CUBLAS_STATUS_NOT_SUPPORTED;
+  BlasHandles& h = blas_handles();
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (h.handle[device]) return 0;
+  const cublasStatus_t s = cublasCreate(&h.handle[device]);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    h.handle[device] = nullptr;
+    return kBlasError + static_cast<int>(s);
+  }
+  return 0;
+}
+
+/// cublasGemmStridedBatchedEx(trans_a, trans_b, m, n, k, 1, A, lda, stride_a, B, ldb, stride_b,
+/// 0, C, ldc, stride_c, batch) with f32 compute on `stream`, through the current device's handle
+/// (blas_init creates it when it is missing, outside a capture as strata_init runs it first).
+inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
+                                int a_type, int lda, long long stride_a, const void* B, int b_type,
+                                int ldb, long long stride_b, void* C, int c_type, int ldc,
+                                long long stride_c, int batch, cudaStream_t stream) {
+  if (const int err = blas_init()) return err;
+  int device = 0;
+  const cudaError_t derr = cudaGetDevice(&device);
+  if (derr != cudaSuccess) return static_cast<int>(derr);
+  BlasHandles& h = blas_handles();
+  std::lock_guard<std::mutex> lock(h.mu);
+  cublasHandle_t handle = h.handle[device];
+  cublasStatus_t s = cublasSetStream(handle, stream);
+  if (s != CUBLAS_STATUS_SUCCESS) return kBlasError + static_cast<int>(s);
+  const float alpha = 1.0f, beta = 0.0f;
+  s = cublasGemmStridedBatchedEx(handle, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, A,
+                                 blas_data_type(a_type), lda, stride_a, B, blas_data_type(b_type),
+                                 ldb, stride_b, &beta, C, blas_data_type(c_type), ldc, stride_c,
+                                 batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return s == CUBLAS_STATUS_SUCCESS ? 0 : kBlasError + static_cast<int>(s);
+}
+
+#endif
+
+}  // namespace host
+}  // namespace strata_rt
+
+#endif  // !__CUDACC_RTC__

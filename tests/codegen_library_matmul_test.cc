@@ -1,0 +1,231 @@
+// Predefined matmuls as cuBLAS calls (EmitOptions::library_matmul, docs/codegen.md "Predefined
+// matmuls through cuBLAS"): which matmuls become calls, the emitted call and host API, the
+// knob and flag that keep the generated kernels, and the results on the CPU emulator (whose
+// strata_rt::host::gemm_strided_batched takes cuBLAS's column-major arguments and checks them as
+// cuBLAS does) against the float64 interpreter: batched, bf16, f32 results, odd extents (M = 1
+// against 50257 columns, M = 513), and the f32 fallback to the generated kernel.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "strata/codegen/emit_knobs.h"
+#include "support/emulation.h"
+#include "support/parse.h"
+
+namespace strata::testing {
+namespace {
+
+EmitOptions knobs(const std::string& spec) {
+  EmitOptions o;
+  Status st = apply_emit_knobs(spec, o);
+  EXPECT_TRUE(st.ok()) << spec;
+  return o;
+}
+
+int library_calls(const EmittedSource& s) {
+  int n = 0;
+  for (const EmittedKernel& k : s.kernels) n += k.library && k.op == "matmul";
+  return n;
+}
+
+/// Emits `g` with `options`, runs it on the emulator (threads in order and reversed) and
+/// compares every output with the float64 interpreter at a relative L2 error below `tol`.
+/// Returns the emitted source.
+std::string check_emulated(const std::string& name, const KernelGraph& g,
+                           const EmitOptions& options, double tol = 1e-2) {
+  EmulatedGraph emu(g, options, name);
+  EXPECT_TRUE(emu.ok()) << name << ": " << emu.log();
+  if (!emu.ok()) return "";
+  const std::vector<HostTensor> inputs = rounded_random_inputs(g, 77, 0.5);
+  auto reference = run_reference(g, inputs);
+  EXPECT_TRUE(reference.ok()) << reference.error().message;
+  if (!reference.ok()) return emu.source();
+  for (bool reverse : {false, true}) {
+    std::vector<HostTensor> out;
+    EXPECT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
+    if (out.size() != reference->size()) return emu.source();
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Comparison c = compare(out[i], (*reference)[i]);
+      EXPECT_LT(c.rel_l2, tol) << name << " output " << i << ": max abs " << c.max_abs;
+    }
+  }
+  return emu.source();
+}
+
+const char* kPrefill = R"(input X: f16[64, 128]
+input W: f16[128, 96]
+input R: f16[64, 96]
+Y = matmul(X, W)
+O = add(Y, R)
+output O
+)";
+
+TEST(LibraryMatmul, F16AndBf16MatmulsBecomeCublasCalls) {
+  const KernelGraph g = parse(kPrefill);
+  auto src = emit_cuda_source(g);
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  EXPECT_EQ(library_calls(*src), 1);
+  EXPECT_NE(src->code.find("#include \"strata_rt/blas.cuh\""), std::string::npos);
+  EXPECT_NE(src->code.find("\"cublas\":true"), std::string::npos);
+  EXPECT_NE(src->code.find("-lcublas"), std::string::npos);
+  EXPECT_NE(src->code.find("err = strata_rt::host::blas_init();"), std::string::npos);
+  // Row-major C = A·B as cuBLAS's C^T = B^T·A^T: m = N, n = M, k = K, B first (ld N), A (ld K).
+  EXPECT_NE(src->code.find("gemm_strided_batched(false, false, 96, 64, 128, t1, "
+                           "strata_rt::host::kBlasF16, 96, 12288LL, t0, strata_rt::host::kBlasF16, "
+                           "128, 8192LL, t3, strata_rt::host::kBlasF16, 96, 6144LL, 1, stream)"),
+            std::string::npos)
+      << src->code;
+  // Only the add is a kernel.
+  int kernels = 0;
+  for (const EmittedKernel& k : src->kernels) kernels += !k.library;
+  EXPECT_EQ(kernels, 1);
+
+  // bf16 likewise; a graph without matmuls neither includes nor links cuBLAS.
+  std::string bf = kPrefill;
+  for (size_t p = bf.find("f16["); p != std::string::npos; p = bf.find("f16[", p + 5))
+    bf.replace(p, 3, "bf16");
+  auto bsrc = emit_cuda_source(parse(bf));
+  ASSERT_TRUE(bsrc.ok()) << bsrc.error().message;
+  EXPECT_EQ(library_calls(*bsrc), 1);
+  EXPECT_NE(bsrc->code.find("strata_rt::host::kBlasBf16"), std::string::npos);
+  auto plain = emit_cuda_source(parse("input X: f16[8, 8]\nY = exp(X)\noutput Y\n"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->code.find("blas.cuh"), std::string::npos);
+  EXPECT_NE(plain->code.find("\"cublas\":false"), std::string::npos);
+}
+
+TEST(LibraryMatmul, KnobFlagF32AndTaskEntriesKeepGeneratedKernels) {
+  const KernelGraph g = parse(kPrefill);
+  // blas=0: the tiled block graph, as before.
+  auto off = emit_cuda_source(g, knobs("blas=0"));
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(library_calls(*off), 0);
+  EXPECT_EQ(off->code.find("blas.cuh"), std::string::npos);
+  EXPECT_NE(off->code.find("matmul lowered to a tiled block graph"), std::string::npos);
+  EXPECT_EQ(format_emit_knobs(knobs("blas=0")), "blas=0");
+  // f32 operands, and f16 against f32, are generated kernels.
+  for (const char* text : {"input A: f32[16, 32]\ninput B: f32[32, 24]\nC = matmul(A, B)\n"
+                           "output C\n",
+                           "input A: f16[16, 32]\ninput B: f32[32, 24]\nC = matmul(A, B)\n"
+                           "output C\n"}) {
+    auto s = emit_cuda_source(parse(text));
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_EQ(library_calls(*s), 0) << text;
+    EXPECT_EQ(s->code.find("blas.cuh"), std::string::npos) << text;
+  }
+  // A megakernel's task entries cannot call a library: the matmul stays a lowered kernel.
+  EmitOptions tasks;
+  tasks.task_entry = TaskEntryForm::Beside;
+  auto t = emit_cuda_source(parse("input A: f16[64, 128]\ninput B: f16[128, 96]\n"
+                                  "C = matmul(A, B)\noutput C\n"),
+                            tasks);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(library_calls(*t), 0);
+  EXPECT_NE(t->code.find("_task("), std::string::npos);
+}
+
+TEST(LibraryMatmul, CliFlagNoLibraryMatmul) {
+  const char* bin = std::getenv("STRATA_BIN");
+  const std::string tool = bin && *bin ? bin : "build/strata";
+  TempDir dir("blas_cli");
+  write_file(dir.file("p.strata"), kPrefill);
+  std::string out;
+  ASSERT_EQ(run_command(tool + " emit " + dir.file("p.strata") + " -o " + dir.file("on.cu"), out),
+            0)
+      << out;
+  EXPECT_NE(out.find("matmul as a library call (cublasGemmStridedBatchedEx)"), std::string::npos)
+      << out;
+  ASSERT_EQ(run_command(tool + " emit " + dir.file("p.strata") + " --no-library-matmul -o " +
+                            dir.file("off.cu"),
+                        out),
+            0)
+      << out;
+  std::ifstream on(dir.file("on.cu")), off(dir.file("off.cu"));
+  const std::string on_text((std::istreambuf_iterator<char>(on)), {});
+  const std::string off_text((std::istreambuf_iterator<char>(off)), {});
+  EXPECT_NE(on_text.find("gemm_strided_batched("), std::string::npos);
+  EXPECT_EQ(off_text.find("gemm_strided_batched("), std::string::npos);
+  EXPECT_NE(off_text.find("matmul lowered to a tiled block graph"), std::string::npos);
+}
+
+TEST(LibraryMatmulEmulation, PrefillShapeBothPaths) {
+  const KernelGraph g = parse(kPrefill);
+  EXPECT_NE(check_emulated("blas_prefill", g, {}).find("gemm_strided_batched("), std::string::npos);
+  EXPECT_EQ(check_emulated("blas_prefill_off", g, knobs("blas=0")).find("gemm_strided_batched("),
+            std::string::npos);
+}
+
+TEST(LibraryMatmulEmulation, BatchedRank4AndRank3) {
+  const KernelGraph g = parse(R"(input A: f16[2, 3, 17, 40]
+input B: f16[2, 3, 40, 24]
+input P: f16[5, 33, 16]
+input Q: f16[5, 16, 8]
+C = matmul(A, B)
+D = matmul(P, Q)
+output C
+output D
+)");
+  const std::string src = check_emulated("blas_batched", g, {});
+  // Six [17, 40]·[40, 24] products and five [33, 16]·[16, 8] ones.
+  EXPECT_NE(src.find("gemm_strided_batched(false, false, 24, 17, 40,"), std::string::npos) << src;
+  EXPECT_NE(src.find("408LL, 6, stream)"), std::string::npos) << src;
+  EXPECT_NE(src.find("264LL, 5, stream)"), std::string::npos) << src;
+}
+
+TEST(LibraryMatmulEmulation, Bf16WithF32Intermediates) {
+  // f32mid: the matmul's result is an f32 intermediate (cuBLAS writes f32 from bf16 inputs),
+  // then a bf16 matmul chain and an add.
+  const KernelGraph g = parse(R"(input X: bf16[40, 64]
+input W: bf16[64, 72]
+input V: bf16[72, 48]
+input R: bf16[40, 48]
+H = matmul(X, W)
+Y = matmul(H, V)
+O = add(Y, R)
+output O
+)");
+  const std::string plain = check_emulated("blas_bf16", g, {});
+  EXPECT_NE(plain.find("kBlasBf16, 48, 1920LL, 1, stream)"), std::string::npos) << plain;
+  // With f32 intermediates H is f32: the second matmul (bf16 × f32) is a generated kernel.
+  const std::string wide = check_emulated("blas_bf16_f32mid", g, knobs("f32mid=1"));
+  EXPECT_NE(wide.find("strata_rt::host::kBlasF32, 72, 2880LL, 1, stream)"), std::string::npos)
+      << wide;
+  EXPECT_EQ(wide.find("gemm_strided_batched(false, false, 48,"), std::string::npos) << wide;
+}
+
+TEST(LibraryMatmulEmulation, OddExtents) {
+  // A vocabulary of 50257 columns for one row; 513 rows with K and N that tile by neither 16
+  // nor 8 (the generated path would take the generic kernel).
+  const KernelGraph g = parse(R"(input X: f16[1, 64]
+input W: f16[64, 50257]
+input A: f16[513, 37]
+input B: f16[37, 45]
+L = matmul(X, W)
+C = matmul(A, B)
+output L
+output C
+)");
+  const std::string src = check_emulated("blas_odd", g, {});
+  EXPECT_NE(src.find("gemm_strided_batched(false, false, 50257, 1, 64,"), std::string::npos) << src;
+  EXPECT_NE(src.find("gemm_strided_batched(false, false, 45, 513, 37,"), std::string::npos) << src;
+}
+
+TEST(LibraryMatmulEmulation, F32FallsBackToTheGeneratedKernel) {
+  const KernelGraph g = parse(R"(input A: f32[24, 32]
+input B: f32[32, 40]
+input C: f16[40, 16]
+input D: f16[16, 8]
+P = matmul(A, B)
+Q = matmul(C, D)
+output P
+output Q
+)");
+  const std::string src = check_emulated("blas_f32", g, {});
+  EXPECT_NE(src.find("matmul lowered to a tiled block graph"), std::string::npos);
+  EXPECT_NE(src.find("gemm_strided_batched(false, false, 8, 40, 16,"), std::string::npos) << src;
+}
+
+}  // namespace
+}  // namespace strata::testing
