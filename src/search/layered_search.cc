@@ -26,7 +26,7 @@ Candidate as_written(const KernelGraph& g, const Target& target) {
   identity.equivalent = true;
   identity.log2_bound = -INFINITY;
   identity.detail = "the input program itself";
-  return {g, estimate_cost(g, target), identity, true};
+  return {g, estimate_cost(g, target), identity, true, {}};
 }
 
 /// "segment 2 of 3 (matmul, silu, matmul, mul → M): best 1 kernel(s), 79.4 µs against 89.6 µs
@@ -168,7 +168,7 @@ Result<SearchResult> search_by_layers(const KernelGraph& program, const SearchCo
       if (!v.equivalent || v.unknown || v.log2_bound > verify_options.target_log2_bound) continue;
     }
     GraphCost cost = estimate_cost(out, target);
-    joined.push_back({std::move(out), cost, v, false});
+    joined.push_back({std::move(out), cost, v, false, {}});
   }
 
   // The whole program, with what is left: fusions across layers are found only here.

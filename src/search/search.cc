@@ -758,7 +758,7 @@ void screen_and_verify(const SearchJob& job, const EquivalenceChecker& checker,
       warn(result, "a screened candidate failed full verification (" + c.verification.detail +
                        "); dropped");
     } else {
-      result.ranked.push_back({e.graph, e.cost, c.verification, false});
+      result.ranked.push_back({e.graph, e.cost, c.verification, false, {}});
       ++counts.verified;
     }
   }
@@ -777,7 +777,7 @@ void rank(const KernelGraph& program, const Target& target, SearchResult& result
   identity.equivalent = true;
   identity.log2_bound = -INFINITY;
   identity.detail = "the input program itself";
-  result.ranked.push_back({program, estimate_cost(program, target), identity, true});
+  result.ranked.push_back({program, estimate_cost(program, target), identity, true, {}});
   sort_candidates(result.ranked);
 }
 

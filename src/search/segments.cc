@@ -180,7 +180,7 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
       identity.log2_bound = -INFINITY;
       identity.detail = "the input program itself";
       parts[k].ranked.push_back(
-          {segs[k].program, estimate_cost(segs[k].program, target), identity, true});
+          {segs[k].program, estimate_cost(segs[k].program, target), identity, true, {}});
       continue;
     }
     parts[k] = std::move(*r);
@@ -224,13 +224,13 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
     ++result.stats.candidates_verified;
     if (!v.equivalent) continue;  // each part was proved: a join that is not is dropped
     GraphCost cost = estimate_cost(out, target);
-    result.ranked.push_back({std::move(out), cost, v, false});
+    result.ranked.push_back({std::move(out), cost, v, false, {}});
   }
   VerifyResult identity;
   identity.equivalent = true;
   identity.log2_bound = -INFINITY;
   identity.detail = "the input program itself";
-  result.ranked.push_back({program, estimate_cost(program, target), identity, true});
+  result.ranked.push_back({program, estimate_cost(program, target), identity, true, {}});
   sort_candidates(result.ranked);
   result.stats.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
