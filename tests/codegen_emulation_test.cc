@@ -13,6 +13,7 @@
 #include "strata/opt/thread_fusion.h"
 #include "search/pointwise_seed.h"
 #include "support/parse.h"
+#include "support/pointwise_programs.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/emulation.h"
@@ -866,23 +867,8 @@ namespace {
 // rotary with slices, a concat and a broadcast cos/sin; a residual add + RMSNorm with two
 // outputs over more rows than blocks of other graphs have.
 TEST(EmulationPointwiseSeed, RotaryAndResidualNorm) {
-  const KernelGraph rope = parse(R"(
-input Q: f16[6, 4, 32]
-input K: f16[6, 2, 32]
-input Cos: f16[6, 1, 32]
-input Sin: f16[6, 1, 32]
-Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 16, 32), -1), slice(Q, -1, 0, 16), dim=-1), Sin))
-Kr = add(mul(K, Cos), mul(concat(mul_scalar(slice(K, -1, 16, 32), -1), slice(K, -1, 0, 16), dim=-1), Sin))
-output Qr, Kr
-)");
-  const KernelGraph norm = parse(R"(
-input X: f16[70, 96]
-input R: f16[70, 96]
-input G: f16[96]
-H = add(X, R)
-O = mul(rms_norm(H, eps=1e-06), G)
-output H, O
-)");
+  const KernelGraph rope = parse(kRotaryProgram);
+  const KernelGraph norm = parse(residual_norm_program(70, 96));
   for (const auto& [name, program] : {std::pair{"rope", &rope}, std::pair{"resid_norm", &norm}}) {
     auto seed = search::pointwise_seed(*program);
     ASSERT_TRUE(seed.has_value()) << name;

@@ -251,28 +251,18 @@ TEST(MpkEmulation, TaskFunctionsMatchTheFloat64Model) {
 // The matmul-family ops from generated μGraphs (docs/megakernel.md, "Generated tasks"): their
 // tasks run the task entries of the compilation's generated header through its dispatch, the
 // other tasks the hand-written functions, op by op, against the float64 model.
-std::shared_ptr<const GeneratedSet> given_set(const ModelConfig& m, int64_t tn) {
-  auto set = std::make_shared<GeneratedSet>();
-  for (auto& [op, graph] : testing::mpk_generated_graphs(m, tn)) {
-    auto gg = prepare_generated(m, op, graph, "test " + op);
-    EXPECT_TRUE(gg.ok()) << (gg.ok() ? "" : gg.error().message);
-    if (gg.ok()) set->emplace(op, std::move(*gg));
-  }
-  return set;
-}
-
 TEST(MpkEmulation, GeneratedTaskEntriesMatchTheFloat64Model) {
   CompileOptions o;
   o.workers = 6;
   // Given μGraphs with ragged column tiles (QKV 64 + 2·32 = 128 columns and the MLP's 96 in
   // tiles of 24 and 40), qk-norm, batch 2, a cache longer than one attention sub-block.
   ModelConfig m = small(true, 2, 64, 16);
-  o.generated = given_set(m, 40);
+  o.generated = testing::mpk_generated_set(m, 40);
   ASSERT_EQ(o.generated->size(), 4u);
   check_case({m, o, 261});
   // K not a multiple of 8 (hidden 36: the entries' scalar copies), batch 1, position 0.
   m = small(false, 1, 36, 8);
-  o.generated = given_set(m, 24);
+  o.generated = testing::mpk_generated_set(m, 24);
   check_case({m, o, 0});
 }
 

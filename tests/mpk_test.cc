@@ -379,21 +379,10 @@ TEST(MpkFloat64, TaskDecompositionMatchesThePlainModel) {
   check_decomposition(m, opts(4, 16), SchedulePolicy::GlobalQueue, 4, 3);
 }
 
-// The generated μGraphs of the four matmul-family ops of `m`, verified and emitted.
-std::shared_ptr<const GeneratedSet> generated_set(const ModelConfig& m, int64_t tn = 16) {
-  auto set = std::make_shared<GeneratedSet>();
-  for (auto& [op, graph] : testing::mpk_generated_graphs(m, tn)) {
-    auto gg = prepare_generated(m, op, graph, "test " + op);
-    EXPECT_TRUE(gg.ok()) << (gg.ok() ? "" : gg.error().message);
-    if (gg.ok()) set->emplace(op, std::move(*gg));
-  }
-  return set;
-}
-
 TEST(MpkGenerated, OpsFromMuGraphsValidateAndWaitOnTheirBlocks) {
   const ModelConfig m = tiny(true, 2);
   CompileOptions o = opts(5, 2);
-  o.generated = generated_set(m);
+  o.generated = testing::mpk_generated_set(m);
   ASSERT_EQ(o.generated->size(), 4u);
   TaskGraph g = compiled(m, o);
   ASSERT_TRUE(validate_task_graph(g).ok()) << validate_task_graph(g).error().message;
@@ -450,7 +439,7 @@ TEST(MpkGenerated, TaskDecompositionMatchesThePlainModel) {
   for (int64_t batch : {1, 2}) {
     const ModelConfig m = tiny(batch == 2, batch);
     CompileOptions o = opts(4, 2);
-    o.generated = generated_set(m, batch == 1 ? 16 : 24);
+    o.generated = testing::mpk_generated_set(m, batch == 1 ? 16 : 24);
     check_decomposition(m, o, SchedulePolicy::StaticLists, 5 + batch, 3);
     check_decomposition(m, o, SchedulePolicy::GlobalQueue, 7 + batch, 2);
   }

@@ -8,21 +8,12 @@
 #include "strata/search/search_report.h"
 #include "strata/verify/verifier.h"
 #include "support/parse.h"
+#include "support/pointwise_programs.h"
 #include "support/search_config.h"
 
 namespace strata::testing {
 namespace {
 
-// Rotary embedding of q and k (rotate-half, cos/sin broadcast over the heads), as in the suite.
-constexpr const char* kRope = R"(
-input Q: f16[6, 4, 32]
-input K: f16[6, 2, 32]
-input Cos: f16[6, 1, 32]
-input Sin: f16[6, 1, 32]
-Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 16, 32), -1), slice(Q, -1, 0, 16), dim=-1), Sin))
-Kr = add(mul(K, Cos), mul(concat(mul_scalar(slice(K, -1, 16, 32), -1), slice(K, -1, 0, 16), dim=-1), Sin))
-output Qr, Kr
-)";
 
 int customized_kernels(const KernelGraph& g) {
   int n = 0;
@@ -38,7 +29,7 @@ void expect_proved(const KernelGraph& program, const KernelGraph& seed) {
 }
 
 TEST(PointwiseSeed, RotaryGetsOneKernelPerOutputShape) {
-  KernelGraph p = parse(kRope);
+  KernelGraph p = parse(kRotaryProgram);
   auto seed = search::pointwise_seed(p);
   ASSERT_TRUE(seed.has_value());
   EXPECT_EQ(customized_kernels(*seed), 2);  // Qr [6,4,32] and Kr [6,2,32]
@@ -50,14 +41,7 @@ TEST(PointwiseSeed, RotaryGetsOneKernelPerOutputShape) {
 TEST(PointwiseSeed, ResidualAndNormShareOneKernelOverManyRows) {
   // Two outputs of one shape: one kernel, one block per row (more rows than the search's
   // grid policy offers), RMSNorm over the unsplit last dim.
-  KernelGraph p = parse(R"(
-input X: f16[300, 40]
-input R: f16[300, 40]
-input G: f16[40]
-H = add(X, R)
-O = mul(rms_norm(H, eps=1e-06), G)
-output H, O
-)");
+  KernelGraph p = parse(residual_norm_program(300, 40));
   auto seed = search::pointwise_seed(p);
   ASSERT_TRUE(seed.has_value());
   EXPECT_EQ(customized_kernels(*seed), 1);
@@ -67,7 +51,7 @@ output H, O
 // The search offers the seed, verifies it and marks it in the ranking and the result
 // document ("derived", which `strata profile --top K` measures beside the top K).
 TEST(PointwiseSeed, TheSearchRanksTheProvedSeed) {
-  KernelGraph p = parse(kRope);
+  KernelGraph p = parse(kRotaryProgram);
   SearchConfig config = search_config("pointwise-seed", "rope").with_time_limit(6);
   auto r = superoptimize(p, config);
   ASSERT_TRUE(r.ok()) << r.error().message;

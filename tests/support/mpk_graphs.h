@@ -4,7 +4,12 @@
 // contraction.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <memory>
+
 #include "strata/ir/graph_json.h"
+#include "strata/mpk/generated_ops.h"
 #include "strata/mpk/model_config.h"
 #include "support/benchmark_graphs.h"
 
@@ -102,6 +107,19 @@ inline std::map<std::string, KernelGraph> mpk_generated_graphs(const mpk::ModelC
           {"o_proj_residual", mpk_matmul_residual_graph(m.batch, Q, H, tn, divisor_at_most(Q, 32))},
           {"norm_gate_up_silu", mpk_gated_graph(m.batch, H, I, m.eps, tn, divisor_at_most(H, 32))},
           {"down_residual", mpk_matmul_residual_graph(m.batch, I, H, tn, divisor_at_most(I, 32))}};
+}
+
+/// mpk_generated_graphs(m, tn) verified and emitted (prepare_generated), as the compiler's
+/// generated set; a failure is a test failure naming it (the op is then left out).
+inline std::shared_ptr<const mpk::GeneratedSet> mpk_generated_set(const mpk::ModelConfig& m,
+                                                                  int64_t tn = 16) {
+  auto set = std::make_shared<mpk::GeneratedSet>();
+  for (auto& [op, graph] : mpk_generated_graphs(m, tn)) {
+    auto gg = mpk::prepare_generated(m, op, graph, "test " + op);
+    EXPECT_TRUE(gg.ok()) << (gg.ok() ? "" : gg.error().message);
+    if (gg.ok()) set->emplace(op, std::move(*gg));
+  }
+  return set;
 }
 
 }  // namespace strata::testing
