@@ -30,22 +30,28 @@ void expect_proved(const KernelGraph& program, const KernelGraph& seed) {
 
 TEST(PointwiseSeed, RotaryGetsOneKernelPerOutputShape) {
   KernelGraph p = parse(kRotaryProgram);
-  auto seed = search::pointwise_seed(p);
-  ASSERT_TRUE(seed.has_value());
-  EXPECT_EQ(customized_kernels(*seed), 2);  // Qr [6,4,32] and Kr [6,2,32]
-  for (const KernelOp& op : seed->ops())
+  auto seeds = search::pointwise_seeds(p);
+  ASSERT_EQ(seeds.size(), 1u);  // 6 tokens: one row per block only
+  EXPECT_EQ(customized_kernels(seeds[0]), 2);  // Qr [6,4,32] and Kr [6,2,32]
+  for (const KernelOp& op : seeds[0].ops())
     if (op.kind == OpKind::Customized) EXPECT_EQ(op.body->grid().x, 6);  // split over tokens
-  expect_proved(p, *seed);
+  expect_proved(p, seeds[0]);
 }
 
 TEST(PointwiseSeed, ResidualAndNormShareOneKernelOverManyRows) {
   // Two outputs of one shape: one kernel, one block per row (more rows than the search's
   // grid policy offers), RMSNorm over the unsplit last dim.
   KernelGraph p = parse(residual_norm_program(300, 40));
-  auto seed = search::pointwise_seed(p);
-  ASSERT_TRUE(seed.has_value());
-  EXPECT_EQ(customized_kernels(*seed), 1);
-  expect_proved(p, *seed);
+  auto seeds = search::pointwise_seeds(p);
+  // 1 and 2 rows per block (300 / 4 = 75 blocks: fewer than a wave); each proved.
+  ASSERT_EQ(seeds.size(), 2u);
+  const int blocks[] = {300, 150};
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    EXPECT_EQ(customized_kernels(seeds[i]), 1);
+    for (const KernelOp& op : seeds[i].ops())
+      if (op.kind == OpKind::Customized) EXPECT_EQ(op.body->grid().x, blocks[i]);
+    expect_proved(p, seeds[i]);
+  }
 }
 
 // The search offers the seed, verifies it and marks it in the ranking and the result
@@ -62,7 +68,7 @@ TEST(PointwiseSeed, TheSearchRanksTheProvedSeed) {
     EXPECT_TRUE(c.verification.equivalent);
     EXPECT_EQ(customized_kernels(c.graph), 2);
   }
-  EXPECT_EQ(seeds, 1);
+  EXPECT_EQ(seeds, 1);  // 6 tokens: one seed
   auto target = Target::by_name(config.target);
   ASSERT_TRUE(target.ok());
   auto back = search_result_from_json(search_result_to_json(*r, config), *target);
@@ -74,37 +80,37 @@ TEST(PointwiseSeed, TheSearchRanksTheProvedSeed) {
 
 TEST(PointwiseSeed, RefusedWhereBlocksWouldNeedOtherRows) {
   // A matmul is not elementwise work.
-  EXPECT_FALSE(search::pointwise_seed(parse(R"(
+  EXPECT_TRUE(search::pointwise_seeds(parse(R"(
 input A: f16[8, 16]
 input B: f16[16, 16]
 C = add(matmul(A, B), A)
 output C
-)")).has_value());
+)")).empty());
   // A norm, a slice or a concat along the split dim (the first non-last dim).
-  EXPECT_FALSE(search::pointwise_seed(parse(R"(
+  EXPECT_TRUE(search::pointwise_seeds(parse(R"(
 input X: f16[8, 16]
 O = rms_norm(X, dim=0, eps=1e-06)
 output O
-)")).has_value());
-  EXPECT_FALSE(search::pointwise_seed(parse(R"(
+)")).empty());
+  EXPECT_TRUE(search::pointwise_seeds(parse(R"(
 input X: f16[8, 16]
 O = concat(slice(X, 0, 4, 8), slice(X, 0, 0, 4), dim=0)
 output O
-)")).has_value());
+)")).empty());
   // An input of extent 1 along the split dim is replicated to every block.
-  auto seed = search::pointwise_seed(parse(R"(
+  auto seeds = search::pointwise_seeds(parse(R"(
 input X: f16[8, 16]
 input B: f16[1, 16]
 O = sub(X, B)
 output O
 )"));
-  ASSERT_TRUE(seed.has_value());
+  ASSERT_EQ(seeds.size(), 1u);
   expect_proved(parse(R"(
 input X: f16[8, 16]
 input B: f16[1, 16]
 O = sub(X, B)
 output O
-)"), *seed);
+)"), seeds[0]);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -11,8 +12,13 @@
 namespace strata::search {
 namespace {
 
-/// Threads of a seed's blocks: its rows are short (one row of every output per block).
+/// Threads of a seed's blocks: its rows are short (a few rows of every output per block).
 constexpr int kSeedThreads = 128;
+/// Rows of the split dim per block, one seed each (the GPU profile picks: a derived form).
+constexpr int64_t kSeedRows[] = {1, 2, 4, 8};
+/// More than one row per block only while at least this many blocks remain (a wave of a
+/// 132-SM GPU).
+constexpr int64_t kSeedMinBlocks = 132;
 
 /// Whether the op is elementwise work a seed can hold: unary and binary ops, slices,
 /// concats and RMSNorm (their dims are checked against the split dim separately).
@@ -47,7 +53,8 @@ std::vector<int> cone(const KernelGraph& g, const std::vector<int>& outs) {
 /// One customized kernel computing the outputs `outs` (all of shape `shape`) of `g` into
 /// `seed`, whose inputs mirror g's (same ids): the seed's tensors of those outputs, in order,
 /// or nothing when the kernel cannot be built.
-std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vector<int>& outs, const Shape& shape,
+std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vector<int>& outs,
+                                           const Shape& shape, int64_t rows,
                 KernelGraph& seed) {
   const int r = shape.rank();
   int sd = -1;  // the split dim: the first non-last dim with more than one element
@@ -63,7 +70,8 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
         sd >= 0 && op.attrs.dim == sd + g.tensor(op.outputs[0]).shape.rank() - r)
       return std::nullopt;
   }
-  const int64_t blocks = sd < 0 ? 1 : shape[sd];
+  if (sd >= 0 && shape[sd] % rows != 0) return std::nullopt;
+  const int64_t extent = sd < 0 ? 1 : shape[sd], blocks = extent / rows;
   auto body = BlockGraph::make(Dim3{static_cast<int>(blocks), 1, 1}, kSeedThreads, 1);
   if (!body.ok()) return std::nullopt;
   BlockGraph& b = *body;
@@ -76,7 +84,7 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
     // output when it has the same extent, replicated when it has one element or none.
     const int di = sd < 0 ? -1 : sd - (r - s.rank());
     GridMap imap = kAllReplicated;
-    if (di >= 0 && s[di] == blocks && blocks > 1)
+    if (di >= 0 && s[di] == extent && blocks > 1)
       imap[0] = di;
     else if (di >= 0 && s[di] != 1)
       return false;
@@ -117,9 +125,8 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
   return *made;
 }
 
-}  // namespace
-
-std::optional<KernelGraph> pointwise_seed(const KernelGraph& program) {
+/// The seed with `rows` rows of the split dim per block, or nothing.
+std::optional<KernelGraph> seed_with_rows(const KernelGraph& program, int64_t rows) {
   if (program.ranks() > 1 || program.outputs().empty()) return std::nullopt;
   KernelGraph seed;
   for (int t : program.inputs()) {  // the same ids: inputs come first in every program
@@ -139,7 +146,7 @@ std::optional<KernelGraph> pointwise_seed(const KernelGraph& program) {
   }
   std::map<int, int> made;  // program output → seed tensor
   for (const auto& [shape, outs] : groups) {
-    const std::optional<std::vector<int>> ids = add_kernel(program, outs, shape, seed);
+    const std::optional<std::vector<int>> ids = add_kernel(program, outs, shape, rows, seed);
     if (!ids) return std::nullopt;
     for (size_t k = 0; k < outs.size(); ++k) made[outs[k]] = (*ids)[k];
   }
@@ -148,6 +155,30 @@ std::optional<KernelGraph> pointwise_seed(const KernelGraph& program) {
     if (!seed.mark_output(made.at(t), program.tensor_name(t)).ok()) return std::nullopt;
   }
   return seed;
+}
+
+}  // namespace
+
+std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program) {
+  std::vector<KernelGraph> out;
+  for (int64_t rows : kSeedRows) {
+    // More rows per block only while a wave's worth of blocks remains, for every output shape.
+    bool enough = rows == 1;
+    for (int t : program.outputs()) {
+      const Shape& s = program.tensor(t).shape;
+      int64_t extent = 1;
+      for (int d = 0; d + 1 < s.rank(); ++d)
+        if (s[d] > 1) {
+          extent = s[d];
+          break;
+        }
+      enough = rows == 1 || (extent % rows == 0 && extent / rows >= kSeedMinBlocks);
+      if (!enough) break;
+    }
+    if (!enough) continue;
+    if (std::optional<KernelGraph> g = seed_with_rows(program, rows)) out.push_back(std::move(*g));
+  }
+  return out;
 }
 
 }  // namespace strata::search

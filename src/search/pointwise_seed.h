@@ -9,15 +9,17 @@
 // candidate; the search only offers it.
 #pragma once
 
-#include <optional>
+#include <vector>
 
 #include "strata/ir/kernel_graph.h"
 
 namespace strata::search {
 
-/// The seed of complete program `program`, or nullopt when some op is not elementwise work
-/// as above, an op slices, concatenates or normalizes along the split dim, or an input does
-/// not broadcast along it (docs/search.md, "Pointwise seeds").
-std::optional<KernelGraph> pointwise_seed(const KernelGraph& program);
+/// The seeds of complete program `program`, one per number of split-dim rows per block (1,
+/// and 2, 4, 8 where they divide every output's split extent into at least 132 blocks); empty
+/// when some op is not elementwise work as above, an op slices, concatenates or normalizes
+/// along the split dim, or an input does not broadcast along it (docs/search.md, "Pointwise
+/// seeds").
+std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program);
 
 }  // namespace strata::search

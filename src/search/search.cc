@@ -635,15 +635,14 @@ std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::Ca
   return out;
 }
 
-/// Phase 5c, seeds: the pointwise seed of the canonical program (docs/search.md, "Pointwise
-/// seeds"), when it has one the code generator can emit, costed like the derived forms and
-/// verified beside them.
-void add_pointwise_seed(const SearchJob& job, std::vector<DerivedEntry>& derived) {
-  std::optional<KernelGraph> seed = search::pointwise_seed(job.canonical);
-  if (!seed || !not_emittable(*seed, job.target).empty()) return;
-  search::CandidatePool one(job.target, 1);
-  one.offer(std::move(*seed));
-  for (const search::PoolEntry& e : one.entries()) derived.push_back({e, "pointwise_seed"});
+/// Phase 5c, seeds: the pointwise seeds of the canonical program (docs/search.md, "Pointwise
+/// seeds") the code generator can emit, costed like the derived forms and verified beside them.
+void add_pointwise_seeds(const SearchJob& job, std::vector<DerivedEntry>& derived) {
+  std::vector<KernelGraph> seeds = search::pointwise_seeds(job.canonical);
+  search::CandidatePool pool(job.target, seeds.size());
+  for (KernelGraph& g : seeds)
+    if (not_emittable(g, job.target).empty()) pool.offer(std::move(g));
+  for (const search::PoolEntry& e : pool.entries()) derived.push_back({e, "pointwise_seed"});
 }
 
 /// Phase 7b: the derived forms screened and verified (as screen_and_verify does) and, when
@@ -836,7 +835,7 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
 
   const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
   std::vector<DerivedEntry> derived = derive_split_kv(job, pool);
-  add_pointwise_seed(job, derived);
+  add_pointwise_seeds(job, derived);
   const std::vector<search::PoolEntry> found = pool.entries();
   screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);
   verify_derived(job, *en.checker, derived, monitor, result);
