@@ -870,7 +870,7 @@ TEST(EmulationPointwiseSeed, RotaryAndResidualNorm) {
   const KernelGraph rope = parse(kRotaryProgram);
   const KernelGraph norm = parse(residual_norm_program(528, 24));  // 1, 2 and 4 rows per block
   for (const auto& [name, program] : {std::pair{"rope", &rope}, std::pair{"resid_norm", &norm}}) {
-    const std::vector<KernelGraph> seeds = search::pointwise_seeds(*program);
+    const std::vector<KernelGraph> seeds = search::pointwise_seeds(*program, 132);  // a wave of 132 SMs
     ASSERT_FALSE(seeds.empty()) << name;
     for (size_t i = 0; i < seeds.size(); ++i)
       check_graph(Case{"seed_" + std::string(name) + "_" + std::to_string(i), seeds[i]}, program);

@@ -14,6 +14,12 @@
 namespace strata::testing {
 namespace {
 
+/// Blocks of one wave on the GPUs the search targets by default (132 SMs).
+constexpr int64_t kWave = 132;
+
+std::vector<KernelGraph> seeds_of(const char* program) {
+  return search::pointwise_seeds(parse(program), kWave);
+}
 
 int customized_kernels(const KernelGraph& g) {
   int n = 0;
@@ -30,8 +36,8 @@ void expect_proved(const KernelGraph& program, const KernelGraph& seed) {
 
 TEST(PointwiseSeed, RotaryGetsOneKernelPerOutputShape) {
   KernelGraph p = parse(kRotaryProgram);
-  auto seeds = search::pointwise_seeds(p);
-  ASSERT_EQ(seeds.size(), 1u);  // 6 tokens: one row per block only
+  auto seeds = search::pointwise_seeds(p, kWave);
+  ASSERT_EQ(seeds.size(), 1u);                 // 6 tokens: one row per block only
   EXPECT_EQ(customized_kernels(seeds[0]), 2);  // Qr [6,4,32] and Kr [6,2,32]
   for (const KernelOp& op : seeds[0].ops())
     if (op.kind == OpKind::Customized) EXPECT_EQ(op.body->grid().x, 6);  // split over tokens
@@ -42,7 +48,7 @@ TEST(PointwiseSeed, ResidualAndNormShareOneKernelOverManyRows) {
   // Two outputs of one shape: one kernel, one block per row (more rows than the search's
   // grid policy offers), RMSNorm over the unsplit last dim.
   KernelGraph p = parse(residual_norm_program(300, 40));
-  auto seeds = search::pointwise_seeds(p);
+  auto seeds = search::pointwise_seeds(p, kWave);
   // 1 and 2 rows per block (300 / 4 = 75 blocks: fewer than a wave); each proved.
   ASSERT_EQ(seeds.size(), 2u);
   const int blocks[] = {300, 150};
@@ -80,37 +86,41 @@ TEST(PointwiseSeed, TheSearchRanksTheProvedSeed) {
 
 TEST(PointwiseSeed, RefusedWhereBlocksWouldNeedOtherRows) {
   // A matmul is not elementwise work.
-  EXPECT_TRUE(search::pointwise_seeds(parse(R"(
+  EXPECT_TRUE(seeds_of(R"(
 input A: f16[8, 16]
 input B: f16[16, 16]
 C = add(matmul(A, B), A)
 output C
-)")).empty());
+)")
+                  .empty());
   // A norm, a slice or a concat along the split dim (the first non-last dim).
-  EXPECT_TRUE(search::pointwise_seeds(parse(R"(
+  EXPECT_TRUE(seeds_of(R"(
 input X: f16[8, 16]
 O = rms_norm(X, dim=0, eps=1e-06)
 output O
-)")).empty());
-  EXPECT_TRUE(search::pointwise_seeds(parse(R"(
+)")
+                  .empty());
+  EXPECT_TRUE(seeds_of(R"(
 input X: f16[8, 16]
 O = concat(slice(X, 0, 4, 8), slice(X, 0, 0, 4), dim=0)
 output O
-)")).empty());
+)")
+                  .empty());
   // An input of extent 1 along the split dim is replicated to every block.
-  auto seeds = search::pointwise_seeds(parse(R"(
+  auto seeds = seeds_of(R"(
 input X: f16[8, 16]
 input B: f16[1, 16]
 O = sub(X, B)
 output O
-)"));
+)");
   ASSERT_EQ(seeds.size(), 1u);
   expect_proved(parse(R"(
 input X: f16[8, 16]
 input B: f16[1, 16]
 O = sub(X, B)
 output O
-)"), seeds[0]);
+)"),
+                seeds[0]);
 }
 
 }  // namespace

@@ -51,10 +51,6 @@ struct ExecConfig {
 /// The error of an evaluation given up for ExecConfig::stop.
 inline constexpr const char* kStoppedMessage = "evaluation stopped (time limit or interrupt)";
 
-inline bool stop_requested(const std::atomic<bool>* stop) {
-  return stop && stop->load(std::memory_order_relaxed);
-}
-
 /// For each op of a block graph: whether its result reaches an output saver (only those run).
 inline std::vector<char> live_block_ops(const BlockGraph& bg) {
   std::vector<char> live(bg.ops().size(), 0), need(bg.tensors().size(), 0);

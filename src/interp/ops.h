@@ -269,6 +269,11 @@ void concat_op(int d, const Tensor<A>& a, const Tensor<A>& b, Tensor<A>& out, co
   });
 }
 
+/// Whether an evaluation's stop flag (ExecConfig::stop; null: none) is set.
+inline bool stop_requested(const std::atomic<bool>* stop) {
+  return stop && stop->load(std::memory_order_relaxed);
+}
+
 /// Batched matmul A[…, m, k] × B[…, k, n] on the elements of `box`.
 template <class A>
 void matmul_op(const A& ar, const ValueHints& hints, const Tensor<A>& a, const Tensor<A>& b,
@@ -282,7 +287,7 @@ void matmul_op(const A& ar, const ValueHints& hints, const Tensor<A>& a, const T
   int64_t rchunks = (rows + kRows - 1) / kRows, cchunks = (cols + kCols - 1) / kCols;
   int64_t items = nb0 * nb1 * rchunks * cchunks;
   parallel_for(items, threads, [&](int64_t it) {
-    if (stop && stop->load(std::memory_order_relaxed)) return;  // the caller reports it
+    if (stop_requested(stop)) return;  // the caller reports it
     int64_t cc = it % cchunks, rc = (it / cchunks) % rchunks;
     int64_t b1 = box.lo[1] + (it / (cchunks * rchunks)) % nb1;
     int64_t b0 = box.lo[0] + it / (cchunks * rchunks * nb1);

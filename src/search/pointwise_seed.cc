@@ -16,9 +16,6 @@ namespace {
 constexpr int kSeedThreads = 128;
 /// Rows of the split dim per block, one seed each (the GPU profile picks: a derived form).
 constexpr int64_t kSeedRows[] = {1, 2, 4, 8};
-/// More than one row per block only while at least this many blocks remain (a wave of a
-/// 132-SM GPU).
-constexpr int64_t kSeedMinBlocks = 132;
 
 /// Whether the op is elementwise work a seed can hold: unary and binary ops, slices,
 /// concats and RMSNorm (their dims are checked against the split dim separately).
@@ -34,6 +31,13 @@ bool seedable(OpKind kind) {
     default:
       return false;
   }
+}
+
+/// The split dim of an output shape: the first non-last dim with more than one element, or -1.
+int split_dim(const Shape& shape) {
+  for (int d = 0; d + 1 < shape.rank(); ++d)
+    if (shape[d] > 1) return d;
+  return -1;
 }
 
 /// The program ops (ids) the outputs `outs` depend on, in program order (a topological one).
@@ -54,20 +58,17 @@ std::vector<int> cone(const KernelGraph& g, const std::vector<int>& outs) {
 /// `seed`, whose inputs mirror g's (same ids): the seed's tensors of those outputs, in order,
 /// or nothing when the kernel cannot be built.
 std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vector<int>& outs,
-                                           const Shape& shape, int64_t rows,
-                KernelGraph& seed) {
+                                           const Shape& shape, int64_t rows, KernelGraph& seed) {
   const int r = shape.rank();
-  int sd = -1;  // the split dim: the first non-last dim with more than one element
-  for (int d = 0; d + 1 < r && sd < 0; ++d)
-    if (shape[d] > 1) sd = d;
+  const int sd = split_dim(shape);
   const std::vector<int> ops = cone(g, outs);
   for (int id : ops) {
     const KernelOp& op = g.op(id);
     if (!seedable(op.kind)) return std::nullopt;
     const Category cat = op_category(op.kind);
     // Slices, concats and norms along the split dim would need other blocks' rows.
-    if ((cat == Category::Concat || cat == Category::Norm || cat == Category::Layout) &&
-        sd >= 0 && op.attrs.dim == sd + g.tensor(op.outputs[0]).shape.rank() - r)
+    if ((cat == Category::Concat || cat == Category::Norm || cat == Category::Layout) && sd >= 0 &&
+        op.attrs.dim == sd + g.tensor(op.outputs[0]).shape.rank() - r)
       return std::nullopt;
   }
   if (sd >= 0 && shape[sd] % rows != 0) return std::nullopt;
@@ -75,8 +76,8 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
   auto body = BlockGraph::make(Dim3{static_cast<int>(blocks), 1, 1}, kSeedThreads, 1);
   if (!body.ok()) return std::nullopt;
   BlockGraph& b = *body;
-  std::map<int, int> tile;        // program tensor → block tensor
-  std::vector<int> kernel_inputs;  // program input tensors, in the order they are loaded
+  std::map<int, int> tile;          // program tensor → block tensor
+  std::vector<int> kernel_inputs;   // program input tensors, in the order they are loaded
   auto load = [&](int t) -> bool {  // false: the input does not broadcast along sd
     if (tile.count(t)) return true;
     const Shape& s = g.tensor(t).shape;
@@ -130,15 +131,16 @@ std::optional<KernelGraph> seed_with_rows(const KernelGraph& program, int64_t ro
   if (program.ranks() > 1 || program.outputs().empty()) return std::nullopt;
   KernelGraph seed;
   for (int t : program.inputs()) {  // the same ids: inputs come first in every program
-    auto in = seed.add_input(program.tensor_name(t), program.tensor(t).shape,
-                             program.tensor(t).dtype);
+    auto in =
+        seed.add_input(program.tensor_name(t), program.tensor(t).shape, program.tensor(t).dtype);
     if (!in.ok() || *in != t) return std::nullopt;
   }
   // Outputs grouped by shape, in the order of their first appearance.
   std::vector<std::pair<Shape, std::vector<int>>> groups;
   for (int t : program.outputs()) {
     const Shape& s = program.tensor(t).shape;
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == s; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == s; });
     if (it == groups.end())
       groups.push_back({s, {t}});
     else
@@ -159,21 +161,16 @@ std::optional<KernelGraph> seed_with_rows(const KernelGraph& program, int64_t ro
 
 }  // namespace
 
-std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program) {
+std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program, int64_t min_blocks) {
   std::vector<KernelGraph> out;
   for (int64_t rows : kSeedRows) {
-    // More rows per block only while a wave's worth of blocks remains, for every output shape.
-    bool enough = rows == 1;
+    // More rows per block only while min_blocks blocks remain, for every output shape.
+    bool enough = true;
     for (int t : program.outputs()) {
       const Shape& s = program.tensor(t).shape;
-      int64_t extent = 1;
-      for (int d = 0; d + 1 < s.rank(); ++d)
-        if (s[d] > 1) {
-          extent = s[d];
-          break;
-        }
-      enough = rows == 1 || (extent % rows == 0 && extent / rows >= kSeedMinBlocks);
-      if (!enough) break;
+      const int sd = split_dim(s);
+      const int64_t extent = sd < 0 ? 1 : s[sd];
+      enough = enough && (rows == 1 || (extent % rows == 0 && extent / rows >= min_blocks));
     }
     if (!enough) continue;
     if (std::optional<KernelGraph> g = seed_with_rows(program, rows)) out.push_back(std::move(*g));

@@ -16,10 +16,11 @@
 namespace strata::search {
 
 /// The seeds of complete program `program`, one per number of split-dim rows per block (1,
-/// and 2, 4, 8 where they divide every output's split extent into at least 132 blocks); empty
+/// and 2, 4, 8 where they divide every output's split extent into at least `min_blocks`
+/// blocks: the search passes the target's SM count, one wave); empty
 /// when some op is not elementwise work as above, an op slices, concatenates or normalizes
 /// along the split dim, or an input does not broadcast along it (docs/search.md, "Pointwise
 /// seeds").
-std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program);
+std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program, int64_t min_blocks);
 
 }  // namespace strata::search

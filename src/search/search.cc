@@ -614,16 +614,16 @@ bool enumerate(const SearchJob& job, const Enumeration& en, search::StopControl&
 /// Derived forms verified beside the top_k (docs/search.md, "Split-KV").
 constexpr size_t kDerivedVerified = 2;
 
-/// Phase 5b, derived forms: the split-KV forms of the online-softmax kernels of the graphs
-/// found (docs/search.md, "Split-KV"), costed; the best of them are verified beside the
-/// enumeration's candidates (verify_derived), because the cost model does not see the
-/// latency of a long loop in few blocks that the split removes.
 /// A graph not found by the enumeration, and how it was made (Candidate::derived).
 struct DerivedEntry {
   search::PoolEntry entry;
   const char* how;
 };
 
+/// Phase 5b, derived forms: the split-KV forms of the online-softmax kernels of the graphs
+/// found (docs/search.md, "Split-KV"), costed; the best of them are verified beside the
+/// enumeration's candidates (verify_derived), because the cost model does not see the
+/// latency of a long loop in few blocks that the split removes.
 std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::CandidatePool& pool) {
   const int64_t max_blocks = 4 * static_cast<int64_t>(job.target.sm_count);
   search::CandidatePool derived(job.target, kDerivedVerified);
@@ -638,7 +638,7 @@ std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::Ca
 /// Phase 5c, seeds: the pointwise seeds of the canonical program (docs/search.md, "Pointwise
 /// seeds") the code generator can emit, costed like the derived forms and verified beside them.
 void add_pointwise_seeds(const SearchJob& job, std::vector<DerivedEntry>& derived) {
-  std::vector<KernelGraph> seeds = search::pointwise_seeds(job.canonical);
+  std::vector<KernelGraph> seeds = search::pointwise_seeds(job.canonical, job.target.sm_count);
   search::CandidatePool pool(job.target, seeds.size());
   for (KernelGraph& g : seeds)
     if (not_emittable(g, job.target).empty()) pool.offer(std::move(g));
