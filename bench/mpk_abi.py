@@ -8,7 +8,7 @@ import ctypes
 
 POINTERS = ("ops", "tasks", "waits", "triggers", "event_counts", "event_counters",
             "worker_offsets", "worker_tasks", "order", "queue_counter", "buffers", "workspace",
-            "tokens_in", "tokens_out")
+            "tokens_in", "tokens_out", "trace")
 INTS = ("num_tasks", "pos", "step", "mode", "prefetch", "batch", "hidden", "heads", "kv_heads",
         "head_dim", "intermediate", "vocab", "max_kv", "layers")
 

@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from mpk_abi import Params
+import mpk_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ["embed", "norm_matmul", "rope_append", "attn_chunk", "attn_combine",
@@ -217,9 +218,10 @@ class Megakernel:
         self.queue.zero_()
         self.step = 0
 
-    def params(self, tokens_in, tokens_out, pos, mode, prefetch=1):
+    def params(self, tokens_in, tokens_out, pos, mode, prefetch=1, trace=None):
         m = self.m
         p = Params()
+        p.trace = trace.data_ptr() if trace is not None else None
         for name, t in (("ops", self.ops), ("tasks", self.task_tab), ("waits", self.waits),
                         ("triggers", self.triggers), ("event_counts", self.event_counts),
                         ("event_counters", self.counters), ("worker_offsets", self.worker_offsets),
@@ -247,6 +249,20 @@ class Megakernel:
                                   ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
         if err:
             raise RuntimeError(f"mpk_launch: CUDA error {err}")
+
+    def trace_step(self, tokens_in, tokens_out, pos, mode):
+        """One step with the trace buffer set; returns mpk_trace.summarize of it."""
+        n = len(self.tasks["tasks"]) // self.tasks["task_fields"]
+        buf = torch.zeros(4 * n, dtype=torch.int64, device=self.kc.device)
+        self.step += 1
+        p = self.params(tokens_in, tokens_out, pos, mode, 1, buf)
+        p.step = self.step
+        err = self.lib.mpk_launch(ctypes.byref(p), self.workers, self.smem,
+                                  ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if err:
+            raise RuntimeError(f"mpk_launch: CUDA error {err}")
+        torch.cuda.synchronize()
+        return mpk_trace.summarize(self.tasks, buf.tolist(), self.workers)
 
     def launch_per_op(self, tokens_in, tokens_out, pos):
         p = self.params(tokens_in, tokens_out, pos, 0)
@@ -437,6 +453,7 @@ def run_config(lib, strata, model_file, batch, kv, args, deadline):
                            (0, 0, "megakernel_static_no_prefetch")):
         mk.reset()
         times[name] = time_ms(lambda: mk.launch(tin, tout, kv, mode, pf), args.iters)
+    rec["trace"] = mk.trace_step(tin, tout, kv, 0)
     graph = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -625,6 +642,7 @@ def run_generated(built, libs, model_file, batch, kv, args):
     for mode, name in ((0, "megakernel_generated_static"), (1, "megakernel_generated_queue")):
         mk.reset()
         times[name] = time_ms(lambda: mk.launch(tin, tout, kv, mode), args.iters)
+    rec["trace"] = mk.trace_step(tin, tout, kv, 0)
     rec["times_ms"] = times
     log(f"  generated tasks: check {rec['check']}  greedy {rec['greedy']}; " +
         ", ".join(f"{k} {v * 1e3:.0f} us" for k, v in times.items()))
@@ -842,6 +860,17 @@ def report(doc):
                          f"{r['torch_compile_max_abs_err_vs_eager']:.3g}")
     if notes:
         lines += ["", "Notes:", ""] + notes
+    traced = [(r, r["trace"], "") for r in doc["records"] if "trace" in r]
+    traced += [(r, r["generated"]["trace"], " (generated tasks)") for r in doc["records"]
+               if "trace" in r.get("generated", {})]
+    if traced:
+        lines += ["", "## Where the time goes", "",
+                  "One traced step per configuration, static lists (bench/mpk_trace.py defines "
+                  "the columns: a stage is the time an op adds to the step past every op before "
+                  "it, summed over the layers).", ""]
+    for r, tr, what in traced:
+        lines += [f"### {r['model']} batch {r['batch']}, KV {r['kv']}{what}", ""]
+        lines += mpk_trace.table(tr) + [""]
     return "\n".join(lines) + "\n"
 
 

@@ -5,10 +5,11 @@
 //
 // Usage: emulate_ops IN OUT. IN (native-endian binary): int64 num_ops, num_tasks, num_buffers,
 // workspace_bytes, smem_bytes, pos, and the model's batch, hidden, heads, kv_heads, head_dim,
-// intermediate, vocab, max_kv, layers; float64 eps; the op records (int64 × MPK_OP_FIELDS
-// each); the task records (int32 × MPK_TASK_FIELDS each); int32 tokens[batch]; per buffer an
+// intermediate, vocab, max_kv, layers; float64 eps; the op records
+// (int64 × MPK_OP_FIELDS each); the task records (int32 × MPK_TASK_FIELDS each); int32 tokens[batch]; per buffer an
 // int64 byte count and the bytes. OUT: the workspace bytes, int32 tokens_out[batch], then the
 // buffers' bytes again (the caches updated).
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -30,7 +31,13 @@ int main(int argc, char** argv) {
   long long h[15];
   double eps;
   if (!get(in, h, 15) || !get(in, &eps)) return 2;
-  const long long nops = h[0], ntasks = h[1], nbuf = h[2], wsb = h[3], smem = h[4];
+  const long long nops = h[0], ntasks = h[1], nbuf = h[2], wsb = h[3];
+  // At least what the hand-written tasks need (their layout is the runtime's business).
+  const long long max_k = std::max({h[7], h[11], h[8] * h[10]});
+  const long long smem = std::max<long long>(
+      h[4], strata_mpk::step_smem_bytes(static_cast<int>(h[6]), static_cast<int>(max_k),
+                                        static_cast<int>(h[8]), static_cast<int>(h[9]),
+                                        static_cast<int>(h[10])));
   std::vector<long long> ops(nops * MPK_OP_FIELDS);
   std::vector<int> tasks(ntasks * MPK_TASK_FIELDS), tokens(h[6]), out_tokens(h[6], -1);
   if (!get(in, ops.data(), ops.size()) || !get(in, tasks.data(), tasks.size()) ||

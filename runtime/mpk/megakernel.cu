@@ -14,6 +14,7 @@
 //      acquire load with __nanosleep; the counters only grow, so no reset between steps),
 //   2. runs the task's device function with all 256 threads,
 //   3. after a barrier, thread 0 fences and adds 1 to every event the task triggers (release).
+// With a trace buffer (MpkParams::trace) thread 0 also records when each of these began.
 // Either way a worker's tasks come in a topological order and every worker is resident, so the
 // first unfinished task of the order can always run: no deadlock (docs/megakernel.md,
 // "Invariants").
@@ -42,10 +43,21 @@ __device__ __forceinline__ void red_release(unsigned* p, unsigned v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
 __device__ void run_task(const MpkParams& p, int id, char* smem) {
   const int* r = p.tasks + (size_t)id * MPK_TASK_FIELDS;
   const Task task = load_task(p, id);
+  unsigned long long* trace = p.trace ? p.trace + (size_t)id * 4 : nullptr;
   if (threadIdx.x == 0) {
+    if (trace) {
+      trace[0] = blockIdx.x;
+      trace[1] = global_ns();
+    }
     if (p.prefetch) prefetch_task(p, task);
     const int wb = __ldg(r + MPK_TASK_WAIT_BEGIN), wn = __ldg(r + MPK_TASK_WAIT_COUNT);
     for (int i = 0; i < wn; ++i) {
@@ -65,16 +77,18 @@ __device__ void run_task(const MpkParams& p, int id, char* smem) {
     }
   }
   __syncthreads();
+  if (trace && threadIdx.x == 0) trace[2] = global_ns();
   run_task_body(p, task, smem);
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (trace) trace[3] = global_ns();
     __threadfence();
     const int tb = __ldg(r + MPK_TASK_TRIG_BEGIN), tn = __ldg(r + MPK_TASK_TRIG_COUNT);
     for (int i = 0; i < tn; ++i) red_release(p.event_counters + __ldg(p.triggers + tb + i), 1u);
   }
 }
 
-__global__ void __launch_bounds__(kThreads, 1) mpk_persistent(MpkParams p) {
+__global__ void __launch_bounds__(kThreads, 1) mpk_persistent(const __grid_constant__ MpkParams p) {
   extern __shared__ __align__(128) char smem[];
   if (p.mode == 0) {
     const int begin = p.worker_offsets[blockIdx.x], end = p.worker_offsets[blockIdx.x + 1];
@@ -94,7 +108,8 @@ __global__ void __launch_bounds__(kThreads, 1) mpk_persistent(MpkParams p) {
 }
 
 // One op, one kernel: block i runs task first + i; the stream orders the ops.
-__global__ void __launch_bounds__(kThreads, 1) mpk_op_kernel(MpkParams p, int first) {
+__global__ void __launch_bounds__(kThreads, 1)
+    mpk_op_kernel(const __grid_constant__ MpkParams p, int first) {
   extern __shared__ __align__(128) char smem[];
   run_task_body(p, load_task(p, first + (int)blockIdx.x), smem);
 }
@@ -135,16 +150,8 @@ int mpk_params_size() {
 
 /// Dynamic shared memory a step needs: the matmul rows, the attention buffers, the argmax.
 int mpk_smem_bytes(int batch, int max_k, int heads, int kv_heads, int head_dim) {
-  const int G = heads / kv_heads;
-  const int mm = batch * ((max_k + 7) / 8 * 8) * 2 + kMaxBatch * 4;
-  const int attn = (G * head_dim + G * kAttnBlock + 3 * kMaxGroup + G * kThreads) * 4;
-  const int rope = (G + 2) * head_dim * 4;
-  const int am = kThreads * 8;
-  int m = mm > attn ? mm : attn;
-  m = m > rope ? m : rope;
-  m = m > am ? m : am;
-  m = m > MPK_GENERATED_SMEM_BYTES ? m : MPK_GENERATED_SMEM_BYTES;  // generated task entries
-  return m;
+  const int m = step_smem_bytes(batch, max_k, heads, kv_heads, head_dim);
+  return m > MPK_GENERATED_SMEM_BYTES ? m : MPK_GENERATED_SMEM_BYTES;  // generated task entries
 }
 
 /// The generated task entries built in (STRATA_MPK_GENERATED_HEADER), 0 without: the driver

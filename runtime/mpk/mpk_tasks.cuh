@@ -48,6 +48,10 @@ struct MpkParams {
   char* workspace;
   const int* tokens_in;  // [batch]
   int* tokens_out;       // [batch]
+  // Null, or [num_tasks][4] timestamps of one step (docs/megakernel.md, "Tracing"): the worker,
+  // the global timer (ns) when the worker took the task, when its events had fired, when its
+  // body ended.
+  unsigned long long* trace;
   int num_tasks;
   int pos;        // position of the new token (the cache holds pos entries before the step)
   unsigned step;  // 1, 2, ...: the events' targets are count · step
@@ -302,6 +306,12 @@ STRATA_DEVICE void matmul_store(const MpkParams& p, const long long* op, int kin
   }
 }
 
+/// Bytes of the B normalized input rows (K up to max_k) and their rstd: the matmul family's
+/// shared memory.
+__host__ __device__ constexpr int matmul_smem_bytes(int batch, int max_k) {
+  return batch * ((max_k + 7) / 8 * 8) * 2 + kMaxBatch * 4;
+}
+
 template <int NB>
 __device__ inline void matmul_task(const MpkParams& p, const long long* op, const Task& t,
                                    char* smem) {
@@ -458,6 +468,46 @@ __device__ inline void rope_append_task(const MpkParams& p, const long long* op,
   }
 }
 
+// The thread layout of attention's key and value passes: a position's D values are read by
+// `tpp` lanes (16 bytes each; tpp = D/8 rounded up to a power of two, lanes past D/8 idle), so a
+// warp covers 32/tpp positions and the block `slots` = kWarps·32/tpp positions per pass.
+struct AttnLanes {
+  int v8, tpp, ppw, slots, slot, d8;
+  STRATA_DEVICE explicit AttnLanes(int D) {
+    v8 = D / 8;
+    tpp = 1;
+    while (tpp < v8) tpp *= 2;
+    ppw = 32 / tpp;
+    slots = kWarps * ppw;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    slot = warp * ppw + lane / tpp;
+    d8 = lane % tpp;
+  }
+  STRATA_DEVICE bool active() const { return d8 < v8; }
+};
+
+// Positions a thread's loads cover per pass of the key and value loops, all in flight at once.
+constexpr int kAttnUnroll = 4;
+// q heads reduced together across the warps at the end of a chunk (bounds the shared buffer).
+constexpr int kAttnRedHeads = 4;
+
+/// Shared memory of an attention chunk task: q [G][D], scores [G][kAttnBlock], the softmax
+/// state, the cross-warp reduction buffer.
+__host__ __device__ constexpr int attn_smem_bytes(int G, int D) {
+  return (G * D + G * kAttnBlock + 3 * kMaxGroup + kWarps * kAttnRedHeads * D) * 4;
+}
+
+/// Dynamic shared memory of a step's hand-written tasks (generated entries add their own): the
+/// matmul family, attention, rope_append, argmax.
+__host__ __device__ constexpr int step_smem_bytes(int batch, int max_k, int heads, int kv_heads,
+                                                  int head_dim) {
+  const int G = heads / kv_heads;
+  const int mm = matmul_smem_bytes(batch, max_k), attn = attn_smem_bytes(G, head_dim);
+  const int rope = (G + 2) * head_dim * 4, am = kThreads * 8;
+  const int a = mm > attn ? mm : attn, b = rope > am ? rope : am;
+  return a > b ? a : b;
+}
+
 __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, const Task& t,
                                        char* smem) {
   const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D;
@@ -471,31 +521,41 @@ __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, 
   float* q = reinterpret_cast<float*>(smem);  // [G][D]
   float* S = q + G * D;                       // [G][kAttnBlock]
   float* st = S + G * kAttnBlock;             // m[G], l[G], alpha[G]
-  float* red = st + 3 * kMaxGroup;            // [jgroups][G][D]
+  float* red = st + 3 * kMaxGroup;            // [kWarps][kAttnRedHeads][D]
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const AttnLanes al(D);
   const float scale = rsqrt_f((float)D);
   const __half* qsrc = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * QW + (size_t)h * G * D;
-  for (int i = tid; i < G * D; i += kThreads) q[i] = h2f(ldcg_h(qsrc + i));
+  for (int i = tid; i < G * D; i += kThreads) q[i] = h2f(ldcg_h(qsrc + i)) * scale;
   if (tid < G) {
     st[tid] = -INFINITY;
     st[kMaxGroup + tid] = 0;
   }
-  const int jgroups = kThreads / D, d = tid % D, jg = tid / D;
-  float o[kMaxGroup];
+  // o[g][i]: this thread's share (its positions, dims d8·8 + i) of p·v for q head g.
+  float o[kMaxGroup][8];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) o[g] = 0;
+  for (int g = 0; g < kMaxGroup; ++g)
+#pragma unroll
+    for (int i = 0; i < 8; ++i) o[g][i] = 0;
   __syncthreads();
+  const int dk = al.d8 * 8;
   for (int s0 = jb; s0 < je; s0 += kAttnBlock) {
     const int n = imin(kAttnBlock, je - s0);
-    // Scores: one position per thread.
-    if (tid < n) {
-      const __half* krow = kc + (size_t)(s0 + tid) * D;
-      float acc[kMaxGroup];
+    // Scores: tpp lanes per position, kAttnUnroll positions per lane in flight; the lanes of a
+    // position sum their partial dot products with shuffles (warp-uniform trip counts).
+    for (int j0 = warp * al.ppw; j0 < n; j0 += kAttnUnroll * al.slots) {
+      uint4 kv[kAttnUnroll];
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0;
-      for (int k = 0; k < D; k += 8) {
-        const uint4 kv = ldcg(reinterpret_cast<const uint4*>(krow + k));
-        const __half2* k2 = reinterpret_cast<const __half2*>(&kv);
+      for (int u = 0; u < kAttnUnroll; ++u) {
+        const int j = j0 + u * al.slots + lane / al.tpp;
+        kv[u] = al.active() && j < n
+                    ? ldcg(reinterpret_cast<const uint4*>(kc + (size_t)(s0 + j) * D + dk))
+                    : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kAttnUnroll; ++u) {
+        const int j = j0 + u * al.slots + lane / al.tpp;
+        const __half2* k2 = reinterpret_cast<const __half2*>(&kv[u]);
         float kf[8];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -504,14 +564,16 @@ __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, 
           kf[2 * i + 1] = f.y;
         }
 #pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g)
-          if (g < G)
+        for (int g = 0; g < kMaxGroup; ++g) {
+          if (g >= G) break;
+          float s = 0;
+          if (al.active())
 #pragma unroll
-            for (int i = 0; i < 8; ++i) acc[g] = fmaf(q[g * D + k + i], kf[i], acc[g]);
+            for (int i = 0; i < 8; ++i) s = fmaf(q[g * D + dk + i], kf[i], s);
+          for (int m = al.tpp / 2; m > 0; m >>= 1) s += shfl_xor(s, m);
+          if (al.d8 == 0 && j < n) S[g * kAttnBlock + j] = s;
+        }
       }
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
-        if (g < G) S[g * kAttnBlock + tid] = acc[g] * scale;
     }
     __syncthreads();
     // Online softmax per q head: one warp per head.
@@ -536,65 +598,114 @@ __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, 
       }
     }
     __syncthreads();
-    // o[g][d] += Σ_j p[g][j]·v[j][d]: thread (jg, d) over positions j ≡ jg (mod jgroups).
-    if (jg < jgroups) {
+    // o[g] = o[g]·alpha[g] + Σ_j p[g][j]·v[j]: the same lanes-per-position layout as the scores.
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
-        if (g < G) o[g] *= st[2 * kMaxGroup + g];
-      for (int j = jg; j < n; j += jgroups) {
-        const float v = h2f(ldcg_h(vc + (size_t)(s0 + j) * D + d));
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= G) break;
+      const float a = st[2 * kMaxGroup + g];
 #pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g)
-          if (g < G) o[g] = fmaf(S[g * kAttnBlock + j], v, o[g]);
+      for (int i = 0; i < 8; ++i) o[g][i] *= a;
+    }
+    for (int j0 = warp * al.ppw; j0 < n; j0 += kAttnUnroll * al.slots) {
+      uint4 vv[kAttnUnroll];
+#pragma unroll
+      for (int u = 0; u < kAttnUnroll; ++u) {
+        const int j = j0 + u * al.slots + lane / al.tpp;
+        vv[u] = al.active() && j < n
+                    ? ldcg(reinterpret_cast<const uint4*>(vc + (size_t)(s0 + j) * D + dk))
+                    : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kAttnUnroll; ++u) {
+        const int j = j0 + u * al.slots + lane / al.tpp;
+        if (j >= n) break;
+        const __half2* v2 = reinterpret_cast<const __half2*>(&vv[u]);
+        float vf[8];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = __half22float2(v2[i]);
+          vf[2 * i] = f.x;
+          vf[2 * i + 1] = f.y;
+        }
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+          if (g >= G) break;
+          const float pj = S[g * kAttnBlock + j];
+#pragma unroll
+          for (int i = 0; i < 8; ++i) o[g][i] = fmaf(pj, vf[i], o[g][i]);
+        }
       }
     }
     __syncthreads();
   }
-  if (jg < jgroups)
+  // Sum o over the positions: the lanes of a warp (shuffles over the position bits of the lane),
+  // then the warps (shared memory, kAttnRedHeads heads at a time).
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g)
-      if (g < G) red[((size_t)jg * G + g) * D + d] = o[g];
-  __syncthreads();
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= G) break;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      for (int m = al.tpp; m < 32; m <<= 1) o[g][i] += shfl_xor(o[g][i], m);
+  }
   float* po = ws<float>(p, op[MPK_OP_OUT0]);
   float* pml = ws<float>(p, op[MPK_OP_OUT1]);
-  for (int i = tid; i < G * D; i += kThreads) {
-    const int g = i / D, dd = i % D;
-    float s = 0;
-    for (int k = 0; k < jgroups; ++k) s += red[((size_t)k * G + g) * D + dd];
-    const size_t r = ((size_t)b * p.heads + h * G + g) * C + c;
-    po[r * D + dd] = s;
-    if (dd == 0) {
-      pml[r * 2] = st[g];
-      pml[r * 2 + 1] = st[kMaxGroup + g];
+  for (int g0 = 0; g0 < G; g0 += kAttnRedHeads) {
+    const int hc = imin(kAttnRedHeads, G - g0);
+    if (lane < al.tpp && al.active())
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g >= G) break;
+        if (g >= g0 && g < g0 + hc)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) red[((size_t)warp * kAttnRedHeads + g - g0) * D + dk + i] = o[g][i];
+      }
+    __syncthreads();
+    for (int i = tid; i < hc * D; i += kThreads) {
+      const int g = g0 + i / D, dd = i % D;
+      float s = 0;
+      for (int w = 0; w < kWarps; ++w) s += red[((size_t)w * kAttnRedHeads + g - g0) * D + dd];
+      const size_t r = ((size_t)b * p.heads + h * G + g) * C + c;
+      po[r * D + dd] = s;
+      if (dd == 0) {
+        pml[r * 2] = st[g];
+        pml[r * 2 + 1] = st[kMaxGroup + g];
+      }
     }
+    __syncthreads();
   }
 }
 
+// Merges the chunks' (o, max, sum) of one (batch row, kv head): thread per (q head, dim), the
+// chunks in one pass (online rescaling), several chunks' loads in flight.
 __device__ inline void attn_combine_task(const MpkParams& p, const long long* op, const Task& t) {
   const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, C = (int)op[MPK_OP_N];
-  const int b = t.i0, h = t.i1, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int b = t.i0, h = t.i1;
   const float* po = ws<const float>(p, op[MPK_OP_IN0]);
   const float* pml = ws<const float>(p, op[MPK_OP_IN1]);
-  for (int g = warp; g < G; g += kWarps) {
+  for (int i = threadIdx.x; i < G * D; i += kThreads) {
+    const int g = i / D, d = i % D;
     const size_t r0 = ((size_t)b * p.heads + h * G + g) * C;
-    float M = -INFINITY;
-    for (int c = lane; c < C; c += 32)
-      if (ldcg(pml + (r0 + c) * 2 + 1) > 0) M = fmaxf(M, ldcg(pml + (r0 + c) * 2));
-    M = warp_max(M);
-    float L = 0;
-    for (int c = lane; c < C; c += 32) {
-      const float l = ldcg(pml + (r0 + c) * 2 + 1);
-      if (l > 0) L += l * fast_exp(ldcg(pml + (r0 + c) * 2) - M);
-    }
-    L = warp_sum(L);
-    for (int d = lane; d < D; d += 32) {
-      float acc = 0;
-      for (int c = 0; c < C; ++c) {
-        const float l = ldcg(pml + (r0 + c) * 2 + 1);
-        if (l > 0) acc += ldcg(po + (r0 + c) * D + d) * fast_exp(ldcg(pml + (r0 + c) * 2) - M);
+    float M = -INFINITY, Lsum = 0, acc = 0;
+    for (int c0 = 0; c0 < C; c0 += 8) {
+      float m[8], l[8], v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        const bool in = c0 + u < C;
+        m[u] = in ? ldcg(pml + (r0 + c0 + u) * 2) : 0.f;
+        l[u] = in ? ldcg(pml + (r0 + c0 + u) * 2 + 1) : 0.f;
+        v[u] = in ? ldcg(po + (r0 + c0 + u) * D + d) : 0.f;
       }
-      ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * QW + (h * G + g) * D + d] = __float2half(acc / L);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        if (!(l[u] > 0)) continue;  // an empty chunk (no positions)
+        const float Mn = fmaxf(M, m[u]);
+        const float a = M == -INFINITY ? 0.f : fast_exp(M - Mn), e = fast_exp(m[u] - Mn);
+        acc = acc * a + v[u] * e;
+        Lsum = Lsum * a + l[u] * e;
+        M = Mn;
+      }
     }
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * QW + (h * G + g) * D + d] = __float2half(acc / Lsum);
   }
 }
 
