@@ -191,7 +191,6 @@ output A, B
 
 TEST(LibraryForm, Refusals) {
   // No matmul, or none that runs as a library call (f32).
-  EXPECT_TRUE(search::library_forms(parse(norm_qkv_program(8, 16, 8, 4)), kWave).forms.size() > 0);
   EXPECT_TRUE(search::library_forms(parse("input X: f16[8, 16]\nY = relu(X)\noutput Y\n"), kWave)
                   .forms.empty());
   EXPECT_TRUE(search::library_forms(parse(R"(
@@ -224,17 +223,27 @@ output C, D
   // norm before the product is still fused.
   const KernelGraph col = parse(R"(
 input X: f16[8, 16]
+input G: f16[16]
 input W: f16[16, 8]
-Y = rms_norm(X, eps=1e-05)
-O = rms_norm(matmul(Y, W), dim=0, eps=1e-05)
+Y = mul(rms_norm(X, eps=1e-05), G)
+O = relu(rms_norm(matmul(Y, W), dim=0, eps=1e-05))
 output O
 )");
   const search::LibraryForms lf = search::library_forms(col, kWave);
   ASSERT_EQ(lf.forms.size(), 1u);
   EXPECT_EQ(lf.regions.size(), 1u);
   EXPECT_EQ(kernel_ops(lf.forms[0].graph),
-            (std::vector<std::string>{"customized", "matmul", "rms_norm"}));
+            (std::vector<std::string>{"customized", "matmul", "rms_norm", "relu"}));
   expect_composed_proof(lf);
+  // A region of one op is left alone (one kernel either way): no form.
+  EXPECT_TRUE(search::library_forms(parse(R"(
+input X: f16[8, 16]
+input W: f16[16, 8]
+Y = relu(matmul(rms_norm(X, eps=1e-05), W))
+output Y
+)"),
+                                    kWave)
+                  .forms.empty());
 }
 
 TEST(LibraryForm, AResidualAcrossTheProductSplitsByLevel) {
@@ -242,9 +251,10 @@ TEST(LibraryForm, AResidualAcrossTheProductSplitsByLevel) {
   // regions of their own (one path through a matmul between them), so no kernel waits on itself.
   const KernelGraph p = parse(R"(
 input X: f16[16, 32]
+input G: f16[32]
 input W: f16[32, 32]
-Y = rms_norm(X, eps=1e-05)
-O = add(matmul(Y, W), Y)
+Y = mul(rms_norm(X, eps=1e-05), G)
+O = relu(add(matmul(Y, W), Y))
 output O
 )");
   const search::LibraryForms lf = search::library_forms(p, kWave, canonical);

@@ -197,9 +197,11 @@ struct FusedRegion {
   std::vector<int64_t> rows;  ///< pointwise_seed_rows of it that pointwise_seed builds
 };
 
-/// The region of `ops` if the seed builder takes it (one row per block at least).
+/// The region of `ops` if the seed builder takes it (one row per block at least). A single op
+/// is left alone: it is one kernel either way.
 std::optional<FusedRegion> fuse(const KernelGraph& g, const std::vector<int>& ops,
                                 int64_t min_blocks, const RegionForm& region_form) {
+  if (ops.size() < 2) return std::nullopt;
   std::optional<Region> reg = make_region(g, ops);
   if (!reg || reg->outputs.empty()) return std::nullopt;
   FusedRegion f{std::move(*reg), KernelGraph{}, {}};

@@ -19,7 +19,8 @@
 //    marked as program outputs. A region becomes the kernels of a pointwise seed of the region
 //    as a program of its own (in the form the caller chooses: the search passes the region's
 //    canonical form); where the builder refuses a whole level, each connected part of it is
-//    tried alone, and a part it refuses keeps its predefined ops.
+//    tried alone, and a part it refuses keeps its predefined ops, as does a region of one op
+//    (one kernel either way).
 //
 // The proof composes (library_form_proof.h): each region's kernels are proved equivalent to the
 // region as the program writes it, the matmuls and views are the program's own, and the
