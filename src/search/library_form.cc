@@ -239,10 +239,9 @@ std::optional<LibraryForm> build_form(const KernelGraph& g, const std::vector<Fu
                                       int64_t rows) {
   const int nops = static_cast<int>(g.ops().size());
   std::vector<int> unit_of(nops, -1);
-  int units = 0;
   for (size_t k = 0; k < fused.size(); ++k)
     for (int i : fused[k].region.ops) unit_of[i] = static_cast<int>(k);
-  units = static_cast<int>(fused.size());
+  int units = static_cast<int>(fused.size());
   std::vector<int> op_unit(nops);
   for (int i = 0; i < nops; ++i) op_unit[i] = unit_of[i] >= 0 ? unit_of[i] : units++;
   // Dependencies between units and Kahn's order (ties: the unit with the smallest op first).
