@@ -11,8 +11,10 @@
 #include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
 #include "strata/opt/thread_fusion.h"
+#include "search/library_form.h"
 #include "search/pointwise_seed.h"
 #include "support/parse.h"
+#include "support/library_form_programs.h"
 #include "support/pointwise_programs.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
@@ -874,6 +876,42 @@ TEST(EmulationPointwiseSeed, RotaryAndResidualNorm) {
     ASSERT_FALSE(seeds.empty()) << name;
     for (size_t i = 0; i < seeds.size(); ++i)
       check_graph(Case{"seed_" + std::string(name) + "_" + std::to_string(i), seeds[i]}, program);
+  }
+}
+
+// Library forms (docs/search.md, "Library forms") as the code generator emits them: fused
+// elementwise kernels around cuBLAS calls (the emulator's gemm), each form's row counts, odd
+// token counts and K = 37, the column blocks of the QKV weight and a transposed weight read in
+// place by the gemm (views: no copy kernel).
+TEST(EmulationLibraryForm, FusedRegionsAroundLibraryMatmuls) {
+  const std::pair<std::string, std::string> programs[] = {
+      {"norm_qkv", norm_qkv_program(67, 37, 24, 8)},
+      {"layernorm_ffn", layernorm_ffn_program(66, 37, 45)},
+      {"gated_mlp", gated_mlp_program(33, 37, 24)},
+      {"norm_wt", R"(input X: f16[18, 37]
+input G: f16[37]
+input Wt: f16[20, 37]
+input R: f16[18, 20]
+Y = mul(rms_norm(X, eps=1e-05), G)
+O = add(silu(matmul(Y, transpose(Wt))), R)
+output O
+)"},
+  };
+  for (const auto& [name, text] : programs) {
+    const KernelGraph program = parse(text);
+    const search::LibraryForms lf = search::library_forms(program, 8);  // a wave of 8 blocks
+    ASSERT_FALSE(lf.forms.empty()) << name;
+    for (size_t i = 0; i < lf.forms.size(); ++i) {
+      Case c{"form_" + name + "_" + std::to_string(i), lf.forms[i].graph};
+      c.expect = {"gemm_strided_batched("};
+      if (name == "norm_qkv") c.expect.push_back("read in place in W");
+      if (name == "norm_wt") c.expect.push_back("gemm_strided_batched(true, false, 20, 18, 37,");
+      check_graph(c, &program);
+      auto src = emit_cuda_source(lf.forms[i].graph);
+      ASSERT_TRUE(src.ok()) << src.error().message;
+      for (const EmittedKernel& k : src->kernels)
+        EXPECT_TRUE(k.library || k.op == "customized") << name << ": a " << k.op << " kernel";
+    }
   }
 }
 

@@ -227,5 +227,86 @@ output Q
   EXPECT_NE(src.find("gemm_strided_batched(false, false, 8, 40, 16,"), std::string::npos) << src;
 }
 
+// Views read in place by cuBLAS (docs/codegen.md, "Views read in place by cuBLAS"): a column
+// slice of B, a row slice of A, a transpose of either (CUBLAS_OP_T), a slice of a transpose, a
+// slice along the batch dim; odd rows and an odd K. Only a slice along a batch dim after the
+// first stays a copy kernel. The emulated gemm checks every element it touches against the
+// bytes past each tensor, so a wrong offset or leading dimension fails.
+TEST(LibraryMatmulEmulation, ViewsReadInPlace) {
+  const KernelGraph g = parse(R"(input X: f16[67, 96]
+input W: f16[96, 160]
+input Wt: f16[40, 96]
+input Y: f16[37, 50]
+input W2: f16[37, 24]
+input A: f16[3, 33, 37]
+input B: f16[3, 37, 24]
+input C4: f16[2, 3, 8, 16]
+input D4: f16[2, 2, 16, 8]
+Q = matmul(X, slice(W, -1, 16, 80))
+R = matmul(slice(X, 0, 20, 67), W)
+T = matmul(X, transpose(Wt))
+S = matmul(transpose(slice(Y, -1, 10, 40)), W2)
+U = matmul(slice(A, 0, 1, 3), slice(B, 0, 1, 3))
+E = matmul(slice(C4, 1, 1, 3), D4)
+output Q, R, T, S, U, E
+)");
+  auto emitted = emit_cuda_source(g);
+  ASSERT_TRUE(emitted.ok()) << emitted.error().message;
+  EXPECT_EQ(library_calls(*emitted), 6);
+  int kernels = 0;
+  for (const EmittedKernel& k : emitted->kernels) kernels += !k.library;
+  EXPECT_EQ(kernels, 1);  // the slice of C4 along its second batch dim: a copy
+  const std::string src = check_emulated("blas_views", g, {});
+  // Q: B = W's columns 16..80 (offset 16, ld 160).
+  EXPECT_NE(src.find("gemm_strided_batched(false, false, 64, 67, 96, t1 + 16LL, "
+                     "strata_rt::host::kBlasF16, 160, 15360LL, t0,"),
+            std::string::npos)
+      << src;
+  // R: A = X's rows 20..67 (offset 20·96).
+  EXPECT_NE(
+      src.find("gemm_strided_batched(false, false, 160, 47, 96, t1, strata_rt::host::kBlasF16, "
+               "160, 15360LL, t0 + 1920LL, strata_rt::host::kBlasF16, 96,"),
+      std::string::npos)
+      << src;
+  // T: B = Wt^T, cuBLAS's A operation transposed, leading dimension 96.
+  EXPECT_NE(src.find("gemm_strided_batched(true, false, 40, 67, 96, t2, strata_rt::host::kBlasF16, "
+                     "96,"),
+            std::string::npos)
+      << src;
+  // S: A = (Y's columns 10..40)^T: cuBLAS's B operation transposed, offset 10, ld 50; K = 37.
+  EXPECT_NE(src.find("gemm_strided_batched(false, true, 24, 30, 37, t4, strata_rt::host::kBlasF16, "
+                     "24, 888LL, t3 + 10LL, strata_rt::host::kBlasF16, 50, 1850LL,"),
+            std::string::npos)
+      << src;
+  // U: batch entries 1..3 of A and B (offsets of one entry each), two products.
+  EXPECT_NE(
+      src.find("gemm_strided_batched(false, false, 24, 33, 37, t6 + 888LL, "
+               "strata_rt::host::kBlasF16, 24, 888LL, t5 + 1221LL, strata_rt::host::kBlasF16, "
+               "37, 1221LL,"),
+      std::string::npos)
+      << src;
+}
+
+// A view of an intermediate that is stored in f32 (f32mid) cannot be read by cuBLAS with a
+// 16-bit operand: that matmul falls back to a generated kernel and the slice to a copy; the
+// result still matches.
+TEST(LibraryMatmulEmulation, ViewOfAWidenedIntermediateIsCopied) {
+  const KernelGraph g = parse(R"(input X: f16[40, 64]
+input W: f16[64, 72]
+input V: f16[48, 24]
+H = matmul(X, W)
+Y = matmul(slice(H, -1, 8, 56), V)
+output Y
+)");
+  const std::string plain = check_emulated("blas_view_plain", g, {});
+  EXPECT_NE(plain.find("gemm_strided_batched(false, false, 24, 40, 48, t2, "
+                       "strata_rt::host::kBlasF16, 24, 1152LL, t3 + 8LL, "
+                       "strata_rt::host::kBlasF16, 72,"),
+            std::string::npos)
+      << plain;
+  const std::string wide = check_emulated("blas_view_f32mid", g, knobs("f32mid=1"));
+  EXPECT_EQ(wide.find("gemm_strided_batched(false, false, 24,"), std::string::npos) << wide;
+}
+
 }  // namespace
 }  // namespace strata::testing

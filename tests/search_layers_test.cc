@@ -253,7 +253,10 @@ TEST(SearchByLayers, WithoutTheSplitTheSameStatesFindNothingFused) {
   auto r = superoptimize(p, c);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->stats.stop, StopReason::StateLimit);
-  EXPECT_TRUE(r->ranked.front().is_program);
+  // Nothing from the enumeration: the program, and the library forms built beside it
+  // (docs/search.md, "Library forms": the elementwise ops around the four products fused).
+  for (const Candidate& cand : r->ranked)
+    EXPECT_TRUE(cand.is_program || cand.derived == "library_form");
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 //
 // gemm_strided_batched takes cuBLAS's own argument conventions (column-major operands, the
 // operation of each, leading dimensions, batch strides), so that the emitted call is the same
-// on the GPU and on the CPU emulator:
+// on the GPU and on the CPU emulator. An operand may be a view read in place (docs/codegen.md,
+// "Views read in place by cuBLAS"): a pointer into a larger tensor with a leading dimension
+// larger than its rows (a slice), or a transposed operation (a transpose):
 //   - on the GPU it is cublasGemmStridedBatchedEx with f32 compute (CUBLAS_COMPUTE_32F, float
 //     alpha = 1 and beta = 0), the inputs in f16 or bf16, the output in its own type, on the
 //     launch stream; one handle per device, created by blas_init (strata_init calls it, so no
@@ -12,7 +14,10 @@
 //     workspace is cuBLAS's default: from CUDA 12.2 on cuBLAS allocates it stream-ordered, so
 //     captured calls replay without a workspace of ours.
 //   - under STRATA_RT_EMULATE it is a CPU gemm with the same arguments, checked as cuBLAS
-//     checks them, accumulating in f32 and rounding the result to the output type.
+//     checks them, accumulating in f32 and rounding the result to the output type; every
+//     element it reads or writes is checked against the emulator's forbidden ranges (the bytes
+//     past each tensor, emu::add_forbidden), so a wrong offset, leading dimension or stride
+//     that reaches past a tensor fails instead of reading a neighbour.
 // Errors are returned as kBlasError + the cublasStatus_t (0 on success).
 #pragma once
 
@@ -40,6 +45,8 @@ enum BlasType { kBlasF16 = 0, kBlasBf16 = 1, kBlasF32 = 2 };
 namespace emu_blas {
 
 inline float load(const void* p, int type, long long i) {
+  emu::check_access(static_cast<const unsigned char*>(p) + (type == kBlasF32 ? 4 : 2) * i,
+                    type == kBlasF32 ? 4 : 2);
   if (type == kBlasF32) return static_cast<const float*>(p)[i];
   unsigned short bits;
   const unsigned char* b = static_cast<const unsigned char*>(p) + 2 * i;
@@ -48,6 +55,8 @@ inline float load(const void* p, int type, long long i) {
 }
 
 inline void store(void* p, int type, long long i, float v) {
+  emu::check_access(static_cast<const unsigned char*>(p) + (type == kBlasF32 ? 4 : 2) * i,
+                    type == kBlasF32 ? 4 : 2);
   if (type == kBlasF32) {
     static_cast<float*>(p)[i] = v;
   } else if (type == kBlasF16) {

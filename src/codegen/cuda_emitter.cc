@@ -47,6 +47,7 @@ struct Launch {
   bool blas = false;
   struct Gemm {
     int64_t m = 0, n = 0, k = 0, batch = 1;
+    GemmOperand a, b;  ///< how the call reads A and B (dense, or a view read in place)
   } gemm;
 };
 
@@ -172,12 +173,29 @@ std::vector<bool> widened_tensors(const KernelGraph& g, const BufferPlan& bp,
   return widen;
 }
 
+/// Whether predefined op `i` may run as a cuBLAS call on the graph's dtypes (the emitter's
+/// options permitting): library_matmul_launch then makes it one, unless widened storage types
+/// (widened_tensors) take it off cuBLAS.
+bool library_matmul_candidate(const KernelGraph& g, int i, const EmitOptions& options) {
+  const KernelOp& op = g.op(i);
+  if (!options.library_matmul || options.task_entry != TaskEntryForm::Off ||
+      op_category(op.kind) != Category::Matmul)
+    return false;
+  const KernelTensor &a = g.tensor(op.inputs[0]), &b = g.tensor(op.inputs[1]);
+  return library_matmul_supported(a.shape, b.shape, a.dtype, b.dtype,
+                                  g.tensor(op.outputs[0]).dtype);
+}
+
 /// Buffers: graph inputs, graph outputs, 256-byte aligned workspace slots (no reuse) for the
-/// rest; storage types; read counts (for the L2 streaming window).
-BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options) {
+/// rest; storage types; read counts (for the L2 streaming window). Views read in place by
+/// cuBLAS (plan_kernel_views) are planned for the matmuls that library_matmul_candidate accepts
+/// but for those in `no_library` (the matmuls that widened storage types take off cuBLAS).
+BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
+                        const std::vector<bool>& no_library) {
   const int ntensors = static_cast<int>(g.tensors().size());
   BufferPlan bp;
-  bp.views = plan_kernel_views(g);
+  bp.views = plan_kernel_views(
+      g, [&](int i) { return !no_library[i] && library_matmul_candidate(g, i, options); });
   bp.buf.resize(ntensors);
   bp.is_input.assign(ntensors, false);
   bp.is_output.assign(ntensors, false);
@@ -207,6 +225,29 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options) {
       for (int t : g.op(i).inputs) ++bp.reads[bp.storage_of(t)];
   for (int t : g.outputs()) bp.reads[t] += bp.is_input[t] ? 1 : 0;
   return bp;
+}
+
+/// plan_buffers, with the views of every matmul that its storage types take off cuBLAS (an f32
+/// intermediate: library_matmul_supported fails on the widened type) planned as copies. A view
+/// dropped can only change widening elsewhere, never add views, so the rounds end.
+BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options) {
+  std::vector<bool> no_library(g.ops().size(), false);
+  for (;;) {
+    BufferPlan bp = plan_buffers(g, options, no_library);
+    bool changed = false;
+    for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+      const KernelOp& op = g.op(i);
+      if (no_library[i] || op_category(op.kind) != Category::Matmul) continue;
+      const int a = op.inputs[0], b = op.inputs[1], c = op.outputs[0];
+      if (!bp.views[a] && !bp.views[b]) continue;
+      if (library_matmul_supported(g.tensor(a).shape, g.tensor(b).shape, bp.dtypes[a], bp.dtypes[b],
+                                   bp.dtypes[c]))
+        continue;
+      no_library[i] = true;
+      changed = true;
+    }
+    if (!changed) return bp;
+  }
 }
 
 /// The launch of all_reduce op `i` (a collective, docs/tensor-parallel.md): an ncclAllReduce of
@@ -279,26 +320,37 @@ void emit_task_wrapper(const std::string& entry, const std::string& name,
 
 /// The launch of predefined matmul op `i` as a cuBLAS call when EmitOptions::library_matmul
 /// asks for it and library_matmul_supported accepts its operands as they are stored (no task
-/// entries: a megakernel cannot call a library); nullopt otherwise (a generated kernel).
-std::optional<Launch> library_matmul_launch(const KernelGraph& g, int i, const BufferPlan& bp,
-                                            const EmitOptions& options,
-                                            std::vector<EmittedKernel>& emitted) {
+/// entries: a megakernel cannot call a library); nullopt otherwise (a generated kernel). An
+/// operand that is a view (a slice or transpose planned in place for this call, plan_buffers)
+/// is read where it lies (gemm_operand); an error where such a view cannot be read so (the plan
+/// and the launch disagree).
+Result<std::optional<Launch>> library_matmul_launch(const KernelGraph& g, int i,
+                                                    const BufferPlan& bp,
+                                                    const EmitOptions& options,
+                                                    std::vector<EmittedKernel>& emitted) {
   const KernelOp& op = g.op(i);
-  if (!options.library_matmul || options.task_entry != TaskEntryForm::Off ||
-      op_category(op.kind) != Category::Matmul)
-    return std::nullopt;
+  if (!library_matmul_candidate(g, i, options)) return std::optional<Launch>();
   const int a = op.inputs[0], b = op.inputs[1], c = op.outputs[0];
-  // A transpose or slice feeding the matmul is a copy kernel (plan_kernel_views reads views in
-  // customized kernels only), so both operands are dense tensors of their own.
-  if (bp.views[a] || bp.views[b]) return std::nullopt;
   const Shape& as = g.tensor(a).shape;
   const Shape& bs = g.tensor(b).shape;
-  if (!library_matmul_supported(as, bs, bp.dtypes[a], bp.dtypes[b], bp.dtypes[c]))
-    return std::nullopt;
+  if (!library_matmul_supported(as, bs, bp.dtypes[a], bp.dtypes[b], bp.dtypes[c])) {
+    if (bp.views[a] || bp.views[b])
+      return make_error("kernel op #" + std::to_string(i) +
+                        " (matmul): an operand is planned as a view read by cuBLAS, but the "
+                        "matmul is not a cuBLAS call on its storage types");
+    return std::optional<Launch>();
+  }
+  const std::optional<GemmOperand> ga = gemm_operand(g, a, bp.views[a]);
+  const std::optional<GemmOperand> gb = gemm_operand(g, b, bp.views[b]);
+  if (!ga || !gb)
+    return make_error("kernel op #" + std::to_string(i) +
+                      " (matmul): an operand view cannot be read in place by cuBLAS");
   const int r = as.rank();
   Launch L;
   L.blas = true;
-  L.args = {a, b, c};
+  L.gemm.a = *ga;
+  L.gemm.b = *gb;
+  L.args = {ga->storage, gb->storage, c};
   L.gemm.m = as[r - 2];
   L.gemm.k = as[r - 1];
   L.gemm.n = bs[r - 1];
@@ -309,6 +361,10 @@ std::optional<Launch> library_matmul_launch(const KernelGraph& g, int i, const B
               " × [" + std::to_string(L.gemm.m) + ", " + std::to_string(L.gemm.k) + "] · [" +
               std::to_string(L.gemm.k) + ", " + std::to_string(L.gemm.n) +
               "] through cuBLAS (row-major: C^T = B^T · A^T in cuBLAS's column-major terms)";
+  for (const auto& [name, t] : {std::pair{"A", a}, std::pair{"B", b}})
+    if (bp.views[t])
+      L.comment += "; " + std::string(name) + " = " + g.tensor_name(t) + " read in place in " +
+                   g.tensor_name(bp.views[t]->storage);
   EmittedKernel ek = emitted_kernel(L.name, std::string(op_name(op.kind)), L.grid, 0, 0);
   ek.library = true;
   ek.kernel_op = i;
@@ -316,7 +372,7 @@ std::optional<Launch> library_matmul_launch(const KernelGraph& g, int i, const B
   for (int t : L.args) ek.arg_dtypes.push_back(bp.dtypes[t]);
   ek.num_inputs = 2;
   emitted.push_back(std::move(ek));
-  return L;
+  return std::optional<Launch>(std::move(L));
 }
 
 /// Plans and writes the kernel of kernel op `i` into `kernels`; returns its launch. A customized
@@ -524,20 +580,28 @@ codegen::ir::Expr blas_type(DType t) {
 
 /// A cuBLAS launch: C = A · B for row-major A [batch, M, K], B [batch, K, N], C [batch, M, N].
 /// cuBLAS is column-major, where a row-major C is C^T (N × M, leading dimension N), so the call
-/// computes C^T = B^T · A^T: cuBLAS's m, n, k are N, M, K, its A is our B (leading dimension N),
-/// its B our A (leading dimension K); neither is transposed.
+/// computes C^T = B^T · A^T: cuBLAS's m, n, k are N, M, K, its A is our B, its B our A. A
+/// row-major operand with ld elements between rows is its transpose in column-major terms with
+/// leading dimension ld: not transposed for cuBLAS (CUBLAS_OP_N). An operand stored transposed
+/// (a transpose view, GemmOperand::transposed) is the operand itself in column-major terms:
+/// CUBLAS_OP_T. A view starts at its storage's pointer plus its offset.
 void emit_blas_gemm(const BufferPlan& bp, const Launch& l, CodeWriter& w) {
   namespace ir = codegen::ir;
-  const int a = l.args[0], b = l.args[1], c = l.args[2];
+  const int c = l.args[2];
   const Launch::Gemm& G = l.gemm;
   auto ll = [](int64_t v) { return ir::int_lit(v, "LL"); };
+  auto pointer = [&](const GemmOperand& o) {
+    return o.offset == 0 ? ir::var(var(o.storage))
+                         : ir::binary("+", ir::var(var(o.storage)), ll(o.offset));
+  };
+  auto trans = [](const GemmOperand& o) { return ir::var(o.transposed ? "true" : "false"); };
   w.open("");
   w.add(ir::decl(
       "const int", "err",
       ir::call("strata_rt::host::gemm_strided_batched",
-               {ir::var("false"), ir::var("false"), G.n, G.m, G.k, ir::var(var(b)),
-                blas_type(bp.dtypes[b]), G.n, ll(G.k * G.n), ir::var(var(a)),
-                blas_type(bp.dtypes[a]), G.k, ll(G.m * G.k), ir::var(var(c)),
+               {trans(G.b), trans(G.a), G.n, G.m, G.k, pointer(G.b),
+                blas_type(bp.dtypes[G.b.storage]), G.b.ld, ll(G.b.stride), pointer(G.a),
+                blas_type(bp.dtypes[G.a.storage]), G.a.ld, ll(G.a.stride), ir::var(var(c)),
                 blas_type(bp.dtypes[c]), G.n, ll(G.m * G.n), G.batch, ir::var("stream")})));
   w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
   w.close();
@@ -787,7 +851,9 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   EmittedSource result;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i)) continue;
-    if (std::optional<Launch> blas = library_matmul_launch(g, i, bp, options, result.kernels)) {
+    STRATA_ASSIGN_OR_RETURN(std::optional<Launch> blas,
+                            library_matmul_launch(g, i, bp, options, result.kernels));
+    if (blas) {
       launches.push_back(std::move(*blas));
       continue;
     }

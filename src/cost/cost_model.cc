@@ -325,8 +325,16 @@ Target Target::for_device(std::string_view device_name) {
 GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions& options) {
   GraphCost gc{0.0, {}};
   // A layout op that the code generator reads in place is no kernel and moves no bytes: its
-  // readers load their tiles from the tensor it views (kernel_views.h).
-  const std::vector<std::optional<KernelView>> views = plan_kernel_views(g);
+  // readers load their tiles from the tensor it views (kernel_views.h), cuBLAS included where
+  // the matmul is predicted as a library call (library_cost's condition).
+  const LibraryMatmulReader library_reader = [&](int i) {
+    const KernelOp& op = g.op(i);
+    return options.library_matmul &&
+           library_matmul_supported(g.tensor(op.inputs[0]).shape, g.tensor(op.inputs[1]).shape,
+                                    g.tensor(op.inputs[0]).dtype, g.tensor(op.inputs[1]).dtype,
+                                    g.tensor(op.outputs[0]).dtype);
+  };
+  const std::vector<std::optional<KernelView>> views = plan_kernel_views(g, library_reader);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const KernelOp& op = g.op(i);
     if (op.kind == OpKind::Input || is_kernel_view(g, views, i)) continue;

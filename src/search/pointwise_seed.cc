@@ -18,13 +18,15 @@ constexpr int kSeedThreads = 128;
 constexpr int64_t kSeedRows[] = {1, 2, 4, 8};
 
 /// Whether the op is elementwise work a seed can hold: unary and binary ops, slices,
-/// concats and RMSNorm (their dims are checked against the split dim separately).
+/// concats, RMSNorm and reductions (the dims of the last three are checked against the split
+/// dim separately: a block holds whole rows of every other dim).
 bool seedable(OpKind kind) {
   switch (op_category(kind)) {
     case Category::Unary:
     case Category::Binary:
     case Category::Concat:
     case Category::Norm:
+    case Category::Reduce:
       return true;
     case Category::Layout:
       return kind == OpKind::Slice;
@@ -66,9 +68,12 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
     const KernelOp& op = g.op(id);
     if (!seedable(op.kind)) return std::nullopt;
     const Category cat = op_category(op.kind);
-    // Slices, concats and norms along the split dim would need other blocks' rows.
-    if ((cat == Category::Concat || cat == Category::Norm || cat == Category::Layout) && sd >= 0 &&
-        op.attrs.dim == sd + g.tensor(op.outputs[0]).shape.rank() - r)
+    // Slices, concats, norms and reductions along the split dim would need other blocks' rows.
+    const int out_rank = g.tensor(op.outputs[0]).shape.rank();
+    const int dim = op.attrs.dim < 0 ? op.attrs.dim + out_rank : op.attrs.dim;
+    if ((cat == Category::Concat || cat == Category::Norm || cat == Category::Layout ||
+         cat == Category::Reduce) &&
+        sd >= 0 && dim == sd + out_rank - r)
       return std::nullopt;
   }
   if (sd >= 0 && shape[sd] % rows != 0) return std::nullopt;
@@ -126,8 +131,9 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
   return *made;
 }
 
-/// The seed with `rows` rows of the split dim per block, or nothing.
-std::optional<KernelGraph> seed_with_rows(const KernelGraph& program, int64_t rows) {
+}  // namespace
+
+std::optional<KernelGraph> pointwise_seed(const KernelGraph& program, int64_t rows) {
   if (program.ranks() > 1 || program.outputs().empty()) return std::nullopt;
   KernelGraph seed;
   for (int t : program.inputs()) {  // the same ids: inputs come first in every program
@@ -159,10 +165,8 @@ std::optional<KernelGraph> seed_with_rows(const KernelGraph& program, int64_t ro
   return seed;
 }
 
-}  // namespace
-
-std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program, int64_t min_blocks) {
-  std::vector<KernelGraph> out;
+std::vector<int64_t> pointwise_seed_rows(const KernelGraph& program, int64_t min_blocks) {
+  std::vector<int64_t> out;
   for (int64_t rows : kSeedRows) {
     // More rows per block only while min_blocks blocks remain, for every output shape.
     bool enough = true;
@@ -172,9 +176,15 @@ std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program, int64_t min
       const int64_t extent = sd < 0 ? 1 : s[sd];
       enough = enough && (rows == 1 || (extent % rows == 0 && extent / rows >= min_blocks));
     }
-    if (!enough) continue;
-    if (std::optional<KernelGraph> g = seed_with_rows(program, rows)) out.push_back(std::move(*g));
+    if (enough) out.push_back(rows);
   }
+  return out;
+}
+
+std::vector<KernelGraph> pointwise_seeds(const KernelGraph& program, int64_t min_blocks) {
+  std::vector<KernelGraph> out;
+  for (int64_t rows : pointwise_seed_rows(program, min_blocks))
+    if (std::optional<KernelGraph> g = pointwise_seed(program, rows)) out.push_back(std::move(*g));
   return out;
 }
 

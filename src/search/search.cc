@@ -22,6 +22,8 @@
 #include "search/checkpoint.h"
 #include "search/enumerator.h"
 #include "search/layered_search.h"
+#include "search/library_form.h"
+#include "search/library_form_proof.h"
 #include "search/search_monitor.h"
 #include "search/segments.h"
 #include "search/pointwise_seed.h"
@@ -645,6 +647,88 @@ void add_pointwise_seeds(const SearchJob& job, std::vector<DerivedEntry>& derive
   for (const search::PoolEntry& e : pool.entries()) derived.push_back({e, "pointwise_seed"});
 }
 
+/// The form of a library form's region the kernels are built from: its canonical form
+/// (docs/search.md, "Canonicalization") as the job computes the program's, or the region as
+/// written where that is off, fails or changes its interface.
+KernelGraph canonical_region(const SearchConfig& config, const KernelGraph& region) {
+  if (!config.canonicalize) return region;
+  Result<KernelGraph> canonical = make_error("");
+  if (config.canonicalizer) {
+    canonical = config.canonicalizer(region);
+  } else if (auto c = canonicalize_program(region); c.ok()) {
+    canonical = std::move(c->program);
+  }
+  if (!canonical.ok() || !check_canonical_interface(region, *canonical).ok()) return region;
+  return std::move(canonical).value();
+}
+
+/// Phase 5d, library forms (docs/search.md, "Library forms"): built from the program as given
+/// (so that their composed proofs refer to it), each region in its canonical form; those the
+/// code generator can emit are costed (their kernels are fused already) and proved by
+/// composition (prove_library_forms), before the enumeration's candidates are verified.
+struct LibraryFormJob {
+  search::LibraryForms forms;
+  std::vector<search::PoolEntry> entries;  ///< per form: its graph and cost
+};
+
+LibraryFormJob library_form_job(const SearchJob& job, const KernelGraph& program) {
+  LibraryFormJob lf;
+  lf.forms = search::library_forms(
+      program, job.target.sm_count,
+      [&](const KernelGraph& region) { return canonical_region(job.config, region); });
+  for (const search::LibraryForm& f : lf.forms.forms) {
+    search::PoolEntry e{f.graph, estimate_cost(f.graph, job.target),
+                        kernel_graph_to_json(f.graph).dump()};
+    lf.entries.push_back(std::move(e));
+  }
+  return lf;
+}
+
+/// Phase 7a: the library forms the code generator can emit, proved by composition
+/// (library_form_proof.h), within the time limit; those proved (bound ≤ 2^-60) are returned for
+/// the ranking. A form whose composed bound misses the target is verified against the whole
+/// program like any candidate (after the others, in verify_derived). Runs before the
+/// enumeration's candidates are verified: a composed proof costs a few elementwise passes,
+/// where a verification of a prefill program evaluates its products in the fields.
+std::vector<Candidate> prove_library_forms(const SearchJob& job, LibraryFormJob& lf,
+                                           const std::atomic<bool>* stop,
+                                           std::vector<DerivedEntry>& unproved,
+                                           SearchResult& result) {
+  std::vector<Candidate> proved;
+  VerifyOptions options;
+  options.stop = stop;
+  search::LibraryFormProver prover(lf.forms, options);
+  for (size_t i = 0; i < lf.forms.forms.size(); ++i) {
+    if (job.config.interrupt && job.config.interrupt->load()) break;
+    if (job.config.time_limit_s > 0 && seconds_since(job.t0) >= job.config.time_limit_s) break;
+    const search::PoolEntry& e = lf.entries[i];
+    if (std::string rule = not_emittable(e.graph, job.target); !rule.empty()) {
+      ++result.stats.prunes_by_rule[rule];
+      continue;
+    }
+    const auto t = Clock::now();
+    Result<VerifyResult> v = prover.prove(lf.forms.forms[i]);
+    result.stats.verify_s += seconds_since(t);
+    if (!v.ok()) {
+      if (is_stopped_error(v.error().message)) break;
+      warn(result, "a library form's composed proof failed with an error: " + v.error().message);
+      continue;
+    }
+    ++result.stats.candidates_screened;
+    ++result.stats.candidates_verified;
+    if (!v->equivalent || v->unknown) {
+      warn(result, "a library form was not proved equivalent (" + v->detail + "); dropped");
+      continue;
+    }
+    if (v->log2_bound > options.target_log2_bound) {
+      unproved.push_back({e, "library_form"});
+      continue;
+    }
+    proved.push_back({e.graph, e.cost, *v, false, "library_form"});
+  }
+  return proved;
+}
+
 /// Phase 7b: the derived forms screened and verified (as screen_and_verify does) and, when
 /// proved, added to the ranking.
 void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
@@ -836,9 +920,13 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
   std::vector<DerivedEntry> derived = derive_split_kv(job, pool);
   add_pointwise_seeds(job, derived);
+  LibraryFormJob forms = library_form_job(job, program);
+  std::vector<Candidate> proved_forms =
+      prove_library_forms(job, forms, monitor.verification_stop(), derived, result);
   const std::vector<search::PoolEntry> found = pool.entries();
   screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);
   verify_derived(job, *en.checker, derived, monitor, result);
+  for (Candidate& c : proved_forms) result.ranked.push_back(std::move(c));
   monitor.finish();
   rank(program, job.target, result);
   result.stats.rewrites_by_rule = job.rewrites;
