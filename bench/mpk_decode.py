@@ -431,7 +431,9 @@ def run_config(lib, strata, model_file, batch, kv, args, deadline):
     workers = torch.cuda.get_device_properties(0).multi_processor_count
     max_kv = kv + steps + 8
     t0 = time.time()
-    tasks, summary = compile_tasks(strata, model_file, batch, max_kv, workers, args.out)
+    tasks, summary = compile_tasks(strata, model_file, batch, max_kv, workers, args.out,
+                                   ["--attn-chunks", str(args.attn_chunks)] if args.attn_chunks
+                                   else ())
     m = tasks["model"]
     log(f"  {summary} ({time.time() - t0:.1f} s)")
     L, Hkv, D = m["layers"], m["kv_heads"], m["head_dim"]
@@ -680,6 +682,9 @@ def main():
     ap.add_argument("--nvcc", default="nvcc")
     ap.add_argument("--generated-jobs", type=int, default=4,
                     help="(model, batch) preparations (search + nvcc) run at once")
+    ap.add_argument("--attn-chunks", type=int, default=0,
+                    help="attention chunks per kv head (strata mpk compile --attn-chunks; 0: "
+                         "the compiler's choice)")
     ap.add_argument("--out", default="bench/results")
     args = ap.parse_args()
     start = time.time()

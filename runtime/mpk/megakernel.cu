@@ -13,7 +13,7 @@
 //      waits until every event the task waits on has reached count · step (thread 0 spins on an
 //      acquire load with __nanosleep; the counters only grow, so no reset between steps),
 //   2. runs the task's device function with all 256 threads,
-//   3. after a barrier, thread 0 fences and adds 1 to every event the task triggers (release).
+//   3. after a barrier, thread 0 adds 1 to every event the task triggers (release).
 // With a trace buffer (MpkParams::trace) thread 0 also records when each of these began.
 // Either way a worker's tasks come in a topological order and every worker is resident, so the
 // first unfinished task of the order can always run: no deadlock (docs/megakernel.md,
@@ -49,19 +49,30 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
-__device__ void run_task(const MpkParams& p, int id, char* smem) {
-  const int* r = p.tasks + (size_t)id * MPK_TASK_FIELDS;
-  const Task task = load_task(p, id);
+// A task's record (task_abi.h: op, I0..I2, the ranges of its waits and triggers): 32 bytes
+// read at once, read-only during a step.
+struct TaskRec {
+  Task t;
+  int wait_begin, wait_count, trig_begin, trig_count;
+};
+static_assert(MPK_TASK_FIELDS == 8, "a task record is two 16-byte vectors");
+
+__device__ __forceinline__ TaskRec read_rec(const MpkParams& p, int id) {
+  const int4* r = reinterpret_cast<const int4*>(p.tasks + (size_t)id * MPK_TASK_FIELDS);
+  const int4 a = __ldg(r), b = __ldg(r + 1);
+  return TaskRec{Task{a.x, a.y, a.z, a.w}, b.x, b.y, b.z, b.w};
+}
+
+__device__ void run_task(const MpkParams& p, int id, const TaskRec& rec, char* smem) {
   unsigned long long* trace = p.trace ? p.trace + (size_t)id * 4 : nullptr;
   if (threadIdx.x == 0) {
     if (trace) {
       trace[0] = blockIdx.x;
       trace[1] = global_ns();
     }
-    if (p.prefetch) prefetch_task(p, task);
-    const int wb = __ldg(r + MPK_TASK_WAIT_BEGIN), wn = __ldg(r + MPK_TASK_WAIT_COUNT);
-    for (int i = 0; i < wn; ++i) {
-      const int e = __ldg(p.waits + wb + i);
+    if (p.prefetch) prefetch_task(p, rec.t);
+    for (int i = 0; i < rec.wait_count; ++i) {
+      const int e = __ldg(p.waits + rec.wait_begin + i);
       const unsigned target = (unsigned)__ldg(p.event_counts + e) * p.step;
       // A wait of seconds means a broken graph or a worker that never started: fail the launch
       // (an error on the host) instead of hanging it.
@@ -78,21 +89,32 @@ __device__ void run_task(const MpkParams& p, int id, char* smem) {
   }
   __syncthreads();
   if (trace && threadIdx.x == 0) trace[2] = global_ns();
-  run_task_body(p, task, smem);
+  run_task_body(p, rec.t, smem);
+  // The barrier orders every thread's writes of the task before thread 0's release adds (a
+  // release is cumulative over what its thread has observed, the barrier included), so the
+  // consumers' acquire loads see them.
   __syncthreads();
   if (threadIdx.x == 0) {
     if (trace) trace[3] = global_ns();
-    __threadfence();
-    const int tb = __ldg(r + MPK_TASK_TRIG_BEGIN), tn = __ldg(r + MPK_TASK_TRIG_COUNT);
-    for (int i = 0; i < tn; ++i) red_release(p.event_counters + __ldg(p.triggers + tb + i), 1u);
+    for (int i = 0; i < rec.trig_count; ++i)
+      red_release(p.event_counters + __ldg(p.triggers + rec.trig_begin + i), 1u);
   }
 }
 
 __global__ void __launch_bounds__(kThreads, 1) mpk_persistent(const __grid_constant__ MpkParams p) {
   extern __shared__ __align__(128) char smem[];
   if (p.mode == 0) {
+    // The next task's record is read while the current one runs.
     const int begin = p.worker_offsets[blockIdx.x], end = p.worker_offsets[blockIdx.x + 1];
-    for (int i = begin; i < end; ++i) run_task(p, __ldg(p.worker_tasks + i), smem);
+    int id = begin < end ? __ldg(p.worker_tasks + begin) : 0;
+    TaskRec rec = begin < end ? read_rec(p, id) : TaskRec{};
+    for (int i = begin; i < end; ++i) {
+      const int next_id = i + 1 < end ? __ldg(p.worker_tasks + i + 1) : id;
+      const TaskRec next = read_rec(p, next_id);
+      run_task(p, id, rec, smem);
+      id = next_id;
+      rec = next;
+    }
   } else {
     __shared__ int next;
     const unsigned base = (p.step - 1) * (unsigned)(p.num_tasks + gridDim.x);
@@ -102,7 +124,8 @@ __global__ void __launch_bounds__(kThreads, 1) mpk_persistent(const __grid_const
       const int i = next;
       __syncthreads();
       if (i >= p.num_tasks) break;
-      run_task(p, __ldg(p.order + i), smem);
+      const int id = __ldg(p.order + i);
+      run_task(p, id, read_rec(p, id), smem);
     }
   }
 }
