@@ -41,7 +41,7 @@ from mpk_abi import Params
 import mpk_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KINDS = ["embed", "norm_matmul", "rope_append", "attn_chunk", "attn_combine",
+KINDS = ["embed", "norm_matmul", "attn_chunk", "attn_combine",
          "matmul_residual", "norm_gated", "norm_lmhead", "argmax"]
 
 

@@ -153,35 +153,47 @@ TEST(MpkCompiler, DependenciesFollowTheFootprints) {
       return 0;
     };
     const OpInfo& qkv = g.ops[op_named("layers.1.norm_qkv")];
-    const OpInfo& rope = g.ops[op_named("layers.1.rope_append")];
     const OpInfo& attn = g.ops[op_named("layers.1.attention")];
     const OpInfo& comb = g.ops[op_named("layers.1.attn_combine")];
     const OpInfo& oproj = g.ops[op_named("layers.1.o_proj_residual")];
     const int64_t D = m.head_dim, G = m.heads / m.kv_heads;
-    // A rope task waits on exactly the QKV tiles covering its q heads, its k head and v head.
-    for (int t = rope.first_task; t < rope.first_task + rope.num_tasks; ++t) {
-      const int64_t h = g.tasks[t].i1;
-      std::set<int> expect;
-      auto cover = [&](int64_t c0, int64_t c1) {
-        for (int64_t i = 0; i < qkv.ntiles; ++i)
-          if (i * qkv.tile < c1 && c0 < (i + 1) * qkv.tile) expect.insert(qkv.first_task + i);
-      };
-      cover(h * G * D, (h + 1) * G * D);
-      cover(m.q_width() + h * D, m.q_width() + (h + 1) * D);
-      cover(m.q_width() + m.kv_width() + h * D, m.q_width() + m.kv_width() + (h + 1) * D);
-      EXPECT_EQ(producers_of(t), expect) << "rope task " << t;
-      EXPECT_LT(expect.size(), static_cast<size_t>(qkv.num_tasks));  // tile granularity
-    }
-    // An attention chunk waits on the rope task of its (batch row, kv head) only.
+    // The QKV tiles covering columns [c0, c1).
+    auto cover = [&](int64_t c0, int64_t c1) {
+      std::set<int> s;
+      for (int64_t i = 0; i < qkv.ntiles; ++i)
+        if (i * qkv.tile < c1 && c0 < (i + 1) * qkv.tile) s.insert(qkv.first_task + i);
+      return s;
+    };
+    auto kv_tiles = [&](int64_t h) {
+      std::set<int> s = cover(m.q_width() + h * D, m.q_width() + (h + 1) * D);
+      const std::set<int> v =
+          cover(m.q_width() + m.kv_width() + h * D, m.q_width() + m.kv_width() + (h + 1) * D);
+      s.insert(v.begin(), v.end());
+      return s;
+    };
+    // An attention chunk waits on exactly the QKV tiles covering its q heads (it rotates them
+    // itself); chunk 0 also on those of its k head and v head (it scores the step's position).
     for (int t = attn.first_task; t < attn.first_task + attn.num_tasks; ++t) {
       const TaskInfo& k = g.tasks[t];
-      EXPECT_EQ(producers_of(t),
-                (std::set<int>{rope.first_task + k.i0 * static_cast<int>(m.kv_heads) + k.i1}));
+      std::set<int> expect = cover(k.i1 * G * D, (k.i1 + 1) * G * D);
+      if (k.i2 == 0) {
+        const std::set<int> kv = kv_tiles(k.i1);
+        expect.insert(kv.begin(), kv.end());
+      }
+      EXPECT_EQ(producers_of(t), expect) << "attention task " << t;
+      EXPECT_LT(expect.size(), static_cast<size_t>(qkv.num_tasks));  // tile granularity
     }
-    // A combine task waits on the chunks of its head; the output projection on every combine and
-    // on its own residual tile.
-    for (int t = comb.first_task; t < comb.first_task + comb.num_tasks; ++t)
-      EXPECT_EQ(producers_of(t).size(), static_cast<size_t>(attn.n));
+    // A combine task waits on the chunks of its head and (it appends k and v to the caches) the
+    // QKV tiles of its k and v heads; the output projection on every combine and on its own
+    // residual tile.
+    for (int t = comb.first_task; t < comb.first_task + comb.num_tasks; ++t) {
+      const TaskInfo& k = g.tasks[t];
+      std::set<int> expect = kv_tiles(k.i1);
+      const int first = attn.first_task + static_cast<int>(
+                                              (k.i0 * m.kv_heads + k.i1) * attn.n);
+      for (int c = 0; c < attn.n; ++c) expect.insert(first + c);
+      EXPECT_EQ(producers_of(t), expect) << "combine task " << t;
+    }
     for (int t = oproj.first_task; t < oproj.first_task + oproj.num_tasks; ++t) {
       std::set<int> p = producers_of(t);
       for (int c = comb.first_task; c < comb.first_task + comb.num_tasks; ++c)
@@ -402,10 +414,11 @@ TEST(MpkGenerated, OpsFromMuGraphsValidateAndWaitOnTheirBlocks) {
   }
   EXPECT_EQ(generated, 4 * m.layers);
   EXPECT_EQ(g.functions.size(), 4u);  // one entry per op program, shared by the layers
-  // A rope task waits on the QKV blocks that write its head group's columns only: with tiles
-  // of 16 columns, q of a kv head (24 columns), its k and v (8 each) touch at most 4 blocks.
+  // An attention chunk waits on the QKV blocks that write its head group's columns only: with
+  // tiles of 16 columns, q of a kv head (24 columns) and, for chunk 0, its k and v (8 each)
+  // touch at most 4 blocks.
   for (const TaskInfo& t : g.tasks) {
-    if (g.ops[t.op].kind != MPK_ROPE_APPEND) continue;
+    if (g.ops[t.op].kind != MPK_ATTN_CHUNK) continue;
     std::set<int> producers;
     for (int e : t.waits)
       for (int p : g.events[e].producers) producers.insert(p);

@@ -26,6 +26,15 @@
 
 namespace strata_mpk {
 
+// The large task functions (matmul family, attention chunks) are compiled as functions of their
+// own, not inlined into the dispatch: each then gets its own register allocation (inlined into
+// one switch they spill).
+#if defined(STRATA_RT_EMULATE)
+#define STRATA_MPK_TASK_FN __device__ inline
+#else
+#define STRATA_MPK_TASK_FN __device__ __noinline__
+#endif
+
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxBatch = 8;          // rows of a matmul task (the driver checks the model's batch)
@@ -234,12 +243,35 @@ __device__ inline void load_rows(const MpkParams& p, const long long* op, __half
   __syncthreads();
 }
 
+// The first U 16-byte loads of each of NW weight rows for this lane (k = lane·8 + u·256),
+// zero past K: what rows_dot<NB, NW, U> loads first. A task issues them before it waits for its
+// events (matmul_task), so their latency overlaps the wait and the input rows' load.
+// `first` holds them at [r·U + u].
+constexpr int kFirstLoads = 16;
+// Build with -DSTRATA_MPK_PRELOAD=0 to wait before these loads (for A/B timings).
+#ifndef STRATA_MPK_PRELOAD
+#define STRATA_MPK_PRELOAD 1
+#endif
+template <int NW, int U>
+STRATA_DEVICE void rows_first_loads(const __half* const* rows, int K, uint4 (&first)[kFirstLoads]) {
+  static_assert(NW * U <= kFirstLoads, "the first loads fit the buffer");
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int k = lane * 8 + u * 256;
+#pragma unroll
+    for (int r = 0; r < NW; ++r)
+      first[r * U + u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
+  }
+}
+
 // acc[r][b] = Σ_k xs[b][k]·rows[r][k] for NW weight rows streamed together by one warp (U
 // 16-byte loads of each row in flight per lane, so NW·U per lane); the sums are complete in
-// every lane.
+// every lane. With `use_first`, `first` holds the first loads (rows_first_loads<NW, U>; K a
+// multiple of 8).
 template <int NB, int NW, int U>
 STRATA_DEVICE void rows_dot(const __half* const* rows, int K, int Kp, const __half* xs,
-                            float (*acc)[NB]) {
+                            float (*acc)[NB], const uint4 (&first)[kFirstLoads], bool use_first) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int r = 0; r < NW; ++r)
@@ -248,12 +280,19 @@ STRATA_DEVICE void rows_dot(const __half* const* rows, int K, int Kp, const __ha
   if (K % 8 == 0) {
     for (int k0 = lane * 8; k0 < K; k0 += 32 * 8 * U) {
       uint4 wv[NW][U];
+      if (use_first && k0 == lane * 8) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int k = k0 + u * 256;
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int r = 0; r < NW; ++r)
-          wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
+          for (int r = 0; r < NW; ++r) wv[r][u] = first[r * U + u];
+      } else {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int k = k0 + u * 256;
+#pragma unroll
+          for (int r = 0; r < NW; ++r)
+            wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
+        }
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -312,20 +351,41 @@ __host__ __device__ constexpr int matmul_smem_bytes(int batch, int max_k) {
   return batch * ((max_k + 7) / 8 * 8) * 2 + kMaxBatch * 4;
 }
 
-template <int NB>
-__device__ inline void matmul_task(const MpkParams& p, const long long* op, const Task& t,
-                                   char* smem) {
+// The task's columns [c0, c1): warp w takes columns c0 + w + 8j, two at a time (c and c + 8)
+// while two remain. Before `wait()` (its events) each warp issues the loads of its first columns'
+// first weight rows, which depend on nothing the step writes.
+template <int NB, class Wait>
+STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, const Task& t,
+                                   char* smem, Wait&& wait) {
   const int kind = (int)op[MPK_OP_KIND];
   const int K = (int)op[MPK_OP_K], N = (int)op[MPK_OP_N], tile = (int)op[MPK_OP_TILE];
   const int Kp = (K + 7) / 8 * 8;
   __half* xs = reinterpret_cast<__half*>(smem);
   float* rstd = reinterpret_cast<float*>(smem + (size_t)NB * Kp * 2);
-  load_rows(p, op, xs, rstd, NB, K, Kp);
   const __half* W = static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]);
   const __half* W2 =
       kind == MPK_NORM_GATED ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile);
+  const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile), cf = c0 + warp;
+  uint4 first[kFirstLoads];
+  const bool preload = STRATA_MPK_PRELOAD && K % 8 == 0 && cf < c1;
+  if (preload) {
+    const int cb = cf + kWarps;
+    const bool pair = cb < c1;
+    if (W2 && pair) {
+      const __half* rows[4] = {W + (size_t)cf * K, W2 + (size_t)cf * K, W + (size_t)cb * K,
+                               W2 + (size_t)cb * K};
+      rows_first_loads<4, 4>(rows, K, first);
+    } else if (W2 || pair) {
+      const __half* rows[2] = {W + (size_t)cf * K, (W2 ? W2 : W) + (size_t)(W2 ? cf : cb) * K};
+      rows_first_loads<2, 8>(rows, K, first);
+    } else {
+      const __half* rows[1] = {W + (size_t)cf * K};
+      rows_first_loads<1, 8>(rows, K, first);
+    }
+  }
+  wait();  // (without STRATA_MPK_PRELOAD, nothing was loaded before)
+  load_rows(p, op, xs, rstd, NB, K, Kp);
   float best[NB];
   int best_i[NB];
 #pragma unroll
@@ -333,16 +393,15 @@ __device__ inline void matmul_task(const MpkParams& p, const long long* op, cons
     best[b] = -INFINITY;
     best_i[b] = 0x7fffffff;
   }
-  // Warp w takes columns c0 + w + 8j, two at a time (c and c + 8) while two remain.
-  for (int c = c0 + warp; c < c1; c += 2 * kWarps) {
-    const bool pair = c + kWarps < c1;
+  for (int c = cf; c < c1; c += 2 * kWarps) {
+    const bool pair = c + kWarps < c1, use_first = preload && c == cf;
     const int cb = c + kWarps;
     if (W2) {
       if (pair) {
         const __half* rows[4] = {W + (size_t)c * K, W2 + (size_t)c * K, W + (size_t)cb * K,
                                  W2 + (size_t)cb * K};
         float acc[4][NB];
-        rows_dot<NB, 4, 4>(rows, K, Kp, xs, acc);
+        rows_dot<NB, 4, 4>(rows, K, Kp, xs, acc, first, use_first);
         if (lane == 0)
 #pragma unroll
           for (int b = 0; b < NB; ++b) {
@@ -352,7 +411,7 @@ __device__ inline void matmul_task(const MpkParams& p, const long long* op, cons
       } else {
         const __half* rows[2] = {W + (size_t)c * K, W2 + (size_t)c * K};
         float acc[2][NB];
-        rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
+        rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc, first, use_first);
         if (lane == 0)
 #pragma unroll
           for (int b = 0; b < NB; ++b)
@@ -361,7 +420,7 @@ __device__ inline void matmul_task(const MpkParams& p, const long long* op, cons
     } else if (pair) {
       const __half* rows[2] = {W + (size_t)c * K, W + (size_t)cb * K};
       float acc[2][NB];
-      rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
+      rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc, first, use_first);
       if (lane == 0)
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
@@ -371,7 +430,7 @@ __device__ inline void matmul_task(const MpkParams& p, const long long* op, cons
     } else {
       const __half* rows[1] = {W + (size_t)c * K};
       float acc[1][NB];
-      rows_dot<NB, 1, 8>(rows, K, Kp, xs, acc);
+      rows_dot<NB, 1, 8>(rows, K, Kp, xs, acc, first, use_first);
       if (lane == 0)
 #pragma unroll
         for (int b = 0; b < NB; ++b)
@@ -440,32 +499,15 @@ __device__ inline void norm_rope(const MpkParams& p, float* buf, const __half* g
   sync_warp();
 }
 
-__device__ inline void rope_append_task(const MpkParams& p, const long long* op, const Task& t,
-                                        char* smem) {
-  const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, KVW = p.kv_heads * D;
-  const int QKV = QW + 2 * KVW;
-  const int b = t.i0, h = t.i1, layer = (int)op[MPK_OP_LAYER];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const __half* qkv = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * QKV;
-  const __half* qn =
-      op[MPK_OP_W0] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W0]]) : nullptr;
-  const __half* kn =
-      op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
-  const float* inv_freq = static_cast<const float*>(p.buffers[op[MPK_OP_W2]]);
-  __half* kc = static_cast<__half*>(p.buffers[op[MPK_OP_W3]]);
-  __half* vc = static_cast<__half*>(p.buffers[op[MPK_OP_W4]]);
-  float* buf = reinterpret_cast<float*>(smem);
-  const size_t ci = cache_index(p, layer, b, h, p.pos);
-  for (int v = warp; v < G + 2; v += kWarps) {
-    float* vb = buf + (size_t)v * D;
-    const int col = v < G ? (h * G + v) * D : v == G ? QW + h * D : QW + KVW + h * D;
-    for (int d = lane; d < D; d += 32) vb[d] = h2f(ldcg_h(qkv + col + d));
-    sync_warp();
-    if (v <= G) norm_rope(p, vb, v < G ? qn : kn, inv_freq, D);
-    __half* dst = v < G ? ws<__half>(p, op[MPK_OP_OUT0]) + (size_t)b * QW + (h * G + v) * D
-                        : (v == G ? kc : vc) + ci;
-    for (int d = lane; d < D; d += 32) dst[d] = __float2half(vb[d]);
-  }
+// Loads the D values of qkv row `row` at column `col` into `buf` as floats (one warp); with
+// `rotate`, then qk-norm (when `gain`) and the rotation by pos, each value rounded to f16: the
+// values the cache holds for a key.
+__device__ inline void load_head(const MpkParams& p, const __half* row, int col, float* buf,
+                                 bool rotate, const __half* gain, const float* inv_freq) {
+  const int lane = threadIdx.x % 32, D = p.head_dim;
+  for (int d = lane; d < D; d += 32) buf[d] = h2f(ldcg_h(row + col + d));
+  sync_warp();
+  if (rotate) norm_rope(p, buf, gain, inv_freq, D);
 }
 
 // The thread layout of attention's key and value passes: a position's D values are read by
@@ -491,42 +533,113 @@ constexpr int kAttnUnroll = 4;
 // q heads reduced together across the warps at the end of a chunk (bounds the shared buffer).
 constexpr int kAttnRedHeads = 4;
 
-/// Shared memory of an attention chunk task: q [G][D], scores [G][kAttnBlock], the softmax
-/// state, the cross-warp reduction buffer.
+/// Shared memory of an attention chunk task: q [G][D], the step's k and v [2][D], scores
+/// [G][kAttnBlock], the softmax state, the cross-warp reduction buffer.
 __host__ __device__ constexpr int attn_smem_bytes(int G, int D) {
-  return (G * D + G * kAttnBlock + 3 * kMaxGroup + kWarps * kAttnRedHeads * D) * 4;
+  return ((G + 2) * D + G * kAttnBlock + 3 * kMaxGroup + kWarps * kAttnRedHeads * D) * 4;
 }
 
 /// Dynamic shared memory of a step's hand-written tasks (generated entries add their own): the
-/// matmul family, attention, rope_append, argmax.
+/// matmul family, attention (its combine's k and v buffer is smaller), argmax.
 __host__ __device__ constexpr int step_smem_bytes(int batch, int max_k, int heads, int kv_heads,
                                                   int head_dim) {
   const int G = heads / kv_heads;
   const int mm = matmul_smem_bytes(batch, max_k), attn = attn_smem_bytes(G, head_dim);
-  const int rope = (G + 2) * head_dim * 4, am = kThreads * 8;
-  const int a = mm > attn ? mm : attn, b = rope > am ? rope : am;
-  return a > b ? a : b;
+  const int am = kThreads * 8;
+  const int a = mm > attn ? mm : attn;
+  return a > am ? a : am;
 }
 
-__device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, const Task& t,
-                                       char* smem) {
-  const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D;
+// One online-softmax step over the n scores per q head in S (one warp per head): S becomes
+// exp(S − m_new), st = {m, l, alpha} per head with alpha the factor that rescales what came
+// before. Between block barriers.
+__device__ inline void attn_softmax_step(float* S, float* st, int n, int G) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int g = warp; g < G; g += kWarps) {
+    float mx = -INFINITY;
+    for (int j = lane; j < n; j += 32) mx = fmaxf(mx, S[g * kAttnBlock + j]);
+    mx = warp_max(mx);
+    const float m_old = st[g], m_new = fmaxf(m_old, mx);
+    float sum = 0;
+    for (int j = lane; j < n; j += 32) {
+      const float e = fast_exp(S[g * kAttnBlock + j] - m_new);
+      S[g * kAttnBlock + j] = e;
+      sum += e;
+    }
+    sum = warp_sum(sum);
+    sync_warp();
+    if (lane == 0) {
+      const float alpha = m_old == -INFINITY ? 0.f : fast_exp(m_old - m_new);
+      st[g] = m_new;
+      st[kMaxGroup + g] = st[kMaxGroup + g] * alpha + sum;
+      st[2 * kMaxGroup + g] = alpha;
+    }
+  }
+}
+
+// o[g] *= alpha[g]: the rescale of a thread's share of p·v after a softmax step.
+STRATA_DEVICE void attn_rescale(float (&o)[kMaxGroup][8], const float* st, int G) {
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= G) break;
+    const float a = st[2 * kMaxGroup + g];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) o[g][i] *= a;
+  }
+}
+
+// Before `wait()` (its events) the task issues the loads of its first pass over the cached
+// keys and values (written by earlier steps), so their latency overlaps the wait and the q heads'
+// rotation.
+template <class Wait>
+STRATA_MPK_TASK_FN void attn_chunk_task(const MpkParams& p, const long long* op, const Task& t,
+                                       char* smem, Wait&& wait) {
+  const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, KVW = p.kv_heads * D;
   const int b = t.i0, h = t.i1, c = t.i2, C = (int)op[MPK_OP_N], layer = (int)op[MPK_OP_LAYER];
-  const int L = p.pos + 1, len = (L + C - 1) / C;
-  const int jb = imin(L, c * len), je = imin(L, jb + len);
+  const int len = (p.pos + C - 1) / C;
+  const int jb = imin(p.pos, c * len), je = imin(p.pos, jb + len);
   const __half* kc =
       static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + cache_index(p, layer, b, h, 0);
   const __half* vc =
       static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + cache_index(p, layer, b, h, 0);
   float* q = reinterpret_cast<float*>(smem);  // [G][D]
-  float* S = q + G * D;                       // [G][kAttnBlock]
+  float* kvn = q + G * D;                     // the step's k and v [2][D] (chunk 0)
+  float* S = kvn + 2 * D;                     // [G][kAttnBlock]
   float* st = S + G * kAttnBlock;             // m[G], l[G], alpha[G]
   float* red = st + 3 * kMaxGroup;            // [kWarps][kAttnRedHeads][D]
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const AttnLanes al(D);
   const float scale = rsqrt_f((float)D);
-  const __half* qsrc = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * QW + (size_t)h * G * D;
-  for (int i = tid; i < G * D; i += kThreads) q[i] = h2f(ldcg_h(qsrc + i)) * scale;
+  const int dk = al.d8 * 8;
+  // The first pass's keys: positions jb + warp·ppw + u·slots + lane/tpp.
+  uint4 kfirst[kAttnUnroll];
+  if (!STRATA_MPK_PRELOAD) wait();
+#pragma unroll
+  for (int u = 0; u < kAttnUnroll; ++u) {
+    const int j = warp * al.ppw + u * al.slots + lane / al.tpp;
+    kfirst[u] = al.active() && j < imin(kAttnBlock, je - jb)
+                    ? ldcg(reinterpret_cast<const uint4*>(kc + (size_t)(jb + j) * D + dk))
+                    : make_uint4(0, 0, 0, 0);
+  }
+  if (STRATA_MPK_PRELOAD) wait();
+  // The group's q heads normed and rotated (and, for chunk 0, the step's k and v): a warp each.
+  {
+    const __half* row = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * (QW + 2 * KVW);
+    const __half* qn =
+        op[MPK_OP_W0] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W0]]) : nullptr;
+    const __half* kn =
+        op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
+    const float* inv_freq = static_cast<const float*>(p.buffers[op[MPK_OP_W2]]);
+    for (int v = warp; v < G + (c == 0 ? 2 : 0); v += kWarps) {
+      if (v < G) {
+        load_head(p, row, (h * G + v) * D, q + v * D, true, qn, inv_freq);
+        for (int d = lane; d < D; d += 32) q[v * D + d] *= scale;
+      } else {
+        load_head(p, row, (v == G ? QW : QW + KVW) + h * D, kvn + (v - G) * D, v == G, kn,
+                  inv_freq);
+      }
+    }
+  }
   if (tid < G) {
     st[tid] = -INFINITY;
     st[kMaxGroup + tid] = 0;
@@ -538,17 +651,18 @@ __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, 
 #pragma unroll
     for (int i = 0; i < 8; ++i) o[g][i] = 0;
   __syncthreads();
-  const int dk = al.d8 * 8;
   for (int s0 = jb; s0 < je; s0 += kAttnBlock) {
     const int n = imin(kAttnBlock, je - s0);
     // Scores: tpp lanes per position, kAttnUnroll positions per lane in flight; the lanes of a
     // position sum their partial dot products with shuffles (warp-uniform trip counts).
     for (int j0 = warp * al.ppw; j0 < n; j0 += kAttnUnroll * al.slots) {
+      const bool first = s0 == jb && j0 == warp * al.ppw;
       uint4 kv[kAttnUnroll];
 #pragma unroll
       for (int u = 0; u < kAttnUnroll; ++u) {
         const int j = j0 + u * al.slots + lane / al.tpp;
-        kv[u] = al.active() && j < n
+        kv[u] = first ? kfirst[u]
+                : al.active() && j < n
                     ? ldcg(reinterpret_cast<const uint4*>(kc + (size_t)(s0 + j) * D + dk))
                     : make_uint4(0, 0, 0, 0);
       }
@@ -575,43 +689,28 @@ __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, 
         }
       }
     }
-    __syncthreads();
-    // Online softmax per q head: one warp per head.
-    for (int g = warp; g < G; g += kWarps) {
-      float mx = -INFINITY;
-      for (int j = lane; j < n; j += 32) mx = fmaxf(mx, S[g * kAttnBlock + j]);
-      mx = warp_max(mx);
-      const float m_old = st[g], m_new = fmaxf(m_old, mx);
-      float sum = 0;
-      for (int j = lane; j < n; j += 32) {
-        const float e = fast_exp(S[g * kAttnBlock + j] - m_new);
-        S[g * kAttnBlock + j] = e;
-        sum += e;
-      }
-      sum = warp_sum(sum);
-      sync_warp();
-      if (lane == 0) {
-        const float alpha = m_old == -INFINITY ? 0.f : fast_exp(m_old - m_new);
-        st[g] = m_new;
-        st[kMaxGroup + g] = st[kMaxGroup + g] * alpha + sum;
-        st[2 * kMaxGroup + g] = alpha;
-      }
+    // The value pass's first loads, in flight during the softmax step.
+    uint4 vfirst[kAttnUnroll];
+#pragma unroll
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      const int j = warp * al.ppw + u * al.slots + lane / al.tpp;
+      vfirst[u] = al.active() && j < n
+                      ? ldcg(reinterpret_cast<const uint4*>(vc + (size_t)(s0 + j) * D + dk))
+                      : make_uint4(0, 0, 0, 0);
     }
+    __syncthreads();
+    attn_softmax_step(S, st, n, G);
     __syncthreads();
     // o[g] = o[g]·alpha[g] + Σ_j p[g][j]·v[j]: the same lanes-per-position layout as the scores.
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= G) break;
-      const float a = st[2 * kMaxGroup + g];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) o[g][i] *= a;
-    }
+    attn_rescale(o, st, G);
     for (int j0 = warp * al.ppw; j0 < n; j0 += kAttnUnroll * al.slots) {
+      const bool first = j0 == warp * al.ppw;
       uint4 vv[kAttnUnroll];
 #pragma unroll
       for (int u = 0; u < kAttnUnroll; ++u) {
         const int j = j0 + u * al.slots + lane / al.tpp;
-        vv[u] = al.active() && j < n
+        vv[u] = first ? vfirst[u]
+                : al.active() && j < n
                     ? ldcg(reinterpret_cast<const uint4*>(vc + (size_t)(s0 + j) * D + dk))
                     : make_uint4(0, 0, 0, 0);
       }
@@ -637,6 +736,28 @@ __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, 
       }
     }
     __syncthreads();
+  }
+  if (c == 0) {
+    // The step's own position (chunk 0): its score per q head (a warp each), a softmax step of
+    // one position, and p·v added by the threads of position slot 0.
+    for (int g = warp; g < G; g += kWarps) {
+      float s = 0;
+      for (int d = lane; d < D; d += 32) s = fmaf(q[g * D + d], kvn[d], s);
+      s = warp_sum(s);
+      if (lane == 0) S[g * kAttnBlock] = s;
+    }
+    __syncthreads();
+    attn_softmax_step(S, st, 1, G);
+    __syncthreads();
+    attn_rescale(o, st, G);
+    if (al.slot == 0 && al.active())
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g >= G) break;
+        const float pj = S[g * kAttnBlock];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) o[g][i] = fmaf(pj, kvn[D + dk + i], o[g][i]);
+      }
   }
   // Sum o over the positions: the lanes of a warp (shuffles over the position bits of the lane),
   // then the warps (shared memory, kAttnRedHeads heads at a time).
@@ -677,11 +798,25 @@ __device__ inline void attn_chunk_task(const MpkParams& p, const long long* op, 
 
 // Merges the chunks' (o, max, sum) of one (batch row, kv head): thread per (q head, dim), the
 // chunks in one pass (online rescaling), several chunks' loads in flight.
-__device__ inline void attn_combine_task(const MpkParams& p, const long long* op, const Task& t) {
+__device__ inline void attn_combine_task(const MpkParams& p, const long long* op, const Task& t,
+                                         char* smem) {
   const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, C = (int)op[MPK_OP_N];
-  const int b = t.i0, h = t.i1;
+  const int KVW = p.kv_heads * D, b = t.i0, h = t.i1, warp = threadIdx.x / 32;
   const float* po = ws<const float>(p, op[MPK_OP_IN0]);
   const float* pml = ws<const float>(p, op[MPK_OP_IN1]);
+  // The step's k (warp 0: normed, rotated, as chunk 0 scored it) and v (warp 1) into the caches
+  // at pos: every chunk of this head has read them by now, the next step reads them.
+  if (warp < 2) {
+    const __half* row = ws<const __half>(p, op[MPK_OP_IN2]) + (size_t)b * (QW + 2 * KVW);
+    const __half* kn =
+        op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
+    const float* inv_freq = static_cast<const float*>(p.buffers[op[MPK_OP_W2]]);
+    float* buf = reinterpret_cast<float*>(smem) + warp * D;
+    load_head(p, row, (warp == 0 ? QW : QW + KVW) + h * D, buf, warp == 0, kn, inv_freq);
+    __half* dst = static_cast<__half*>(p.buffers[op[warp == 0 ? MPK_OP_W3 : MPK_OP_W4]]) +
+                  cache_index(p, (int)op[MPK_OP_LAYER], b, h, p.pos);
+    for (int d = threadIdx.x % 32; d < D; d += 32) dst[d] = __float2half(buf[d]);
+  }
   for (int i = threadIdx.x; i < G * D; i += kThreads) {
     const int g = i / D, d = i % D;
     const size_t r0 = ((size_t)b * p.heads + h * G + g) * C;
@@ -760,9 +895,27 @@ __device__ inline void argmax_task(const MpkParams& p, const long long* op, char
 // ---- dispatch
 // -------------------------------------------------------------------------------------
 
-__device__ inline void run_task_body(const MpkParams& p, const Task& t, char* smem) {
+/// A task body's wait for its events when there is none to wait for (one launch per op, the
+/// CPU emulator).
+struct NoWait {
+  STRATA_DEVICE void operator()() const {}
+};
+
+STRATA_DEVICE bool is_matmul_kind(int kind) {
+  return kind == MPK_NORM_MATMUL || kind == MPK_MATMUL_RESIDUAL || kind == MPK_NORM_GATED ||
+         kind == MPK_NORM_LMHEAD;
+}
+
+/// Runs task t with all threads. `wait()` (called by all threads, once) returns when the task's
+/// events have fired; a task calls it before it reads anything the step writes (the matmul
+/// family after issuing its first weight loads, attention chunks after their first cached keys
+/// and values, the others first).
+template <class Wait>
+__device__ inline void run_task_body(const MpkParams& p, const Task& t, char* smem, Wait&& wait) {
   const long long* op = p.ops + (size_t)t.op * MPK_OP_FIELDS;
-  switch ((int)op[MPK_OP_KIND]) {
+  const int kind = (int)op[MPK_OP_KIND];
+  if (!is_matmul_kind(kind) && kind != MPK_ATTN_CHUNK) wait();
+  switch (kind) {
     case MPK_EMBED:
       embed_task(p, op, t);
       break;
@@ -771,42 +924,29 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
     case MPK_NORM_GATED:
     case MPK_NORM_LMHEAD:
       switch (p.batch) {
-        case 1:
-          matmul_task<1>(p, op, t, smem);
-          break;
-        case 2:
-          matmul_task<2>(p, op, t, smem);
-          break;
-        case 3:
-          matmul_task<3>(p, op, t, smem);
-          break;
-        case 4:
-          matmul_task<4>(p, op, t, smem);
-          break;
-        case 5:
-          matmul_task<5>(p, op, t, smem);
-          break;
-        case 6:
-          matmul_task<6>(p, op, t, smem);
-          break;
-        case 7:
-          matmul_task<7>(p, op, t, smem);
-          break;
-        case 8:
-          matmul_task<8>(p, op, t, smem);
-          break;
+#define STRATA_MPK_MATMUL_CASE(nb)           \
+  case nb:                                   \
+    matmul_task<nb>(p, op, t, smem, wait);   \
+    break;
+        STRATA_MPK_MATMUL_CASE(1)
+        STRATA_MPK_MATMUL_CASE(2)
+        STRATA_MPK_MATMUL_CASE(3)
+        STRATA_MPK_MATMUL_CASE(4)
+        STRATA_MPK_MATMUL_CASE(5)
+        STRATA_MPK_MATMUL_CASE(6)
+        STRATA_MPK_MATMUL_CASE(7)
+        STRATA_MPK_MATMUL_CASE(8)
+#undef STRATA_MPK_MATMUL_CASE
         default:
+          wait();
           break;
       }
       break;
-    case MPK_ROPE_APPEND:
-      rope_append_task(p, op, t, smem);
-      break;
     case MPK_ATTN_CHUNK:
-      attn_chunk_task(p, op, t, smem);
+      attn_chunk_task(p, op, t, smem, wait);
       break;
     case MPK_ATTN_COMBINE:
-      attn_combine_task(p, op, t);
+      attn_combine_task(p, op, t, smem);
       break;
     case MPK_ARGMAX:
       argmax_task(p, op, smem);
@@ -855,8 +995,7 @@ STRATA_DEVICE void prefetch_l2(const void* ptr, long long bytes) {
 STRATA_DEVICE void prefetch_task(const MpkParams& p, const Task& t) {
   const long long* op = p.ops + (size_t)t.op * MPK_OP_FIELDS;
   const int kind = (int)op[MPK_OP_KIND];
-  if (kind == MPK_NORM_MATMUL || kind == MPK_MATMUL_RESIDUAL || kind == MPK_NORM_GATED ||
-      kind == MPK_NORM_LMHEAD) {
+  if (is_matmul_kind(kind)) {
     const long long K = op[MPK_OP_K], N = op[MPK_OP_N], tile = op[MPK_OP_TILE];
     const long long c0 = t.i0 * tile, c1 = c0 + tile < N ? c0 + tile : N;
     const long long bytes = (c1 - c0) * K * 2;
@@ -864,7 +1003,7 @@ STRATA_DEVICE void prefetch_task(const MpkParams& p, const Task& t) {
     if (kind == MPK_NORM_GATED)
       prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) + c0 * K, bytes);
   } else if (kind == MPK_ATTN_CHUNK) {
-    const int C = (int)op[MPK_OP_N], L = p.pos + 1, len = (L + C - 1) / C;
+    const int C = (int)op[MPK_OP_N], len = (p.pos + C - 1) / C;
     const int jb = imin(p.pos, t.i2 * len), je = imin(p.pos, jb + len);
     const size_t at = cache_index(p, (int)op[MPK_OP_LAYER], t.i0, t.i1, jb);
     const long long bytes = (long long)(je - jb) * p.head_dim * 2;

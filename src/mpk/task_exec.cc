@@ -168,51 +168,54 @@ std::vector<Write> TaskExecutor::run(int t) {
       }
       break;
     }
-    case MPK_ROPE_APPEND: {
-      const int64_t b = task.i0, h = task.i1, row = b * m.qkv_width();
+    case MPK_ATTN_CHUNK: {
+      // Chunk c: the cached positions [c·len, (c+1)·len) ∩ [0, pos), len = ⌈pos/C⌉; chunk 0
+      // also position pos, from qkv (task_abi.h).
+      const int64_t b = task.i0, h = task.i1, c = task.i2, C = op.n, row = b * m.qkv_width();
+      const int64_t len = (pos_ + C - 1) / C;
+      const int64_t j0 = std::min(pos_, c * len), j1 = std::min(pos_, j0 + len);
       const std::vector<double>& inv_freq = buf_.data[op.w[2]];
       auto head = [&](int64_t col) {
         std::vector<double> v(D);
         for (int64_t d = 0; d < D; ++d) v[d] = rd(op.in0, row + col + d);
         return v;
       };
+      std::vector<double> k_new, v_new;
+      if (c == 0) {
+        k_new = head(QW + h * D);
+        v_new = head(QW + m.kv_width() + h * D);
+        if (op.w[1] >= 0) rms_norm(k_new, buf_.data[op.w[1]], m.eps);
+        rope(k_new, inv_freq, pos_);
+      }
+      const double scale = 1 / std::sqrt(static_cast<double>(D));
       for (int64_t gq = 0; gq < G; ++gq) {
-        const int64_t hq = h * G + gq;
+        const int64_t hq = h * G + gq, r = (b * m.heads + hq) * C + c;
         std::vector<double> q = head(hq * D);
         if (op.w[0] >= 0) rms_norm(q, buf_.data[op.w[0]], m.eps);
         rope(q, inv_freq, pos_);
-        for (int64_t d = 0; d < D; ++d) wr(out, op.out0, b * QW + hq * D + d, q[d]);
-      }
-      std::vector<double> k = head(QW + h * D), v = head(QW + m.kv_width() + h * D);
-      if (op.w[1] >= 0) rms_norm(k, buf_.data[op.w[1]], m.eps);
-      rope(k, inv_freq, pos_);
-      const int64_t ci = cache_index(m, op.layer, b, h, pos_);
-      for (int64_t d = 0; d < D; ++d) {
-        buf_.data[op.w[3]][ci + d] = k[d];
-        buf_.data[op.w[4]][ci + d] = v[d];
-      }
-      break;
-    }
-    case MPK_ATTN_CHUNK: {
-      const int64_t b = task.i0, h = task.i1, c = task.i2, C = op.n, L = pos_ + 1;
-      const int64_t len = (L + C - 1) / C, j0 = std::min(L, c * len), j1 = std::min(L, j0 + len);
-      for (int64_t gq = 0; gq < G; ++gq) {
-        const int64_t hq = h * G + gq, r = (b * m.heads + hq) * C + c;
+        // The positions' keys and values: the cache's, then (chunk 0) the step's own.
+        std::vector<const double*> keys, values;
+        for (int64_t j = j0; j < j1; ++j) {
+          const int64_t ci = cache_index(m, op.layer, b, h, j);
+          keys.push_back(&buf_.data[op.w[3]][ci]);
+          values.push_back(&buf_.data[op.w[4]][ci]);
+        }
+        if (c == 0) {
+          keys.push_back(k_new.data());
+          values.push_back(v_new.data());
+        }
         double mx = -std::numeric_limits<double>::infinity(), l = 0;
         std::vector<double> s, o(D, 0.0);
-        for (int64_t j = j0; j < j1; ++j) {
-          const int64_t ci = cache_index(m, op.layer, b, h, j);
+        for (const double* k : keys) {
           double dot = 0;
-          for (int64_t d = 0; d < D; ++d)
-            dot += rd(op.in0, b * QW + hq * D + d) * buf_.data[op.w[3]][ci + d];
-          s.push_back(dot / std::sqrt(static_cast<double>(D)));
+          for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
+          s.push_back(dot * scale);
           mx = std::max(mx, s.back());
         }
-        for (int64_t j = j0; j < j1; ++j) {
-          const double p = std::exp(s[j - j0] - mx);
+        for (size_t j = 0; j < keys.size(); ++j) {
+          const double p = std::exp(s[j] - mx);
           l += p;
-          const int64_t ci = cache_index(m, op.layer, b, h, j);
-          for (int64_t d = 0; d < D; ++d) o[d] += p * buf_.data[op.w[4]][ci + d];
+          for (int64_t d = 0; d < D; ++d) o[d] += p * values[j][d];
         }
         for (int64_t d = 0; d < D; ++d) wr(out, op.out0, r * D + d, o[d]);
         wr(out, op.out1, r * 2, mx);
@@ -236,6 +239,16 @@ std::vector<Write> TaskExecutor::run(int t) {
           for (int64_t d = 0; d < D; ++d) o[d] += w * rd(op.in0, (r0 + c) * D + d);
         }
         for (int64_t d = 0; d < D; ++d) wr(out, op.out0, b * QW + hq * D + d, o[d] / L);
+      }
+      // The step's k and v at position pos of the caches.
+      const int64_t row = b * m.qkv_width(), ci = cache_index(m, op.layer, b, h, pos_);
+      std::vector<double> k(D);
+      for (int64_t d = 0; d < D; ++d) k[d] = rd(op.in2, row + QW + h * D + d);
+      if (op.w[1] >= 0) rms_norm(k, buf_.data[op.w[1]], m.eps);
+      rope(k, buf_.data[op.w[2]], pos_);
+      for (int64_t d = 0; d < D; ++d) {
+        buf_.data[op.w[3]][ci + d] = k[d];
+        buf_.data[op.w[4]][ci + d] = rd(op.in2, row + QW + m.kv_width() + h * D + d);
       }
       break;
     }

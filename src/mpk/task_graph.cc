@@ -88,7 +88,7 @@ double estimate_tasks(const ModelConfig& m, const CompileOptions& o) {
     return static_cast<double>((n + t - 1) / t);
   };
   const double heads = static_cast<double>(m.batch) * static_cast<double>(m.kv_heads);
-  const double per_layer = tiles("norm_qkv", m.qkv_width(), m.hidden, 1) + heads * 2 +
+  const double per_layer = tiles("norm_qkv", m.qkv_width(), m.hidden, 1) + heads +
                            heads * static_cast<double>(attention_chunks(m, o)) +
                            tiles("o_proj_residual", m.hidden, m.q_width(), 1) +
                            tiles("norm_gate_up_silu", m.intermediate, m.hidden, 2) +
@@ -150,13 +150,12 @@ class Builder {
                         qkv))
         matmul_op(MPK_NORM_MATMUL, p + "norm_qkv", l, x, -1, qkv, {w.attn_norm, w.wqkv, -1}, H,
                   m_.qkv_width(), 1);
-      int q = tensor(p + "q", DType::F16, {B, m_.q_width()});
-      rope_op(p + "rope_append", l, qkv, q, w.q_norm, w.k_norm, inv_freq, kc, vc);
       int po = tensor(p + "attn_partial_o", DType::F32, {B, m_.heads, chunks_, D});
       int pml = tensor(p + "attn_partial_ml", DType::F32, {B, m_.heads, chunks_, 2});
-      attn_op(p + "attention", l, q, po, pml, kc, vc);
+      const int64_t rot[3] = {w.q_norm, w.k_norm, inv_freq};
+      attn_op(p + "attention", l, qkv, po, pml, rot, kc, vc);
       int attn = tensor(p + "attn", DType::F16, {B, m_.q_width()});
-      combine_op(p + "attn_combine", l, po, pml, attn);
+      combine_op(p + "attn_combine", l, po, pml, qkv, attn, rot, kc, vc);
       int xa = tensor(p + "x.attn", DType::F16, {B, H});
       if (!generated_op("o_proj_residual", p, l, {attn, buffer_tensor(w.wo), x}, xa))
         matmul_op(MPK_MATMUL_RESIDUAL, p + "o_proj_residual", l, attn, x, xa, {-1, w.wo, -1},
@@ -436,40 +435,34 @@ class Builder {
     return (layer * m_.batch + b) * m_.kv_heads + h;
   }
 
-  void rope_op(const std::string& name, int64_t layer, int qkv, int q, int64_t qn, int64_t kn,
-               int64_t inv_freq, int64_t kc, int64_t vc) {
-    OpInfo& op = new_op(MPK_ROPE_APPEND, name, layer);
-    op.in0 = qkv;
-    op.out0 = q;
-    op.w[0] = qn;
-    op.w[1] = kn;
-    op.w[2] = inv_freq;
-    op.w[3] = kc;
-    op.w[4] = vc;
-    const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads, QW = m_.q_width();
-    for (int64_t b = 0; b < m_.batch; ++b)
-      for (int64_t h = 0; h < m_.kv_heads; ++h) {
-        TaskInfo& t = new_task(static_cast<int32_t>(b), static_cast<int32_t>(h));
-        t.reads.push_back(rect(qkv, b, b + 1, h * G * D, (h + 1) * G * D));
-        t.reads.push_back(rect(qkv, b, b + 1, QW + h * D, QW + (h + 1) * D));
-        t.reads.push_back(
-            rect(qkv, b, b + 1, QW + m_.kv_width() + h * D, QW + m_.kv_width() + (h + 1) * D));
-        t.writes.push_back(rect(q, b, b + 1, h * G * D, (h + 1) * G * D));
-        const int64_t r = cache_row(layer, b, h);
-        t.writes.push_back(
-            rect(buffer_tensor(kc), r, r + 1, 0, g_.tensors[buffer_tensor(kc)].cols));
-        t.writes.push_back(
-            rect(buffer_tensor(vc), r, r + 1, 0, g_.tensors[buffer_tensor(vc)].cols));
-        t.cost = static_cast<double>((G + 2) * D * 4);
-      }
+  // The columns of qkv's row b holding q head group h, k head h, v head h.
+  Region q_cols(int qkv, int64_t b, int64_t h) const {
+    const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads;
+    return rect(qkv, b, b + 1, h * G * D, (h + 1) * G * D);
+  }
+  Region k_cols(int qkv, int64_t b, int64_t h) const {
+    return rect(qkv, b, b + 1, m_.q_width() + h * m_.head_dim,
+                m_.q_width() + (h + 1) * m_.head_dim);
+  }
+  Region v_cols(int qkv, int64_t b, int64_t h) const {
+    const int64_t c0 = m_.q_width() + m_.kv_width() + h * m_.head_dim;
+    return rect(qkv, b, b + 1, c0, c0 + m_.head_dim);
+  }
+  Region cache_rows(int64_t cache, int64_t layer, int64_t b, int64_t h) const {
+    const int64_t r = cache_row(layer, b, h);
+    return rect(buffer_tensor(cache), r, r + 1, 0, g_.tensors[buffer_tensor(cache)].cols);
   }
 
-  void attn_op(const std::string& name, int64_t layer, int q, int po, int pml, int64_t kc,
-               int64_t vc) {
+  // rot = {q-norm gain, k-norm gain, inverse frequencies} (buffer ids; gains -1 without
+  // qk-norm). Every chunk rotates its q heads itself (no rotary stage between the QKV product
+  // and attention); chunk 0 also scores the step's own position from qkv's k and v.
+  void attn_op(const std::string& name, int64_t layer, int qkv, int po, int pml,
+               const int64_t rot[3], int64_t kc, int64_t vc) {
     OpInfo& op = new_op(MPK_ATTN_CHUNK, name, layer);
-    op.in0 = q;
+    op.in0 = qkv;
     op.out0 = po;
     op.out1 = pml;
+    for (int i = 0; i < 3; ++i) op.w[i] = rot[i];
     op.w[3] = kc;
     op.w[4] = vc;
     op.n = chunks_;
@@ -480,12 +473,13 @@ class Builder {
         for (int64_t c = 0; c < chunks_; ++c) {
           TaskInfo& t =
               new_task(static_cast<int32_t>(b), static_cast<int32_t>(h), static_cast<int32_t>(c));
-          t.reads.push_back(rect(q, b, b + 1, h * G * D, (h + 1) * G * D));
-          const int64_t r = cache_row(layer, b, h);
-          t.reads.push_back(
-              rect(buffer_tensor(kc), r, r + 1, 0, g_.tensors[buffer_tensor(kc)].cols));
-          t.reads.push_back(
-              rect(buffer_tensor(vc), r, r + 1, 0, g_.tensors[buffer_tensor(vc)].cols));
+          t.reads.push_back(q_cols(qkv, b, h));
+          if (c == 0) {
+            t.reads.push_back(k_cols(qkv, b, h));
+            t.reads.push_back(v_cols(qkv, b, h));
+          }
+          t.reads.push_back(cache_rows(kc, layer, b, h));
+          t.reads.push_back(cache_rows(vc, layer, b, h));
           const int64_t r0 = b * m_.heads + h * G;
           t.writes.push_back(rect(po, r0, r0 + G, c * D, (c + 1) * D));
           t.writes.push_back(rect(pml, r0, r0 + G, c * 2, c * 2 + 2));
@@ -493,11 +487,19 @@ class Builder {
         }
   }
 
-  void combine_op(const std::string& name, int64_t layer, int po, int pml, int attn) {
+  // Merges the chunks of a (batch row, kv head) and appends the step's k and v to the caches:
+  // after every chunk of the head has read them (the partials order it), before the next step.
+  void combine_op(const std::string& name, int64_t layer, int po, int pml, int qkv, int attn,
+                  const int64_t rot[3], int64_t kc, int64_t vc) {
     OpInfo& op = new_op(MPK_ATTN_COMBINE, name, layer);
     op.in0 = po;
     op.in1 = pml;
+    op.in2 = qkv;
     op.out0 = attn;
+    op.w[1] = rot[1];
+    op.w[2] = rot[2];
+    op.w[3] = kc;
+    op.w[4] = vc;
     op.n = chunks_;
     const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads;
     for (int64_t b = 0; b < m_.batch; ++b)
@@ -506,8 +508,12 @@ class Builder {
         const int64_t r0 = b * m_.heads + h * G;
         t.reads.push_back(rect(po, r0, r0 + G, 0, chunks_ * D));
         t.reads.push_back(rect(pml, r0, r0 + G, 0, chunks_ * 2));
+        t.reads.push_back(k_cols(qkv, b, h));
+        t.reads.push_back(v_cols(qkv, b, h));
         t.writes.push_back(rect(attn, b, b + 1, h * G * D, (h + 1) * G * D));
-        t.cost = static_cast<double>(G * chunks_ * (D + 2) * 4);
+        t.writes.push_back(cache_rows(kc, layer, b, h));
+        t.writes.push_back(cache_rows(vc, layer, b, h));
+        t.cost = static_cast<double>(G * chunks_ * (D + 2) * 4 + 2 * D * 2);
       }
   }
 
@@ -561,6 +567,7 @@ std::vector<int64_t> op_record(const TaskGraph& g, int op_id) {
   r[MPK_OP_LAYER] = op.layer;
   r[MPK_OP_IN0] = offset(op.in0);
   r[MPK_OP_IN1] = offset(op.in1);
+  r[MPK_OP_IN2] = offset(op.in2);
   r[MPK_OP_OUT0] = offset(op.out0);
   r[MPK_OP_OUT1] = offset(op.out1);
   for (int i = 0; i < 5; ++i) r[MPK_OP_W0 + i] = op.w[i];

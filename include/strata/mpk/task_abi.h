@@ -14,22 +14,26 @@
 #ifndef STRATA_MPK_TASK_ABI_H
 #define STRATA_MPK_TASK_ABI_H
 
-#define STRATA_MPK_ABI_VERSION 2
+#define STRATA_MPK_ABI_VERSION 3
 
 /* Task kinds. The operand fields of each kind (B: batch, D: head dim, Hq/Hkv: heads):
  *  MPK_EMBED          W0 embedding f16[V,H]; OUT0 x f16[B,H]; task I0 = batch row b; reads the
  *                     step's input tokens.
  *  MPK_NORM_MATMUL    IN0 x f16[B,K]; W0 RMSNorm gain f16[K]; W1 weight f16[N,K];
  *                     OUT0 y f16[B,N] = rmsnorm(x)·gain @ W1ᵀ; task I0 = tile of TILE columns.
- *  MPK_ROPE_APPEND    IN0 qkv f16[B,(Hq+2Hkv)·D]; W0 q-norm gain f16[D] or -1; W1 k-norm gain or
+ *  MPK_ATTN_CHUNK     IN0 qkv f16[B,(Hq+2Hkv)·D]; W0 q-norm gain f16[D] or -1; W1 k-norm gain or
  *                     -1; W2 rotary inverse frequencies f32[D/2]; W3 k cache, W4 v cache
- *                     f16[L,B,Hkv,max_kv,D]; OUT0 q f16[B,Hq·D] (normed, rotated); writes the new
- *                     k, v of position `pos` into the caches; task I0 = b, I1 = kv head.
- *  MPK_ATTN_CHUNK     IN0 q; W3/W4 caches; OUT0 partial o f32[B,Hq,N,D]; OUT1 partial (max, sum)
- *                     f32[B,Hq,N,2]; N = chunks per head; task I0 = b, I1 = kv head, I2 = chunk
- *                     (positions [c·len, (c+1)·len) of the pos+1 cached ones, len = ⌈(pos+1)/N⌉).
- *  MPK_ATTN_COMBINE   IN0 partial o; IN1 partial (max, sum); OUT0 attn f16[B,Hq·D]; N = chunks;
- *                     task I0 = b, I1 = kv head.
+ *                     f16[L,B,Hkv,max_kv,D]; OUT0 partial o f32[B,Hq,N,D]; OUT1 partial (max,
+ *                     sum) f32[B,Hq,N,2]; N = chunks per head; task I0 = b, I1 = kv head,
+ *                     I2 = chunk. The task's q heads are normed (q-norm) and rotated by `pos`
+ *                     from qkv, each value rounded to f16. Chunk c scores the cached positions
+ *                     [c·len, (c+1)·len) ∩ [0, pos), len = ⌈pos/N⌉; chunk 0 also the step's own
+ *                     position `pos`, whose k (normed, rotated, rounded to f16) and v it takes
+ *                     from qkv.
+ *  MPK_ATTN_COMBINE   IN0 partial o; IN1 partial (max, sum); IN2 qkv; W1 k-norm gain or -1;
+ *                     W2 rotary inverse frequencies; W3/W4 caches; OUT0 attn f16[B,Hq·D];
+ *                     N = chunks; task I0 = b, I1 = kv head. Appends the step's k, v (as chunk
+ *                     0 computed them) at position `pos` of its caches' row.
  *  MPK_MATMUL_RESIDUAL IN0 a f16[B,K]; IN1 residual f16[B,N]; W1 weight f16[N,K];
  *                     OUT0 y f16[B,N] = residual + a @ W1ᵀ; task I0 = tile.
  *  MPK_NORM_GATED     IN0 x f16[B,K]; W0 gain; W1 gate f16[N,K]; W2 up f16[N,K];
@@ -48,15 +52,14 @@
 enum {
   MPK_EMBED = 0,
   MPK_NORM_MATMUL = 1,
-  MPK_ROPE_APPEND = 2,
-  MPK_ATTN_CHUNK = 3,
-  MPK_ATTN_COMBINE = 4,
-  MPK_MATMUL_RESIDUAL = 5,
-  MPK_NORM_GATED = 6,
-  MPK_NORM_LMHEAD = 7,
-  MPK_ARGMAX = 8,
-  MPK_GENERATED = 9,
-  MPK_NUM_KINDS = 10
+  MPK_ATTN_CHUNK = 2,
+  MPK_ATTN_COMBINE = 3,
+  MPK_MATMUL_RESIDUAL = 4,
+  MPK_NORM_GATED = 5,
+  MPK_NORM_LMHEAD = 6,
+  MPK_ARGMAX = 7,
+  MPK_GENERATED = 8,
+  MPK_NUM_KINDS = 9
 };
 
 /* Fields of one op record (int64). */
@@ -79,7 +82,8 @@ enum {
   MPK_OP_FUNC = 15,
   MPK_OP_ARG0 = 16,
   MPK_OP_MAX_ARGS = 8,
-  MPK_OP_FIELDS = 24
+  MPK_OP_IN2 = 24,
+  MPK_OP_FIELDS = 25
 };
 
 /* An operand of MPK_GENERATED: a workspace byte offset (>= 0), a buffer id b encoded as

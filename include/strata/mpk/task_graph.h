@@ -66,7 +66,7 @@ struct OpInfo {
   int kind = 0;  ///< MPK_* of task_abi.h
   std::string name;
   int64_t layer = -1;
-  int in0 = -1, in1 = -1, out0 = -1, out1 = -1;  ///< workspace tensor ids or -1
+  int in0 = -1, in1 = -1, in2 = -1, out0 = -1, out1 = -1;  ///< workspace tensor ids or -1
   int64_t w[5] = {-1, -1, -1, -1, -1};           ///< buffer ids or -1
   int64_t k = -1, n = -1, tile = -1, ntiles = -1;
   int first_task = 0, num_tasks = 0;
