@@ -83,8 +83,7 @@ int main(int argc, char** argv) {
     const int f0 = first;
     strata_rt::emu::launch(dim3(n), dim3(strata_mpk::kThreads), smem, [&p, f0] {
       strata_mpk::run_task_body(p, strata_mpk::load_task(p, f0 + (int)blockIdx.x),
-                                reinterpret_cast<char*>(STRATA_RT_EMU_SMEM),
-                                strata_mpk::NoWait{});
+                                reinterpret_cast<char*>(STRATA_RT_EMU_SMEM));
     });
     first += n;
   }

@@ -63,15 +63,6 @@ __device__ __forceinline__ TaskRec read_rec(const MpkParams& p, int id) {
   return TaskRec{Task{a.x, a.y, a.z, a.w}, b.x, b.y, b.z, b.w};
 }
 
-// A worker stuck on an event: say which and fail the launch. Called after the task's body, so
-// that the body holds no call (its live registers would be saved around one).
-__device__ __noinline__ void stuck(int task, int event, unsigned seen, unsigned target,
-                                   unsigned polls) {
-  printf("mpk: worker %d, task %d: event %d at %u of %u after %u polls\n", blockIdx.x, task,
-         event, seen, target, polls);
-  __trap();
-}
-
 __device__ void run_task(const MpkParams& p, int id, const TaskRec& rec, char* smem) {
   unsigned long long* trace = p.trace ? p.trace + (size_t)id * 4 : nullptr;
   if (threadIdx.x == 0) {
@@ -80,34 +71,25 @@ __device__ void run_task(const MpkParams& p, int id, const TaskRec& rec, char* s
       trace[1] = global_ns();
     }
     if (p.prefetch) prefetch_task(p, rec.t);
-  }
-  // Called by the task body once, by all threads, before it reads what the step writes. A wait
-  // of seconds means a broken graph or a worker that never started: thread 0 gives up, notes
-  // the event, and the launch fails after the body (an error on the host instead of a hang).
-  int stuck_event = -1;
-  unsigned stuck_seen = 0, stuck_target = 0;
-  auto wait = [&] {
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < rec.wait_count && stuck_event < 0; ++i) {
-        const int e = __ldg(p.waits + rec.wait_begin + i);
-        const unsigned target = (unsigned)__ldg(p.event_counts + e) * p.step;
-        unsigned polls = 0, seen;
-        while ((seen = ld_acquire(p.event_counters + e)) < target) {
-          __nanosleep(64);
-          if (++polls == kMaxPolls) {
-            stuck_event = e;
-            stuck_seen = seen;
-            stuck_target = target;
-            break;
-          }
+    for (int i = 0; i < rec.wait_count; ++i) {
+      const int e = __ldg(p.waits + rec.wait_begin + i);
+      const unsigned target = (unsigned)__ldg(p.event_counts + e) * p.step;
+      // A wait of seconds means a broken graph or a worker that never started: fail the launch
+      // (an error on the host) instead of hanging it.
+      unsigned polls = 0, seen;
+      while ((seen = ld_acquire(p.event_counters + e)) < target) {
+        __nanosleep(64);
+        if (++polls == kMaxPolls) {
+          printf("mpk: worker %d, task %d: event %d at %u of %u after %u polls\n", blockIdx.x, id,
+                 e, seen, target, polls);
+          __trap();
         }
       }
     }
-    __syncthreads();
-    if (trace && threadIdx.x == 0) trace[2] = global_ns();
-  };
-  run_task_body(p, rec.t, smem, wait);
-  if (stuck_event >= 0) stuck(id, stuck_event, stuck_seen, stuck_target, kMaxPolls);
+  }
+  __syncthreads();
+  if (trace && threadIdx.x == 0) trace[2] = global_ns();
+  run_task_body(p, rec.t, smem);
   // The barrier orders every thread's writes of the task before thread 0's release adds (a
   // release is cumulative over what its thread has observed, the barrier included), so the
   // consumers' acquire loads see them.
@@ -152,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1) mpk_persistent(const __grid_const
 __global__ void __launch_bounds__(kThreads, 1)
     mpk_op_kernel(const __grid_constant__ MpkParams p, int first) {
   extern __shared__ __align__(128) char smem[];
-  run_task_body(p, load_task(p, first + (int)blockIdx.x), smem, NoWait{});
+  run_task_body(p, load_task(p, first + (int)blockIdx.x), smem);
 }
 
 }  // namespace

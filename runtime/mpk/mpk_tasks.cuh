@@ -243,35 +243,12 @@ __device__ inline void load_rows(const MpkParams& p, const long long* op, __half
   __syncthreads();
 }
 
-// The first U 16-byte loads of each of NW weight rows for this lane (k = lane·8 + u·256),
-// zero past K: what rows_dot<NB, NW, U> loads first. A task issues them before it waits for its
-// events (matmul_task), so their latency overlaps the wait and the input rows' load.
-// `first` holds them at [r·U + u].
-constexpr int kFirstLoads = 16;
-// Build with -DSTRATA_MPK_PRELOAD=0 to wait before these loads (for A/B timings).
-#ifndef STRATA_MPK_PRELOAD
-#define STRATA_MPK_PRELOAD 1
-#endif
-template <int NW, int U>
-STRATA_DEVICE void rows_first_loads(const __half* const* rows, int K, uint4 (&first)[kFirstLoads]) {
-  static_assert(NW * U <= kFirstLoads, "the first loads fit the buffer");
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int k = lane * 8 + u * 256;
-#pragma unroll
-    for (int r = 0; r < NW; ++r)
-      first[r * U + u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
-  }
-}
-
 // acc[r][b] = Σ_k xs[b][k]·rows[r][k] for NW weight rows streamed together by one warp (U
 // 16-byte loads of each row in flight per lane, so NW·U per lane); the sums are complete in
-// every lane. With `use_first`, `first` holds the first loads (rows_first_loads<NW, U>; K a
-// multiple of 8).
+// every lane.
 template <int NB, int NW, int U>
 STRATA_DEVICE void rows_dot(const __half* const* rows, int K, int Kp, const __half* xs,
-                            float (*acc)[NB], const uint4 (&first)[kFirstLoads], bool use_first) {
+                            float (*acc)[NB]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int r = 0; r < NW; ++r)
@@ -280,19 +257,12 @@ STRATA_DEVICE void rows_dot(const __half* const* rows, int K, int Kp, const __ha
   if (K % 8 == 0) {
     for (int k0 = lane * 8; k0 < K; k0 += 32 * 8 * U) {
       uint4 wv[NW][U];
-      if (use_first && k0 == lane * 8) {
 #pragma unroll
-        for (int u = 0; u < U; ++u)
+      for (int u = 0; u < U; ++u) {
+        const int k = k0 + u * 256;
 #pragma unroll
-          for (int r = 0; r < NW; ++r) wv[r][u] = first[r * U + u];
-      } else {
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int k = k0 + u * 256;
-#pragma unroll
-          for (int r = 0; r < NW; ++r)
-            wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
-        }
+        for (int r = 0; r < NW; ++r)
+          wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -351,41 +321,20 @@ __host__ __device__ constexpr int matmul_smem_bytes(int batch, int max_k) {
   return batch * ((max_k + 7) / 8 * 8) * 2 + kMaxBatch * 4;
 }
 
-// The task's columns [c0, c1): warp w takes columns c0 + w + 8j, two at a time (c and c + 8)
-// while two remain. Before `wait()` (its events) each warp issues the loads of its first columns'
-// first weight rows, which depend on nothing the step writes.
-template <int NB, class Wait>
+template <int NB>
 STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, const Task& t,
-                                   char* smem, Wait&& wait) {
+                                    char* smem) {
   const int kind = (int)op[MPK_OP_KIND];
   const int K = (int)op[MPK_OP_K], N = (int)op[MPK_OP_N], tile = (int)op[MPK_OP_TILE];
   const int Kp = (K + 7) / 8 * 8;
   __half* xs = reinterpret_cast<__half*>(smem);
   float* rstd = reinterpret_cast<float*>(smem + (size_t)NB * Kp * 2);
+  load_rows(p, op, xs, rstd, NB, K, Kp);
   const __half* W = static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]);
   const __half* W2 =
       kind == MPK_NORM_GATED ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile), cf = c0 + warp;
-  uint4 first[kFirstLoads];
-  const bool preload = STRATA_MPK_PRELOAD && K % 8 == 0 && cf < c1;
-  if (preload) {
-    const int cb = cf + kWarps;
-    const bool pair = cb < c1;
-    if (W2 && pair) {
-      const __half* rows[4] = {W + (size_t)cf * K, W2 + (size_t)cf * K, W + (size_t)cb * K,
-                               W2 + (size_t)cb * K};
-      rows_first_loads<4, 4>(rows, K, first);
-    } else if (W2 || pair) {
-      const __half* rows[2] = {W + (size_t)cf * K, (W2 ? W2 : W) + (size_t)(W2 ? cf : cb) * K};
-      rows_first_loads<2, 8>(rows, K, first);
-    } else {
-      const __half* rows[1] = {W + (size_t)cf * K};
-      rows_first_loads<1, 8>(rows, K, first);
-    }
-  }
-  wait();  // (without STRATA_MPK_PRELOAD, nothing was loaded before)
-  load_rows(p, op, xs, rstd, NB, K, Kp);
+  const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile);
   float best[NB];
   int best_i[NB];
 #pragma unroll
@@ -393,15 +342,16 @@ STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, con
     best[b] = -INFINITY;
     best_i[b] = 0x7fffffff;
   }
-  for (int c = cf; c < c1; c += 2 * kWarps) {
-    const bool pair = c + kWarps < c1, use_first = preload && c == cf;
+  // Warp w takes columns c0 + w + 8j, two at a time (c and c + 8) while two remain.
+  for (int c = c0 + warp; c < c1; c += 2 * kWarps) {
+    const bool pair = c + kWarps < c1;
     const int cb = c + kWarps;
     if (W2) {
       if (pair) {
         const __half* rows[4] = {W + (size_t)c * K, W2 + (size_t)c * K, W + (size_t)cb * K,
                                  W2 + (size_t)cb * K};
         float acc[4][NB];
-        rows_dot<NB, 4, 4>(rows, K, Kp, xs, acc, first, use_first);
+        rows_dot<NB, 4, 4>(rows, K, Kp, xs, acc);
         if (lane == 0)
 #pragma unroll
           for (int b = 0; b < NB; ++b) {
@@ -411,7 +361,7 @@ STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, con
       } else {
         const __half* rows[2] = {W + (size_t)c * K, W2 + (size_t)c * K};
         float acc[2][NB];
-        rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc, first, use_first);
+        rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
         if (lane == 0)
 #pragma unroll
           for (int b = 0; b < NB; ++b)
@@ -420,7 +370,7 @@ STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, con
     } else if (pair) {
       const __half* rows[2] = {W + (size_t)c * K, W + (size_t)cb * K};
       float acc[2][NB];
-      rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc, first, use_first);
+      rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
       if (lane == 0)
 #pragma unroll
         for (int b = 0; b < NB; ++b) {
@@ -430,7 +380,7 @@ STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, con
     } else {
       const __half* rows[1] = {W + (size_t)c * K};
       float acc[1][NB];
-      rows_dot<NB, 1, 8>(rows, K, Kp, xs, acc, first, use_first);
+      rows_dot<NB, 1, 8>(rows, K, Kp, xs, acc);
       if (lane == 0)
 #pragma unroll
         for (int b = 0; b < NB; ++b)
@@ -588,12 +538,8 @@ STRATA_DEVICE void attn_rescale(float (&o)[kMaxGroup][8], const float* st, int G
   }
 }
 
-// Before `wait()` (its events) the task issues the loads of its first pass over the cached
-// keys and values (written by earlier steps), so their latency overlaps the wait and the q heads'
-// rotation.
-template <class Wait>
 STRATA_MPK_TASK_FN void attn_chunk_task(const MpkParams& p, const long long* op, const Task& t,
-                                       char* smem, Wait&& wait) {
+                                        char* smem) {
   const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, KVW = p.kv_heads * D;
   const int b = t.i0, h = t.i1, c = t.i2, C = (int)op[MPK_OP_N], layer = (int)op[MPK_OP_LAYER];
   const int len = (p.pos + C - 1) / C;
@@ -611,17 +557,6 @@ STRATA_MPK_TASK_FN void attn_chunk_task(const MpkParams& p, const long long* op,
   const AttnLanes al(D);
   const float scale = rsqrt_f((float)D);
   const int dk = al.d8 * 8;
-  // The first pass's keys: positions jb + warp·ppw + u·slots + lane/tpp.
-  uint4 kfirst[kAttnUnroll];
-  if (!STRATA_MPK_PRELOAD) wait();
-#pragma unroll
-  for (int u = 0; u < kAttnUnroll; ++u) {
-    const int j = warp * al.ppw + u * al.slots + lane / al.tpp;
-    kfirst[u] = al.active() && j < imin(kAttnBlock, je - jb)
-                    ? ldcg(reinterpret_cast<const uint4*>(kc + (size_t)(jb + j) * D + dk))
-                    : make_uint4(0, 0, 0, 0);
-  }
-  if (STRATA_MPK_PRELOAD) wait();
   // The group's q heads normed and rotated (and, for chunk 0, the step's k and v): a warp each.
   {
     const __half* row = ws<const __half>(p, op[MPK_OP_IN0]) + (size_t)b * (QW + 2 * KVW);
@@ -656,13 +591,11 @@ STRATA_MPK_TASK_FN void attn_chunk_task(const MpkParams& p, const long long* op,
     // Scores: tpp lanes per position, kAttnUnroll positions per lane in flight; the lanes of a
     // position sum their partial dot products with shuffles (warp-uniform trip counts).
     for (int j0 = warp * al.ppw; j0 < n; j0 += kAttnUnroll * al.slots) {
-      const bool first = s0 == jb && j0 == warp * al.ppw;
       uint4 kv[kAttnUnroll];
 #pragma unroll
       for (int u = 0; u < kAttnUnroll; ++u) {
         const int j = j0 + u * al.slots + lane / al.tpp;
-        kv[u] = first ? kfirst[u]
-                : al.active() && j < n
+        kv[u] = al.active() && j < n
                     ? ldcg(reinterpret_cast<const uint4*>(kc + (size_t)(s0 + j) * D + dk))
                     : make_uint4(0, 0, 0, 0);
       }
@@ -895,26 +828,15 @@ __device__ inline void argmax_task(const MpkParams& p, const long long* op, char
 // ---- dispatch
 // -------------------------------------------------------------------------------------
 
-/// A task body's wait for its events when there is none to wait for (one launch per op, the
-/// CPU emulator).
-struct NoWait {
-  STRATA_DEVICE void operator()() const {}
-};
-
 STRATA_DEVICE bool is_matmul_kind(int kind) {
   return kind == MPK_NORM_MATMUL || kind == MPK_MATMUL_RESIDUAL || kind == MPK_NORM_GATED ||
          kind == MPK_NORM_LMHEAD;
 }
 
-/// Runs task t with all threads. `wait()` (called by all threads, once) returns when the task's
-/// events have fired; a task calls it before it reads anything the step writes (the matmul
-/// family after issuing its first weight loads, attention chunks after their first cached keys
-/// and values, the others first).
-template <class Wait>
-__device__ inline void run_task_body(const MpkParams& p, const Task& t, char* smem, Wait&& wait) {
+/// Runs task t with all threads (its events have fired).
+__device__ inline void run_task_body(const MpkParams& p, const Task& t, char* smem) {
   const long long* op = p.ops + (size_t)t.op * MPK_OP_FIELDS;
   const int kind = (int)op[MPK_OP_KIND];
-  if (!is_matmul_kind(kind) && kind != MPK_ATTN_CHUNK) wait();
   switch (kind) {
     case MPK_EMBED:
       embed_task(p, op, t);
@@ -926,7 +848,7 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
       switch (p.batch) {
 #define STRATA_MPK_MATMUL_CASE(nb)           \
   case nb:                                   \
-    matmul_task<nb>(p, op, t, smem, wait);   \
+    matmul_task<nb>(p, op, t, smem);         \
     break;
         STRATA_MPK_MATMUL_CASE(1)
         STRATA_MPK_MATMUL_CASE(2)
@@ -938,12 +860,11 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
         STRATA_MPK_MATMUL_CASE(8)
 #undef STRATA_MPK_MATMUL_CASE
         default:
-          wait();
           break;
       }
       break;
     case MPK_ATTN_CHUNK:
-      attn_chunk_task(p, op, t, smem, wait);
+      attn_chunk_task(p, op, t, smem);
       break;
     case MPK_ATTN_COMBINE:
       attn_combine_task(p, op, t, smem);
