@@ -310,6 +310,28 @@ TEST(MpkCompiler, RealShapesCompileAndValidate) {
   EXPECT_EQ(j["worker_lists"].size(), 132u);
 }
 
+TEST(MpkCompiler, BundledModelsCompileAndValidate) {
+  // Every model file of examples/models (the benchmark's shapes, an 8B-class one included) at
+  // batch 1 and 8 on 132 workers.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator("examples/models")) {
+    if (e.path().extension() != ".json") continue;
+    ++files;
+    auto m = load_model_config(e.path().string());
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    for (int64_t batch : {1, 8}) {
+      ModelConfig mb = *m;
+      mb.batch = batch;
+      CompileOptions o;
+      TaskGraph g = compiled(mb, o);
+      auto st = validate_task_graph(g);
+      EXPECT_TRUE(st.ok()) << e.path() << " batch " << batch << ": " << st.error().message;
+      EXPECT_EQ(g.worker_lists.size(), 132u);
+    }
+  }
+  EXPECT_GE(files, 3);
+}
+
 // --- simulated persistent kernels ------------------------------------------------------------
 
 TEST(MpkSim, RandomInterleavingsRespectEventsAndComplete) {
