@@ -157,6 +157,13 @@ class Megakernel:
         if m["batch"] > 8 or G > 16 or m["head_dim"] % 8 or m["head_dim"] > 256:
             raise ValueError("the runtime takes batch <= 8, <= 16 q heads per kv head and a "
                              "head dim that is a multiple of 8 up to 256")
+        # The op and task records' layout (task_abi.h); a library older than the check says
+        # nothing and is taken as it is.
+        if hasattr(lib, "mpk_abi_version") and tasks.get("abi_version") != lib.mpk_abi_version():
+            raise ValueError(
+                f"the task file has ABI version {tasks.get('abi_version')} but the library "
+                f"{getattr(lib, '_name', '')} was built with {lib.mpk_abi_version()} "
+                "(mpk_abi_version()); compile the task file with the strata of the same source")
         # A task file's MPK_GENERATED ops need the library built with the header of the same
         # compilation; a library without generated entries says 0.
         want_gen = len(tasks.get("generated", []))

@@ -169,12 +169,19 @@ class DriverTest(unittest.TestCase):
             self.launches.append((first, n))
             return 0
 
-    def test_tables_and_report(self):
-        tasks = ReferenceModelTest.model(True)
+    @staticmethod
+    def compiled(qk_norm):
+        """A small model's task file, its random weights and empty caches (on the CPU)."""
+        tasks = ReferenceModelTest.model(qk_norm)
         m = tasks["model"]
         w = md.make_weights(m, tasks["buffers"], seed=1, device="cpu")
         shape = (m["layers"], m["batch"], m["kv_heads"], m["max_kv"], m["head_dim"])
         kc, vc = torch.zeros(shape, dtype=torch.float16), torch.zeros(shape, dtype=torch.float16)
+        return tasks, w, kc, vc
+
+    def test_tables_and_report(self):
+        tasks, w, kc, vc = self.compiled(True)
+        m = tasks["model"]
         lib = self.FakeLib()
         mk = md.Megakernel(lib, tasks, w, kc, vc, 4)
         n = len(tasks["tasks"]) // tasks["task_fields"]
@@ -220,11 +227,7 @@ class DriverTest(unittest.TestCase):
         self.assertTrue(md.passed(gen))
 
     def test_a_task_file_needs_a_library_with_its_generated_entries(self):
-        tasks = ReferenceModelTest.model(False)
-        m = tasks["model"]
-        w = md.make_weights(m, tasks["buffers"], seed=1, device="cpu")
-        shape = (m["layers"], m["batch"], m["kv_heads"], m["max_kv"], m["head_dim"])
-        kc, vc = torch.zeros(shape, dtype=torch.float16), torch.zeros(shape, dtype=torch.float16)
+        tasks, w, kc, vc = self.compiled(False)
         gen = dict(tasks, generated=[{"id": i} for i in range(4)])
         with self.assertRaisesRegex(ValueError, "4 generated task entries but the library .* "
                                                 "built with 0"):
@@ -237,6 +240,15 @@ class DriverTest(unittest.TestCase):
         md.Megakernel(lib, gen, w, kc, vc, 4)
         with self.assertRaisesRegex(ValueError, "0 generated task entries .* built with 4"):
             md.Megakernel(lib, tasks, w, kc, vc, 4)
+
+    def test_a_task_file_of_another_abi_is_refused(self):
+        tasks, w, kc, vc = self.compiled(False)
+        lib = self.FakeLib()
+        lib.mpk_abi_version = lambda: tasks["abi_version"] + 1
+        with self.assertRaisesRegex(ValueError, "ABI version .* built with"):
+            md.Megakernel(lib, tasks, w, kc, vc, 4)
+        lib.mpk_abi_version = lambda: tasks["abi_version"]
+        md.Megakernel(lib, tasks, w, kc, vc, 4)
 
     def test_generated_selection(self):
         configs = [(mf, b, kv) for b in (1, 8) for mf in ("a", "b") for kv in (1024, 8192)]

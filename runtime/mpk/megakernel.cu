@@ -166,6 +166,12 @@ int mpk_launch_op(const MpkParams* p, int first_task, int num_tasks, int smem_by
   return (int)cudaGetLastError();
 }
 
+/// STRATA_MPK_ABI_VERSION of task_abi.h as built in: the driver refuses a task file of another
+/// version (its op records would be misread).
+int mpk_abi_version() {
+  return STRATA_MPK_ABI_VERSION;
+}
+
 /// sizeof(MpkParams), for the driver to check its mirror of the structure.
 int mpk_params_size() {
   return (int)sizeof(MpkParams);
