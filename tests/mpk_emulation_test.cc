@@ -41,10 +41,12 @@ fs::path work_dir() {
 
 // Compiles runtime/mpk/emulate_ops.cc once per test process, and once per generated header
 // (`header`: a file written by generated_header, included with STRATA_MPK_GENERATED_HEADER, so
-// MPK_GENERATED tasks run the generated task entries through its dispatch).
-std::string emulator(const std::string& header = "") {
+// MPK_GENERATED tasks run the generated task entries through its dispatch) and set of extra
+// compiler flags (`flags`: the runtime's build knobs, e.g. -DSTRATA_MPK_MATMUL_LOADS=32).
+std::string emulator(const std::string& header = "", const std::string& flags = "") {
   static std::map<std::string, std::string> built;
-  if (auto it = built.find(header); it != built.end()) return it->second;
+  const std::string key = header + "\n" + flags;
+  if (auto it = built.find(key); it != built.end()) return it->second;
   const std::string nvcc = find_nvcc(), inc = cuda_include_dir(nvcc);
   if (inc.empty()) return std::string();
   const char* cxx = std::getenv("CXX");
@@ -54,18 +56,19 @@ std::string emulator(const std::string& header = "") {
       std::string(cxx && *cxx ? cxx : "c++") +
       " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -x c++ -I include -I runtime -I" + inc +
       (header.empty() ? "" : " '-DSTRATA_MPK_GENERATED_HEADER=\"" + header + "\"'") +
-      " runtime/mpk/emulate_ops.cc -o " + out;
+      (flags.empty() ? "" : " " + flags) + " runtime/mpk/emulate_ops.cc -o " + out;
   if (run_command(cmd, log) != 0) {
     ADD_FAILURE() << cmd << "\n" << log;
-    return built[header] = std::string();
+    return built[key] = std::string();
   }
-  return built[header] = out;
+  return built[key] = out;
 }
 
 struct Case {
   ModelConfig model;
   CompileOptions options;
   int64_t pos;
+  std::string flags = "";  ///< extra compiler flags of the emulator's build
 };
 
 // Rounds every weight and the filled cache entries to f16 (what the device stores), leaves the
@@ -103,7 +106,7 @@ void check_case(const Case& c) {
     std::ofstream(header) << generated_header(g);
     generated_smem = generated_smem_bytes(*c.options.generated);
   }
-  const std::string prog = emulator(header);
+  const std::string prog = emulator(header, c.flags);
   ASSERT_FALSE(prog.empty()) << "the emulator did not build (CUDA headers needed)";
   ModelBuffers mb = random_buffers(g, 7);
   round_to_device(g, mb, c.pos, 11);
@@ -241,6 +244,8 @@ TEST(MpkEmulation, TaskFunctionsMatchTheFloat64Model) {
   o.attn_chunks = 6;
   o.max_tile_bytes = 1 << 19;
   check_case({small(true, 3, 64, 32), o, 2});
+  // The same with passes of 32 loads (up to four columns, or two gated, per pass).
+  check_case({small(true, 3, 64, 32), o, 2, "-DSTRATA_MPK_MATMUL_LOADS=32"});
   // K not a multiple of 8 (the scalar path), position 0.
   o.attn_chunks = 0;
   o.max_tile_bytes = 64 * 2 * 16;

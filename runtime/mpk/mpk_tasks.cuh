@@ -321,6 +321,49 @@ __host__ __device__ constexpr int matmul_smem_bytes(int batch, int max_k) {
   return batch * ((max_k + 7) / 8 * 8) * 2 + kMaxBatch * 4;
 }
 
+// A warp's pass over its columns c, c + 8, ...: as many columns as kMatmulLoads 16-byte loads
+// per lane cover at 8 loads per weight row (the gated MLP's gate and up rows count two per
+// column; a gated pair takes kMatmulLoads / 4 loads per row), all in flight together. 16 is what
+// the benchmarks measured; -DSTRATA_MPK_MATMUL_LOADS=32 builds passes of up to four columns
+// (two gated) with 32 loads in flight (for A/B timings: fewer round trips per task, more
+// registers).
+#ifndef STRATA_MPK_MATMUL_LOADS
+#define STRATA_MPK_MATMUL_LOADS 16
+#endif
+constexpr int kMatmulLoads = STRATA_MPK_MATMUL_LOADS;
+static_assert(kMatmulLoads == 16 || kMatmulLoads == 32, "16 or 32 loads per lane and pass");
+constexpr int kMatmulCols = kMatmulLoads / 8;  // columns per pass without a gate
+
+// One pass of a warp over NC columns c + 8i (i < NC; with W2, NC gate and NC up rows): the
+// dot products with the staged input rows, then lane 0 stores each column's epilogue.
+template <int NB, int NC, bool GATED>
+STRATA_DEVICE void matmul_pass(const MpkParams& p, const long long* op, int kind, int N, int K,
+                               int Kp, const __half* xs, const __half* W, const __half* W2,
+                               int c, float* best, int* best_i) {
+  constexpr int NW = GATED ? 2 * NC : NC;
+  constexpr int U = kMatmulLoads / NW < 8 ? kMatmulLoads / NW : 8;
+  const __half* rows[NW];
+#pragma unroll
+  for (int i = 0; i < NC; ++i) {
+    const size_t cc = (size_t)(c + i * kWarps) * K;
+    if (GATED) {
+      rows[2 * i] = W + cc;
+      rows[2 * i + 1] = W2 + cc;
+    } else {
+      rows[i] = W + cc;
+    }
+  }
+  float acc[NW][NB];
+  rows_dot<NB, NW, U>(rows, K, Kp, xs, acc);
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int i = 0; i < NC; ++i)
+#pragma unroll
+      for (int b = 0; b < NB; ++b)
+        matmul_store<NB>(p, op, kind, N, c + i * kWarps, b, GATED ? acc[2 * i][b] : acc[i][b],
+                         GATED ? acc[2 * i + 1][b] : 0.f, best, best_i);
+}
+
 template <int NB>
 STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, const Task& t,
                                     char* smem) {
@@ -342,49 +385,31 @@ STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, con
     best[b] = -INFINITY;
     best_i[b] = 0x7fffffff;
   }
-  // Warp w takes columns c0 + w + 8j, two at a time (c and c + 8) while two remain.
-  for (int c = c0 + warp; c < c1; c += 2 * kWarps) {
-    const bool pair = c + kWarps < c1;
-    const int cb = c + kWarps;
+  // Warp w takes columns c0 + w + 8j, kMatmulCols per pass (a gate and up pair per pass).
+  for (int c = c0 + warp; c < c1;) {
+    const int left = (c1 - c + kWarps - 1) / kWarps;  // this warp's columns from c on
     if (W2) {
-      if (pair) {
-        const __half* rows[4] = {W + (size_t)c * K, W2 + (size_t)c * K, W + (size_t)cb * K,
-                                 W2 + (size_t)cb * K};
-        float acc[4][NB];
-        rows_dot<NB, 4, 4>(rows, K, Kp, xs, acc);
-        if (lane == 0)
-#pragma unroll
-          for (int b = 0; b < NB; ++b) {
-            matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], acc[1][b], best, best_i);
-            matmul_store<NB>(p, op, kind, N, cb, b, acc[2][b], acc[3][b], best, best_i);
-          }
+      if (left >= 2) {
+        matmul_pass<NB, 2, true>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
+        c += 2 * kWarps;
       } else {
-        const __half* rows[2] = {W + (size_t)c * K, W2 + (size_t)c * K};
-        float acc[2][NB];
-        rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
-        if (lane == 0)
-#pragma unroll
-          for (int b = 0; b < NB; ++b)
-            matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], acc[1][b], best, best_i);
+        matmul_pass<NB, 1, true>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
+        c += kWarps;
       }
-    } else if (pair) {
-      const __half* rows[2] = {W + (size_t)c * K, W + (size_t)cb * K};
-      float acc[2][NB];
-      rows_dot<NB, 2, 8>(rows, K, Kp, xs, acc);
-      if (lane == 0)
-#pragma unroll
-        for (int b = 0; b < NB; ++b) {
-          matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], 0.f, best, best_i);
-          matmul_store<NB>(p, op, kind, N, cb, b, acc[1][b], 0.f, best, best_i);
-        }
+    } else if (kMatmulCols >= 4 && left >= 4) {
+      matmul_pass<NB, kMatmulCols >= 4 ? 4 : 1, false>(p, op, kind, N, K, Kp, xs, W, W2, c,
+                                                        best, best_i);
+      c += 4 * kWarps;
+    } else if (kMatmulCols >= 4 && left == 3) {
+      matmul_pass<NB, kMatmulCols >= 4 ? 3 : 1, false>(p, op, kind, N, K, Kp, xs, W, W2, c,
+                                                        best, best_i);
+      c += 3 * kWarps;
+    } else if (left >= 2) {
+      matmul_pass<NB, 2, false>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
+      c += 2 * kWarps;
     } else {
-      const __half* rows[1] = {W + (size_t)c * K};
-      float acc[1][NB];
-      rows_dot<NB, 1, 8>(rows, K, Kp, xs, acc);
-      if (lane == 0)
-#pragma unroll
-        for (int b = 0; b < NB; ++b)
-          matmul_store<NB>(p, op, kind, N, c, b, acc[0][b], 0.f, best, best_i);
+      matmul_pass<NB, 1, false>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
+      c += kWarps;
     }
   }
   if (kind == MPK_NORM_LMHEAD) {
