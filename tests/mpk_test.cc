@@ -224,6 +224,16 @@ TEST(MpkCompiler, ValidatorCatchesBrokenGraphs) {
     EXPECT_NE(st.error().message.find("without waiting"), std::string::npos) << st.error().message;
   }
   {
+    // A write not ordered after the reads of an earlier op: a combine that no longer reads its
+    // head's partials (nor waits) still appends to the cache rows the chunks read.
+    TaskGraph g = good;
+    g.tasks[waiting].reads.clear();
+    g.tasks[waiting].waits.clear();
+    auto st = validate_task_graph(g);
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.error().message.find("cache read by"), std::string::npos) << st.error().message;
+  }
+  {
     TaskGraph g = good;  // a count that no longer matches the triggers
     const int e = g.tasks[waiting].waits[0];
     g.tasks[g.events[e].producers[0]].triggers.clear();
@@ -368,6 +378,22 @@ TEST(MpkSim, DetectsADeadlockingScheduleAndAnEarlyStart) {
     for (uint64_t seed = 0; seed < 20 && !caught; ++seed)
       caught = !simulate(bad, SchedulePolicy::GlobalQueue, seed).ok();
     EXPECT_TRUE(caught);
+  }
+  // Likewise a write that may overtake an earlier op's read of the same region: combines that
+  // neither read the partials nor wait append to the caches while chunks may still read them.
+  {
+    TaskGraph bad = g;
+    for (TaskInfo& t : bad.tasks)
+      if (bad.ops[t.op].kind == MPK_ATTN_COMBINE) {
+        t.reads.clear();
+        t.waits.clear();
+      }
+    std::string message;
+    for (uint64_t seed = 0; seed < 40 && message.empty(); ++seed) {
+      auto r = simulate(bad, SchedulePolicy::GlobalQueue, seed);
+      if (!r.ok()) message = r.error().message;
+    }
+    EXPECT_NE(message.find("reads what it writes"), std::string::npos) << message;
   }
 }
 

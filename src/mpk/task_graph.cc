@@ -527,25 +527,29 @@ class Builder {
   }
 
   // Events from footprints: for every region a task reads, the tasks of earlier ops that write
-  // an overlapping region; one event per distinct producer set.
+  // an overlapping region (its inputs); for every region it writes, those that read one (they
+  // must be done with it first: a cache row read by attention chunks, then appended to; no two
+  // tasks write overlapping regions, the validator checks). One event per distinct producer set.
   void derive_events() {
-    const RegionIndex index(g_);
+    const RegionIndex writes(g_, Access::Writes), reads(g_, Access::Reads);
     std::map<std::vector<int>, int> event_of;
     for (size_t ti = 0; ti < g_.tasks.size(); ++ti) {
       TaskInfo& t = g_.tasks[ti];
-      for (const Region& r : t.reads) {
+      auto wait_for = [&](const Region& r, const RegionIndex& index) {
         std::vector<int> producers;
         index.for_each_overlap(r, [&](int w, const Region&) {
           if (g_.tasks[w].op < t.op) producers.push_back(w);
         });
-        if (producers.empty()) continue;
+        if (producers.empty()) return;
         std::sort(producers.begin(), producers.end());
         producers.erase(std::unique(producers.begin(), producers.end()), producers.end());
         auto [it, inserted] = event_of.emplace(producers, static_cast<int>(g_.events.size()));
         if (inserted) g_.events.push_back(EventInfo{producers});
         if (std::find(t.waits.begin(), t.waits.end(), it->second) == t.waits.end())
           t.waits.push_back(it->second);
-      }
+      };
+      for (const Region& r : t.reads) wait_for(r, writes);
+      for (const Region& r : t.writes) wait_for(r, reads);
     }
     for (size_t e = 0; e < g_.events.size(); ++e)
       for (int p : g_.events[e].producers) g_.tasks[p].triggers.push_back(static_cast<int>(e));

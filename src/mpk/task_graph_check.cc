@@ -70,7 +70,8 @@ Status validate_task_graph(const TaskGraph& g) {
           return make_error(task_name(g, t) + " waits on event " + std::to_string(e) +
                             " whose producer " + task_name(g, p) + " does not precede it");
     }
-  // Footprints: single writer per region, every read covered by an event. (Region tensor ids
+  // Footprints: single writer per region, every read covered by an event, and every write of
+  // a region that an earlier op reads ordered after those reads. (Region tensor ids
   // are checked first: the index is built over them.)
   for (size_t t = 0; t < n; ++t)
     for (const auto* list : {&g.tasks[t].reads, &g.tasks[t].writes})
@@ -90,17 +91,27 @@ Status validate_task_graph(const TaskGraph& g) {
       });
       if (!clash.empty()) return make_error(clash);
     }
+  const RegionIndex readers(g, Access::Reads);
   for (size_t t = 0; t < n; ++t) {
     std::vector<int> direct;
     for (int e : g.tasks[t].waits)
       direct.insert(direct.end(), g.events[e].producers.begin(), g.events[e].producers.end());
     std::sort(direct.begin(), direct.end());
     std::string missing;
+    auto unordered = [&](int w) {
+      return missing.empty() && g.tasks[w].op < g.tasks[t].op &&
+             !std::binary_search(direct.begin(), direct.end(), w);
+    };
     for (const Region& r : g.tasks[t].reads)
       index.for_each_overlap(r, [&](int w, const Region&) {
-        if (missing.empty() && g.tasks[w].op < g.tasks[t].op &&
-            !std::binary_search(direct.begin(), direct.end(), w))
+        if (unordered(w))
           missing = task_name(g, t) + " reads " + g.tensors[r.tensor].name + " written by " +
+                    task_name(g, w) + " without waiting for it";
+      });
+    for (const Region& r : g.tasks[t].writes)
+      readers.for_each_overlap(r, [&](int w, const Region&) {
+        if (unordered(w))
+          missing = task_name(g, t) + " writes " + g.tensors[r.tensor].name + " read by " +
                     task_name(g, w) + " without waiting for it";
       });
     if (!missing.empty()) return make_error(missing);

@@ -16,7 +16,8 @@ Result<std::vector<int>> simulate(const TaskGraph& g, SchedulePolicy policy, uin
   std::mt19937_64 rng(seed);
   std::vector<int> fired_count(g.events.size(), 0);
   std::vector<char> finished(n, 0);
-  const RegionIndex index(g);  // the writes, for the direct footprint check at each start
+  // The writes and the reads, for the direct footprint check at each start.
+  const RegionIndex index(g, Access::Writes), readers(g, Access::Reads);
   struct Worker {
     size_t next = 0;  // position in its static list
     int held = -1;    // the task it holds (waiting or running)
@@ -67,6 +68,14 @@ Result<std::vector<int>> simulate(const TaskGraph& g, SchedulePolicy policy, uin
         return make_error("task " + std::to_string(t) + " (" + g.ops[g.tasks[t].op].name +
                           ") started before task " + std::to_string(early) + " (" +
                           g.ops[g.tasks[early].op].name + ") that writes what it reads");
+      for (const Region& r : g.tasks[t].writes)
+        readers.for_each_overlap(r, [&](int w, const Region&) {
+          if (early < 0 && g.tasks[w].op < g.tasks[t].op && !finished[w]) early = w;
+        });
+      if (early >= 0)
+        return make_error("task " + std::to_string(t) + " (" + g.ops[g.tasks[t].op].name +
+                          ") started before task " + std::to_string(early) + " (" +
+                          g.ops[g.tasks[early].op].name + ") that reads what it writes");
       k.running = true;
       started.push_back(t);
       if (hooks.on_start) hooks.on_start(t);
