@@ -10,7 +10,9 @@
 #   3. a table: per configuration and build, the median over the rounds of the static-list and
 #      queue latencies, and whether every check passed (bench/mpk_ab.py).
 # BEFORE_SRC: a source tree of the earlier version (`git archive COMMIT | tar -x -C DIR`).
-# Knobs: STRATA_MPK_AB_VARIANTS  extra builds of this tree, "NAME=NVCC FLAGS;..." (default none)
+# Knobs: STRATA_MPK_AB_VARIANTS  extra builds of this tree, "NAME=NVCC FLAGS[|DECODE ARGS];..."
+#                                (default none; DECODE ARGS: more bench/mpk_decode.py arguments
+#                                for that build, e.g. "fold=|--fold-combine-bytes 262144")
 #        STRATA_MPK_AB_ARGS      bench/mpk_decode.py arguments (default "--batches 1,8 --kv 1024
 #                                --no-compile --generated none")
 #        STRATA_MPK_AB_ROUNDS    rounds (default 2)
@@ -33,12 +35,15 @@ rounds=${STRATA_MPK_AB_ROUNDS:-2}
 names=(before after)
 srcs=("$before_src" "$root")
 flags=("" "")
+dargs=("" "")
 IFS=';' read -ra extra <<<"${STRATA_MPK_AB_VARIANTS:-}"
 for v in "${extra[@]}"; do
   [ -n "$v" ] || continue
   names+=("${v%%=*}")
   srcs+=("$root")
-  flags+=("${v#*=}")
+  spec=${v#*=}
+  flags+=("${spec%%|*}")
+  if [[ $spec == *"|"* ]]; then dargs+=("${spec#*|}"); else dargs+=(""); fi
 done
 
 step "build: the strata tool of both trees, one megakernel library per build (${names[*]})"
@@ -78,7 +83,7 @@ for r in $(seq 1 "$rounds"); do
     step "round $r: $n"
     # shellcheck disable=SC2086
     python3 bench/mpk_decode.py --lib "$build/libmpk-$n.so" --strata "$t" \
-      --out "$out/$n-r$r" --build-dir "$build/work-$n" $args || rc=1
+      --out "$out/$n-r$r" --build-dir "$build/work-$n" $args ${dargs[$i]} || rc=1
   done
 done
 step "summary"

@@ -439,6 +439,61 @@ TEST(MpkFloat64, TaskDecompositionMatchesThePlainModel) {
   check_decomposition(m, opts(4, 16), SchedulePolicy::GlobalQueue, 4, 3);
 }
 
+CompileOptions folded(int64_t workers, int64_t chunks) {
+  CompileOptions o = opts(workers, chunks);
+  o.fold_combine_bytes = int64_t{1} << 30;
+  return o;
+}
+
+TEST(MpkFloat64, FoldedCombineMatchesThePlainModel) {
+  // The combine folded into the output projection (its tasks combine the partials into their
+  // input rows), the cache append an op of its own: no combine op, one append task per
+  // (batch row, kv head) that waits on its head's chunks only (they read the cache rows it
+  // writes) and on its k and v columns; no task waits on the appends within the step.
+  for (const ModelConfig& m : {tiny(false, 1), tiny(true, 3)}) {
+    TaskGraph g = compiled(m, folded(5, 3));
+    ASSERT_TRUE(validate_task_graph(g).ok()) << validate_task_graph(g).error().message;
+    int appends = 0, combines = 0, projections = 0;
+    std::set<int> append_tasks;
+    for (const OpInfo& op : g.ops) {
+      combines += op.kind == MPK_ATTN_COMBINE;
+      projections += op.kind == MPK_MATMUL_RESIDUAL && op.in2 >= 0;
+      if (op.kind != MPK_KV_APPEND) continue;
+      ++appends;
+      const OpInfo& attn = g.ops[&op - g.ops.data() - 2];  // chunks, projection, append
+      ASSERT_EQ(attn.kind, MPK_ATTN_CHUNK);
+      for (int t = op.first_task; t < op.first_task + op.num_tasks; ++t) {
+        append_tasks.insert(t);
+        std::set<int> chunks;
+        for (int e : g.tasks[t].waits)
+          for (int p : g.events[e].producers)
+            if (g.tasks[p].op == &attn - g.ops.data()) chunks.insert(p);
+        EXPECT_EQ(chunks.size(), static_cast<size_t>(attn.n)) << "append task " << t;
+      }
+    }
+    EXPECT_EQ(combines, 0);
+    EXPECT_EQ(appends, m.layers);
+    EXPECT_EQ(projections, m.layers);
+    for (const EventInfo& e : g.events)
+      for (int p : e.producers) EXPECT_FALSE(append_tasks.count(p)) << "an event waits on an append";
+    for (SchedulePolicy p : {SchedulePolicy::StaticLists, SchedulePolicy::GlobalQueue}) {
+      auto r = simulate(g, p, 3);
+      EXPECT_TRUE(r.ok()) << r.error().message;
+    }
+  }
+  check_decomposition(tiny(false, 1), folded(3, 0), SchedulePolicy::StaticLists, 1, 5);
+  check_decomposition(tiny(true, 3), folded(7, 2), SchedulePolicy::GlobalQueue, 3, 4);
+  ModelConfig m = tiny(true, 2);
+  m.max_kv = 40;
+  check_decomposition(m, folded(4, 16), SchedulePolicy::GlobalQueue, 4, 3);  // empty chunks
+  // Above the threshold nothing is folded; a negative threshold is refused.
+  CompileOptions small = folded(5, 3);
+  small.fold_combine_bytes = 8;
+  for (const OpInfo& op : compiled(tiny(), small).ops) EXPECT_NE(op.kind, MPK_KV_APPEND);
+  small.fold_combine_bytes = -1;
+  EXPECT_FALSE(build_task_graph(tiny(), small).ok());
+}
+
 TEST(MpkGenerated, OpsFromMuGraphsValidateAndWaitOnTheirBlocks) {
   const ModelConfig m = tiny(true, 2);
   CompileOptions o = opts(5, 2);

@@ -182,12 +182,57 @@ STRATA_DEVICE T* ws(const MpkParams& p, long long off) {
   return reinterpret_cast<T*>(p.workspace + off);
 }
 
+// ---- attention partials ------------------------------------------------------------------------
+
+// The combination of the C chunks' partials of one (batch row, q head) — o at po, (max, sum) at
+// pml, rows r0 .. r0 + C − 1 — at dimension d: one online pass, eight chunks' loads in flight,
+// empty chunks (sum 0) skipped. Used by the combine task and by an output projection with the
+// combine folded in.
+STRATA_DEVICE float combine_partials(const float* po, const float* pml, size_t r0, int C, int D,
+                                     int d) {
+  float M = -INFINITY, Lsum = 0, acc = 0;
+  for (int c0 = 0; c0 < C; c0 += 8) {
+    float m[8], l[8], v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const bool in = c0 + u < C;
+      m[u] = in ? ldcg(pml + (r0 + c0 + u) * 2) : 0.f;
+      l[u] = in ? ldcg(pml + (r0 + c0 + u) * 2 + 1) : 0.f;
+      v[u] = in ? ldcg(po + (r0 + c0 + u) * D + d) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      if (!(l[u] > 0)) continue;  // an empty chunk (no positions)
+      const float Mn = fmaxf(M, m[u]);
+      const float a = M == -INFINITY ? 0.f : fast_exp(M - Mn), e = fast_exp(m[u] - Mn);
+      acc = acc * a + v[u] * e;
+      Lsum = Lsum * a + l[u] * e;
+      M = Mn;
+    }
+  }
+  return acc / Lsum;
+}
+
 // ---- matmul family: NORM_MATMUL, MATMUL_RESIDUAL, NORM_GATED, NORM_LMHEAD --------------------
 
 // Loads the B input rows into shared memory as f16, RMS-normalized with the gain when the op has
 // one: xs[b][k] = f16(x·rstd·gain) (K padded to a multiple of 8 with zeros); rstd[B] follows xs.
 __device__ inline void load_rows(const MpkParams& p, const long long* op, __half* xs, float* rstd,
                                  int B, int K, int Kp) {
+  if (op[MPK_OP_IN2] >= 0) {
+    // The attention combine folded in: xs[b][k] = the combined partials of (b, q head k / D).
+    const float* po = ws<const float>(p, op[MPK_OP_IN0]);
+    const float* pml = ws<const float>(p, op[MPK_OP_IN2]);
+    const int C = (int)op[MPK_OP_CHUNKS], D = p.head_dim;
+    for (int i = threadIdx.x; i < B * Kp; i += kThreads) {
+      const int b = i / Kp, k = i % Kp;
+      xs[i] = __float2half(k < K ? combine_partials(po, pml, ((size_t)b * p.heads + k / D) * C,
+                                                    C, D, k % D)
+                                 : 0.f);
+    }
+    __syncthreads();
+    return;
+  }
   const __half* x = ws<const __half>(p, op[MPK_OP_IN0]);
   const long long gw = op[MPK_OP_W0];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -756,49 +801,38 @@ STRATA_MPK_TASK_FN void attn_chunk_task(const MpkParams& p, const long long* op,
 
 // Merges the chunks' (o, max, sum) of one (batch row, kv head): thread per (q head, dim), the
 // chunks in one pass (online rescaling), several chunks' loads in flight.
+// Appends the step's k (warp 0: normed, rotated, as chunk 0 scored it) and v (warp 1) of
+// (batch row b, kv head h) to the caches at pos: qkv at IN2, the k-norm gain W1, the
+// frequencies W2, the caches W3 and W4. Uses 2·D floats of shared memory.
+__device__ inline void append_kv(const MpkParams& p, const long long* op, int b, int h,
+                                 char* smem) {
+  const int D = p.head_dim, QW = p.heads * D, KVW = p.kv_heads * D, warp = threadIdx.x / 32;
+  if (warp >= 2) return;
+  const __half* row = ws<const __half>(p, op[MPK_OP_IN2]) + (size_t)b * (QW + 2 * KVW);
+  const __half* kn =
+      op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
+  const float* inv_freq = static_cast<const float*>(p.buffers[op[MPK_OP_W2]]);
+  float* buf = reinterpret_cast<float*>(smem) + warp * D;
+  load_head(p, row, (warp == 0 ? QW : QW + KVW) + h * D, buf, warp == 0, kn, inv_freq);
+  __half* dst = static_cast<__half*>(p.buffers[op[warp == 0 ? MPK_OP_W3 : MPK_OP_W4]]) +
+                cache_index(p, (int)op[MPK_OP_LAYER], b, h, p.pos);
+  for (int d = threadIdx.x % 32; d < D; d += 32) dst[d] = __float2half(buf[d]);
+}
+
+// Merges the chunks' (o, max, sum) of one (batch row, kv head): thread per (q head, dim); then
+// appends the step's k and v (every chunk of this head has read the cache by now).
 __device__ inline void attn_combine_task(const MpkParams& p, const long long* op, const Task& t,
                                          char* smem) {
   const int D = p.head_dim, G = p.heads / p.kv_heads, QW = p.heads * D, C = (int)op[MPK_OP_N];
-  const int KVW = p.kv_heads * D, b = t.i0, h = t.i1, warp = threadIdx.x / 32;
+  const int b = t.i0, h = t.i1;
   const float* po = ws<const float>(p, op[MPK_OP_IN0]);
   const float* pml = ws<const float>(p, op[MPK_OP_IN1]);
-  // The step's k (warp 0: normed, rotated, as chunk 0 scored it) and v (warp 1) into the caches
-  // at pos: every chunk of this head has read them by now, the next step reads them.
-  if (warp < 2) {
-    const __half* row = ws<const __half>(p, op[MPK_OP_IN2]) + (size_t)b * (QW + 2 * KVW);
-    const __half* kn =
-        op[MPK_OP_W1] >= 0 ? static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) : nullptr;
-    const float* inv_freq = static_cast<const float*>(p.buffers[op[MPK_OP_W2]]);
-    float* buf = reinterpret_cast<float*>(smem) + warp * D;
-    load_head(p, row, (warp == 0 ? QW : QW + KVW) + h * D, buf, warp == 0, kn, inv_freq);
-    __half* dst = static_cast<__half*>(p.buffers[op[warp == 0 ? MPK_OP_W3 : MPK_OP_W4]]) +
-                  cache_index(p, (int)op[MPK_OP_LAYER], b, h, p.pos);
-    for (int d = threadIdx.x % 32; d < D; d += 32) dst[d] = __float2half(buf[d]);
-  }
+  append_kv(p, op, b, h, smem);
   for (int i = threadIdx.x; i < G * D; i += kThreads) {
     const int g = i / D, d = i % D;
     const size_t r0 = ((size_t)b * p.heads + h * G + g) * C;
-    float M = -INFINITY, Lsum = 0, acc = 0;
-    for (int c0 = 0; c0 < C; c0 += 8) {
-      float m[8], l[8], v[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        const bool in = c0 + u < C;
-        m[u] = in ? ldcg(pml + (r0 + c0 + u) * 2) : 0.f;
-        l[u] = in ? ldcg(pml + (r0 + c0 + u) * 2 + 1) : 0.f;
-        v[u] = in ? ldcg(po + (r0 + c0 + u) * D + d) : 0.f;
-      }
-#pragma unroll
-      for (int u = 0; u < 8; ++u) {
-        if (!(l[u] > 0)) continue;  // an empty chunk (no positions)
-        const float Mn = fmaxf(M, m[u]);
-        const float a = M == -INFINITY ? 0.f : fast_exp(M - Mn), e = fast_exp(m[u] - Mn);
-        acc = acc * a + v[u] * e;
-        Lsum = Lsum * a + l[u] * e;
-        M = Mn;
-      }
-    }
-    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * QW + (h * G + g) * D + d] = __float2half(acc / Lsum);
+    ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * QW + (h * G + g) * D + d] =
+        __float2half(combine_partials(po, pml, r0, C, D, d));
   }
 }
 
@@ -893,6 +927,9 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
       break;
     case MPK_ATTN_COMBINE:
       attn_combine_task(p, op, t, smem);
+      break;
+    case MPK_KV_APPEND:
+      append_kv(p, op, t.i0, t.i1, smem);
       break;
     case MPK_ARGMAX:
       argmax_task(p, op, smem);

@@ -88,8 +88,43 @@ void TaskExecutor::apply(const std::vector<Write>& writes) {
   for (const auto& [u, v] : writes) mem_[u] = v;
 }
 
+double TaskExecutor::combined(int po, int pml, int64_t r0, int64_t C, int64_t d) const {
+  const int64_t D = g_.model.head_dim;
+  double M = -std::numeric_limits<double>::infinity(), L = 0, o = 0;
+  for (int64_t c = 0; c < C; ++c)
+    if (rd(pml, (r0 + c) * 2 + 1) > 0) M = std::max(M, rd(pml, (r0 + c) * 2));
+  for (int64_t c = 0; c < C; ++c) {
+    const double l = rd(pml, (r0 + c) * 2 + 1);
+    if (!(l > 0)) continue;  // an empty chunk
+    const double w = std::exp(rd(pml, (r0 + c) * 2) - M);
+    L += l * w;
+    o += w * rd(po, (r0 + c) * D + d);
+  }
+  return o / L;
+}
+
+void TaskExecutor::append_kv(const OpInfo& op, int64_t b, int64_t h) {
+  const ModelConfig& m = g_.model;
+  const int64_t D = m.head_dim, QW = m.q_width();
+  const int64_t row = b * m.qkv_width(), ci = cache_index(m, op.layer, b, h, pos_);
+  std::vector<double> k(D);
+  for (int64_t d = 0; d < D; ++d) k[d] = rd(op.in2, row + QW + h * D + d);
+  if (op.w[1] >= 0) rms_norm(k, buf_.data[op.w[1]], m.eps);
+  rope(k, buf_.data[op.w[2]], pos_);
+  for (int64_t d = 0; d < D; ++d) {
+    buf_.data[op.w[3]][ci + d] = k[d];
+    buf_.data[op.w[4]][ci + d] = rd(op.in2, row + QW + m.kv_width() + h * D + d);
+  }
+}
+
 std::vector<double> TaskExecutor::normed_row(const OpInfo& op, int64_t b) const {
   std::vector<double> x(op.k);
+  if (op.in2 >= 0) {  // the combine folded in: x = the row's combined attention partials
+    const int64_t D = g_.model.head_dim;
+    for (int64_t k = 0; k < op.k; ++k)
+      x[k] = combined(op.in0, op.in2, (b * g_.model.heads + k / D) * op.chunks, op.chunks, k % D);
+    return x;
+  }
   for (int64_t k = 0; k < op.k; ++k) x[k] = rd(op.in0, b * op.k + k);
   if (op.w[0] >= 0) rms_norm(x, buf_.data[op.w[0]], g_.model.eps);
   return x;
@@ -227,31 +262,15 @@ std::vector<Write> TaskExecutor::run(int t) {
       const int64_t b = task.i0, h = task.i1, C = op.n;
       for (int64_t gq = 0; gq < G; ++gq) {
         const int64_t hq = h * G + gq, r0 = (b * m.heads + hq) * C;
-        double M = -std::numeric_limits<double>::infinity(), L = 0;
-        for (int64_t c = 0; c < C; ++c)
-          if (rd(op.in1, (r0 + c) * 2 + 1) > 0) M = std::max(M, rd(op.in1, (r0 + c) * 2));
-        std::vector<double> o(D, 0.0);
-        for (int64_t c = 0; c < C; ++c) {
-          const double l = rd(op.in1, (r0 + c) * 2 + 1);
-          if (!(l > 0)) continue;
-          const double w = std::exp(rd(op.in1, (r0 + c) * 2) - M);
-          L += l * w;
-          for (int64_t d = 0; d < D; ++d) o[d] += w * rd(op.in0, (r0 + c) * D + d);
-        }
-        for (int64_t d = 0; d < D; ++d) wr(out, op.out0, b * QW + hq * D + d, o[d] / L);
+        for (int64_t d = 0; d < D; ++d)
+          wr(out, op.out0, b * QW + hq * D + d, combined(op.in0, op.in1, r0, C, d));
       }
-      // The step's k and v at position pos of the caches.
-      const int64_t row = b * m.qkv_width(), ci = cache_index(m, op.layer, b, h, pos_);
-      std::vector<double> k(D);
-      for (int64_t d = 0; d < D; ++d) k[d] = rd(op.in2, row + QW + h * D + d);
-      if (op.w[1] >= 0) rms_norm(k, buf_.data[op.w[1]], m.eps);
-      rope(k, buf_.data[op.w[2]], pos_);
-      for (int64_t d = 0; d < D; ++d) {
-        buf_.data[op.w[3]][ci + d] = k[d];
-        buf_.data[op.w[4]][ci + d] = rd(op.in2, row + QW + m.kv_width() + h * D + d);
-      }
+      append_kv(op, b, h);  // the step's k and v at position pos of the caches
       break;
     }
+    case MPK_KV_APPEND:
+      append_kv(op, task.i0, task.i1);
+      break;
     case MPK_ARGMAX: {
       for (int64_t b = 0; b < B; ++b) {
         double best = -std::numeric_limits<double>::infinity();

@@ -48,6 +48,11 @@ class TaskExecutor {
   double rd(int tensor, int64_t idx, int field = 0) const;
   void wr(std::vector<Write>& out, int tensor, int64_t idx, double v, int field = 0) const;
   std::vector<double> normed_row(const OpInfo& op, int64_t b) const;
+  /// The combination of C attention partials (o at `po`, (max, sum) at `pml`, rows r0..r0+C−1)
+  /// at dimension d: Σ_c e^(m_c − M)·o_c / Σ_c e^(m_c − M)·l_c over the non-empty chunks.
+  double combined(int po, int pml, int64_t r0, int64_t C, int64_t d) const;
+  /// Appends the step's k (normed, rotated) and v of (batch row b, kv head h) to the caches.
+  void append_kv(const OpInfo& op, int64_t b, int64_t h);
 
   const TaskGraph& g_;
   ModelBuffers& buf_;
