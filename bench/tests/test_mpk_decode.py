@@ -194,7 +194,7 @@ class DriverTest(unittest.TestCase):
         self.assertEqual(p.buffers, mk.buffers.data_ptr())
         rec = {"model": "t", "batch": 2, "kv": 5, "floor_ms": 0.5,
                "times_ms": {"megakernel_static": 1.0, "megakernel_queue": 1.1,
-                            "megakernel_static_no_prefetch": 1.2, "strata_per_op_graph": 1.5,
+                            "megakernel_static_prefetch": 1.2, "strata_per_op_graph": 1.5,
                             "torch_eager": 5.0, "torch_compile_reduce_overhead": 1.4},
                "check": {"static": {"max_abs_err": 0.01}},
                "greedy": {"equal": False, "first_difference": {
