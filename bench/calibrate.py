@@ -555,10 +555,12 @@ def main():
     fitted = [predict(p, c, x, n_sm) for p in points]
     new = quality(fitted, meas, configs)
     held_out = None
+    if a.holdout and len(holdout_groups(points, a.holdout)) < 2:
+        sys.exit(f"calibrate: --holdout {a.holdout} needs two or more {a.holdout} in {where}")
     if a.holdout:
         held_out = quality(cross_validate(points, n_sm, a.holdout, a.tensor_peak, a.alpha,
                                           not a.no_serial), meas, configs)
-    print(f"{len(points)} timed candidates from {len({p['config'] for p in points})} programs")
+    print(f"{len(points)} timed candidates from {len(set(configs))} programs")
     print(f"fitted α = 1 + {c:.2f} · N_SM / N_blocks")
     for name, v in zip(NAMES, x):
         inv = f"  (= {1 / v:.4g} per s)" if v > 0 and name.startswith("1/") else ""
