@@ -9,8 +9,12 @@ script fits
 
     t = Σ_kernels [ (bytes / BW + l2_bytes / BW_L2 + narrow_bytes / BW_narrow) · α_c
                     + (tensor_flops / TP + simt_flops / SP) · u
-                    + F · t_iter + L ],
+                    + F · t_iter + waves · F · t_serial + L ],
     α_c = 1 + c · N_SM / N_blocks,   u = max(1, N_SM / N_blocks)
+
+(waves = ⌈N_blocks / (N_SM · blocks per SM)⌉, so waves · F is the number of dependent loop
+iterations each SM runs) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
++ L for a predefined matmul run as a cuBLAS call (`library`), whose two rates are not fitted
 
 (the model's α is c = 1) by least squares on the relative error (each point weighted by
 1 / measured), with every rate and L non-negative, for c on a grid. It prints the fit, the error
@@ -24,18 +28,27 @@ Sources of points:
                       profile reports, `candidates/<key>/cand<i>.json` μGraphs) or an emitter
                       sweep (scripts/gpu-sweep.sh OUT: candidates named by origin; only the
                       default emitter variant is used);
-  RESULT.json[@REV]   a recorded result (bench/results/<gpu>-<date>.json): its calibration points
-                      name their μGraph as `bench/search/<key>.json: ranked[i].graph`; with @REV
-                      those files are read as they were at git revision REV (the search results
-                      the run profiled), else from this checkout.
+  RESULT.json[@REV]   a recorded result (bench/results/<gpu>-<date>.json, benchmark or suite
+                      record): its calibration points name their μGraph as
+                      `bench/search/[suite/]<key>.json: ranked[i].graph`; with @REV those files
+                      are read as they were at git revision REV (the search results the run
+                      profiled), else from this checkout.
 For run folders and records the script asks `strata cost --json` (the build of this checkout)
-for every candidate's features, with the target of the run's GPU where the record names it.
+for every candidate's features, with the target of the run's GPU where the record names it, and
+with --no-library-matmul for the sources that `--generated-matmuls` names (runs whose strata
+emitted predefined matmuls as generated kernels, before cuBLAS calls).
 `--extract FILE SOURCE...` writes those points as a dataset instead of fitting.
+`--holdout records|programs` also reports the fit out of sample: each record (or each tenth of
+the programs) predicted by constants fitted without it.
+`--per-program` prints the Spearman correlation of every program.
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
-                                  [--tensor-peak FLOPS] [--alpha C] [--json calibration.json]
-       python3 bench/calibrate.py --extract FILE OUT_DIR|RESULT.json[@REV]...
+                                  [--tensor-peak FLOPS] [--alpha C] [--no-serial]
+                                  [--holdout records|programs] [--per-program]
+                                  [--json calibration.json]
+       python3 bench/calibrate.py --extract FILE [--generated-matmuls NAME,...]
+                                  OUT_DIR|RESULT.json[@REV]...
 Pure Python (no numpy), so it runs on a machine without the benchmark's dependencies.
 """
 import argparse
@@ -55,13 +68,18 @@ from report import pearson, spearman  # noqa: E402
 
 SM_COUNT = {"h100": 132, "h200": 132, "a100": 108}
 NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/BW_narrow (s/byte)", "1/TP (s/tensor FLOP)",
-         "1/SP (s/SIMT FLOP)", "L (s/kernel)", "t_iter (s/iteration)"]
+         "1/SP (s/SIMT FLOP)", "L (s/kernel)", "t_iter (s/iteration)",
+         "t_serial (s/SM iteration)"]
 KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor_peak",
-        "inv_simt_peak", "launch_s", "iteration_latency_s"]
+        "inv_simt_peak", "launch_s", "iteration_latency_s", "serial_latency_s"]
 TENSOR = 3  # index of the tensor-core rate among the features
+SERIAL = 7  # index of t_serial
+# cuBLAS's sustained (tensor FLOP/s, DRAM B/s) per target: held, not fitted (the model's
+# blas_tensor_flops and blas_bandwidth_Bps, src/cost/cost_model.cc).
+BLAS = {"h100": (600e12, 2.5e12), "h200": (600e12, 3.6e12), "a100": (190e12, 1.5e12)}
 # Per-kernel features of `strata cost --json`, in the order the dataset stores them.
 KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
-                 "simt_flops", "blocks", "forloop"]
+                 "simt_flops", "blocks", "forloop", "waves", "library"]
 DATASET = ROOT / "bench" / "calibration" / "points.json"
 DATASET_FORMAT = "strata-calibration-points"
 
@@ -134,9 +152,11 @@ def split_spec(spec):
     return (Path(path), rev) if sep and rev else (Path(spec), None)
 
 
-def source_info(spec, default_target):
+def source_info(spec, default_target, generated_matmuls=()):
     """Provenance of a source: record name, GPU, date, git revision of its μGraphs, the commit
-    that added the record (the code that produced its times), and the cost-model target."""
+    that added the record (the code that produced its times), the cost-model target, and the
+    flags `strata cost` is given for it (--no-library-matmul when its name is one of
+    `generated_matmuls`)."""
     out, rev = split_spec(spec)
     gpu = None
     if out.is_file():
@@ -156,7 +176,8 @@ def source_info(spec, default_target):
         added = (r.stdout.split() or [None])[-1]
     return {"name": name, "source": spec, "gpu": gpu, "date": date.group(0) if date else None,
             "graphs_rev": rev, "added_in": added,
-            "target": target_of_gpu(gpu) or default_target}
+            "target": target_of_gpu(gpu) or default_target,
+            "cost_flags": ["--no-library-matmul"] if name in generated_matmuls else []}
 
 
 def graph_digest(path):
@@ -179,7 +200,8 @@ def load_points(spec, strata, target, scratch, info=None):
         if graph is None:
             print(f"calibrate: no μGraph for {key} #{c['index']}, point skipped", file=sys.stderr)
             continue
-        r = subprocess.run([str(strata), "cost", "--json", "--target", info["target"], str(graph)],
+        r = subprocess.run([str(strata), "cost", "--json", "--target", info["target"]] +
+                           info.get("cost_flags", []) + [str(graph)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             print(f"calibrate: strata cost {graph}: {r.stderr.strip()}", file=sys.stderr)
@@ -190,19 +212,22 @@ def load_points(spec, strata, target, scratch, info=None):
                        "graph": graph_digest(graph),
                        "measured_s": c["timing"]["median_us"] * 1e-6,
                        "predicted_s": cost["predicted_us"] * 1e-6,
-                       "kernels": [{k: kern.get(k, 0) for k in KERNEL_FIELDS}
+                       "kernels": [{k: int(kern.get(k, 0)) if k == "library" else kern.get(k, 0)
+                                    for k in KERNEL_FIELDS}
                                    for kern in cost["kernels"]]})
     return points
 
 
-def extract(specs, strata, target):
+def extract(specs, strata, target, generated_matmuls=()):
     """(records, points) of the given sources, for a dataset. A program whose points in one
     source are exactly those of an earlier source (the same μGraphs with the same measured
-    times: a part of a run joined into a later record by `report.py merge`) is kept once."""
+    times: a part of a run joined into a later record by `report.py merge`) is kept once.
+    Records named in `generated_matmuls` are costed with predefined matmuls as generated
+    kernels (their runs predate cuBLAS calls)."""
     records, points, seen = [], [], set()
     with tempfile.TemporaryDirectory() as scratch:
         for spec in specs:
-            info = source_info(spec, target)
+            info = source_info(spec, target, generated_matmuls)
             by_config = {}
             for p in load_points(spec, strata, target, Path(scratch), info):
                 by_config.setdefault(p["config"], []).append(p)
@@ -311,10 +336,14 @@ def read_dataset(path, target=None, records=None):
 
 
 def features(point, c, n_sm):
-    """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter) in the predicted
-    time of one graph."""
+    """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter, t_serial) in the
+    predicted time of one graph. A cuBLAS kernel contributes only its launch (L); the rest of
+    its time is fixed_time's."""
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
+        if k.get("library"):
+            f[5] += 1.0
+            continue
         alpha = 1.0 + c * n_sm / max(1, k["blocks"])
         f[0] += (k["load_bytes"] + k["store_bytes"]) * alpha
         f[1] += k["l2_bytes"] * alpha
@@ -324,7 +353,21 @@ def features(point, c, n_sm):
         f[4] += k["simt_flops"] * under
         f[5] += 1.0
         f[6] += k["forloop"]
+        f[SERIAL] += k.get("waves", 1) * k["forloop"]
     return f
+
+
+def fixed_time(point):
+    """Seconds of a graph's time that no fitted constant scales: its cuBLAS kernels'
+    max(bytes / BW_blas, tensor FLOPs / TP_blas), at the held rates of the point's target."""
+    flops, bandwidth = BLAS[point.get("target") or "h200"]
+    return sum(max((k["load_bytes"] + k["store_bytes"]) / bandwidth, k["tensor_flops"] / flops)
+               for k in point["kernels"] if k.get("library"))
+
+
+def predict(point, c, x, n_sm):
+    """The time of one graph under α coefficient c and constants x (in the order of KEYS)."""
+    return sum(f * v for f, v in zip(features(point, c, n_sm), x)) + fixed_time(point)
 
 
 def solve(a, b):
@@ -350,57 +393,91 @@ def nnls(rows, ys):
     # Scale the columns so the normal equations are well conditioned.
     scale = [max(abs(r[j]) for r in rows) or 1.0 for j in range(nvar)]
     srows = [[r[j] / scale[j] for j in range(nvar)] for r in rows]
-    best, best_err = [0.0] * nvar, sum(y * y for y in ys)
+    # The normal equations once; a subset's system and error are read from them.
+    gram = [[sum(r[i] * r[j] for r in srows) for j in range(nvar)] for i in range(nvar)]
+    aty = [sum(r[i] * y for r, y in zip(srows, ys)) for i in range(nvar)]
+    yy = sum(y * y for y in ys)
+    best, best_err = [0.0] * nvar, yy
     for size in range(1, nvar + 1):
         for free in itertools.combinations(range(nvar), size):
-            ata = [[sum(r[i] * r[j] for r in srows) for j in free] for i in free]
-            atb = [sum(r[i] * y for r, y in zip(srows, ys)) for i in free]
-            sol = solve(ata, atb)
+            sol = solve([[gram[i][j] for j in free] for i in free], [aty[i] for i in free])
             if sol is None or any(v < 0 for v in sol):
                 continue
-            x = [0.0] * nvar
-            for i, v in zip(free, sol):
-                x[i] = v
-            err = sum((sum(r[j] * x[j] for j in range(nvar)) - y) ** 2 for r, y in zip(srows, ys))
-            if err < best_err:
+            # |A x − y|² = yy − 2 x·Aᵀy + xᵀ AᵀA x = yy − x·Aᵀy at the subset's optimum.
+            err = max(0.0, yy - sum(v * aty[i] for i, v in zip(free, sol)))
+            if err < best_err - 1e-12 * yy:
+                x = [0.0] * nvar
+                for i, v in zip(free, sol):
+                    x[i] = v
                 best, best_err = x, err
     return [best[j] / scale[j] for j in range(nvar)], best_err
 
 
-def fit(points, n_sm, tensor_peak, alpha=None):
+def fit(points, n_sm, tensor_peak, alpha=None, serial=True):
     """The best (c, x, error) over a grid of α coefficients c (or c = alpha when given). With
     tensor_peak > 0 the tensor rate is held at it (the benchmarks are memory-bound: their
-    tensor FLOPs barely constrain it) and only the other constants are fitted."""
+    tensor FLOPs barely constrain it) and only the other constants are fitted. serial=False
+    holds t_serial at 0 (the model without the serial-latency term)."""
+    held = ({TENSOR: 1.0 / tensor_peak} if tensor_peak > 0 else {})
+    if not serial:
+        held[SERIAL] = 0.0
     best = None
     for c in [alpha] if alpha is not None else [i / 20 for i in range(0, 41)]:
         rows, ys = [], []
         for p in points:
             w = 1.0 / p["measured_s"]
             f = features(p, c, n_sm)
-            if tensor_peak > 0:
-                rows.append([v * w for j, v in enumerate(f) if j != TENSOR])
-                ys.append(1.0 - f[TENSOR] / tensor_peak * w)
-            else:
-                rows.append([v * w for v in f])
-                ys.append(1.0)
-        x, err = nnls(rows, ys)
-        if tensor_peak > 0:
-            x = x[:TENSOR] + [1.0 / tensor_peak] + x[TENSOR:]
+            rows.append([v * w for j, v in enumerate(f) if j not in held])
+            ys.append(1.0 - (fixed_time(p) + sum(f[j] * v for j, v in held.items())) * w)
+        free, err = nnls(rows, ys)
+        x = [held[j] if j in held else free.pop(0) for j in range(len(KEYS))]
         if best is None or err < best[2]:
             best = (c, x, err)
     return best
 
 
-def quality(pred, meas, configs):
-    logs = [abs(math.log(p / m)) for p, m in zip(pred, meas) if p > 0 and m > 0]
-    logs.sort()
-    within = []
+def within_programs(pred, meas, configs):
+    """{program: Spearman of its points} for every program with a defined correlation (two or
+    more points, not all measured or predicted equal)."""
+    out = {}
     for cfg in sorted(set(configs)):
         ps = [p for p, c in zip(pred, configs) if c == cfg]
         ms = [m for m, c in zip(meas, configs) if c == cfg]
         s = spearman(ps, ms)
         if s is not None:
-            within.append(s)
+            out[cfg] = s
+    return out
+
+
+def holdout_groups(points, by):
+    """The held-out groups of a cross-validation: one per record (by="records"), or the
+    programs (record and config) dealt in sorted order into ten folds (by="programs")."""
+    if by == "records":
+        names = sorted({p["record"] for p in points})
+        return [[i for i, p in enumerate(points) if p["record"] == n] for n in names]
+    programs = sorted({(p["record"], p["config"]) for p in points})
+    fold = {prog: i % 10 for i, prog in enumerate(programs)}
+    return [g for g in ([i for i, p in enumerate(points) if fold[(p["record"], p["config"])] == f]
+                        for f in range(10)) if g]
+
+
+def cross_validate(points, n_sm, by, tensor_peak, alpha=None, serial=True):
+    """Out-of-sample predictions: every point predicted by constants fitted on the points
+    outside its holdout group (holdout_groups)."""
+    pred = [0.0] * len(points)
+    for group in holdout_groups(points, by):
+        held = set(group)
+        train = [p for i, p in enumerate(points) if i not in held]
+        c, x, _ = fit(train, n_sm, tensor_peak, alpha, serial)
+        for i in group:
+            pred[i] = predict(points[i], c, x, n_sm)
+    return pred
+
+
+def quality(pred, meas, configs):
+    logs = [abs(math.log(p / m)) for p, m in zip(pred, meas) if p > 0 and m > 0]
+    logs.sort()
+    within = list(within_programs(pred, meas, configs).values())
     return {"median_abs_log_ratio": logs[len(logs) // 2] if logs else None,
             "max_abs_log_ratio": logs[-1] if logs else None,
             "pearson_log": pearson([math.log(p) for p in pred], [math.log(m) for m in meas]),
@@ -426,20 +503,34 @@ def main():
                     help="hold the tensor rate at this FLOP/s (e.g. the run's measured peak)")
     ap.add_argument("--alpha", type=float, default=None,
                     help="hold c_α at this value (when the points do not constrain small grids)")
+    ap.add_argument("--no-serial", action="store_true",
+                    help="hold t_serial at 0 (the model without the serial-latency term)")
+    ap.add_argument("--generated-matmuls", default="", metavar="NAME,...",
+                    help="records whose runs emitted predefined matmuls as generated kernels "
+                         "(before cuBLAS calls): costed with strata cost --no-library-matmul")
+    ap.add_argument("--holdout", choices=["records", "programs"], default=None,
+                    help="also report out-of-sample quality: each record, or each tenth of the "
+                         "programs, predicted by a fit without it")
+    ap.add_argument("--per-program", action="store_true",
+                    help="print the Spearman correlation within every program")
     a = ap.parse_args()
     n_sm = SM_COUNT[a.target]
+    generated = [r for r in a.generated_matmuls.split(",") if r]
     if a.extract:
         if not a.sources:
             ap.error("--extract needs the sources to read")
-        records, points = extract(a.sources, a.strata, a.target)
-        command = "python3 bench/calibrate.py --extract " + " ".join([a.extract] + a.sources)
+        records, points = extract(a.sources, a.strata, a.target, generated)
+        command = ("python3 bench/calibrate.py --extract " + a.extract +
+                   (f" --generated-matmuls {','.join(generated)}" if generated else "") +
+                   " " + " ".join(a.sources))
         write_dataset(a.extract, records, points, command)
         print(f"{len(points)} points of {len(records)} records written to {a.extract}")
         return
     if a.sources:
         with tempfile.TemporaryDirectory() as scratch:
             points = [p for out in a.sources
-                      for p in load_points(out, a.strata, a.target, Path(scratch))]
+                      for p in load_points(out, a.strata, a.target, Path(scratch),
+                                           source_info(out, a.target, generated))]
         other = [p for p in points if p["target"] != a.target]
         if other:
             print(f"calibrate: {len(other)} points of another GPU than --target {a.target} "
@@ -457,12 +548,19 @@ def main():
     if len(points) < 5:
         sys.exit(f"calibrate: only {len(points)} timed candidates in {where}; need at least 5")
     meas = [p["measured_s"] for p in points]
-    configs = [p["config"] for p in points]
+    # A program is a config of one record: candidates ranked against each other in one run.
+    configs = [f"{p['record']}:{p['config']}" for p in points]
     current = quality([p["predicted_s"] for p in points], meas, configs)
-    c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha)
-    fitted = [sum(f * v for f, v in zip(features(p, c, n_sm), x)) for p in points]
+    c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial)
+    fitted = [predict(p, c, x, n_sm) for p in points]
     new = quality(fitted, meas, configs)
-    print(f"{len(points)} timed candidates from {len({p['config'] for p in points})} programs")
+    held_out = None
+    if a.holdout and len(holdout_groups(points, a.holdout)) < 2:
+        sys.exit(f"calibrate: --holdout {a.holdout} needs two or more {a.holdout} in {where}")
+    if a.holdout:
+        held_out = quality(cross_validate(points, n_sm, a.holdout, a.tensor_peak, a.alpha,
+                                          not a.no_serial), meas, configs)
+    print(f"{len(points)} timed candidates from {len(set(configs))} programs")
     print(f"fitted α = 1 + {c:.2f} · N_SM / N_blocks")
     for name, v in zip(NAMES, x):
         inv = f"  (= {1 / v:.4g} per s)" if v > 0 and name.startswith("1/") else ""
@@ -470,12 +568,22 @@ def main():
     def f3(v):
         return f"{v:.3f}" if isinstance(v, (int, float)) else "n/a"
 
-    for label, q in (("current constants", current), ("fitted constants", new)):
+    rows = [("current constants", current), ("fitted constants", new)]
+    if held_out:
+        rows.append((f"held out ({a.holdout})", held_out))
+    for label, q in rows:
         print(f"{label:18s} median |log(pred/meas)| {f3(q['median_abs_log_ratio'])}, worst "
               f"{f3(q['max_abs_log_ratio'])}, Pearson(log) {f3(q['pearson_log'])}, "
               f"Spearman {f3(q['spearman'])}, within programs (mean) "
               f"{f3(q['mean_spearman_within_program'])}")
     several = len({p.get("record") for p in points}) > 1  # name the record of each miss
+    if a.per_program:
+        now = within_programs([p["predicted_s"] for p in points], meas, configs)
+        after = within_programs(fitted, meas, configs)
+        print("Spearman within programs (current → fitted):")
+        for cfg in sorted(set(now) | set(after)):
+            n = sum(1 for k in configs if k == cfg)
+            print(f"  {cfg:64s} {n:3d} points  {f3(now.get(cfg))} → {f3(after.get(cfg))}")
 
     def label(p):
         return (f"{p['record']}:" if several else "") + f"{p['config']} #{p['index']}"
@@ -487,7 +595,7 @@ def main():
         Path(a.json).write_text(json.dumps({
             "target": a.target, "points": points, "alpha_c": c,
             "fit": dict(zip(KEYS, x)),
-            "current": current, "fitted": new}, indent=1) + "\n")
+            "current": current, "fitted": new, "held_out": held_out}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,7 @@ TEST(CostModel, RmsNormReferenceGraph) {
   // accum: 1/element/iteration; accum_rms_ld: 2/element/iteration; div: once per block.
   EXPECT_DOUBLE_EQ(k.simt_flops, 1024.0 * 64 * 96 + 2048.0 * 64 * 96 + 1024.0 * 96);
   EXPECT_EQ(k.forloop, 64);
+  EXPECT_EQ(k.waves, 1);  // 96 blocks on 132 SMs
   EXPECT_DOUBLE_EQ(k.alpha, 1.0 + t.alpha_sm_factor * 132.0 / 96.0);
   expect_formula(k, t);
   // X ×2 + W ×2 (streamed, double-buffered, f16) + matmul tile (f16) + accumulators and div (f32).
@@ -197,6 +198,7 @@ TEST(CostModel, LibraryMatmuls) {
   EXPECT_DOUBLE_EQ(k.t_mem_s,
                    static_cast<double>(k.load_bytes + k.store_bytes) / t.blas_bandwidth_Bps);
   EXPECT_DOUBLE_EQ(k.predicted_s, k.t_comp_s + t.launch_overhead_s);
+  EXPECT_EQ(k.waves, 1);  // cuBLAS picks its own grid
   EXPECT_NEAR(k.predicted_s * 1e6, 343.6, 0.03 * 343.6);  // torch.compile (cuBLAS), an H200
   // The generated kernel's prediction is far slower (as measured: 2.8x).
   EXPECT_GT(estimate_cost(g, t, generated()).predicted_us, 2 * k.predicted_s * 1e6);
@@ -263,6 +265,7 @@ TEST(CostModel, ReReadsAcrossWavesOfLargeInputsGoToDram) {
     const int64_t loaded = a_bytes * 128 + b_bytes * 64, unique = a_bytes + b_bytes;
     const int64_t waves = (64 * 128 + 132 * 7 - 1) / (132 * 7);
     EXPECT_EQ(waves, 9);
+    EXPECT_EQ(k.waves, waves) << t.name;
     EXPECT_EQ(k.load_bytes + k.l2_bytes, loaded) << t.name;
     EXPECT_NEAR(static_cast<double>(k.l2_bytes), static_cast<double>(loaded - unique) / waves, 2.0)
         << t.name;
@@ -458,6 +461,24 @@ TEST(CostCommand, PrintsTableAndRejectsBadInput) {
   out = run_tool(bin, "cost " + path.string() + " --json", code);
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("\"blocks\": 96"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"waves\": 1"), std::string::npos) << out;
+  // A predefined f16 matmul: a cuBLAS call by default, a generated kernel of 64 × 64 tiles
+  // with --no-library-matmul (4 × 4 blocks, 4 iterations).
+  KernelGraph mm;
+  int a = *mm.add_input("A", Shape{256, 256}, DType::f16);
+  int b = *mm.add_input("B", Shape{256, 256}, DType::f16);
+  ASSERT_TRUE(mm.mark_output(*mm.add_op(OpKind::Matmul, {a, b})).ok());
+  auto mm_path = temp_file("strata_cost_test_matmul");
+  ASSERT_TRUE(save_graph_json(mm, mm_path.string()).ok());
+  out = run_tool(bin, "cost " + mm_path.string() + " --json", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"library\": true"), std::string::npos) << out;
+  out = run_tool(bin, "cost " + mm_path.string() + " --json --no-library-matmul", code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"library\": false"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"blocks\": 16"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"forloop\": 4"), std::string::npos) << out;
+  std::filesystem::remove(mm_path);
   out = run_tool(bin, "cost " + path.string() + " --target v100", code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("valid targets: h100, h200, a100"), std::string::npos) << out;

@@ -1,6 +1,8 @@
 """Tests of bench/calibrate.py: the least-squares fit recovers known constants from synthetic
-points, the dataset format round-trips and rejects malformed files, extraction keeps a joined
-part of a run once, and the committed dataset reproduces the fit docs/cost-model.md documents."""
+points (cuBLAS kernels at their held rates among them), the dataset format round-trips and
+rejects malformed files, extraction keeps a joined part of a run once and costs runs before cuBLAS
+calls with generated matmuls, held-out fits, and the committed dataset (benchmark and suite
+records) reproduces the fit docs/cost-model.md documents."""
 
 import contextlib
 import io
@@ -17,12 +19,14 @@ sys.path.insert(0, str(BENCH))
 import calibrate  # noqa: E402
 
 N_SM = calibrate.SM_COUNT["h200"]
-# Known constants (seconds per byte / FLOP / kernel / iteration), in the order of KEYS.
-TRUE = [1 / 4.5e12, 1 / 3.0e13, 1 / 1.5e13, 1 / 7.0e14, 1 / 9.0e12, 3.0e-6, 2.0e-8]
+# Known constants (seconds per byte / FLOP / kernel / iteration / SM iteration), in the order
+# of KEYS.
+TRUE = [1 / 4.5e12, 1 / 3.0e13, 1 / 1.5e13, 1 / 7.0e14, 1 / 9.0e12, 3.0e-6, 2.0e-8, 6.0e-8]
 
 
-def synthetic_points(n, c, seed, configs=4, consts=TRUE):
-    """n points with random kernels whose times follow the model exactly for α coefficient c."""
+def synthetic_points(n, c, seed, configs=4, consts=TRUE, library=False):
+    """n points with random kernels whose times follow the model exactly for α coefficient c
+    (with library=True, some of them cuBLAS kernels, timed at the held rates of h200)."""
     rng = random.Random(seed)
     points = []
     for i in range(n):
@@ -34,10 +38,13 @@ def synthetic_points(n, c, seed, configs=4, consts=TRUE):
                             "tensor_flops": rng.choice([0.0, rng.uniform(1e7, 1e10)]),
                             "simt_flops": rng.uniform(1e4, 1e8),
                             "blocks": rng.choice([1, 8, 32, 64, 96, 132, 256, 512]),
-                            "forloop": rng.choice([1, 4, 16, 64, 256])})
+                            "forloop": rng.choice([1, 4, 16, 64, 256]),
+                            "waves": rng.choice([1, 1, 2, 3, 8]),
+                            "library": int(library and rng.random() < 0.3)})
         p = {"record": "synthetic", "target": "h200", "config": f"prog{i % configs}", "index": i,
              "origin": f"cand{i}", "graph": f"{i:016x}", "kernels": kernels}
-        p["measured_s"] = sum(f * v for f, v in zip(calibrate.features(p, c, N_SM), consts))
+        p["measured_s"] = (sum(f * v for f, v in zip(calibrate.features(p, c, N_SM), consts)) +
+                           calibrate.fixed_time(p))
         p["predicted_s"] = p["measured_s"] * rng.uniform(0.8, 1.25)
         points.append(p)
     return points
@@ -63,22 +70,46 @@ class Fit(unittest.TestCase):
 
     def test_rates_stay_non_negative(self):
         # Times that a negative iteration latency would explain best: t_iter is clamped at 0.
-        consts = TRUE[:6] + [-5e-9]
+        consts = TRUE[:6] + [-5e-9] + TRUE[7:]
         points = [p for p in synthetic_points(40, 0.1, seed=3, consts=consts)
                   if p["measured_s"] > 0]
         _, x, _ = calibrate.fit(points, N_SM, 0.0, alpha=0.1)
         self.assertTrue(all(v >= 0 for v in x), x)
-        self.assertEqual(x[-1], 0.0)
+        self.assertEqual(x[6], 0.0)
+
+    def test_cublas_kernels_are_held_at_their_rates(self):
+        points = synthetic_points(40, 0.1, seed=6, library=True)
+        self.assertTrue(any(k["library"] for p in points for k in p["kernels"]))
+        _, x, _ = calibrate.fit(points, N_SM, 0.0, alpha=0.1)
+        self.assert_constants(x, TRUE)
+        # A cuBLAS kernel: max(bytes / 3.6e12, FLOPs / 600e12) at h200's held rates, plus L.
+        p = {"target": "h200", "kernels": [
+            {"load_bytes": 3.0e6, "l2_bytes": 0, "narrow_bytes": 0, "store_bytes": 0.6e6,
+             "tensor_flops": 1.2e9, "simt_flops": 0, "blocks": 132, "forloop": 1, "waves": 1,
+             "library": 1}]}
+        self.assertAlmostEqual(calibrate.fixed_time(p), 2e-6)
+        self.assertEqual(calibrate.features(p, 0.1, N_SM), [0, 0, 0, 0, 0, 1, 0, 0])
+        p["kernels"][0]["tensor_flops"] = 6e9
+        self.assertAlmostEqual(calibrate.fixed_time(p), 1e-5)
+
+    def test_serial_term_can_be_held_at_zero(self):
+        consts = TRUE[:7] + [0.0]
+        points = synthetic_points(30, 0.1, seed=7, consts=consts)
+        _, x, _ = calibrate.fit(points, N_SM, 0.0, alpha=0.1, serial=False)
+        self.assertEqual(x[calibrate.SERIAL], 0.0)
+        self.assert_constants(x, consts)
 
     def test_features(self):
         p = {"kernels": [{"load_bytes": 100, "l2_bytes": 10, "narrow_bytes": 5, "store_bytes": 20,
-                          "tensor_flops": 1000, "simt_flops": 50, "blocks": 66, "forloop": 4},
+                          "tensor_flops": 1000, "simt_flops": 50, "blocks": 66, "forloop": 4,
+                          "waves": 1, "library": 0},
                          {"load_bytes": 1, "l2_bytes": 0, "narrow_bytes": 0, "store_bytes": 1,
-                          "tensor_flops": 0, "simt_flops": 2, "blocks": 264, "forloop": 1}]}
+                          "tensor_flops": 0, "simt_flops": 2, "blocks": 264, "forloop": 3,
+                          "waves": 2, "library": 0}]}
         f = calibrate.features(p, 0.5, 132)
         alpha1, alpha2 = 1 + 0.5 * 2, 1 + 0.5 * 0.5
         self.assertEqual(f, [120 * alpha1 + 2 * alpha2, 10 * alpha1, 5 * alpha1, 1000 * 2,
-                             50 * 2 + 2 * 1, 2, 5])
+                             50 * 2 + 2 * 1, 2, 7, 4 + 2 * 3])
 
     def test_solve_and_nnls(self):
         self.assertIsNone(calibrate.solve([[1.0, 2.0], [2.0, 4.0]], [1.0, 2.0]))
@@ -98,6 +129,34 @@ class Fit(unittest.TestCase):
         q = calibrate.quality([2.0, 1.0, 4.0], [1.0, 2.0, 4.0], ["a", "a", "a"])
         self.assertAlmostEqual(q["max_abs_log_ratio"], 0.6931471805599453)
         self.assertAlmostEqual(q["spearman"], 0.5)
+        # Programs of one point, or of equal predictions, have no correlation and are left out.
+        w = calibrate.within_programs([1.0, 2.0, 3.0, 3.0, 2.0, 1.0, 5.0, 5.0, 5.0, 5.0],
+                                      [1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 1.0, 2.0, 3.0],
+                                      ["a", "a", "a", "b", "b", "b", "c", "d", "d", "d"])
+        self.assertEqual(w, {"a": 1.0, "b": -1.0})
+
+
+class Holdout(unittest.TestCase):
+    def test_groups(self):
+        points = synthetic_points(24, 0.1, seed=8, configs=12)
+        for p in points[12:]:
+            p["record"] = "second"
+        by_record = calibrate.holdout_groups(points, "records")
+        self.assertEqual(by_record, [list(range(12, 24)), list(range(12))])
+        folds = calibrate.holdout_groups(points, "programs")
+        self.assertEqual(len(folds), 10)
+        self.assertEqual(sorted(i for g in folds for i in g), list(range(24)))
+        # A program (record and config) is never split over folds.
+        for g in folds:
+            progs = {(points[i]["record"], points[i]["config"]) for i in g}
+            self.assertTrue(all((points[j]["record"], points[j]["config"]) not in progs
+                                for f in folds if f is not g for j in f))
+
+    def test_exact_points_are_predicted_out_of_sample(self):
+        points = synthetic_points(60, 0.1, seed=9, configs=20)
+        pred = calibrate.cross_validate(points, N_SM, "programs", 0.0, alpha=0.1)
+        for p, t in zip(points, pred):
+            self.assertAlmostEqual(t / p["measured_s"], 1.0, delta=1e-6)
 
 
 class Dataset(unittest.TestCase):
@@ -169,7 +228,7 @@ class Dataset(unittest.TestCase):
                 "kernel_fields": calibrate.KERNEL_FIELDS,
                 "records": [{"name": "r", "target": "h200"}],
                 "points": [{"record": "r", "config": "c", "index": 0, "measured_us": 1.0,
-                            "predicted_us": 1.0, "kernels": [[1, 0, 0, 1, 0, 1, 1, 1]]}]}
+                            "predicted_us": 1.0, "kernels": [[1, 0, 0, 1, 0, 1, 1, 1, 1, 0]]}]}
 
         def variant(**changes):
             doc = json.loads(json.dumps(good))
@@ -225,7 +284,7 @@ class Extract(unittest.TestCase):
                    "B": [pt("p", "g1", 1.0), pt("p", "g2", 2.0), pt("q", "g3", 3.0),
                          pt("q", "g4", 4.5)]}
         saved = calibrate.source_info, calibrate.load_points
-        calibrate.source_info = lambda spec, target: {"name": spec, "target": target}
+        calibrate.source_info = lambda spec, target, generated=(): {"name": spec, "target": target}
         calibrate.load_points = lambda spec, strata, target, scratch, info: [
             dict(p, record=spec) for p in sources[spec]]
         try:
@@ -244,6 +303,24 @@ class Extract(unittest.TestCase):
         self.assertIsNone(calibrate.target_of_gpu("NVIDIA B200"))
         self.assertIsNone(calibrate.target_of_gpu(None))
 
+    def test_runs_before_cublas_calls_are_costed_with_generated_matmuls(self):
+        suite = str(BENCH / "results" / "h200-2026-11-26-suite.json")
+        info = calibrate.source_info(suite + "@9ae654c", "h100", ["h200-2026-11-26-suite"])
+        self.assertEqual((info["name"], info["target"], info["graphs_rev"], info["cost_flags"]),
+                         ("h200-2026-11-26-suite", "h200", "9ae654c", ["--no-library-matmul"]))
+        self.assertEqual(calibrate.source_info(suite, "h200")["cost_flags"], [])
+
+    def test_suite_records_are_read(self):
+        """A suite record (kind "suite") lists its points like a benchmark record; their μGraphs
+        are the suite's search results."""
+        suite = BENCH / "results" / "h200-2026-11-26-suite.json"
+        self.assertEqual(json.loads(suite.read_text())["kind"], "suite")
+        got = list(calibrate.timed_candidates(suite))
+        self.assertEqual(len(got), 148)
+        config, c = got[0]
+        self.assertTrue(c["origin"].startswith(f"bench/search/suite/{config}.json: ranked["))
+        self.assertGreater(c["timing"]["median_us"], 0)
+
     def test_split_spec(self):
         self.assertEqual(calibrate.split_spec("a/b.json@81b06c4"), (Path("a/b.json"), "81b06c4"))
         self.assertEqual(calibrate.split_spec("a/b.json"), (Path("a/b.json"), None))
@@ -256,7 +333,8 @@ class CommittedDataset(unittest.TestCase):
         points = calibrate.read_dataset(calibrate.DATASET, "h200",
                                         ["h200-2026-11-24", "h200-2026-11-24-l2-first"])
         self.assertEqual(len(points), 244)
-        c, x, _ = calibrate.fit(points, N_SM, 734e12, alpha=0.1)
+        # The table's fit has no serial-latency term (t_serial held at 0).
+        c, x, _ = calibrate.fit(points, N_SM, 734e12, alpha=0.1, serial=False)
         fitted = dict(zip(calibrate.KEYS, x))
         # The h200 row of docs/cost-model.md, "Targets".
         documented = {"inv_bandwidth": 1 / 4.94e12, "inv_l2_bandwidth": 1 / 4.16e13,
@@ -270,8 +348,19 @@ class CommittedDataset(unittest.TestCase):
     def test_records_and_sizes(self):
         doc = json.loads(calibrate.DATASET.read_text())
         self.assertEqual(sum(r["points"] for r in doc["records"]), len(doc["points"]))
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200")), 764)
+        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200")), 954)
         self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h100")), 160)
+        suite = calibrate.read_dataset(calibrate.DATASET, "h200", [
+            "h200-2026-11-26-suite", "h200-2026-11-26-suite-followup",
+            "h200-2026-11-26-suite-libforms"])
+        self.assertEqual(len(suite), 190)
+        # Runs before cuBLAS calls are costed with generated matmuls; later ones with cuBLAS.
+        flags = {r["name"]: r["cost_flags"] for r in doc["records"]}
+        self.assertEqual(flags["h200-2026-11-26-suite"], ["--no-library-matmul"])
+        self.assertEqual(flags["h200-2026-11-26-suite-libforms"], [])
+        library = {p["record"] for p in suite if any(k["library"] for k in p["kernels"])}
+        self.assertEqual(library, {"h200-2026-11-26-suite-followup",
+                                   "h200-2026-11-26-suite-libforms"})
         self.assertLess(calibrate.DATASET.stat().st_size, 1 << 20)
 
 

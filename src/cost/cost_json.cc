@@ -14,6 +14,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["simt_flops"] = k.simt_flops;
   j["blocks"] = k.blocks;
   j["forloop"] = k.forloop;
+  j["waves"] = k.waves;
   j["alpha"] = k.alpha;
   j["underfill"] = k.underfill;
   j["t_mem_us"] = k.t_mem_s * 1e6;

@@ -168,7 +168,7 @@ struct InputReads {
 /// an input beyond its size are re-reads of tiles that other blocks read too. They hit in L2
 /// when every block of the kernel is resident at once (one wave: the blocks sharing a tile read
 /// it at about the same time) or when the kernel's inputs fit in half the L2; otherwise only
-/// re-reads within a wave hit (a fraction 1 / waves).
+/// re-reads within a wave hit (a fraction 1 / waves). Sets k.waves.
 void split_rereads(const std::vector<InputReads>& reads, int threads, int64_t smem, const Target& t,
                    KernelCost& k) {
   int64_t unique = 0;
@@ -176,7 +176,8 @@ void split_rereads(const std::vector<InputReads>& reads, int threads, int64_t sm
   const int64_t per_sm_smem = smem > 0 ? (t.smem_per_block_bytes + 1024) / smem : int64_t{32};
   const int64_t per_sm =
       std::max<int64_t>(1, std::min<int64_t>({per_sm_smem, 2048 / std::max(32, threads), 32}));
-  const int64_t waves = ceil_div(k.blocks, per_sm * t.sm_count);
+  const int64_t waves = std::max<int64_t>(1, ceil_div(k.blocks, per_sm * t.sm_count));
+  k.waves = waves;
   const double hit = waves <= 1 || saturating_mul(2, unique) <= t.l2_bytes
                          ? 1.0
                          : 1.0 / static_cast<double>(waves);

@@ -1,4 +1,4 @@
-// `strata cost GRAPH [--target T] [--json] [--rank N]`: the analytical cost model's prediction
+// `strata cost GRAPH [--target T] [--json] [--rank N] [--no-library-matmul]`: the analytical cost model's prediction
 // for every kernel of a program, μGraph or result entry (docs/cost-model.md).
 #include <cstdio>
 #include <iostream>
@@ -45,12 +45,13 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
-int run_cost(const std::string& path, const std::string& target_name, bool json, int64_t rank) {
+int run_cost(const std::string& path, const std::string& target_name, bool json, int64_t rank,
+             const CostOptions& options) {
   auto target = Target::by_name(target_name);
   if (!target.ok()) return fail_bad_input(target.error().message);
   auto g = load_graph_arg(path, rank);
   if (!g.ok()) return fail_bad_input(g.error().message);
-  GraphCost c = estimate_cost(g->graph, *target);
+  GraphCost c = estimate_cost(g->graph, *target, options);
   if (json) {
     std::cout << graph_cost_to_json(c, *target).dump(2) << "\n";
     return kExitOk;
@@ -89,6 +90,7 @@ std::function<int()> setup(CLI::App& app) {
   auto target = std::make_shared<std::string>("h100");
   auto json = std::make_shared<bool>(false);
   auto rank = std::make_shared<int64_t>(-1);
+  auto no_library = std::make_shared<bool>(false);
   app.add_option("graph", *path, "program (.strata), μGraph (.json) or search result document")
       ->required();
   add_rank_option(app, *rank);
@@ -97,7 +99,14 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--target", *target, "GPU whose constants are used: " + names)
       ->capture_default_str();
   app.add_flag("--json", *json, "print the prediction as JSON");
-  return [=] { return run_cost(*path, *target, *json, *rank); };
+  app.add_flag("--no-library-matmul", *no_library,
+               "predict predefined matmuls as generated kernels, not cuBLAS calls (code emitted "
+               "with --no-library-matmul, or by a strata without library matmuls)");
+  return [=] {
+    CostOptions options;
+    options.library_matmul = !*no_library;
+    return run_cost(*path, *target, *json, *rank, options);
+  };
 }
 
 CommandRegistrar reg{Command{"cost",

@@ -7,8 +7,9 @@
 
 namespace strata {
 
-/// {"op_id", "label", "load_bytes", "store_bytes", "tensor_flops", "simt_flops", "blocks",
-///  "forloop", "alpha", "t_mem_us", "t_comp_us", "predicted_us", "smem_bytes"}.
+/// {"op_id", "label", "load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
+///  "simt_flops", "blocks", "forloop", "waves", "alpha", "underfill", "t_mem_us", "t_comp_us",
+///  "predicted_us", "smem_bytes", "library"}.
 Json kernel_cost_to_json(const KernelCost& k);
 
 /// {"target", "predicted_us", "kernels": [kernel_cost_to_json …]}.

@@ -80,6 +80,10 @@ struct KernelCost {
   double simt_flops;     ///< all other FLOPs (CUDA cores)
   int64_t blocks;        ///< thread blocks of the launch (N_blocks in α)
   int64_t forloop;       ///< for-loop trip count F (1 for predefined ops)
+  /// Waves of the launch: ⌈N_blocks / (N_SM · blocks per SM)⌉, blocks per SM limited by the
+  /// shared-memory estimate, 2048 threads per SM and 32 blocks (1 for a cuBLAS call, which
+  /// picks its own grid). waves · F is the number of dependent loop iterations an SM runs.
+  int64_t waves = 1;
   double alpha;          ///< 1 + c_α · N_SM / N_blocks (underfill of the memory stream)
   double underfill;      ///< max(1, N_SM / N_blocks) (compute runs on min(N_blocks, N_SM) SMs)
   double t_mem_s;        ///< (load_bytes + store_bytes) / bandwidth + l2_bytes / L2 bandwidth
