@@ -17,7 +17,7 @@ Result<std::vector<int>> simulate(const TaskGraph& g, SchedulePolicy policy, uin
   std::vector<int> fired_count(g.events.size(), 0);
   std::vector<char> finished(n, 0);
   // The writes and the reads, for the direct footprint check at each start.
-  const RegionIndex index(g, Access::Writes), readers(g, Access::Reads);
+  const RegionIndex writers(g, Access::Writes), readers(g, Access::Reads);
   struct Worker {
     size_t next = 0;  // position in its static list
     int held = -1;    // the task it holds (waiting or running)
@@ -59,23 +59,22 @@ Result<std::vector<int>> simulate(const TaskGraph& g, SchedulePolicy policy, uin
     Worker& k = workers[enabled[rng() % enabled.size()]];
     const int t = k.held;
     if (!k.running) {
-      int early = -1;
-      for (const Region& r : g.tasks[t].reads)
-        index.for_each_overlap(r, [&](int w, const Region&) {
-          if (early < 0 && g.tasks[w].op < g.tasks[t].op && !finished[w]) early = w;
-        });
-      if (early >= 0)
-        return make_error("task " + std::to_string(t) + " (" + g.ops[g.tasks[t].op].name +
-                          ") started before task " + std::to_string(early) + " (" +
-                          g.ops[g.tasks[early].op].name + ") that writes what it reads");
-      for (const Region& r : g.tasks[t].writes)
-        readers.for_each_overlap(r, [&](int w, const Region&) {
-          if (early < 0 && g.tasks[w].op < g.tasks[t].op && !finished[w]) early = w;
-        });
-      if (early >= 0)
-        return make_error("task " + std::to_string(t) + " (" + g.ops[g.tasks[t].op].name +
-                          ") started before task " + std::to_string(early) + " (" +
-                          g.ops[g.tasks[early].op].name + ") that reads what it writes");
+      // An unfinished task of an earlier op that accesses (per `index`) what `regions` cover.
+      auto unfinished = [&](const std::vector<Region>& regions, const RegionIndex& index) {
+        int early = -1;
+        for (const Region& r : regions)
+          index.for_each_overlap(r, [&](int w, const Region&) {
+            if (early < 0 && g.tasks[w].op < g.tasks[t].op && !finished[w]) early = w;
+          });
+        return early;
+      };
+      for (const auto& [early, what] :
+           {std::pair{unfinished(g.tasks[t].reads, writers), "writes what it reads"},
+            std::pair{unfinished(g.tasks[t].writes, readers), "reads what it writes"}})
+        if (early >= 0)
+          return make_error("task " + std::to_string(t) + " (" + g.ops[g.tasks[t].op].name +
+                            ") started before task " + std::to_string(early) + " (" +
+                            g.ops[g.tasks[early].op].name + ") that " + what);
       k.running = true;
       started.push_back(t);
       if (hooks.on_start) hooks.on_start(t);
