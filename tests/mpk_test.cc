@@ -486,6 +486,15 @@ TEST(MpkFloat64, FoldedCombineMatchesThePlainModel) {
   ModelConfig m = tiny(true, 2);
   m.max_kv = 40;
   check_decomposition(m, folded(4, 16), SchedulePolicy::GlobalQueue, 4, 3);  // empty chunks
+  // A generated output projection reads `attn`: with it nothing is folded.
+  {
+    const ModelConfig mg = tiny(true, 2);
+    CompileOptions o = folded(5, 2);
+    o.generated = testing::mpk_generated_set(mg);
+    TaskGraph g = compiled(mg, o);
+    EXPECT_TRUE(validate_task_graph(g).ok());
+    for (const OpInfo& op : g.ops) EXPECT_NE(op.kind, MPK_KV_APPEND);
+  }
   // Above the threshold nothing is folded; a negative threshold is refused.
   CompileOptions small = folded(5, 3);
   small.fold_combine_bytes = 8;
