@@ -630,8 +630,8 @@ def run_generated(built, libs, model_file, batch, kv, args):
     rec = {"compile_seconds": round(time.time() - t0, 1), "summary": summary,
            "entries": [{k: e[k] for k in ("entry", "op", "grid", "threads", "smem_bytes")}
                        for e in tasks["generated"]],
-           **{k: built[k] for k in ("library", "search_seconds", "header_seconds",
-                                    "nvcc_seconds")}}
+           "library": os.path.relpath(built["library"], ROOT),
+           **{k: built[k] for k in ("search_seconds", "header_seconds", "nvcc_seconds")}}
     if built["library"] not in libs:
         lib = ctypes.CDLL(built["library"])
         lib.mpk_smem_bytes.restype = ctypes.c_int

@@ -92,13 +92,22 @@ def summarize(doc):
     }
 
 
+def repo_path(path):
+    """`path` relative to the repository root when it lies inside it, else absolute."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+
+
 def search_one(path, args, keep_dir):
     """Runs one search; returns its record entry."""
     prog = strata_program.load(path)
     entry = {"program": path.stem, "origin": prog.origin}
     with tempfile.TemporaryDirectory(prefix="strata-suite-search-") as tmp:
         result = Path(tmp) / "result.json"
-        cmd = ["/usr/bin/time", "-f", "%e %U", args.strata, "optimize", str(path), "--no-gpu",
+        # Run from the repository root with the program's relative path, so that messages
+        # (and the record) name it as the repository does.
+        cmd = ["/usr/bin/time", "-f", "%e %U", str(Path(args.strata).resolve()), "optimize",
+               repo_path(path), "--no-gpu",
                "--quiet", "--no-show", "--time-limit", str(args.time_limit), "-o", str(result)]
         if args.top:
             cmd += ["--top", str(args.top)]
@@ -107,7 +116,7 @@ def search_one(path, args, keep_dir):
         t0 = time.time()
         # A session of its own, so that a search past --kill-after is ended with /usr/bin/time.
         proc = subprocess.Popen(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, cwd=ROOT)
         try:
             stdout, stderr = proc.communicate(timeout=args.kill_after or None)
         except subprocess.TimeoutExpired:
