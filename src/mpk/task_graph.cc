@@ -510,6 +510,26 @@ class Builder {
         }
   }
 
+  // The cache append's share of an op (ATTN_COMBINE or KV_APPEND, task_abi.h): its operands
+  // (qkv at IN2, the k-norm gain and frequencies, the caches) and, per (batch row, kv head)
+  // task, its footprints (k and v columns read, the cache rows written: after the head's
+  // chunks have read them, by the write-after-read rule).
+  void append_operands(OpInfo& op, int qkv, const int64_t rot[3], int64_t kc, int64_t vc) {
+    op.in2 = qkv;
+    op.w[1] = rot[1];
+    op.w[2] = rot[2];
+    op.w[3] = kc;
+    op.w[4] = vc;
+  }
+  void append_footprints(TaskInfo& t, int qkv, int64_t layer, int64_t b, int64_t h, int64_t kc,
+                         int64_t vc) {
+    t.reads.push_back(k_cols(qkv, b, h));
+    t.reads.push_back(v_cols(qkv, b, h));
+    t.writes.push_back(cache_rows(kc, layer, b, h));
+    t.writes.push_back(cache_rows(vc, layer, b, h));
+    t.cost += static_cast<double>(2 * m_.head_dim * 4);
+  }
+
   // Merges the chunks of a (batch row, kv head) and appends the step's k and v to the caches:
   // after every chunk of the head has read them (the partials order it), before the next step.
   void combine_op(const std::string& name, int64_t layer, int po, int pml, int qkv, int attn,
@@ -517,13 +537,9 @@ class Builder {
     OpInfo& op = new_op(MPK_ATTN_COMBINE, name, layer);
     op.in0 = po;
     op.in1 = pml;
-    op.in2 = qkv;
     op.out0 = attn;
-    op.w[1] = rot[1];
-    op.w[2] = rot[2];
-    op.w[3] = kc;
-    op.w[4] = vc;
     op.n = chunks_;
+    append_operands(op, qkv, rot, kc, vc);
     const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads;
     for (int64_t b = 0; b < m_.batch; ++b)
       for (int64_t h = 0; h < m_.kv_heads; ++h) {
@@ -531,34 +547,22 @@ class Builder {
         const int64_t r0 = b * m_.heads + h * G;
         t.reads.push_back(rect(po, r0, r0 + G, 0, chunks_ * D));
         t.reads.push_back(rect(pml, r0, r0 + G, 0, chunks_ * 2));
-        t.reads.push_back(k_cols(qkv, b, h));
-        t.reads.push_back(v_cols(qkv, b, h));
         t.writes.push_back(rect(attn, b, b + 1, h * G * D, (h + 1) * G * D));
-        t.writes.push_back(cache_rows(kc, layer, b, h));
-        t.writes.push_back(cache_rows(vc, layer, b, h));
-        t.cost = static_cast<double>(G * chunks_ * (D + 2) * 4 + 2 * D * 2);
+        t.cost = static_cast<double>(G * chunks_ * (D + 2) * 4);
+        append_footprints(t, qkv, layer, b, h, kc, vc);
       }
   }
 
-  // The step's k and v appended to the caches, one task per (batch row, kv head): after the
-  // chunks of the head have read its cache row (write after read).
+  // The step's k and v appended to the caches as an op of its own (the combine folded into the
+  // output projection), one task per (batch row, kv head).
   void append_op(const std::string& name, int64_t layer, int qkv, const int64_t rot[3],
                  int64_t kc, int64_t vc) {
     OpInfo& op = new_op(MPK_KV_APPEND, name, layer);
-    op.in2 = qkv;
-    op.w[1] = rot[1];
-    op.w[2] = rot[2];
-    op.w[3] = kc;
-    op.w[4] = vc;
+    append_operands(op, qkv, rot, kc, vc);
     for (int64_t b = 0; b < m_.batch; ++b)
-      for (int64_t h = 0; h < m_.kv_heads; ++h) {
-        TaskInfo& t = new_task(static_cast<int32_t>(b), static_cast<int32_t>(h));
-        t.reads.push_back(k_cols(qkv, b, h));
-        t.reads.push_back(v_cols(qkv, b, h));
-        t.writes.push_back(cache_rows(kc, layer, b, h));
-        t.writes.push_back(cache_rows(vc, layer, b, h));
-        t.cost = static_cast<double>(2 * m_.head_dim * 4);
-      }
+      for (int64_t h = 0; h < m_.kv_heads; ++h)
+        append_footprints(new_task(static_cast<int32_t>(b), static_cast<int32_t>(h)), qkv, layer,
+                          b, h, kc, vc);
   }
 
   void argmax_op(int partial, int64_t tiles) {
