@@ -41,8 +41,6 @@ from mpk_abi import Params
 import mpk_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KINDS = ["embed", "norm_matmul", "attn_chunk", "attn_combine",
-         "matmul_residual", "norm_gated", "norm_lmhead", "argmax"]
 
 
 def log(*a):
