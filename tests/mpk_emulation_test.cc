@@ -240,12 +240,21 @@ TEST(MpkEmulation, TaskFunctionsMatchTheFloat64Model) {
   // Vector path (K a multiple of 8), batch 1, a cache longer than one attention sub-block.
   check_case({small(false, 1, 64, 16), o, 270});
   // qk-norm, batch 3, head dim 32, several chunks, some empty (position 2 of 6 chunks); large
-  // tiles: warps stream two columns at once (four rows for the gated MLP).
+  // tiles: up to 7 column tiles of 16 per task (the last one partial), one warp each.
   o.attn_chunks = 6;
   o.max_tile_bytes = 1 << 19;
   check_case({small(true, 3, 64, 32), o, 2});
-  // The same with passes of 32 loads (up to four columns, or two gated, per pass).
-  check_case({small(true, 3, 64, 32), o, 2, "-DSTRATA_MPK_MATMUL_LOADS=32"});
+  // The full batch of 8 and more column tiles than warps (13 gated tiles of the MLP, 19 of the
+  // LM head: warps take several), K a multiple of 8 but not of the 32-k chunk (hidden 72).
+  ModelConfig big = small(true, 8, 72, 16);
+  big.intermediate = 200;
+  big.vocab = 301;
+  check_case({big, o, 5});
+  // Batch 5, K not a multiple of 8 in the QKV, gated MLP and LM head products (hidden 44) and
+  // the down projection (intermediate 90).
+  ModelConfig odd = small(false, 5, 44, 16);
+  odd.intermediate = 90;
+  check_case({odd, o, 3});
   // The combine folded into the output projection, the cache append an op of its own.
   o.fold_combine_bytes = int64_t{1} << 30;
   check_case({small(true, 3, 64, 32), o, 2});

@@ -109,8 +109,14 @@ TEST(MpkModel, BadFilesNameTheFieldAndTheExpectation) {
     EXPECT_NE(m.error().message.find("m.json"), std::string::npos) << m.error().message;
   }
   ModelConfig odd = tiny();
-  odd.head_dim = 7;
-  EXPECT_FALSE(validate_model_config(odd, "x").ok());
+  for (int64_t d : {7, 10, 36}) {  // not a multiple of 8
+    odd.head_dim = d;
+    auto bad = validate_model_config(odd, "x");
+    ASSERT_FALSE(bad.ok()) << d;
+    EXPECT_NE(bad.error().message.find("head_dim must be a multiple of 8"), std::string::npos);
+  }
+  odd.head_dim = 24;
+  EXPECT_TRUE(validate_model_config(odd, "x").ok());
   ModelConfig huge = tiny();
   huge.vocab = int64_t{1} << 30;
   huge.hidden = int64_t{1} << 20;

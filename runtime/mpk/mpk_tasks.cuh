@@ -14,6 +14,7 @@
 
 #include "strata/mpk/task_abi.h"
 #include "strata_rt/core.cuh"
+#include "strata_rt/mma.cuh"
 
 // The task entries of strata's generated code (`strata mpk compile --cuda FILE`, docs/megakernel.md
 // "Generated tasks"), when built with -DSTRATA_MPK_GENERATED_HEADER='"FILE"'.
@@ -288,59 +289,84 @@ __device__ inline void load_rows(const MpkParams& p, const long long* op, __half
   __syncthreads();
 }
 
-// acc[r][b] = Σ_k xs[b][k]·rows[r][k] for NW weight rows streamed together by one warp (U
-// 16-byte loads of each row in flight per lane, so NW·U per lane); the sums are complete in
-// every lane.
-template <int NB, int NW, int U>
-STRATA_DEVICE void rows_dot(const __half* const* rows, int K, int Kp, const __half* xs,
-                            float (*acc)[NB]) {
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int r = 0; r < NW; ++r)
-#pragma unroll
-    for (int b = 0; b < NB; ++b) acc[r][b] = 0;
-  if (K % 8 == 0) {
-    for (int k0 = lane * 8; k0 < K; k0 += 32 * 8 * U) {
-      uint4 wv[NW][U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int k = k0 + u * 256;
-#pragma unroll
-        for (int r = 0; r < NW; ++r)
-          wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int k = k0 + u * 256;
-        if (k >= K) break;
-#pragma unroll
-        for (int b = 0; b < NB; ++b) {
-          const uint4 xv = *reinterpret_cast<const uint4*>(xs + (size_t)b * Kp + k);
-#pragma unroll
-          for (int r = 0; r < NW; ++r) acc[r][b] += dot8(wv[r][u], xv);
-        }
-      }
-    }
+// The matmul family's product on the tensor cores (docs/megakernel.md, "Matmul tasks"):
+// Y[b][c] = Σ_k xs[b][k]·W[c][k] for the task's columns and the B ≤ 8 batch rows, as
+// mma.sync m16n8k16 tiles with f32 accumulation — A: 16 weight rows (output columns) × 16 k,
+// B: 16 k × 8 batch rows (rows ≥ B are zeros), C: 16 columns × 8 batch rows.
+//
+// The k order inside a fragment: a dot product does not depend on the order of its k, so the
+// fragment slots need not hold the k the PTX layout names as long as A and B agree on it. Lane
+// (g = lane/4, t = lane%4) loads the 8 halves k = kb + 8t … kb + 8t + 7 of weight rows g and
+// g + 8 (one 16-byte load each) and of input row g: halves 0–3 fill its slots {2t, 2t+1, 2t+8,
+// 2t+9} of one mma, halves 4–7 those of a second. A chunk is 32 k (two mmas); one warp load
+// covers 64 contiguous bytes of each of 8 weight rows.
+constexpr int kChunkK = 32;      // k per chunk
+constexpr int kChunkLoads = 16;  // 16-byte weight loads per lane in flight together
+
+// 8 halves of row `row` from k (k % 8 == 0, k < K): one streamed 16-byte load when rows are
+// 16-byte aligned (VEC: K % 8 == 0), else element loads with zeros past K.
+template <bool VEC>
+STRATA_DEVICE uint4 load8(const __half* row, int k, int K) {
+  if constexpr (VEC) {
+    return ld_stream(row + k);
   } else {
-    for (int k = lane; k < K; k += 32) {
+    __align__(16) __half h[8];
 #pragma unroll
-      for (int r = 0; r < NW; ++r) {
-        const float w = h2f(rows[r][k]);
-#pragma unroll
-        for (int b = 0; b < NB; ++b) acc[r][b] = fmaf(w, h2f(xs[(size_t)b * Kp + k]), acc[r][b]);
-      }
-    }
+    for (int e = 0; e < 8; ++e) h[e] = k + e < K ? row[k + e] : __float2half(0.f);
+    return *reinterpret_cast<const uint4*>(h);
   }
-#pragma unroll
-  for (int r = 0; r < NW; ++r)
-#pragma unroll
-    for (int b = 0; b < NB; ++b) acc[r][b] = warp_sum(acc[r][b]);
 }
 
-// The epilogue of column c for batch row b: y (and u for the gated MLP) are the f32 sums.
-template <int NB>
+// acc[j] += the 16 × 8 product of weight matrix j's rows r0 … r0 + 15 (rows ≥ c1 are zeros)
+// with the staged input rows, over chunks ch0 … ch1 − 1. G: 1, or 2 for the gated MLP's gate
+// and up matrices (one chunk's loads of both in flight together). All 32 lanes call it.
+template <int G, bool VEC>
+STRATA_DEVICE void mma_rows(const __half* const (&W)[2], int K, int Kp, const __half* xs, int nb,
+                            int r0, int c1, int ch0, int ch1, float (&acc)[2][4]) {
+  constexpr int U = kChunkLoads / (2 * G);  // chunks per round
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool lo = r0 + g < c1, hi = r0 + g + 8 < c1, has_x = g < nb;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  const __half* rlo[G];
+  const __half* rhi[G];
+#pragma unroll
+  for (int j = 0; j < G; ++j) {
+    rlo[j] = W[j] + (size_t)(lo ? r0 + g : 0) * K;
+    rhi[j] = W[j] + (size_t)(hi ? r0 + g + 8 : 0) * K;
+  }
+  const __half* xrow = xs + (size_t)(has_x ? g : 0) * Kp;
+  for (int ch = ch0; ch < ch1; ch += U) {
+    uint4 wl[U][G], wh[U][G], xv[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int k = (ch + u) * kChunkK + 8 * t;
+      const bool in = ch + u < ch1 && k < K;
+#pragma unroll
+      for (int j = 0; j < G; ++j) {
+        wl[u][j] = in && lo ? load8<VEC>(rlo[j], k, K) : zero;
+        wh[u][j] = in && hi ? load8<VEC>(rhi[j], k, K) : zero;
+      }
+      // Kp rounds K up to 8 with zeros, so k < K keeps k + 8 ≤ Kp.
+      xv[u] = in && has_x ? *reinterpret_cast<const uint4*>(xrow + k) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < G; ++j) {
+        const strata_rt::u32 a0[4] = {wl[u][j].x, wh[u][j].x, wl[u][j].y, wh[u][j].y};
+        const strata_rt::u32 b0[2] = {xv[u].x, xv[u].y};
+        strata_rt::mma_16816<__half>(acc[j], a0, b0);
+        const strata_rt::u32 a1[4] = {wl[u][j].z, wh[u][j].z, wl[u][j].w, wh[u][j].w};
+        const strata_rt::u32 b1[2] = {xv[u].z, xv[u].w};
+        strata_rt::mma_16816<__half>(acc[j], a1, b1);
+      }
+  }
+}
+
+// The epilogue of column c for batch row b: y (and u for the gated MLP) are the f32 sums; `best`
+// and `best_i` (the LM head's running argmax of this batch row) are updated in place.
 STRATA_DEVICE void matmul_store(const MpkParams& p, const long long* op, int kind, int N, int c,
-                                int b, float acc, float acc_up, float* best, int* best_i) {
+                                int b, float acc, float acc_up, float& best, int& best_i) {
   const float y = h2f(__float2half(acc));
   if (kind == MPK_NORM_MATMUL) {
     ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(y);
@@ -353,135 +379,142 @@ STRATA_DEVICE void matmul_store(const MpkParams& p, const long long* op, int kin
     ws<__half>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = __float2half(s * u);
   } else {  // MPK_NORM_LMHEAD
     ws<float>(p, op[MPK_OP_OUT0])[(size_t)b * N + c] = y;
-    if (y > best[b] || (y == best[b] && c < best_i[b])) {
-      best[b] = y;
-      best_i[b] = c;
+    if (y > best || (y == best && c < best_i)) {
+      best = y;
+      best_i = c;
     }
   }
 }
 
-/// Bytes of the B normalized input rows (K up to max_k) and their rstd: the matmul family's
-/// shared memory.
+// Stores a C fragment pair (acc[0]; acc[1] the up projection's when gated) of the columns r0 …
+// r0 + 15: lane (g, t) holds columns r0 + g and r0 + g + 8 of batch rows 2t and 2t + 1, whose
+// running argmax (LM head) is best[e], best_i[e] for row 2t + e.
+STRATA_DEVICE void matmul_epilogue(const MpkParams& p, const long long* op, int kind, int N,
+                                   int nb, int r0, int c1, const float (&acc)[2][4],
+                                   float (&best)[2], int (&best_i)[2]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int c = r0 + g + 8 * h;
+    if (c >= c1) continue;
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      if (2 * t + e < nb)
+        matmul_store(p, op, kind, N, c, 2 * t + e, acc[0][2 * h + e], acc[1][2 * h + e], best[e],
+                     best_i[e]);
+  }
+}
+
+/// Bytes of shared memory the matmul family needs: the B normalized input rows (K up to max_k,
+/// padded to 8) and their rstd, later reused for the warps' partial fragments of a k-split tile.
 __host__ __device__ constexpr int matmul_smem_bytes(int batch, int max_k) {
-  return batch * ((max_k + 7) / 8 * 8) * 2 + kMaxBatch * 4;
+  const int rows = batch * ((max_k + 7) / 8 * 8) * 2 + kMaxBatch * 4;
+  const int partials = kWarps * 2 * 4 * 32 * 4;
+  return rows > partials ? rows : partials;
 }
 
-// A warp's pass over its columns c, c + 8, ...: as many columns as kMatmulLoads 16-byte loads
-// per lane cover at 8 loads per weight row (the gated MLP's gate and up rows count two per
-// column; a gated pair takes kMatmulLoads / 4 loads per row), all in flight together. 16 is what
-// the benchmarks measured; -DSTRATA_MPK_MATMUL_LOADS=32 builds passes of up to four columns
-// (two gated) with 32 loads in flight (for A/B timings: fewer round trips per task, more
-// registers).
-#ifndef STRATA_MPK_MATMUL_LOADS
-#define STRATA_MPK_MATMUL_LOADS 16
-#endif
-constexpr int kMatmulLoads = STRATA_MPK_MATMUL_LOADS;
-static_assert(kMatmulLoads == 16 || kMatmulLoads == 32, "16 or 32 loads per lane and pass");
-constexpr int kMatmulCols = kMatmulLoads / 8;  // columns per pass without a gate
-
-// One pass of a warp over NC columns c + 8i (i < NC; with W2, NC gate and NC up rows): the
-// dot products with the staged input rows, then lane 0 stores each column's epilogue.
-template <int NB, int NC, bool GATED>
-STRATA_DEVICE void matmul_pass(const MpkParams& p, const long long* op, int kind, int N, int K,
-                               int Kp, const __half* xs, const __half* W, const __half* W2,
-                               int c, float* best, int* best_i) {
-  constexpr int NW = GATED ? 2 * NC : NC;
-  constexpr int U = kMatmulLoads / NW < 8 ? kMatmulLoads / NW : 8;
-  const __half* rows[NW];
-#pragma unroll
-  for (int i = 0; i < NC; ++i) {
-    const size_t cc = (size_t)(c + i * kWarps) * K;
-    if (GATED) {
-      rows[2 * i] = W + cc;
-      rows[2 * i + 1] = W2 + cc;
-    } else {
-      rows[i] = W + cc;
-    }
-  }
-  float acc[NW][NB];
-  rows_dot<NB, NW, U>(rows, K, Kp, xs, acc);
-  if (threadIdx.x % 32 == 0)
-#pragma unroll
-    for (int i = 0; i < NC; ++i)
-#pragma unroll
-      for (int b = 0; b < NB; ++b)
-        matmul_store<NB>(p, op, kind, N, c + i * kWarps, b, GATED ? acc[2 * i][b] : acc[i][b],
-                         GATED ? acc[2 * i + 1][b] : 0.f, best, best_i);
-}
-
-template <int NB>
+// A matmul task: columns c0 … c1 − 1 of the op, cut into 16-column tiles; with fewer tiles than
+// warps, each tile's k range is split among kWarps / tiles warps (their partial fragments summed
+// through shared memory), so that every warp streams weights.
 STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, const Task& t,
                                     char* smem) {
   const int kind = (int)op[MPK_OP_KIND];
   const int K = (int)op[MPK_OP_K], N = (int)op[MPK_OP_N], tile = (int)op[MPK_OP_TILE];
-  const int Kp = (K + 7) / 8 * 8;
+  const int Kp = (K + 7) / 8 * 8, nb = p.batch;
   __half* xs = reinterpret_cast<__half*>(smem);
-  float* rstd = reinterpret_cast<float*>(smem + (size_t)NB * Kp * 2);
-  load_rows(p, op, xs, rstd, NB, K, Kp);
-  const __half* W = static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]);
-  const __half* W2 =
-      kind == MPK_NORM_GATED ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr;
+  float* rstd = reinterpret_cast<float*>(smem + (size_t)nb * Kp * 2);
+  load_rows(p, op, xs, rstd, nb, K, Kp);
+  const bool gated = kind == MPK_NORM_GATED;
+  const __half* const W[2] = {
+      static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]),
+      gated ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile);
-  float best[NB];
-  int best_i[NB];
+  const int R = (c1 - c0 + 15) / 16, S = R >= kWarps ? 1 : kWarps / R;
+  const int chunks = (K + kChunkK - 1) / kChunkK, per_slice = (chunks + S - 1) / S;
+  float best[2] = {-INFINITY, -INFINITY};
+  int best_i[2] = {0x7fffffff, 0x7fffffff};
+  float acc[2][4];
+  for (int item = warp; item < R * S; item += kWarps) {
+    const int r0 = c0 + 16 * (item % R), s = item / R;
+    const int ch0 = s * per_slice, ch1 = imin(chunks, ch0 + per_slice);
 #pragma unroll
-  for (int b = 0; b < NB; ++b) {
-    best[b] = -INFINITY;
-    best_i[b] = 0x7fffffff;
-  }
-  // Warp w takes columns c0 + w + 8j, kMatmulCols per pass (a gate and up pair per pass).
-  for (int c = c0 + warp; c < c1;) {
-    const int left = (c1 - c + kWarps - 1) / kWarps;  // this warp's columns from c on
-    if (W2) {
-      if (left >= 2) {
-        matmul_pass<NB, 2, true>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
-        c += 2 * kWarps;
-      } else {
-        matmul_pass<NB, 1, true>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
-        c += kWarps;
-      }
-    } else if (kMatmulCols >= 4 && left >= 4) {
-      matmul_pass<NB, kMatmulCols >= 4 ? 4 : 1, false>(p, op, kind, N, K, Kp, xs, W, W2, c,
-                                                        best, best_i);
-      c += 4 * kWarps;
-    } else if (kMatmulCols >= 4 && left == 3) {
-      matmul_pass<NB, kMatmulCols >= 4 ? 3 : 1, false>(p, op, kind, N, K, Kp, xs, W, W2, c,
-                                                        best, best_i);
-      c += 3 * kWarps;
-    } else if (left >= 2) {
-      matmul_pass<NB, 2, false>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
-      c += 2 * kWarps;
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+    if (gated) {
+      if (K % 8 == 0)
+        mma_rows<2, true>(W, K, Kp, xs, nb, r0, c1, ch0, ch1, acc);
+      else
+        mma_rows<2, false>(W, K, Kp, xs, nb, r0, c1, ch0, ch1, acc);
     } else {
-      matmul_pass<NB, 1, false>(p, op, kind, N, K, Kp, xs, W, W2, c, best, best_i);
-      c += kWarps;
+      if (K % 8 == 0)
+        mma_rows<1, true>(W, K, Kp, xs, nb, r0, c1, ch0, ch1, acc);
+      else
+        mma_rows<1, false>(W, K, Kp, xs, nb, r0, c1, ch0, ch1, acc);
+    }
+    if (S == 1) matmul_epilogue(p, op, kind, N, nb, r0, c1, acc, best, best_i);
+  }
+  if (S > 1) {
+    // One item per warp (R·S ≤ kWarps); item r + R·s holds slice s of tile r. The partials
+    // overwrite the input rows once every warp is past them.
+    float* part = reinterpret_cast<float*>(smem);  // [item][2][4][32 lanes]
+    __syncthreads();
+    if (warp < R * S)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part[((warp * 2 + j) * 4 + e) * 32 + lane] = acc[j][e];
+    __syncthreads();
+    if (warp < R) {
+      for (int s = 1; s < S; ++s)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[j][e] += part[(((warp + R * s) * 2 + j) * 4 + e) * 32 + lane];
+      matmul_epilogue(p, op, kind, N, nb, c0 + 16 * warp, c1, acc, best, best_i);
     }
   }
   if (kind == MPK_NORM_LMHEAD) {
-    // Per-tile argmax over the warps' bests (lane 0 of each warp holds them).
+    // The tile's argmax per batch row: over the 8 lanes of each t (rows 2t, 2t + 1), then over
+    // the warps. Indices travel as floats (exact below 2^24; the sentinel as +inf).
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      float v = best[e], i = best_i[e] == 0x7fffffff ? INFINITY : (float)best_i[e];
+#pragma unroll
+      for (int o = 16; o >= 4; o >>= 1) {
+        const float ov = shfl_xor(v, o), oi = shfl_xor(i, o);
+        if (ov > v || (ov == v && oi < i)) {
+          v = ov;
+          i = oi;
+        }
+      }
+      best[e] = v;
+      best_i[e] = i == INFINITY ? 0x7fffffff : (int)i;
+    }
     __syncthreads();
     float* bv = reinterpret_cast<float*>(smem);
-    int* bi = reinterpret_cast<int*>(smem + sizeof(float) * kWarps * NB);
-    if (lane == 0)
+    int* bi = reinterpret_cast<int*>(smem + sizeof(float) * kWarps * kMaxBatch);
+    if (lane < 4)
 #pragma unroll
-      for (int b = 0; b < NB; ++b) {
-        bv[warp * NB + b] = best[b];
-        bi[warp * NB + b] = best_i[b];
+      for (int e = 0; e < 2; ++e) {
+        bv[warp * kMaxBatch + 2 * lane + e] = best[e];
+        bi[warp * kMaxBatch + 2 * lane + e] = best_i[e];
       }
     __syncthreads();
-    if (threadIdx.x < NB) {
+    if (threadIdx.x < nb) {
       const int b = threadIdx.x;
       float v = -INFINITY;
       int i = 0x7fffffff;
       for (int w = 0; w < kWarps; ++w) {
-        const float x = bv[w * NB + b];
-        const int j = bi[w * NB + b];
+        const float x = bv[w * kMaxBatch + b];
+        const int j = bi[w * kMaxBatch + b];
         if (x > v || (x == v && j < i)) {
           v = x;
           i = j;
         }
       }
-      char* part = p.workspace + op[MPK_OP_OUT1] + ((size_t)t.i0 * NB + b) * 8;
+      char* part = p.workspace + op[MPK_OP_OUT1] + ((size_t)t.i0 * nb + b) * 8;
       *reinterpret_cast<float*>(part) = v;
       *reinterpret_cast<int*>(part + 4) = i == 0x7fffffff ? c0 : i;
     }
@@ -904,23 +937,7 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
     case MPK_MATMUL_RESIDUAL:
     case MPK_NORM_GATED:
     case MPK_NORM_LMHEAD:
-      switch (p.batch) {
-#define STRATA_MPK_MATMUL_CASE(nb)           \
-  case nb:                                   \
-    matmul_task<nb>(p, op, t, smem);         \
-    break;
-        STRATA_MPK_MATMUL_CASE(1)
-        STRATA_MPK_MATMUL_CASE(2)
-        STRATA_MPK_MATMUL_CASE(3)
-        STRATA_MPK_MATMUL_CASE(4)
-        STRATA_MPK_MATMUL_CASE(5)
-        STRATA_MPK_MATMUL_CASE(6)
-        STRATA_MPK_MATMUL_CASE(7)
-        STRATA_MPK_MATMUL_CASE(8)
-#undef STRATA_MPK_MATMUL_CASE
-        default:
-          break;
-      }
+      matmul_task(p, op, t, smem);
       break;
     case MPK_ATTN_CHUNK:
       attn_chunk_task(p, op, t, smem);

@@ -43,9 +43,11 @@ Status validate_model_config(const ModelConfig& m, const std::string& origin) {
   if (m.heads % m.kv_heads != 0)
     return make_error(origin + ": heads (" + std::to_string(m.heads) +
                       ") must be a multiple of kv_heads (" + std::to_string(m.kv_heads) + ")");
-  if (m.head_dim % 2 != 0)
-    return make_error(origin + ": head_dim must be even (rotary embedding rotates pairs), got " +
-                      std::to_string(m.head_dim));
+  // The runtime's attention reads heads as 16-byte vectors of eight f16 values (rotary
+  // embedding, which rotates pairs, needs only an even head_dim).
+  if (m.head_dim % 8 != 0)
+    return make_error(origin + ": head_dim must be a multiple of 8 (attention reads 16-byte "
+                      "vectors of a head), got " + std::to_string(m.head_dim));
   if (!(m.eps > 0) || !(m.eps < 1))
     return make_error(origin + ": eps: expected a number in (0, 1), got " + std::to_string(m.eps));
   if (!(m.rope_theta > 1))
