@@ -413,27 +413,18 @@ __host__ __device__ constexpr int matmul_smem_bytes(int batch, int max_k) {
   return rows > partials ? rows : partials;
 }
 
-// A matmul task: columns c0 … c1 − 1 of the op, cut into 16-column tiles; with fewer tiles than
-// warps, each tile's k range is split among kWarps / tiles warps (their partial fragments summed
-// through shared memory), so that every warp streams weights.
-STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, const Task& t,
-                                    char* smem) {
-  const int kind = (int)op[MPK_OP_KIND];
-  const int K = (int)op[MPK_OP_K], N = (int)op[MPK_OP_N], tile = (int)op[MPK_OP_TILE];
-  const int Kp = (K + 7) / 8 * 8, nb = p.batch;
-  __half* xs = reinterpret_cast<__half*>(smem);
-  float* rstd = reinterpret_cast<float*>(smem + (size_t)nb * Kp * 2);
-  load_rows(p, op, xs, rstd, nb, K, Kp);
-  const bool gated = kind == MPK_NORM_GATED;
-  const __half* const W[2] = {
-      static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]),
-      gated ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr};
+// Batch rows ≥ 2: the task's columns c0 … c1 − 1 cut into 16-column tensor-core tiles; with
+// fewer tiles than warps, each tile's k range is split among kWarps / tiles warps (their partial
+// fragments summed through shared memory, over the input rows), so that every warp streams
+// weights.
+STRATA_DEVICE void mma_columns(const MpkParams& p, const long long* op, int kind, int N, int K,
+                               int Kp, int nb, const __half* const (&W)[2], int c0, int c1,
+                               char* smem, float (&best)[2], int (&best_i)[2]) {
+  const __half* xs = reinterpret_cast<const __half*>(smem);
+  const bool gated = W[1] != nullptr;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile);
   const int R = (c1 - c0 + 15) / 16, S = R >= kWarps ? 1 : kWarps / R;
   const int chunks = (K + kChunkK - 1) / kChunkK, per_slice = (chunks + S - 1) / S;
-  float best[2] = {-INFINITY, -INFINITY};
-  int best_i[2] = {0x7fffffff, 0x7fffffff};
   float acc[2][4];
   for (int item = warp; item < R * S; item += kWarps) {
     const int r0 = c0 + 16 * (item % R), s = item / R;
@@ -471,10 +462,126 @@ STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, con
 #pragma unroll
         for (int j = 0; j < 2; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) acc[j][e] += part[(((warp + R * s) * 2 + j) * 4 + e) * 32 + lane];
+          for (int e = 0; e < 4; ++e)
+            acc[j][e] += part[(((warp + R * s) * 2 + j) * 4 + e) * 32 + lane];
       matmul_epilogue(p, op, kind, N, nb, c0 + 16 * warp, c1, acc, best, best_i);
     }
   }
+}
+
+// Batch 1 on the CUDA cores: a tensor-core tile would use one of its eight batch columns and
+// each warp load would span eight weight rows; streaming whole rows measured faster at batch 1
+// (docs/megakernel.md, "Matmul tasks").
+//
+// acc[r] = Σ_k x[k]·rows[r][k] for NW weight rows streamed together by one warp, U 16-byte loads
+// of each row in flight per lane (NW·U = 16); the sums are complete in every lane.
+template <int NW>
+STRATA_DEVICE void rows_dot(const __half* const (&rows)[NW], int K, const __half* x,
+                            float (&acc)[NW]) {
+  constexpr int U = 16 / NW;
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < NW; ++r) acc[r] = 0;
+  if (K % 8 == 0) {
+    for (int k0 = lane * 8; k0 < K; k0 += 32 * 8 * U) {
+      uint4 wv[NW][U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int k = k0 + u * 256;
+#pragma unroll
+        for (int r = 0; r < NW; ++r)
+          wv[r][u] = k < K ? ld_stream(rows[r] + k) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int k = k0 + u * 256;
+        if (k >= K) break;
+        const uint4 xv = *reinterpret_cast<const uint4*>(x + k);
+#pragma unroll
+        for (int r = 0; r < NW; ++r) acc[r] += dot8(wv[r][u], xv);
+      }
+    }
+  } else {
+    for (int k = lane; k < K; k += 32) {
+      const float xk = h2f(x[k]);
+#pragma unroll
+      for (int r = 0; r < NW; ++r) acc[r] = fmaf(h2f(rows[r][k]), xk, acc[r]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < NW; ++r) acc[r] = warp_sum(acc[r]);
+}
+
+// One pass of a warp over NC columns c + 8i (i < NC; gated: NC gate and NC up rows); lane 0
+// stores each column's epilogue.
+template <int NC, bool GATED>
+STRATA_DEVICE void gemv_pass(const MpkParams& p, const long long* op, int kind, int N, int K,
+                             const __half* x, const __half* const (&W)[2], int c, float& best,
+                             int& best_i) {
+  constexpr int NW = GATED ? 2 * NC : NC;
+  const __half* rows[NW];
+#pragma unroll
+  for (int i = 0; i < NC; ++i) {
+    const size_t cc = (size_t)(c + i * kWarps) * K;
+    if (GATED) {
+      rows[2 * i] = W[0] + cc;
+      rows[2 * i + 1] = W[1] + cc;
+    } else {
+      rows[i] = W[0] + cc;
+    }
+  }
+  float acc[NW];
+  rows_dot<NW>(rows, K, x, acc);
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int i = 0; i < NC; ++i)
+      matmul_store(p, op, kind, N, c + i * kWarps, 0, GATED ? acc[2 * i] : acc[i],
+                   GATED ? acc[2 * i + 1] : 0.f, best, best_i);
+}
+
+// Warp w takes columns c0 + w + 8j, two per pass (a gate and up pair each when gated); the LM
+// head's running argmax of the batch row is in lane 0's best[0], best_i[0].
+STRATA_DEVICE void gemv_columns(const MpkParams& p, const long long* op, int kind, int N, int K,
+                                const __half* x, const __half* const (&W)[2], int c0, int c1,
+                                float (&best)[2], int (&best_i)[2]) {
+  for (int c = c0 + threadIdx.x / 32; c < c1;) {
+    const bool two = c + kWarps < c1;
+    if (W[1] != nullptr) {
+      if (two)
+        gemv_pass<2, true>(p, op, kind, N, K, x, W, c, best[0], best_i[0]);
+      else
+        gemv_pass<1, true>(p, op, kind, N, K, x, W, c, best[0], best_i[0]);
+    } else {
+      if (two)
+        gemv_pass<2, false>(p, op, kind, N, K, x, W, c, best[0], best_i[0]);
+      else
+        gemv_pass<1, false>(p, op, kind, N, K, x, W, c, best[0], best_i[0]);
+    }
+    c += two ? 2 * kWarps : kWarps;
+  }
+}
+
+// A matmul task: columns c0 … c1 − 1 of the op for every batch row, from the rows load_rows
+// stages (normalized when the op has a gain).
+STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, const Task& t,
+                                    char* smem) {
+  const int kind = (int)op[MPK_OP_KIND];
+  const int K = (int)op[MPK_OP_K], N = (int)op[MPK_OP_N], tile = (int)op[MPK_OP_TILE];
+  const int Kp = (K + 7) / 8 * 8, nb = p.batch;
+  __half* xs = reinterpret_cast<__half*>(smem);
+  float* rstd = reinterpret_cast<float*>(smem + (size_t)nb * Kp * 2);
+  load_rows(p, op, xs, rstd, nb, K, Kp);
+  const __half* const W[2] = {
+      static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]),
+      kind == MPK_NORM_GATED ? static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) : nullptr};
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int c0 = t.i0 * tile, c1 = imin(N, c0 + tile);
+  float best[2] = {-INFINITY, -INFINITY};
+  int best_i[2] = {0x7fffffff, 0x7fffffff};
+  if (nb == 1)
+    gemv_columns(p, op, kind, N, K, xs, W, c0, c1, best, best_i);
+  else
+    mma_columns(p, op, kind, N, K, Kp, nb, W, c0, c1, smem, best, best_i);
   if (kind == MPK_NORM_LMHEAD) {
     // The tile's argmax per batch row: over the 8 lanes of each t (rows 2t, 2t + 1), then over
     // the warps. Indices travel as floats (exact below 2^24; the sentinel as +inf).
