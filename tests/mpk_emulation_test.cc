@@ -246,11 +246,6 @@ TEST(MpkEmulation, TaskFunctionsMatchTheFloat64Model) {
   check_case({small(true, 3, 64, 32), o, 2});
   // The same with passes of 32 loads (up to four columns, or two gated, per pass).
   check_case({small(true, 3, 64, 32), o, 2, "-DSTRATA_MPK_MATMUL_LOADS=32"});
-  // The combine folded into the output projection, the cache append an op of its own.
-  o.fold_combine_bytes = int64_t{1} << 30;
-  check_case({small(true, 3, 64, 32), o, 2});
-  check_case({small(false, 1, 64, 16), o, 270});
-  o.fold_combine_bytes = 0;
   // K not a multiple of 8 (the scalar path), position 0.
   o.attn_chunks = 0;
   o.max_tile_bytes = 64 * 2 * 16;
