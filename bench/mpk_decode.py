@@ -436,9 +436,7 @@ def run_config(lib, strata, model_file, batch, kv, args, deadline):
     workers = torch.cuda.get_device_properties(0).multi_processor_count
     max_kv = kv + steps + 8
     t0 = time.time()
-    extra = (["--attn-chunks", str(args.attn_chunks)] if args.attn_chunks else [])
-    if args.fold_combine_bytes:
-        extra += ["--fold-combine-bytes", str(args.fold_combine_bytes)]
+    extra = ["--attn-chunks", str(args.attn_chunks)] if args.attn_chunks else []
     tasks, summary = compile_tasks(strata, model_file, batch, max_kv, workers, args.out, extra)
     m = tasks["model"]
     log(f"  {summary} ({time.time() - t0:.1f} s)")
@@ -691,9 +689,6 @@ def main():
     ap.add_argument("--attn-chunks", type=int, default=0,
                     help="attention chunks per kv head (strata mpk compile --attn-chunks; 0: "
                          "the compiler's choice)")
-    ap.add_argument("--fold-combine-bytes", type=int, default=0,
-                    help="fold the attention combine into the output projection up to this "
-                         "many bytes of partials (strata mpk compile --fold-combine-bytes)")
     ap.add_argument("--out", default="bench/results")
     args = ap.parse_args()
     start = time.time()

@@ -12,7 +12,7 @@
 # BEFORE_SRC: a source tree of the earlier version (`git archive COMMIT | tar -x -C DIR`).
 # Knobs: STRATA_MPK_AB_VARIANTS  extra builds of this tree, "NAME=NVCC FLAGS[|DECODE ARGS];..."
 #                                (default none; DECODE ARGS: more bench/mpk_decode.py arguments
-#                                for that build, e.g. "fold=|--fold-combine-bytes 262144")
+#                                for that build, e.g. "chunks8=|--attn-chunks 8")
 #        STRATA_MPK_AB_ARGS      bench/mpk_decode.py arguments (default "--batches 1,8 --kv 1024
 #                                --no-compile --generated none")
 #        STRATA_MPK_AB_ROUNDS    rounds (default 2)

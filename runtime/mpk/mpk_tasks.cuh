@@ -187,8 +187,7 @@ STRATA_DEVICE T* ws(const MpkParams& p, long long off) {
 
 // The combination of the C chunks' partials of one (batch row, q head) — o at po, (max, sum) at
 // pml, rows r0 .. r0 + C − 1 — at dimension d: one online pass, eight chunks' loads in flight,
-// empty chunks (sum 0) skipped. Used by the combine task and by an output projection with the
-// combine folded in.
+// empty chunks (sum 0) skipped.
 STRATA_DEVICE float combine_partials(const float* po, const float* pml, size_t r0, int C, int D,
                                      int d) {
   float M = -INFINITY, Lsum = 0, acc = 0;
@@ -220,20 +219,6 @@ STRATA_DEVICE float combine_partials(const float* po, const float* pml, size_t r
 // one: xs[b][k] = f16(x·rstd·gain) (K padded to a multiple of 8 with zeros); rstd[B] follows xs.
 __device__ inline void load_rows(const MpkParams& p, const long long* op, __half* xs, float* rstd,
                                  int B, int K, int Kp) {
-  if (op[MPK_OP_IN2] >= 0) {
-    // The attention combine folded in: xs[b][k] = the combined partials of (b, q head k / D).
-    const float* po = ws<const float>(p, op[MPK_OP_IN0]);
-    const float* pml = ws<const float>(p, op[MPK_OP_IN2]);
-    const int C = (int)op[MPK_OP_CHUNKS], D = p.head_dim;
-    for (int i = threadIdx.x; i < B * Kp; i += kThreads) {
-      const int b = i / Kp, k = i % Kp;
-      xs[i] = __float2half(k < K ? combine_partials(po, pml, ((size_t)b * p.heads + k / D) * C,
-                                                    C, D, k % D)
-                                 : 0.f);
-    }
-    __syncthreads();
-    return;
-  }
   const __half* x = ws<const __half>(p, op[MPK_OP_IN0]);
   const long long gw = op[MPK_OP_W0];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -939,8 +924,6 @@ STRATA_MPK_TASK_FN void attn_chunk_task(const MpkParams& p, const long long* op,
   }
 }
 
-// Merges the chunks' (o, max, sum) of one (batch row, kv head): thread per (q head, dim), the
-// chunks in one pass (online rescaling), several chunks' loads in flight.
 // Appends the step's k (warp 0: normed, rotated, as chunk 0 scored it) and v (warp 1) of
 // (batch row b, kv head h) to the caches at pos: qkv at IN2, the k-norm gain W1, the
 // frequencies W2, the caches W3 and W4. Uses 2·D floats of shared memory.
@@ -1051,9 +1034,6 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
       break;
     case MPK_ATTN_COMBINE:
       attn_combine_task(p, op, t, smem);
-      break;
-    case MPK_KV_APPEND:
-      append_kv(p, op, t.i0, t.i1, smem);
       break;
     case MPK_ARGMAX:
       argmax_task(p, op, smem);

@@ -119,12 +119,6 @@ void TaskExecutor::append_kv(const OpInfo& op, int64_t b, int64_t h) {
 
 std::vector<double> TaskExecutor::normed_row(const OpInfo& op, int64_t b) const {
   std::vector<double> x(op.k);
-  if (op.in2 >= 0) {  // the combine folded in: x = the row's combined attention partials
-    const int64_t D = g_.model.head_dim;
-    for (int64_t k = 0; k < op.k; ++k)
-      x[k] = combined(op.in0, op.in2, (b * g_.model.heads + k / D) * op.chunks, op.chunks, k % D);
-    return x;
-  }
   for (int64_t k = 0; k < op.k; ++k) x[k] = rd(op.in0, b * op.k + k);
   if (op.w[0] >= 0) rms_norm(x, buf_.data[op.w[0]], g_.model.eps);
   return x;
@@ -268,9 +262,6 @@ std::vector<Write> TaskExecutor::run(int t) {
       append_kv(op, b, h);  // the step's k and v at position pos of the caches
       break;
     }
-    case MPK_KV_APPEND:
-      append_kv(op, task.i0, task.i1);
-      break;
     case MPK_ARGMAX: {
       for (int64_t b = 0; b < B; ++b) {
         double best = -std::numeric_limits<double>::infinity();

@@ -140,10 +140,6 @@ class Builder {
         o_.attn_chunks > 0 ? o_.attn_chunks : std::max<int64_t>(1, o_.workers / (B * m_.kv_heads));
     chunks_ = std::min(chunks_, m_.max_kv);
 
-    const bool generated_o_proj =
-        o_.generated && o_.generated->find("o_proj_residual") != o_.generated->end();
-    const bool fold = o_.fold_combine_bytes > 0 && !generated_o_proj &&
-                      fold_bytes() <= o_.fold_combine_bytes;
     int x = tensor("x.embed", DType::F16, {B, H});
     embed_op(embed, x);
     for (int64_t l = 0; l < m_.layers; ++l) {
@@ -158,21 +154,12 @@ class Builder {
       int pml = tensor(p + "attn_partial_ml", DType::F32, {B, m_.heads, chunks_, 2});
       const int64_t rot[3] = {w.q_norm, w.k_norm, inv_freq};
       attn_op(p + "attention", l, qkv, po, pml, rot, kc, vc);
+      int attn = tensor(p + "attn", DType::F16, {B, m_.q_width()});
+      combine_op(p + "attn_combine", l, po, pml, qkv, attn, rot, kc, vc);
       int xa = tensor(p + "x.attn", DType::F16, {B, H});
-      if (fold) {
-        // The output projection's tasks combine the partials themselves; the step's k and v
-        // are appended by an op of their own, after the chunks have read the cache (off the
-        // critical path: nothing in the step waits for it).
-        matmul_op(MPK_MATMUL_RESIDUAL, p + "combine_o_proj_residual", l, po, x, xa,
-                  {-1, w.wo, -1}, m_.q_width(), H, 1, -1, pml);
-        append_op(p + "kv_append", l, qkv, rot, kc, vc);
-      } else {
-        int attn = tensor(p + "attn", DType::F16, {B, m_.q_width()});
-        combine_op(p + "attn_combine", l, po, pml, qkv, attn, rot, kc, vc);
-        if (!generated_op("o_proj_residual", p, l, {attn, buffer_tensor(w.wo), x}, xa))
-          matmul_op(MPK_MATMUL_RESIDUAL, p + "o_proj_residual", l, attn, x, xa, {-1, w.wo, -1},
-                    m_.q_width(), H, 1);
-      }
+      if (!generated_op("o_proj_residual", p, l, {attn, buffer_tensor(w.wo), x}, xa))
+        matmul_op(MPK_MATMUL_RESIDUAL, p + "o_proj_residual", l, attn, x, xa, {-1, w.wo, -1},
+                  m_.q_width(), H, 1);
       int h = tensor(p + "mlp_h", DType::F16, {B, m_.intermediate});
       if (!generated_op("norm_gate_up_silu", p, l,
                         {xa, buffer_tensor(w.mlp_norm), buffer_tensor(w.wg), buffer_tensor(w.wu)},
@@ -420,14 +407,12 @@ class Builder {
   // tile; MPK_NORM_LMHEAD also writes its per-tile argmax row.
   void matmul_op(int kind, const std::string& name, int64_t layer, int in, int residual, int out,
                  std::array<int64_t, 3> w, int64_t K, int64_t N, int64_t weights,
-                 int partial = -1, int partial_ml = -1) {
+                 int partial = -1) {
     const int64_t tile = choose_matmul_tile(N, K, weights, o_);
     const int64_t tiles = (N + tile - 1) / tile;
     OpInfo& op = new_op(kind, name, layer);
     op.in0 = in;
     op.in1 = residual;
-    op.in2 = partial_ml;  // with it, `in` holds attention partials combined into the input rows
-    if (partial_ml >= 0) op.chunks = chunks_;
     op.out0 = out;
     op.out1 = partial;
     for (int i = 0; i < 3; ++i) op.w[i] = w[i];
@@ -439,19 +424,11 @@ class Builder {
       const int64_t c0 = i * tile, c1 = std::min(N, c0 + tile);
       TaskInfo& t = new_task(static_cast<int32_t>(i));
       t.reads.push_back(whole(in));
-      if (partial_ml >= 0) t.reads.push_back(whole(partial_ml));
       if (residual >= 0) t.reads.push_back(cols(residual, c0, c1));
       t.writes.push_back(cols(out, c0, c1));
       if (partial >= 0) t.writes.push_back(rect(partial, i, i + 1, 0, m_.batch));
       t.cost = static_cast<double>((c1 - c0) * K * 2 * weights + m_.batch * K * 2);
-      if (partial_ml >= 0) t.cost += static_cast<double>(fold_bytes());
     }
-  }
-
-  // The attention partials of one layer (o and (max, sum), f32): what every output-projection
-  // task reads when the combine is folded into it.
-  int64_t fold_bytes() const {
-    return m_.batch * m_.heads * chunks_ * (m_.head_dim + 2) * 4;
   }
 
   int64_t cache_row(int64_t layer, int64_t b, int64_t h) const {
@@ -510,36 +487,22 @@ class Builder {
         }
   }
 
-  // The cache append's share of an op (ATTN_COMBINE or KV_APPEND, task_abi.h): its operands
-  // (qkv at IN2, the k-norm gain and frequencies, the caches) and, per (batch row, kv head)
-  // task, its footprints (k and v columns read, the cache rows written: after the head's
-  // chunks have read them, by the write-after-read rule).
-  void append_operands(OpInfo& op, int qkv, const int64_t rot[3], int64_t kc, int64_t vc) {
-    op.in2 = qkv;
-    op.w[1] = rot[1];
-    op.w[2] = rot[2];
-    op.w[3] = kc;
-    op.w[4] = vc;
-  }
-  void append_footprints(TaskInfo& t, int qkv, int64_t layer, int64_t b, int64_t h, int64_t kc,
-                         int64_t vc) {
-    t.reads.push_back(k_cols(qkv, b, h));
-    t.reads.push_back(v_cols(qkv, b, h));
-    t.writes.push_back(cache_rows(kc, layer, b, h));
-    t.writes.push_back(cache_rows(vc, layer, b, h));
-    t.cost += static_cast<double>(2 * m_.head_dim * 4);
-  }
-
-  // Merges the chunks of a (batch row, kv head) and appends the step's k and v to the caches:
-  // after every chunk of the head has read them (the partials order it), before the next step.
+  // Merges the chunks of a (batch row, kv head) and appends the step's k and v to the caches
+  // (qkv at IN2, the k-norm gain and frequencies, the caches): after every chunk of the head has
+  // read the cache rows (the partials order it, and so does the write-after-read rule), before
+  // the next step.
   void combine_op(const std::string& name, int64_t layer, int po, int pml, int qkv, int attn,
                   const int64_t rot[3], int64_t kc, int64_t vc) {
     OpInfo& op = new_op(MPK_ATTN_COMBINE, name, layer);
     op.in0 = po;
     op.in1 = pml;
+    op.in2 = qkv;
     op.out0 = attn;
+    op.w[1] = rot[1];
+    op.w[2] = rot[2];
+    op.w[3] = kc;
+    op.w[4] = vc;
     op.n = chunks_;
-    append_operands(op, qkv, rot, kc, vc);
     const int64_t D = m_.head_dim, G = m_.heads / m_.kv_heads;
     for (int64_t b = 0; b < m_.batch; ++b)
       for (int64_t h = 0; h < m_.kv_heads; ++h) {
@@ -547,22 +510,14 @@ class Builder {
         const int64_t r0 = b * m_.heads + h * G;
         t.reads.push_back(rect(po, r0, r0 + G, 0, chunks_ * D));
         t.reads.push_back(rect(pml, r0, r0 + G, 0, chunks_ * 2));
+        t.reads.push_back(k_cols(qkv, b, h));
+        t.reads.push_back(v_cols(qkv, b, h));
         t.writes.push_back(rect(attn, b, b + 1, h * G * D, (h + 1) * G * D));
-        t.cost = static_cast<double>(G * chunks_ * (D + 2) * 4);
-        append_footprints(t, qkv, layer, b, h, kc, vc);
+        t.writes.push_back(cache_rows(kc, layer, b, h));
+        t.writes.push_back(cache_rows(vc, layer, b, h));
+        // The partials read, k and v read (f16) and written to the caches (f16).
+        t.cost = static_cast<double>(G * chunks_ * (D + 2) * 4 + 2 * D * 4);
       }
-  }
-
-  // The step's k and v appended to the caches as an op of its own (the combine folded into the
-  // output projection), one task per (batch row, kv head).
-  void append_op(const std::string& name, int64_t layer, int qkv, const int64_t rot[3],
-                 int64_t kc, int64_t vc) {
-    OpInfo& op = new_op(MPK_KV_APPEND, name, layer);
-    append_operands(op, qkv, rot, kc, vc);
-    for (int64_t b = 0; b < m_.batch; ++b)
-      for (int64_t h = 0; h < m_.kv_heads; ++h)
-        append_footprints(new_task(static_cast<int32_t>(b), static_cast<int32_t>(h)), qkv, layer,
-                          b, h, kc, vc);
   }
 
   void argmax_op(int partial, int64_t tiles) {
@@ -620,7 +575,6 @@ std::vector<int64_t> op_record(const TaskGraph& g, int op_id) {
   r[MPK_OP_IN0] = offset(op.in0);
   r[MPK_OP_IN1] = offset(op.in1);
   r[MPK_OP_IN2] = offset(op.in2);
-  r[MPK_OP_CHUNKS] = op.chunks;
   r[MPK_OP_OUT0] = offset(op.out0);
   r[MPK_OP_OUT1] = offset(op.out1);
   for (int i = 0; i < 5; ++i) r[MPK_OP_W0 + i] = op.w[i];
@@ -649,9 +603,6 @@ Result<TaskGraph> build_task_graph(const ModelConfig& model, const CompileOption
   if (options.attn_chunks < 0 || options.attn_chunks > 65536)
     return make_error("attention chunks: expected an integer in [0, 65536], got " +
                       std::to_string(options.attn_chunks));
-  if (options.fold_combine_bytes < 0)
-    return make_error("fold combine bytes: expected a non-negative integer, got " +
-                      std::to_string(options.fold_combine_bytes));
   const double tasks = estimate_tasks(model, options);
   if (tasks > static_cast<double>(kMaxTasks))
     return make_error("the model needs about " + std::to_string(static_cast<int64_t>(tasks)) +

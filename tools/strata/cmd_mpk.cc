@@ -23,7 +23,6 @@ struct MpkArgs {
   std::vector<std::string> ugraphs;  ///< OP=FILE
   double search_seconds = 60;
   int64_t workers = 132, batch = 0, max_kv = 0, max_tile_bytes = 1 << 19, attn_chunks = 0;
-  int64_t fold_combine_bytes = 0;
 };
 
 // The generated μGraphs the flags ask for: --generated names the ops (or "all"); each comes
@@ -81,7 +80,6 @@ int run_compile(const MpkArgs& a) {
   o.workers = a.workers;
   o.max_tile_bytes = a.max_tile_bytes;
   o.attn_chunks = a.attn_chunks;
-  o.fold_combine_bytes = a.fold_combine_bytes;
   if (!a.save_ugraphs.empty() && a.generated.empty() && a.ugraphs.empty())
     return fail_bad_input("--save-ugraphs: no generated ops; give --generated or --ugraph");
   if (!a.generated.empty() || !a.ugraphs.empty()) {
@@ -148,10 +146,6 @@ std::function<int()> setup(CLI::App& app) {
   c->add_option("--attn-chunks", a->attn_chunks,
                 "KV chunks per (batch row, kv head); 0: workers / (batch · kv heads)")
       ->transform(integer_in(0, 65536));
-  c->add_option("--fold-combine-bytes", a->fold_combine_bytes,
-                "fold the attention combine into the output projection's tasks when a layer's "
-                "attention partials are at most this many bytes (default 0: never)")
-      ->transform(integer_in(0, int64_t{1} << 40));
   c->add_option("--generated", a->generated,
                 "ops computed by generated μGraphs: all, or a comma list of norm_qkv, "
                 "o_proj_residual, norm_gate_up_silu, down_residual (the rest hand-written)");

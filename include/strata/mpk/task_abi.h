@@ -14,7 +14,7 @@
 #ifndef STRATA_MPK_TASK_ABI_H
 #define STRATA_MPK_TASK_ABI_H
 
-#define STRATA_MPK_ABI_VERSION 4
+#define STRATA_MPK_ABI_VERSION 5
 
 /* Task kinds. The operand fields of each kind (B: batch, D: head dim, Hq/Hkv: heads):
  *  MPK_EMBED          W0 embedding f16[V,H]; OUT0 x f16[B,H]; task I0 = batch row b; reads the
@@ -35,10 +35,7 @@
  *                     N = chunks; task I0 = b, I1 = kv head. Appends the step's k, v (as chunk
  *                     0 computed them) at position `pos` of its caches' row.
  *  MPK_MATMUL_RESIDUAL IN0 a f16[B,K]; IN1 residual f16[B,N]; W1 weight f16[N,K];
- *                     OUT0 y f16[B,N] = residual + a @ W1ᵀ; task I0 = tile. With IN2 (the
- *                     attention output projection with the combine folded in): IN0 partial o,
- *                     IN2 partial (max, sum) of MPK_ATTN_CHUNK with CHUNKS chunks, and a is
- *                     their combination (what MPK_ATTN_COMBINE writes), K = Hq·D.
+ *                     OUT0 y f16[B,N] = residual + a @ W1ᵀ; task I0 = tile.
  *  MPK_NORM_GATED     IN0 x f16[B,K]; W0 gain; W1 gate f16[N,K]; W2 up f16[N,K];
  *                     OUT0 h f16[B,N] = silu(n @ W1ᵀ) · (n @ W2ᵀ), n = rmsnorm(x)·gain; task tile.
  *  MPK_NORM_LMHEAD    IN0 x; W0 gain; W1 lm head f16[N=V,K]; OUT0 logits f32[B,N] (each rounded
@@ -46,9 +43,6 @@
  *                     task I0 = tile.
  *  MPK_ARGMAX         IN0 per-tile argmax; NTILES; writes the step's output tokens (first index
  *                     of the maximum); one task.
- *  MPK_KV_APPEND      IN2 qkv; W1 k-norm gain or -1; W2 rotary inverse frequencies; W3/W4 caches;
- *                     task I0 = b, I1 = kv head: appends the step's k, v at position `pos` (as
- *                     MPK_ATTN_COMBINE does when the combine is not folded).
  *  MPK_GENERATED      one kernel of a μGraph from strata's code generator (docs/megakernel.md,
  *                     "Generated tasks"): FUNC = the id of its task entry in the generated
  *                     header's dispatch; ARG0.. = its operands in the entry's parameter order
@@ -65,8 +59,7 @@ enum {
   MPK_NORM_LMHEAD = 6,
   MPK_ARGMAX = 7,
   MPK_GENERATED = 8,
-  MPK_KV_APPEND = 9,
-  MPK_NUM_KINDS = 10
+  MPK_NUM_KINDS = 9
 };
 
 /* Fields of one op record (int64). */
@@ -90,8 +83,7 @@ enum {
   MPK_OP_ARG0 = 16,
   MPK_OP_MAX_ARGS = 8,
   MPK_OP_IN2 = 24,
-  MPK_OP_CHUNKS = 25,
-  MPK_OP_FIELDS = 26
+  MPK_OP_FIELDS = 25
 };
 
 /* An operand of MPK_GENERATED: a workspace byte offset (>= 0), a buffer id b encoded as

@@ -67,9 +67,8 @@ struct OpInfo {
   std::string name;
   int64_t layer = -1;
   int in0 = -1, in1 = -1, in2 = -1, out0 = -1, out1 = -1;  ///< workspace tensor ids or -1
-  int64_t w[5] = {-1, -1, -1, -1, -1};           ///< buffer ids or -1
+  int64_t w[5] = {-1, -1, -1, -1, -1};                     ///< buffer ids or -1
   int64_t k = -1, n = -1, tile = -1, ntiles = -1;
-  int64_t chunks = -1;  ///< MPK_MATMUL_RESIDUAL with the combine folded in: attention chunks
   int first_task = 0, num_tasks = 0;
   /// MPK_GENERATED: the task entry (an index of TaskGraph::functions) and its operands, tensor
   /// ids in the entry's parameter order (workspace tensors, or weights by their tensor).
@@ -102,10 +101,6 @@ struct CompileOptions {
   int64_t workers = 132;             ///< persistent blocks (one per SM)
   int64_t max_tile_bytes = 1 << 19;  ///< upper bound on the weight bytes one matmul task reads
   int64_t attn_chunks = 0;           ///< KV chunks per (batch row, kv head); 0: workers / (B·Hkv)
-  /// Fold the attention combine into the output projection's tasks (each combines the whole
-  /// batch's partials into its input rows; the cache append becomes an op of its own) when
-  /// those partials are at most this many bytes; 0: never. Not for a generated o_proj.
-  int64_t fold_combine_bytes = 0;
   /// Ops computed by generated μGraphs (generated_ops.h), by op program name; the others (and
   /// every op when null) are the hand-written tasks.
   std::shared_ptr<const GeneratedSet> generated;
