@@ -41,11 +41,10 @@ fs::path work_dir() {
 
 // Compiles runtime/mpk/emulate_ops.cc once per test process, and once per generated header
 // (`header`: a file written by generated_header, included with STRATA_MPK_GENERATED_HEADER, so
-// MPK_GENERATED tasks run the generated task entries through its dispatch) and set of extra
-// compiler flags (`flags`: the runtime's build knobs, e.g. -DSTRATA_MPK_MATMUL_LOADS=32).
-std::string emulator(const std::string& header = "", const std::string& flags = "") {
+// MPK_GENERATED tasks run the generated task entries through its dispatch).
+std::string emulator(const std::string& header = "") {
   static std::map<std::string, std::string> built;
-  const std::string key = header + "\n" + flags;
+  const std::string& key = header;
   if (auto it = built.find(key); it != built.end()) return it->second;
   const std::string nvcc = find_nvcc(), inc = cuda_include_dir(nvcc);
   if (inc.empty()) return std::string();
@@ -56,7 +55,7 @@ std::string emulator(const std::string& header = "", const std::string& flags = 
       std::string(cxx && *cxx ? cxx : "c++") +
       " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -x c++ -I include -I runtime -I" + inc +
       (header.empty() ? "" : " '-DSTRATA_MPK_GENERATED_HEADER=\"" + header + "\"'") +
-      (flags.empty() ? "" : " " + flags) + " runtime/mpk/emulate_ops.cc -o " + out;
+      " runtime/mpk/emulate_ops.cc -o " + out;
   if (run_command(cmd, log) != 0) {
     ADD_FAILURE() << cmd << "\n" << log;
     return built[key] = std::string();
@@ -68,7 +67,6 @@ struct Case {
   ModelConfig model;
   CompileOptions options;
   int64_t pos;
-  std::string flags = "";  ///< extra compiler flags of the emulator's build
 };
 
 // Rounds every weight and the filled cache entries to f16 (what the device stores), leaves the
@@ -106,7 +104,7 @@ void check_case(const Case& c) {
     std::ofstream(header) << generated_header(g);
     generated_smem = generated_smem_bytes(*c.options.generated);
   }
-  const std::string prog = emulator(header, c.flags);
+  const std::string prog = emulator(header);
   ASSERT_FALSE(prog.empty()) << "the emulator did not build (CUDA headers needed)";
   ModelBuffers mb = random_buffers(g, 7);
   round_to_device(g, mb, c.pos, 11);
