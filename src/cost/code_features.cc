@@ -25,8 +25,8 @@ KernelCodeFeatures code_features_of_plan(const KernelPlan& plan) {
   f.loop_barriers = plan.barriers_per_iteration;
   f.once_barriers = plan.barriers_prologue + plan.barriers_post;
   // A loop group's reductions run on its own threads.
-  const int team_threads = plan.groups > 1 && plan.group_threads > 0 ? plan.group_threads
-                                                                     : plan.threads;
+  const int team_threads =
+      plan.groups > 1 && plan.group_threads > 0 ? plan.group_threads : plan.threads;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const BlockOp& op = g.op(i);
     if (op.kind == OpKind::Input || op.kind == OpKind::Output) continue;
@@ -54,9 +54,9 @@ std::optional<KernelCodeFeatures> kernel_code_features(
   for (int t : op.inputs) {
     in_t.push_back(g.tensor(t).dtype);
     const bool view = t < static_cast<int>(views.size()) && views[t];
-    in_views.push_back(view ? std::optional<InputView>(InputView{
-                                  g.tensor(views[t]->storage).shape, views[t]->map})
-                            : std::nullopt);
+    in_views.push_back(
+        view ? std::optional<InputView>(InputView{g.tensor(views[t]->storage).shape, views[t]->map})
+             : std::nullopt);
   }
   for (int t : op.outputs) out_t.push_back(g.tensor(t).dtype);
   auto plan = optimize_block_graph(body, in_t, out_t, options, in_views);
