@@ -4,16 +4,19 @@
 The calibration dataset, bench/calibration/points.json, holds for every timed candidate of the
 recorded benchmark runs the model's per-kernel features (DRAM bytes, bytes re-read from L2,
 bytes in narrow tiles, bytes stored, tensor and SIMT FLOPs, blocks, for-loop iterations) and
-the measured median, with the record it comes from (bench/calibration/README.md). From it this
-script fits
+the measured median, with the record it comes from (bench/calibration/README.md), and the
+features of each kernel's code (threads, barriers, reduction steps and ops per iteration; 0 for
+a kernel the emitter does not plan). From it this script fits
 
     t = Σ_kernels [ (bytes / BW + l2_bytes / BW_L2 + narrow_bytes / BW_narrow) · α_c
                     + (tensor_flops / TP + simt_flops / SP) · u
-                    + F · t_iter + waves · F · t_serial + L ],
+                    + F · t_iter + waves · F · (t_serial + barriers · t_barrier
+                                                + reduce_steps · t_reduce + loop_ops · t_op) + L ],
     α_c = 1 + c · N_SM / N_blocks,   u = max(1, N_SM / N_blocks)
 
 (waves = ⌈N_blocks / (N_SM · blocks per SM)⌉, so waves · F is the number of dependent loop
-iterations each SM runs) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
+iterations each SM runs; barriers, reduce_steps and loop_ops those of one iteration of the
+kernel's loop) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
 + L for a predefined matmul run as a cuBLAS call (`library`), whose two rates are not fitted
 
 (the model's α is c = 1) by least squares on the relative error (each point weighted by
@@ -40,12 +43,15 @@ emitted predefined matmuls as generated kernels, before cuBLAS calls).
 `--extract FILE SOURCE...` writes those points as a dataset instead of fitting.
 `--holdout records|programs` also reports the fit out of sample: each record (or each tenth of
 the programs) predicted by constants fitted without it.
-`--per-program` prints the Spearman correlation of every program.
+`--per-program` prints the Spearman correlation of every program; `--subset NAME,...` the
+quality on some records' points alone (of the fit on all). `--no-serial` and `--no-code` hold
+t_serial and the code terms at 0.
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
-                                  [--tensor-peak FLOPS] [--alpha C] [--no-serial]
+                                  [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code]
                                   [--holdout records|programs] [--per-program]
+                                  [--subset NAME,...]
                                   [--json calibration.json]
        python3 bench/calibrate.py --extract FILE [--generated-matmuls NAME,...]
                                   OUT_DIR|RESULT.json[@REV]...
@@ -69,17 +75,25 @@ from report import pearson, spearman  # noqa: E402
 SM_COUNT = {"h100": 132, "h200": 132, "a100": 108}
 NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/BW_narrow (s/byte)", "1/TP (s/tensor FLOP)",
          "1/SP (s/SIMT FLOP)", "L (s/kernel)", "t_iter (s/iteration)",
-         "t_serial (s/SM iteration)"]
+         "t_serial (s/SM iteration)", "t_barrier (s/SM it. barrier)",
+         "t_reduce (s/SM it. step)", "t_op (s/SM it. op)"]
 KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor_peak",
-        "inv_simt_peak", "launch_s", "iteration_latency_s", "serial_latency_s"]
+        "inv_simt_peak", "launch_s", "iteration_latency_s", "serial_latency_s",
+        "barrier_latency_s", "reduce_step_latency_s", "loop_op_latency_s"]
 TENSOR = 3  # index of the tensor-core rate among the features
 SERIAL = 7  # index of t_serial
+CODE = (8, 9, 10)  # indices of the code-feature terms (t_barrier, t_reduce, t_op)
 # cuBLAS's sustained (tensor FLOP/s, DRAM B/s) per target: held, not fitted (the model's
 # blas_tensor_flops and blas_bandwidth_Bps, src/cost/cost_model.cc).
 BLAS = {"h100": (600e12, 2.5e12), "h200": (600e12, 3.6e12), "a100": (190e12, 1.5e12)}
 # Per-kernel features of `strata cost --json`, in the order the dataset stores them.
 KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
                  "simt_flops", "blocks", "forloop", "waves", "library"]
+# The kernel's code features (src/cost/code_features.cc; 0 for a kernel without a plan: a cuBLAS
+# call or a generic predefined kernel), after the totals in the dataset's kernel lists.
+CODE_FIELDS = ["threads", "loop_groups", "loop_ops", "once_ops", "loop_barriers",
+               "once_barriers", "loop_reduce_steps", "once_reduce_steps"]
+KERNEL_FIELDS = KERNEL_FIELDS + CODE_FIELDS
 DATASET = ROOT / "bench" / "calibration" / "points.json"
 DATASET_FORMAT = "strata-calibration-points"
 
@@ -336,9 +350,11 @@ def read_dataset(path, target=None, records=None):
 
 
 def features(point, c, n_sm):
-    """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter, t_serial) in the
-    predicted time of one graph. A cuBLAS kernel contributes only its launch (L); the rest of
-    its time is fixed_time's."""
+    """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter, t_serial, t_barrier,
+    t_reduce, t_op) in the predicted time of one graph. A cuBLAS kernel contributes only its
+    launch (L); the rest of its time is fixed_time's. The code terms charge each dependent
+    iteration an SM runs (waves · F) per block-level barrier, per serial reduction step and per
+    op of the loop body (the kernel's code features; 0 for a kernel without a plan)."""
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
         if k.get("library"):
@@ -353,7 +369,11 @@ def features(point, c, n_sm):
         f[4] += k["simt_flops"] * under
         f[5] += 1.0
         f[6] += k["forloop"]
-        f[SERIAL] += k.get("waves", 1) * k["forloop"]
+        serial = k.get("waves", 1) * k["forloop"]
+        f[SERIAL] += serial
+        f[CODE[0]] += serial * k.get("loop_barriers", 0)
+        f[CODE[1]] += serial * k.get("loop_reduce_steps", 0)
+        f[CODE[2]] += serial * k.get("loop_ops", 0)
     return f
 
 
@@ -413,14 +433,17 @@ def nnls(rows, ys):
     return [best[j] / scale[j] for j in range(nvar)], best_err
 
 
-def fit(points, n_sm, tensor_peak, alpha=None, serial=True):
+def fit(points, n_sm, tensor_peak, alpha=None, serial=True, code=True):
     """The best (c, x, error) over a grid of α coefficients c (or c = alpha when given). With
     tensor_peak > 0 the tensor rate is held at it (the benchmarks are memory-bound: their
     tensor FLOPs barely constrain it) and only the other constants are fitted. serial=False
-    holds t_serial at 0 (the model without the serial-latency term)."""
+    holds t_serial at 0 (the model without the serial-latency term), code=False the code-feature
+    terms t_barrier, t_reduce and t_op (the model without them)."""
     held = ({TENSOR: 1.0 / tensor_peak} if tensor_peak > 0 else {})
     if not serial:
         held[SERIAL] = 0.0
+    if not code:
+        held.update(dict.fromkeys(CODE, 0.0))
     best = None
     for c in [alpha] if alpha is not None else [i / 20 for i in range(0, 41)]:
         rows, ys = [], []
@@ -461,14 +484,14 @@ def holdout_groups(points, by):
                         for f in range(10)) if g]
 
 
-def cross_validate(points, n_sm, by, tensor_peak, alpha=None, serial=True):
+def cross_validate(points, n_sm, by, tensor_peak, alpha=None, serial=True, code=True):
     """Out-of-sample predictions: every point predicted by constants fitted on the points
     outside its holdout group (holdout_groups)."""
     pred = [0.0] * len(points)
     for group in holdout_groups(points, by):
         held = set(group)
         train = [p for i, p in enumerate(points) if i not in held]
-        c, x, _ = fit(train, n_sm, tensor_peak, alpha, serial)
+        c, x, _ = fit(train, n_sm, tensor_peak, alpha, serial, code)
         for i in group:
             pred[i] = predict(points[i], c, x, n_sm)
     return pred
@@ -505,6 +528,12 @@ def main():
                     help="hold c_α at this value (when the points do not constrain small grids)")
     ap.add_argument("--no-serial", action="store_true",
                     help="hold t_serial at 0 (the model without the serial-latency term)")
+    ap.add_argument("--no-code", action="store_true",
+                    help="hold the code-feature terms t_barrier, t_reduce and t_op at 0 (the "
+                         "model without them)")
+    ap.add_argument("--subset", action="append", default=[], metavar="NAME,...",
+                    help="also report the quality on the points of these records alone "
+                         "(repeatable)")
     ap.add_argument("--generated-matmuls", default="", metavar="NAME,...",
                     help="records whose runs emitted predefined matmuls as generated kernels "
                          "(before cuBLAS calls): costed with strata cost --no-library-matmul")
@@ -551,15 +580,16 @@ def main():
     # A program is a config of one record: candidates ranked against each other in one run.
     configs = [f"{p['record']}:{p['config']}" for p in points]
     current = quality([p["predicted_s"] for p in points], meas, configs)
-    c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial)
+    c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial, not a.no_code)
     fitted = [predict(p, c, x, n_sm) for p in points]
     new = quality(fitted, meas, configs)
     held_out = None
     if a.holdout and len(holdout_groups(points, a.holdout)) < 2:
         sys.exit(f"calibrate: --holdout {a.holdout} needs two or more {a.holdout} in {where}")
     if a.holdout:
-        held_out = quality(cross_validate(points, n_sm, a.holdout, a.tensor_peak, a.alpha,
-                                          not a.no_serial), meas, configs)
+        held_out_pred = cross_validate(points, n_sm, a.holdout, a.tensor_peak, a.alpha,
+                                       not a.no_serial, not a.no_code)
+        held_out = quality(held_out_pred, meas, configs)
     print(f"{len(points)} timed candidates from {len(set(configs))} programs")
     print(f"fitted α = 1 + {c:.2f} · N_SM / N_blocks")
     for name, v in zip(NAMES, x):
@@ -568,14 +598,32 @@ def main():
     def f3(v):
         return f"{v:.3f}" if isinstance(v, (int, float)) else "n/a"
 
+    def print_rows(rows):
+        for label, q in rows:
+            print(f"{label:18s} median |log(pred/meas)| {f3(q['median_abs_log_ratio'])}, worst "
+                  f"{f3(q['max_abs_log_ratio'])}, Pearson(log) {f3(q['pearson_log'])}, "
+                  f"Spearman {f3(q['spearman'])}, within programs (mean) "
+                  f"{f3(q['mean_spearman_within_program'])}")
+
     rows = [("current constants", current), ("fitted constants", new)]
     if held_out:
         rows.append((f"held out ({a.holdout})", held_out))
-    for label, q in rows:
-        print(f"{label:18s} median |log(pred/meas)| {f3(q['median_abs_log_ratio'])}, worst "
-              f"{f3(q['max_abs_log_ratio'])}, Pearson(log) {f3(q['pearson_log'])}, "
-              f"Spearman {f3(q['spearman'])}, within programs (mean) "
-              f"{f3(q['mean_spearman_within_program'])}")
+    print_rows(rows)
+    for subset in a.subset:
+        names = [r for r in subset.split(",") if r]
+        idx = [i for i, p in enumerate(points) if p["record"] in names]
+        if not idx:
+            sys.exit(f"calibrate: --subset {subset}: no points of these records in {where}")
+
+        def part(pred):
+            return quality([pred[i] for i in idx], [meas[i] for i in idx],
+                           [configs[i] for i in idx])
+        print(f"on {', '.join(names)} ({len(idx)} points):")
+        sub = [("current constants", part([p["predicted_s"] for p in points])),
+               ("fitted constants", part(fitted))]
+        if held_out:
+            sub.append((f"held out ({a.holdout})", part(held_out_pred)))
+        print_rows(sub)
     several = len({p.get("record") for p in points}) > 1  # name the record of each miss
     if a.per_program:
         now = within_programs([p["predicted_s"] for p in points], meas, configs)

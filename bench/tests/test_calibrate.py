@@ -19,9 +19,10 @@ sys.path.insert(0, str(BENCH))
 import calibrate  # noqa: E402
 
 N_SM = calibrate.SM_COUNT["h200"]
-# Known constants (seconds per byte / FLOP / kernel / iteration / SM iteration), in the order
-# of KEYS.
-TRUE = [1 / 4.5e12, 1 / 3.0e13, 1 / 1.5e13, 1 / 7.0e14, 1 / 9.0e12, 3.0e-6, 2.0e-8, 6.0e-8]
+# Known constants (seconds per byte / FLOP / kernel / iteration / SM iteration / SM iteration
+# and barrier, reduction step or loop op), in the order of KEYS.
+TRUE = [1 / 4.5e12, 1 / 3.0e13, 1 / 1.5e13, 1 / 7.0e14, 1 / 9.0e12, 3.0e-6, 2.0e-8, 6.0e-8,
+        5.0e-9, 1.0e-9, 3.0e-9]
 
 
 def synthetic_points(n, c, seed, configs=4, consts=TRUE, library=False):
@@ -41,6 +42,9 @@ def synthetic_points(n, c, seed, configs=4, consts=TRUE, library=False):
                             "forloop": rng.choice([1, 4, 16, 64, 256]),
                             "waves": rng.choice([1, 1, 2, 3, 8]),
                             "library": int(library and rng.random() < 0.3)})
+            planned = rng.random() < 0.8  # else a kernel without a plan: no code features
+            kernels[-1].update({f: rng.randint(0, 9) if planned else 0
+                                for f in calibrate.CODE_FIELDS})
         p = {"record": "synthetic", "target": "h200", "config": f"prog{i % configs}", "index": i,
              "origin": f"cand{i}", "graph": f"{i:016x}", "kernels": kernels}
         p["measured_s"] = (sum(f * v for f, v in zip(calibrate.features(p, c, N_SM), consts)) +
@@ -88,28 +92,39 @@ class Fit(unittest.TestCase):
              "tensor_flops": 1.2e9, "simt_flops": 0, "blocks": 132, "forloop": 1, "waves": 1,
              "library": 1}]}
         self.assertAlmostEqual(calibrate.fixed_time(p), 2e-6)
-        self.assertEqual(calibrate.features(p, 0.1, N_SM), [0, 0, 0, 0, 0, 1, 0, 0])
+        self.assertEqual(calibrate.features(p, 0.1, N_SM), [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0])
         p["kernels"][0]["tensor_flops"] = 6e9
         self.assertAlmostEqual(calibrate.fixed_time(p), 1e-5)
 
     def test_serial_term_can_be_held_at_zero(self):
-        consts = TRUE[:7] + [0.0]
+        consts = TRUE[:7] + [0.0] + TRUE[8:]
         points = synthetic_points(30, 0.1, seed=7, consts=consts)
         _, x, _ = calibrate.fit(points, N_SM, 0.0, alpha=0.1, serial=False)
         self.assertEqual(x[calibrate.SERIAL], 0.0)
         self.assert_constants(x, consts)
 
+    def test_code_terms_can_be_held_at_zero(self):
+        consts = TRUE[:8] + [0.0, 0.0, 0.0]
+        points = synthetic_points(30, 0.1, seed=10, consts=consts)
+        _, x, _ = calibrate.fit(points, N_SM, 0.0, alpha=0.1, code=False)
+        self.assertEqual([x[i] for i in calibrate.CODE], [0.0, 0.0, 0.0])
+        self.assert_constants(x, consts)
+
     def test_features(self):
         p = {"kernels": [{"load_bytes": 100, "l2_bytes": 10, "narrow_bytes": 5, "store_bytes": 20,
                           "tensor_flops": 1000, "simt_flops": 50, "blocks": 66, "forloop": 4,
-                          "waves": 1, "library": 0},
+                          "waves": 1, "library": 0, "loop_barriers": 3, "loop_reduce_steps": 5,
+                          "loop_ops": 2},
                          {"load_bytes": 1, "l2_bytes": 0, "narrow_bytes": 0, "store_bytes": 1,
                           "tensor_flops": 0, "simt_flops": 2, "blocks": 264, "forloop": 3,
-                          "waves": 2, "library": 0}]}
+                          "waves": 2, "library": 0, "loop_barriers": 1, "loop_reduce_steps": 0,
+                          "loop_ops": 4}]}
         f = calibrate.features(p, 0.5, 132)
         alpha1, alpha2 = 1 + 0.5 * 2, 1 + 0.5 * 0.5
+        # The code terms: waves · F = 4 and 6 dependent iterations times each per-iteration count.
         self.assertEqual(f, [120 * alpha1 + 2 * alpha2, 10 * alpha1, 5 * alpha1, 1000 * 2,
-                             50 * 2 + 2 * 1, 2, 7, 4 + 2 * 3])
+                             50 * 2 + 2 * 1, 2, 7, 4 + 2 * 3, 4 * 3 + 6 * 1, 4 * 5 + 6 * 0,
+                             4 * 2 + 6 * 4])
 
     def test_solve_and_nnls(self):
         self.assertIsNone(calibrate.solve([[1.0, 2.0], [2.0, 4.0]], [1.0, 2.0]))
@@ -228,7 +243,8 @@ class Dataset(unittest.TestCase):
                 "kernel_fields": calibrate.KERNEL_FIELDS,
                 "records": [{"name": "r", "target": "h200"}],
                 "points": [{"record": "r", "config": "c", "index": 0, "measured_us": 1.0,
-                            "predicted_us": 1.0, "kernels": [[1, 0, 0, 1, 0, 1, 1, 1, 1, 0]]}]}
+                            "predicted_us": 1.0,
+                            "kernels": [[1, 0, 0, 1, 0, 1, 1, 1, 1, 0] + [0] * 8]}]}
 
         def variant(**changes):
             doc = json.loads(json.dumps(good))
@@ -333,8 +349,8 @@ class CommittedDataset(unittest.TestCase):
         points = calibrate.read_dataset(calibrate.DATASET, "h200",
                                         ["h200-2026-11-24", "h200-2026-11-24-l2-first"])
         self.assertEqual(len(points), 244)
-        # The table's fit has no serial-latency term (t_serial held at 0).
-        c, x, _ = calibrate.fit(points, N_SM, 734e12, alpha=0.1, serial=False)
+        # The table's fit has no serial-latency term and no code terms (held at 0).
+        c, x, _ = calibrate.fit(points, N_SM, 734e12, alpha=0.1, serial=False, code=False)
         fitted = dict(zip(calibrate.KEYS, x))
         # The h200 row of docs/cost-model.md, "Targets".
         documented = {"inv_bandwidth": 1 / 4.94e12, "inv_l2_bandwidth": 1 / 4.16e13,
@@ -362,6 +378,11 @@ class CommittedDataset(unittest.TestCase):
         self.assertEqual(library, {"h200-2026-11-26-suite-followup",
                                    "h200-2026-11-26-suite-libforms"})
         self.assertLess(calibrate.DATASET.stat().st_size, 1 << 20)
+        # Every kernel with a loop is planned (a customized kernel or a lowered matmul) and
+        # carries its code features; those without are cuBLAS calls or generic kernels (F = 1).
+        kernels = [k for p in calibrate.read_dataset(calibrate.DATASET) for k in p["kernels"]]
+        self.assertTrue(all(k["threads"] > 0 for k in kernels if k["forloop"] > 1))
+        self.assertTrue(all(k["threads"] == 0 for k in kernels if k["library"]))
 
 
 if __name__ == "__main__":

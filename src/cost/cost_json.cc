@@ -22,6 +22,16 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["predicted_us"] = k.predicted_s * 1e6;
   j["smem_bytes"] = k.smem_bytes;
   j["library"] = k.library;
+  if (k.code) {
+    j["threads"] = k.code->threads;
+    j["loop_groups"] = k.code->loop_groups;
+    j["loop_ops"] = k.code->loop_ops;
+    j["once_ops"] = k.code->once_ops;
+    j["loop_barriers"] = k.code->loop_barriers;
+    j["once_barriers"] = k.code->once_barriers;
+    j["loop_reduce_steps"] = k.code->loop_reduce_steps;
+    j["once_reduce_steps"] = k.code->once_reduce_steps;
+  }
   return j;
 }
 

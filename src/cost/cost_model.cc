@@ -368,6 +368,8 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     k.underfill = std::max(1.0, static_cast<double>(t.sm_count) / static_cast<double>(k.blocks));
     k.predicted_s = k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
                     static_cast<double>(k.forloop) * t.iteration_latency_s + t.launch_overhead_s;
+    if (options.code_features)
+      k.code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
     gc.predicted_us += k.predicted_s * 1e6;
     gc.kernels.push_back(std::move(k));
   }

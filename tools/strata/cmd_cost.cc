@@ -105,6 +105,7 @@ std::function<int()> setup(CLI::App& app) {
   return [=] {
     CostOptions options;
     options.library_matmul = !*no_library;
+    options.code_features = *json;  // the calibration's per-kernel code features
     return run_cost(*path, *target, *json, *rank, options);
   };
 }

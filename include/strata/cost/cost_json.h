@@ -9,7 +9,9 @@ namespace strata {
 
 /// {"op_id", "label", "load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
 ///  "simt_flops", "blocks", "forloop", "waves", "alpha", "underfill", "t_mem_us", "t_comp_us",
-///  "predicted_us", "smem_bytes", "library"}.
+///  "predicted_us", "smem_bytes", "library"}, and with the kernel's code features
+///  (KernelCost::code, when present) "threads", "loop_groups", "loop_ops", "once_ops",
+///  "loop_barriers", "once_barriers", "loop_reduce_steps", "once_reduce_steps".
 Json kernel_cost_to_json(const KernelCost& k);
 
 /// {"target", "predicted_us", "kernels": [kernel_cost_to_json …]}.

@@ -23,10 +23,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "strata/cost/code_features.h"
 #include "strata/util/arch_traits.h"
 #include "strata/ir/kernel_graph.h"
 #include "strata/util/status.h"
@@ -94,6 +96,10 @@ struct KernelCost {
   /// = max(t_mem_s, t_comp_s) + launch, t_mem_s at Target::blas_bandwidth_Bps, t_comp_s at
   /// Target::blas_tensor_flops, α = u = 1.
   bool library = false;
+  /// Features of the kernel's code (code_features.h), when CostOptions::code_features asked for
+  /// them and the emitter plans the kernel (a customized kernel or a lowered matmul); no term of
+  /// the prediction uses them.
+  std::optional<KernelCodeFeatures> code;
 };
 
 /// How the kernels will be emitted, as far as the prediction depends on it.
@@ -101,6 +107,10 @@ struct CostOptions {
   /// Predefined matmuls that library_matmul_supported accepts run as cuBLAS calls (the
   /// emitter's default, EmitOptions::library_matmul); false: as generated kernels.
   bool library_matmul = true;
+  /// Also plan every generated kernel as the emitter does and report its code features
+  /// (KernelCost::code; `strata cost --json`). Off by default: planning costs far more than the
+  /// prediction, and the search predicts every candidate.
+  bool code_features = false;
 };
 
 /// The prediction for a whole kernel graph: kernels in op order, and their sum.

@@ -1,0 +1,67 @@
+#include "strata/cost/code_features.h"
+
+#include <memory>
+
+#include "strata/opt/graph_optimizer.h"
+#include "strata/opt/matmul_lowering.h"
+
+namespace strata {
+namespace {
+
+/// ⌈log2 n⌉ for n ≥ 1 (0 for n ≤ 1): the depth of a combining tree over n values.
+int ceil_log2(int64_t n) {
+  int d = 0;
+  while (n > (int64_t{1} << d) && d < 62) ++d;
+  return d;
+}
+
+}  // namespace
+
+KernelCodeFeatures code_features_of_plan(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  KernelCodeFeatures f;
+  f.threads = plan.threads;
+  f.loop_groups = plan.groups;
+  f.loop_barriers = plan.barriers_per_iteration;
+  f.once_barriers = plan.barriers_prologue + plan.barriers_post;
+  // A loop group's reductions run on its own threads.
+  const int team_threads =
+      plan.groups > 1 && plan.group_threads > 0 ? plan.group_threads : plan.threads;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const BlockOp& op = g.op(i);
+    if (op.kind == OpKind::Input || op.kind == OpKind::Output) continue;
+    const bool loop = plan.op(i).phase == Phase::Loop;
+    (loop ? f.loop_ops : f.once_ops) += 1;
+    if (!is_reduction(op) || op.inputs.empty()) continue;
+    const ReductionShape r = reduction_shape(op, g.tensor(op.inputs[0]).shape);
+    (loop ? f.loop_reduce_steps : f.once_reduce_steps) += ceil_log2(r.group());
+    // A block-wide reduction (no team of lanes can take it) synchronizes the block twice;
+    // rowwise kernels reduce rows with shuffles and one barrier counted in their plan.
+    if (!plan.rowwise && reduction_team(r.group(), r.outputs(), team_threads) == 0)
+      (loop ? f.loop_barriers : f.once_barriers) += 2;
+  }
+  return f;
+}
+
+std::optional<KernelCodeFeatures> kernel_code_features(
+    const KernelGraph& g, int i, const std::vector<std::optional<KernelView>>& views,
+    const PlanOptions& options) {
+  std::shared_ptr<const BlockGraph> body = kernel_block_graph(g, i);
+  if (!body) return std::nullopt;
+  const KernelOp& op = g.op(i);
+  std::vector<DType> in_t, out_t;
+  std::vector<std::optional<InputView>> in_views;
+  for (int t : op.inputs) {
+    in_t.push_back(g.tensor(t).dtype);
+    const bool view = t < static_cast<int>(views.size()) && views[t];
+    in_views.push_back(
+        view ? std::optional<InputView>(InputView{g.tensor(views[t]->storage).shape, views[t]->map})
+             : std::nullopt);
+  }
+  for (int t : op.outputs) out_t.push_back(g.tensor(t).dtype);
+  auto plan = optimize_block_graph(body, in_t, out_t, options, in_views);
+  if (!plan.ok()) return std::nullopt;
+  return code_features_of_plan(*plan);
+}
+
+}  // namespace strata

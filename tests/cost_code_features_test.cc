@@ -1,0 +1,119 @@
+// Tests of the kernels' code features (strata/cost/code_features.h) that `strata cost --json`
+// reports for the calibration: counted by hand for the RMSNorm + MatMul reference kernel, equal
+// to the plan the CUDA emitter writes, absent for kernels without a plan.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "strata/codegen/cuda_emitter.h"
+#include "strata/cost/code_features.h"
+#include "strata/cost/cost_json.h"
+#include "strata/cost/cost_model.h"
+
+namespace strata {
+namespace {
+
+constexpr int64_t kM = 16, kK = 4096, kN = 6144;
+
+/// The reference block graph of docs/mugraph-semantics.md §6 (X [16, 4096] normalized, times
+/// W [4096, 6144]): grid 96, for-loop 64, X imap φ fmap 1 (tile [16, 64]), W imap x→1 fmap 0
+/// (tile [64, 64]); in the loop matmul, accum and accum_rms_ld, after it div.
+KernelGraph rmsnorm_fused() {
+  BlockGraph b = *BlockGraph::make({static_cast<int>(kN / 64), 1, 1}, 128, kK / 64);
+  int bx = *b.add_input(Shape{kM, kK}, kAllReplicated, 1);
+  int bw = *b.add_input(Shape{kK, kN}, {1, kReplicate, kReplicate}, 0);
+  int mm = *b.add_op(OpKind::Matmul, {bx, bw});
+  int am = *b.add_op(OpKind::AccumSum, {mm});
+  int ax = *b.add_op(OpKind::AccumRmsLd, {bx});
+  int o = *b.add_op(OpKind::Div, {am, ax});
+  EXPECT_TRUE(b.add_output(o, {1, kReplicate, kReplicate}).ok());
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
+  int w = *g.add_input("W", Shape{kK, kN}, DType::f16);
+  auto outs = g.add_customized({x, w}, b, {"O"});
+  EXPECT_TRUE(outs.ok()) << outs.error().message;
+  EXPECT_TRUE(g.mark_output((*outs)[0]).ok());
+  return g;
+}
+
+Target h100() {
+  return *Target::by_name("h100");
+}
+
+CostOptions with_code(bool library_matmul = true) {
+  CostOptions o;
+  o.code_features = true;
+  o.library_matmul = library_matmul;
+  return o;
+}
+
+TEST(CodeFeatures, ReferenceKernelCountedByHand) {
+  KernelGraph g = rmsnorm_fused();
+  GraphCost c = estimate_cost(g, h100(), with_code());
+  ASSERT_EQ(c.kernels.size(), 1u);
+  ASSERT_TRUE(c.kernels[0].code.has_value());
+  const KernelCodeFeatures& f = *c.kernels[0].code;
+  EXPECT_EQ(f.loop_ops, 3);  // matmul, accum, accum_rms_ld
+  EXPECT_EQ(f.once_ops, 1);  // div
+  // accum_rms_ld reduces each row of the [16, 64] X tile: a tree of depth log2 64 = 6 per
+  // iteration; accum sums across iterations and reduces nothing; nothing reduces after the loop.
+  EXPECT_EQ(f.loop_reduce_steps, 6);
+  EXPECT_EQ(f.once_reduce_steps, 0);
+  EXPECT_GT(f.threads, 0);
+  EXPECT_GE(f.loop_groups, 1);
+  // The prediction does not depend on the features.
+  EXPECT_DOUBLE_EQ(c.predicted_us, estimate_cost(g, h100()).predicted_us);
+}
+
+TEST(CodeFeatures, EqualTheEmittedPlan) {
+  KernelGraph g = rmsnorm_fused();
+  auto src = emit_cuda_source(g);
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  ASSERT_EQ(src->kernels.size(), 1u);
+  const EmittedKernel& ek = src->kernels[0];
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      ek.plan, m, std::regex(R"(barriers: (\d+) prologue, (\d+) per iteration, (\d+) post)")))
+      << ek.plan;
+  GraphCost c = estimate_cost(g, h100(), with_code());
+  ASSERT_TRUE(c.kernels[0].code.has_value());
+  const KernelCodeFeatures& f = *c.kernels[0].code;
+  EXPECT_EQ(f.threads, ek.threads);
+  EXPECT_EQ(f.loop_groups, ek.loop_groups);
+  // No block-wide reduction here (a row of 64 is reduced by a team of lanes): the barriers are
+  // the plan's.
+  EXPECT_EQ(f.loop_barriers, std::stoi(m[2]));
+  EXPECT_EQ(f.once_barriers, std::stoi(m[1]) + std::stoi(m[3]));
+}
+
+TEST(CodeFeatures, OnlyPlannedKernelsAndOnlyWhenAsked) {
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
+  int w = *g.add_input("W", Shape{kK, kN}, DType::f16);
+  int y = *g.add_op(OpKind::Exp, {x}, {}, "Y");
+  int o = *g.add_op(OpKind::Matmul, {y, w}, {}, "O");
+  ASSERT_TRUE(g.mark_output(o).ok());
+  // Off by default (the search predicts every candidate without planning it).
+  for (const KernelCost& k : estimate_cost(g, h100()).kernels) EXPECT_FALSE(k.code.has_value());
+  // A generic elementwise kernel and a cuBLAS call have no plan.
+  GraphCost lib = estimate_cost(g, h100(), with_code());
+  ASSERT_EQ(lib.kernels.size(), 2u);
+  EXPECT_FALSE(lib.kernels[0].code.has_value());
+  EXPECT_TRUE(lib.kernels[1].library);
+  EXPECT_FALSE(lib.kernels[1].code.has_value());
+  // The matmul as a generated kernel is the tiled block graph: a for-loop over k of the
+  // product and its accumulator.
+  GraphCost gen = estimate_cost(g, h100(), with_code(false));
+  ASSERT_TRUE(gen.kernels[1].code.has_value());
+  EXPECT_EQ(gen.kernels[1].code->loop_ops, 2);
+  EXPECT_EQ(gen.kernels[1].code->loop_reduce_steps, 0);
+  // The JSON view carries the features only where they exist.
+  Json j = graph_cost_to_json(gen, h100());
+  EXPECT_FALSE(j["kernels"][0].contains("loop_barriers"));
+  EXPECT_EQ(j["kernels"][1]["loop_ops"], 2);
+  EXPECT_EQ(j["kernels"][1]["threads"], gen.kernels[1].code->threads);
+}
+
+}  // namespace
+}  // namespace strata
