@@ -124,6 +124,18 @@ STRATA_DEVICE float shfl_xor(float v, int o) {
 #endif
 }
 
+STRATA_DEVICE int shfl_xor_int(int v, int o) {
+#if defined(STRATA_RT_EMULATE)
+  float f;
+  std::memcpy(&f, &v, 4);
+  f = strata_rt::emu::shfl_xor(f, o);  // moves the 32 bits unchanged
+  std::memcpy(&v, &f, 4);
+  return v;
+#else
+  return __shfl_xor_sync(0xffffffffu, v, o);
+#endif
+}
+
 STRATA_DEVICE void sync_warp() {
 #if defined(STRATA_RT_EMULATE)
   strata_rt::emu::syncwarp();
@@ -569,20 +581,18 @@ STRATA_MPK_TASK_FN void matmul_task(const MpkParams& p, const long long* op, con
     mma_columns(p, op, kind, N, K, Kp, nb, W, c0, c1, smem, best, best_i);
   if (kind == MPK_NORM_LMHEAD) {
     // The tile's argmax per batch row: over the 8 lanes of each t (rows 2t, 2t + 1), then over
-    // the warps. Indices travel as floats (exact below 2^24; the sentinel as +inf).
+    // the warps.
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      float v = best[e], i = best_i[e] == 0x7fffffff ? INFINITY : (float)best_i[e];
 #pragma unroll
       for (int o = 16; o >= 4; o >>= 1) {
-        const float ov = shfl_xor(v, o), oi = shfl_xor(i, o);
-        if (ov > v || (ov == v && oi < i)) {
-          v = ov;
-          i = oi;
+        const float ov = shfl_xor(best[e], o);
+        const int oi = shfl_xor_int(best_i[e], o);
+        if (ov > best[e] || (ov == best[e] && oi < best_i[e])) {
+          best[e] = ov;
+          best_i[e] = oi;
         }
       }
-      best[e] = v;
-      best_i[e] = i == INFINITY ? 0x7fffffff : (int)i;
     }
     __syncthreads();
     float* bv = reinterpret_cast<float*>(smem);
