@@ -458,7 +458,7 @@ def run_config(lib, strata, model_file, batch, kv, args, deadline):
     # The L2 prefetch of a task's weights before its wait is off by default (measured slower once
     # attention chunks stream the cache well, docs/megakernel.md); timed as a variant.
     for mode, pf, name in ((0, 0, "megakernel_static"), (1, 0, "megakernel_queue"),
-                           (0, 1, "megakernel_static_prefetch")):
+                           (0, args.prefetch_bytes, "megakernel_static_prefetch")):
         mk.reset()
         times[name] = time_ms(lambda: mk.launch(tin, tout, kv, mode, pf), args.iters)
     rec["trace"] = mk.trace_step(tin, tout, kv, 0)
@@ -686,11 +686,16 @@ def main():
     ap.add_argument("--nvcc", default="nvcc")
     ap.add_argument("--generated-jobs", type=int, default=4,
                     help="(model, batch) preparations (search + nvcc) run at once")
+    ap.add_argument("--prefetch-bytes", type=int, default=192 * 1024,
+                    help="bytes of each streamed range a task asks L2 for before its wait, in "
+                         "the 'static, L2 prefetch' timing (docs/megakernel.md, \"The runtime\")")
     ap.add_argument("--attn-chunks", type=int, default=0,
                     help="attention chunks per kv head (strata mpk compile --attn-chunks; 0: "
                          "the compiler's choice)")
     ap.add_argument("--out", default="bench/results")
     args = ap.parse_args()
+    if not 16 <= args.prefetch_bytes < 2**31:
+        ap.error(f"--prefetch-bytes: expected an integer in [16, 2^31), got {args.prefetch_bytes}")
     start = time.time()
     deadline = start + args.total if args.total > 0 else float("inf")
     os.makedirs(args.out, exist_ok=True)
@@ -723,6 +728,7 @@ def main():
     def write():  # after every configuration, so that a run cut short keeps what it measured
         doc = {"gpu": gpu, "peak_bandwidth": peak, "copy_bandwidth": measured, "date": date,
                "torch": torch.__version__, "generated_selection": args.generated,
+               "prefetch_bytes": args.prefetch_bytes,
                "records": records}
         with open(base + ".json", "w") as f:
             json.dump(doc, f, indent=1)
@@ -816,7 +822,9 @@ def report(doc):
              "Latency per token in µs (median of 5 runs of back-to-back steps at the same "
              "position); floor = (weights + KV cache bytes) / peak bandwidth.", "",
              "megakernel, generated tasks: the matmul-family ops from strata's searched "
-             "μGraphs (static lists / global queue; - not selected).", "",
+             "μGraphs (static lists / global queue; - not selected).",
+             f"static, L2 prefetch: each task first asks L2 for up to "
+             f"{doc.get('prefetch_bytes', 192 * 1024)} bytes of each range it streams.", "",
              "| model | B | KV | megakernel static | megakernel queue | static, L2 prefetch | "
              "megakernel, generated tasks | "
              "strata per-op graph | eager | torch.compile r-o | vs compile | floor | % of floor | "

@@ -9,7 +9,8 @@
 // Execution model. The grid is one block per worker (one per SM; every block resident). A
 // worker takes tasks either from its static list (mode 0) or from a global counter over the
 // compiled topological order (mode 1); for each task it
-//   1. asks L2 to prefetch the task's weights (or cached keys and values), then
+//   1. with MpkParams::prefetch > 0, asks L2 for the first `prefetch` bytes of each range the
+//      task streams (weights, or cached keys and values), then
 //      waits until every event the task waits on has reached count · step (thread 0 spins on an
 //      acquire load with __nanosleep; the counters only grow, so no reset between steps),
 //   2. runs the task's device function with all 256 threads,

@@ -66,7 +66,7 @@ struct MpkParams {
   int pos;        // position of the new token (the cache holds pos entries before the step)
   unsigned step;  // 1, 2, ...: the events' targets are count · step
   int mode;       // 0 static lists, 1 global queue
-  int prefetch;   // 1: prefetch each task's streamed inputs into L2 before waiting
+  int prefetch;   // 0, or the bytes of each streamed range a task asks L2 for before its wait
   int batch, hidden, heads, kv_heads, head_dim, intermediate, vocab, max_kv, layers;
   float eps;
 };
@@ -386,9 +386,9 @@ STRATA_DEVICE void matmul_store(const MpkParams& p, const long long* op, int kin
 // Stores a C fragment pair (acc[0]; acc[1] the up projection's when gated) of the columns r0 …
 // r0 + 15: lane (g, t) holds columns r0 + g and r0 + g + 8 of batch rows 2t and 2t + 1, whose
 // running argmax (LM head) is best[e], best_i[e] for row 2t + e.
-STRATA_DEVICE void matmul_epilogue(const MpkParams& p, const long long* op, int kind, int N,
-                                   int nb, int r0, int c1, const float (&acc)[2][4],
-                                   float (&best)[2], int (&best_i)[2]) {
+STRATA_DEVICE void matmul_epilogue(const MpkParams& p, const long long* op, int kind, int N, int nb,
+                                   int r0, int c1, const float (&acc)[2][4], float (&best)[2],
+                                   int (&best_i)[2]) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -916,7 +916,8 @@ STRATA_MPK_TASK_FN void attn_chunk_task(const MpkParams& p, const long long* op,
         if (g >= G) break;
         if (g >= g0 && g < g0 + hc)
 #pragma unroll
-          for (int i = 0; i < 8; ++i) red[((size_t)warp * kAttnRedHeads + g - g0) * D + dk + i] = o[g][i];
+          for (int i = 0; i < 8; ++i)
+            red[((size_t)warp * kAttnRedHeads + g - g0) * D + dk + i] = o[g][i];
       }
     __syncthreads();
     for (int i = tid; i < hc * D; i += kThreads) {
@@ -1071,11 +1072,11 @@ __device__ inline void run_task_body(const MpkParams& p, const Task& t, char* sm
 // ---- L2 prefetch
 // ----------------------------------------------------------------------------------
 
-constexpr long long kMaxPrefetchBytes = 192 * 1024;  // per range: L2 (50 MB) shared by ~132 SMs
-
-// Asks L2 to fetch [ptr, ptr + bytes) (the first kMaxPrefetchBytes), without waiting.
-STRATA_DEVICE void prefetch_l2(const void* ptr, long long bytes) {
-  bytes = bytes < kMaxPrefetchBytes ? bytes : kMaxPrefetchBytes;
+// Asks L2 to fetch the first `cap` bytes of [ptr, ptr + bytes), without waiting. The cap
+// (MpkParams::prefetch) bounds what ~132 SMs ask of one L2 (50 MB) at once: a whole tile each
+// evicts what the others prefetched before they read it.
+STRATA_DEVICE void prefetch_l2(const void* ptr, long long bytes, long long cap) {
+  bytes = bytes < cap ? bytes : cap;
   bytes &= ~15LL;
   if (bytes <= 0 || (reinterpret_cast<uintptr_t>(ptr) & 15) != 0) return;
 #if defined(STRATA_RT_EMULATE)
@@ -1096,16 +1097,16 @@ STRATA_DEVICE void prefetch_task(const MpkParams& p, const Task& t) {
     const long long K = op[MPK_OP_K], N = op[MPK_OP_N], tile = op[MPK_OP_TILE];
     const long long c0 = t.i0 * tile, c1 = c0 + tile < N ? c0 + tile : N;
     const long long bytes = (c1 - c0) * K * 2;
-    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) + c0 * K, bytes);
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W1]]) + c0 * K, bytes, p.prefetch);
     if (kind == MPK_NORM_GATED)
-      prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) + c0 * K, bytes);
+      prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W2]]) + c0 * K, bytes, p.prefetch);
   } else if (kind == MPK_ATTN_CHUNK) {
     const int C = (int)op[MPK_OP_N], len = (p.pos + C - 1) / C;
     const int jb = imin(p.pos, t.i2 * len), je = imin(p.pos, jb + len);
     const size_t at = cache_index(p, (int)op[MPK_OP_LAYER], t.i0, t.i1, jb);
     const long long bytes = (long long)(je - jb) * p.head_dim * 2;
-    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + at, bytes);
-    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + at, bytes);
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W3]]) + at, bytes, p.prefetch);
+    prefetch_l2(static_cast<const __half*>(p.buffers[op[MPK_OP_W4]]) + at, bytes, p.prefetch);
   }
 }
 
