@@ -6,7 +6,9 @@
 # `root` (the repository root).
 #   build_strata_tool NAME
 # configures and builds the `strata` target (Release) in $build (default $root/build-gpu),
-# within 300 s each; on failure prints "NAME: the build failed" and exits 3.
+# within 300 s each; on failure prints "NAME: the build failed" and exits 3. With
+# STRATA_SKIP_BUILD=1 and $build/strata present it builds nothing (a caller that built it
+# already and runs several scripts at once on the same build folder).
 step() { echo; echo "== [$((SECONDS - start)) s] $*"; }
 
 gpu_script_begin() {
@@ -28,6 +30,10 @@ gpu_script_begin() {
 
 build_strata_tool() {
   build=${build:-$root/build-gpu}
+  if [ "${STRATA_SKIP_BUILD:-0}" = 1 ] && [ -x "$build/strata" ]; then
+    step "build skipped (STRATA_SKIP_BUILD=1; $build/strata is there)"
+    return 0
+  fi
   step "build (Release, strata only)"
   if ! timeout -k 10 300 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cmake_deps[@]}" \
          >/dev/null ||
