@@ -131,54 +131,13 @@ TEST(MpkCompiler, TilesMinimizeTheBusiestWorker) {
   CompileOptions o;
   o.workers = 132;
   // Llama-3.2-1B QKV: 3072 columns of 2048 inputs: 128 tiles of 24 columns, one wave.
-  EXPECT_EQ(choose_matmul_tile(3072, 2048, 1, 1, o), 24);
-  EXPECT_EQ(choose_matmul_tile(2048, 8192, 1, 1, o), 16);
-  EXPECT_EQ(choose_matmul_tile(5, 100, 1, 1, o), 5);
+  EXPECT_EQ(choose_matmul_tile(3072, 2048, 1, o), 24);
+  EXPECT_EQ(choose_matmul_tile(2048, 8192, 1, o), 16);
+  EXPECT_EQ(choose_matmul_tile(5, 100, 1, o), 5);
   for (int64_t n : {9, 37, 1000, 128256}) {
-    const int64_t t = choose_matmul_tile(n, 64, 2, 1, o);
+    const int64_t t = choose_matmul_tile(n, 64, 2, o);
     EXPECT_TRUE(t == n || t % 8 == 0) << n;
     EXPECT_LE(t * 64 * 2 * 2, std::max<int64_t>(o.max_tile_bytes, 8 * 64 * 2 * 2));
-  }
-}
-
-// With several batch rows the tasks run 16-column tensor-core tiles over the worker's warps: a
-// padded tile or an idle warp costs as if it streamed.
-TEST(MpkCompiler, TensorCoreTilesChargePaddingAndIdleWarps) {
-  EXPECT_EQ(matmul_charged_columns(24, 1), 24);
-  EXPECT_EQ(matmul_charged_columns(8, 8), 16);     // half a tile, all 8 warps on its k range
-  EXPECT_EQ(matmul_charged_columns(16, 8), 16);
-  EXPECT_EQ(matmul_charged_columns(24, 2), 32);    // 2 tiles, 4 warps each
-  EXPECT_EQ(matmul_charged_columns(48, 8), 64);    // 3 tiles of 2 warps: 2 warps idle
-  EXPECT_EQ(matmul_charged_columns(112, 8), 128);  // 7 tiles: one warp idle
-  EXPECT_EQ(matmul_charged_columns(128, 8), 128);
-  EXPECT_EQ(matmul_charged_columns(144, 8), 256);  // 9 tiles: two rounds
-  CompileOptions o;
-  o.workers = 132;
-  // The LM heads of Llama-3.2-1B (112 columns at batch 1) and Llama-3-8B (56): at batch 8 a
-  // width that fills every warp.
-  EXPECT_EQ(choose_matmul_tile(128256, 2048, 1, 1, o), 112);
-  EXPECT_EQ(choose_matmul_tile(128256, 2048, 1, 8, o), 128);
-  const int64_t t8b = choose_matmul_tile(128256, 4096, 1, 8, o);
-  EXPECT_EQ(matmul_charged_columns(t8b, 8), t8b) << t8b;
-  // Llama-3.2-1B's QKV at batch 8: 24 columns (two tiles, one padded) cost as much as 32, but
-  // spread the stream over 128 workers instead of 96.
-  EXPECT_EQ(choose_matmul_tile(3072, 2048, 1, 8, o), 24);
-  for (int64_t batch : {2, 5, 8}) {
-    for (auto [n, k, w] : std::vector<std::array<int64_t, 3>>{{1024, 2048, 1},
-                                                              {3072, 2048, 1},
-                                                              {8192, 2048, 2},
-                                                              {151936, 1024, 1},
-                                                              {37, 64, 1},
-                                                              {1000, 64, 2}}) {
-      const int64_t t = choose_matmul_tile(n, k, w, batch, o);
-      EXPECT_TRUE(t == n || t % 8 == 0) << n;
-      // No width is charged more than the narrowest full tile's share of the work.
-      const int64_t waves = ((n + t - 1) / t + o.workers - 1) / o.workers;
-      const int64_t waves16 = ((n + 15) / 16 + o.workers - 1) / o.workers;
-      EXPECT_LE(waves * (matmul_charged_columns(t, batch) * k * 2 * w + 16384),
-                waves16 * (16 * k * 2 * w + 16384))
-          << n << " " << k << " batch " << batch << ": " << t;
-    }
   }
 }
 

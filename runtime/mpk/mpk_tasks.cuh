@@ -36,7 +36,7 @@ namespace strata_mpk {
 #define STRATA_MPK_TASK_FN __device__ __noinline__
 #endif
 
-constexpr int kThreads = 32 * MPK_WORKER_WARPS;
+constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxBatch = 8;          // rows of a matmul task (the driver checks the model's batch)
 constexpr int kMaxGroup = 16;         // q heads per kv head

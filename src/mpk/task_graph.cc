@@ -45,35 +45,19 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
-int64_t matmul_charged_columns(int64_t t, int64_t batch) {
-  if (batch <= 1) return t;
-  const int64_t r = (t + MPK_MMA_COLS - 1) / MPK_MMA_COLS;
-  const int64_t s = r >= MPK_WORKER_WARPS ? 1 : MPK_WORKER_WARPS / r;
-  const int64_t rounds = (r * s + MPK_WORKER_WARPS - 1) / MPK_WORKER_WARPS;
-  return MPK_MMA_COLS * rounds * MPK_WORKER_WARPS / s;
-}
-
-int64_t choose_matmul_tile(int64_t n, int64_t k, int64_t weights, int64_t batch,
-                           const CompileOptions& o) {
+int64_t choose_matmul_tile(int64_t n, int64_t k, int64_t weights, const CompileOptions& o) {
   if (n <= 8) return n;
   const int64_t per_col = std::max<int64_t>(1, k * 2 * weights);
   const int64_t limit = std::max<int64_t>(8, o.max_tile_bytes / per_col);
-  // Minimize the charged span; at batch ≥ 2 then the bytes the busiest worker streams (a padded
-  // width and a narrower one are charged alike, the narrower spreads the stream over more
-  // workers); then take the larger width (fewer tasks).
   int64_t best = 8;
-  double best_span = -1, best_bytes = -1;
+  double best_span = -1;
   for (int64_t t = 8; t <= limit && t < n + 8; t += 8) {
     const int64_t waves = ((n + t - 1) / t + o.workers - 1) / o.workers;
-    const int64_t charged = matmul_charged_columns(std::min(t, n), batch);
     const double span =
-        static_cast<double>(waves) * static_cast<double>(charged * per_col + kTileOverheadBytes);
-    const double bytes =
-        batch > 1 ? static_cast<double>(waves) * static_cast<double>(std::min(t, n) * per_col) : 0;
-    if (best_span < 0 || span < best_span || (span == best_span && bytes <= best_bytes)) {
+        static_cast<double>(waves) * static_cast<double>(t * per_col + kTileOverheadBytes);
+    if (best_span < 0 || span <= best_span) {
       best = t;
       best_span = span;
-      best_bytes = bytes;
     }
   }
   return std::min(best, n);
@@ -100,7 +84,7 @@ double estimate_tasks(const ModelConfig& m, const CompileOptions& o) {
         return blocks;
       }
     }
-    const int64_t t = choose_matmul_tile(n, k, w, m.batch, o);
+    const int64_t t = choose_matmul_tile(n, k, w, o);
     return static_cast<double>((n + t - 1) / t);
   };
   const double heads = static_cast<double>(m.batch) * static_cast<double>(m.kv_heads);
@@ -190,7 +174,7 @@ class Builder {
     }
     int logits = tensor("logits", DType::F32, {B, V});
     g_.tensors[logits].keep = true;
-    const int64_t lm_tile = choose_matmul_tile(V, H, 1, m_.batch, o_);
+    const int64_t lm_tile = choose_matmul_tile(V, H, 1, o_);
     const int64_t lm_tiles = (V + lm_tile - 1) / lm_tile;
     int partial = tensor("argmax_partial", DType::ArgMax, {lm_tiles, B});
     matmul_op(MPK_NORM_LMHEAD, "lm_head_argmax_partial", -1, x, -1, logits,
@@ -424,7 +408,7 @@ class Builder {
   void matmul_op(int kind, const std::string& name, int64_t layer, int in, int residual, int out,
                  std::array<int64_t, 3> w, int64_t K, int64_t N, int64_t weights,
                  int partial = -1) {
-    const int64_t tile = choose_matmul_tile(N, K, weights, m_.batch, o_);
+    const int64_t tile = choose_matmul_tile(N, K, weights, o_);
     const int64_t tiles = (N + tile - 1) / tile;
     OpInfo& op = new_op(kind, name, layer);
     op.in0 = in;

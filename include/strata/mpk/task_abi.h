@@ -16,13 +16,6 @@
 
 #define STRATA_MPK_ABI_VERSION 5
 
-/* The worker block: MPK_WORKER_WARPS warps. With 2 or more batch rows a matmul task computes
- * its columns in tensor-core tiles of MPK_MMA_COLS columns, one tile per warp or, with fewer
- * tiles than warps, each tile's k range split among MPK_WORKER_WARPS / tiles warps; the compiler
- * shapes the tasks' column tiles for this (choose_matmul_tile). */
-#define MPK_WORKER_WARPS 8
-#define MPK_MMA_COLS 16
-
 /* Task kinds. The operand fields of each kind (B: batch, D: head dim, Hq/Hkv: heads):
  *  MPK_EMBED          W0 embedding f16[V,H]; OUT0 x f16[B,H]; task I0 = batch row b; reads the
  *                     step's input tokens.

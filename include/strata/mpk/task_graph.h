@@ -137,19 +137,10 @@ Result<TaskGraph> build_task_graph(const ModelConfig& model, const CompileOption
 /// The whole compiler: build_task_graph, then plan_workspace and assign_workers.
 Result<TaskGraph> compile_task_graph(const ModelConfig& model, const CompileOptions& options);
 
-/// The columns a matmul task of t columns at `batch` rows costs as much as streaming: t at
-/// batch 1 (rows streamed in groups of 8); at batch ≥ 2 the task runs R = ⌈t/MPK_MMA_COLS⌉
-/// tensor-core tiles over MPK_WORKER_WARPS warps (task_abi.h), the k range split S = warps/R
-/// ways when R < warps, so it costs MPK_MMA_COLS·⌈R·S/warps⌉·warps/S columns: a padded tile and
-/// an idle warp are charged as if they streamed.
-int64_t matmul_charged_columns(int64_t t, int64_t batch);
-
 /// Columns per task of a matmul with N output columns and K inputs (`weights` matrices of N×K,
-/// 2 for the gated MLP) at `batch` rows: the multiple of 8 (or N) that minimizes the time of the
-/// busiest worker, ⌈⌈N/t⌉/workers⌉·(matmul_charged_columns(t)·K·2·weights + a fixed per-task
-/// overhead), with at most max_tile_bytes of weight per task; on ties (at batch ≥ 2) the one
-/// whose busiest worker streams fewer bytes, then the larger.
-int64_t choose_matmul_tile(int64_t n, int64_t k, int64_t weights, int64_t batch,
-                           const CompileOptions& o);
+/// 2 for the gated MLP): the multiple of 8 (or N) that minimizes the time of the busiest worker,
+/// ⌈⌈N/t⌉/workers⌉·(t·K·2·weights + a fixed per-task overhead), with at most max_tile_bytes of
+/// weight per task; larger on ties.
+int64_t choose_matmul_tile(int64_t n, int64_t k, int64_t weights, const CompileOptions& o);
 
 }  // namespace strata::mpk
