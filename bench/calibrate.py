@@ -11,12 +11,14 @@ a kernel the emitter does not plan). From it this script fits
     t = Σ_kernels [ (bytes / BW + l2_bytes / BW_L2 + narrow_bytes / BW_narrow) · α_c
                     + (tensor_flops / TP + simt_flops / SP) · u
                     + F · t_iter + waves · F · (t_serial + barriers · t_barrier
-                                                + reduce_steps · t_reduce + loop_ops · t_op) + L ],
+                                                + reduce_steps · t_reduce + loop_ops · t_op)
+                    + waves · (F · loop_simt + once_simt) · t_simt + L ],
     α_c = 1 + c · N_SM / N_blocks,   u = max(1, N_SM / N_blocks)
 
 (waves = ⌈N_blocks / (N_SM · blocks per SM)⌉, so waves · F is the number of dependent loop
 iterations each SM runs; barriers, reduce_steps and loop_ops those of one iteration of the
-kernel's loop) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
+kernel's loop; loop_simt and once_simt the dependent multiply-adds of a thread's SIMT matmul
+chains in one iteration and after the loop) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
 + L for a predefined matmul run as a cuBLAS call (`library`), whose two rates are not fitted
 
 (the model's α is c = 1) by least squares on the relative error (each point weighted by
@@ -45,11 +47,11 @@ emitted predefined matmuls as generated kernels, before cuBLAS calls).
 the programs) predicted by constants fitted without it.
 `--per-program` prints the Spearman correlation of every program; `--subset NAME,...` the
 quality on some records' points alone (of the fit on all). `--no-serial` and `--no-code` hold
-t_serial and the code terms at 0.
+t_serial and the code terms at 0; `--code-terms simt,...` fits only the code terms named.
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
-                                  [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code]
+                                  [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code] [--code-terms NAME,...]
                                   [--holdout records|programs] [--per-program]
                                   [--subset NAME,...]
                                   [--json calibration.json]
@@ -76,13 +78,15 @@ SM_COUNT = {"h100": 132, "h200": 132, "a100": 108}
 NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/BW_narrow (s/byte)", "1/TP (s/tensor FLOP)",
          "1/SP (s/SIMT FLOP)", "L (s/kernel)", "t_iter (s/iteration)",
          "t_serial (s/SM iteration)", "t_barrier (s/SM it. barrier)",
-         "t_reduce (s/SM it. step)", "t_op (s/SM it. op)"]
+         "t_reduce (s/SM it. step)", "t_op (s/SM it. op)", "t_simt (s/SM SIMT mm step)"]
 KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor_peak",
         "inv_simt_peak", "launch_s", "iteration_latency_s", "serial_latency_s",
-        "barrier_latency_s", "reduce_step_latency_s", "loop_op_latency_s"]
+        "barrier_latency_s", "reduce_step_latency_s", "loop_op_latency_s",
+        "simt_mm_step_latency_s"]
 TENSOR = 3  # index of the tensor-core rate among the features
 SERIAL = 7  # index of t_serial
-CODE = (8, 9, 10)  # indices of the code-feature terms (t_barrier, t_reduce, t_op)
+CODE = (8, 9, 10, 11)  # indices of the code-feature terms (t_barrier, t_reduce, t_op, t_simt)
+CODE_TERMS = {"barrier": 8, "reduce": 9, "op": 10, "simt": 11}  # --code-terms names
 # cuBLAS's sustained (tensor FLOP/s, DRAM B/s) per target: held, not fitted (the model's
 # blas_tensor_flops and blas_bandwidth_Bps, src/cost/cost_model.cc).
 BLAS = {"h100": (600e12, 2.5e12), "h200": (600e12, 3.6e12), "a100": (190e12, 1.5e12)}
@@ -92,7 +96,8 @@ KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tenso
 # The kernel's code features (src/cost/code_features.cc; 0 for a kernel without a plan: a cuBLAS
 # call or a generic predefined kernel), after the totals in the dataset's kernel lists.
 CODE_FIELDS = ["threads", "loop_groups", "loop_ops", "once_ops", "loop_barriers",
-               "once_barriers", "loop_reduce_steps", "once_reduce_steps"]
+               "once_barriers", "loop_reduce_steps", "once_reduce_steps",
+               "loop_simt_mm_steps", "once_simt_mm_steps"]
 KERNEL_FIELDS = KERNEL_FIELDS + CODE_FIELDS
 DATASET = ROOT / "bench" / "calibration" / "points.json"
 DATASET_FORMAT = "strata-calibration-points"
@@ -351,10 +356,12 @@ def read_dataset(path, target=None, records=None):
 
 def features(point, c, n_sm):
     """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter, t_serial, t_barrier,
-    t_reduce, t_op) in the predicted time of one graph. A cuBLAS kernel contributes only its
-    launch (L); the rest of its time is fixed_time's. The code terms charge each dependent
+    t_reduce, t_op, t_simt) in the predicted time of one graph. A cuBLAS kernel contributes only
+    its launch (L); the rest of its time is fixed_time's. The code terms charge each dependent
     iteration an SM runs (waves · F) per block-level barrier, per serial reduction step and per
-    op of the loop body (the kernel's code features; 0 for a kernel without a plan)."""
+    op of the loop body, and each wave per dependent multiply-add of a thread's SIMT matmul
+    chains (F times those in the loop, plus those after it) (the kernel's code features; 0 for a
+    kernel without a plan)."""
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
         if k.get("library"):
@@ -374,6 +381,8 @@ def features(point, c, n_sm):
         f[CODE[0]] += serial * k.get("loop_barriers", 0)
         f[CODE[1]] += serial * k.get("loop_reduce_steps", 0)
         f[CODE[2]] += serial * k.get("loop_ops", 0)
+        f[CODE[3]] += k.get("waves", 1) * (k["forloop"] * k.get("loop_simt_mm_steps", 0)
+                                          + k.get("once_simt_mm_steps", 0))
     return f
 
 
@@ -438,12 +447,13 @@ def fit(points, n_sm, tensor_peak, alpha=None, serial=True, code=True):
     tensor_peak > 0 the tensor rate is held at it (the benchmarks are memory-bound: their
     tensor FLOPs barely constrain it) and only the other constants are fitted. serial=False
     holds t_serial at 0 (the model without the serial-latency term), code=False the code-feature
-    terms t_barrier, t_reduce and t_op (the model without them)."""
+    terms t_barrier, t_reduce, t_op and t_simt (the model without them); a set of their indices
+    fits only those."""
     held = ({TENSOR: 1.0 / tensor_peak} if tensor_peak > 0 else {})
     if not serial:
         held[SERIAL] = 0.0
-    if not code:
-        held.update(dict.fromkeys(CODE, 0.0))
+    if code is not True:
+        held.update({j: 0.0 for j in CODE if not code or j not in code})
     best = None
     for c in [alpha] if alpha is not None else [i / 20 for i in range(0, 41)]:
         rows, ys = [], []
@@ -529,8 +539,11 @@ def main():
     ap.add_argument("--no-serial", action="store_true",
                     help="hold t_serial at 0 (the model without the serial-latency term)")
     ap.add_argument("--no-code", action="store_true",
-                    help="hold the code-feature terms t_barrier, t_reduce and t_op at 0 (the "
-                         "model without them)")
+                    help="hold the code-feature terms t_barrier, t_reduce, t_op and t_simt at 0 "
+                         "(the model without them)")
+    ap.add_argument("--code-terms", default="", metavar="NAME,...",
+                    help="fit only these code terms (of barrier, reduce, op, simt), the others "
+                         "held at 0")
     ap.add_argument("--subset", action="append", default=[], metavar="NAME,...",
                     help="also report the quality on the points of these records alone "
                          "(repeatable)")
@@ -544,6 +557,14 @@ def main():
                     help="print the Spearman correlation within every program")
     a = ap.parse_args()
     n_sm = SM_COUNT[a.target]
+    code = not a.no_code
+    if a.code_terms and not a.no_code:
+        names = [t for t in a.code_terms.split(",") if t]
+        bad = [t for t in names if t not in CODE_TERMS]
+        if bad:
+            ap.error(f"--code-terms: unknown {', '.join(bad)} (expected names of "
+                     f"{', '.join(CODE_TERMS)})")
+        code = {CODE_TERMS[t] for t in names}
     generated = [r for r in a.generated_matmuls.split(",") if r]
     if a.extract:
         if not a.sources:
@@ -580,7 +601,7 @@ def main():
     # A program is a config of one record: candidates ranked against each other in one run.
     configs = [f"{p['record']}:{p['config']}" for p in points]
     current = quality([p["predicted_s"] for p in points], meas, configs)
-    c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial, not a.no_code)
+    c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial, code)
     fitted = [predict(p, c, x, n_sm) for p in points]
     new = quality(fitted, meas, configs)
     held_out = None
@@ -588,7 +609,7 @@ def main():
         sys.exit(f"calibrate: --holdout {a.holdout} needs two or more {a.holdout} in {where}")
     if a.holdout:
         held_out_pred = cross_validate(points, n_sm, a.holdout, a.tensor_peak, a.alpha,
-                                       not a.no_serial, not a.no_code)
+                                       not a.no_serial, code)
         held_out = quality(held_out_pred, meas, configs)
     print(f"{len(points)} timed candidates from {len(set(configs))} programs")
     print(f"fitted α = 1 + {c:.2f} · N_SM / N_blocks")

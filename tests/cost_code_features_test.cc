@@ -62,6 +62,9 @@ TEST(CodeFeatures, ReferenceKernelCountedByHand) {
   EXPECT_EQ(f.once_reduce_steps, 0);
   EXPECT_GT(f.threads, 0);
   EXPECT_GE(f.loop_groups, 1);
+  // Its matmul ([16, 64] × [64, 64] f16) runs on the tensor cores: no SIMT chain.
+  EXPECT_EQ(f.loop_simt_mm_steps, 0);
+  EXPECT_EQ(f.once_simt_mm_steps, 0);
   // The prediction does not depend on the features.
   EXPECT_DOUBLE_EQ(c.predicted_us, estimate_cost(g, h100()).predicted_us);
 }
@@ -85,6 +88,53 @@ TEST(CodeFeatures, EqualTheEmittedPlan) {
   // the plan's.
   EXPECT_EQ(f.loop_barriers, std::stoi(m[2]));
   EXPECT_EQ(f.once_barriers, std::stoi(m[1]) + std::stoi(m[3]));
+}
+
+// MCFuser's G1 reassociated, A·(B·C) with one output column per block (a form the search finds):
+// B·C's tile product [64, 128] × [128, 1] is too narrow for an mma tile and A·(accumulated B·C)
+// takes an f32 accumulator, so both run on the SIMT path, each output a serial chain over K.
+TEST(CodeFeatures, SimtMatmulChainsCountedByHand) {
+  BlockGraph b = *BlockGraph::make({64, 1, 1}, 128, 2);
+  int ba = *b.add_input(Shape{1, 512, 64}, kAllReplicated, kReplicate);
+  int bb = *b.add_input(Shape{1, 64, 256}, kAllReplicated, 2);
+  int bc = *b.add_input(Shape{1, 256, 64}, {2, kReplicate, kReplicate}, 1);
+  int mm = *b.add_op(OpKind::Matmul, {bb, bc});
+  int acc = *b.add_op(OpKind::AccumSum, {mm});
+  int o = *b.add_op(OpKind::Matmul, {ba, acc});
+  ASSERT_TRUE(b.add_output(o, {2, kReplicate, kReplicate}).ok());
+  KernelGraph g;
+  int a = *g.add_input("A", Shape{1, 512, 64}, DType::f16);
+  int bt = *g.add_input("B", Shape{1, 64, 256}, DType::f16);
+  int c = *g.add_input("C", Shape{1, 256, 64}, DType::f16);
+  auto outs = g.add_customized({a, bt, c}, b, {"O"});
+  ASSERT_TRUE(outs.ok()) << outs.error().message;
+  ASSERT_TRUE(g.mark_output((*outs)[0]).ok());
+  GraphCost cost = estimate_cost(g, h100(), with_code());
+  ASSERT_EQ(cost.kernels.size(), 1u);
+  ASSERT_TRUE(cost.kernels[0].code.has_value());
+  const KernelCodeFeatures& f = *cost.kernels[0].code;
+  const int64_t threads = f.threads;
+  const int64_t team = f.loop_groups > 1 ? threads / f.loop_groups : threads;
+  ASSERT_GT(team, 0);
+  // In the loop (on a group's team): 64 outputs of K = 128 each; after it (on the block): 512
+  // outputs of K = 64.
+  EXPECT_EQ(f.loop_simt_mm_steps, (64 + team - 1) / team * 128);
+  EXPECT_EQ(f.once_simt_mm_steps, (512 + threads - 1) / threads * 64);
+  Json j = graph_cost_to_json(cost, h100());
+  EXPECT_EQ(j["kernels"][0]["once_simt_mm_steps"], f.once_simt_mm_steps);
+  // The prediction charges the chains, waves · (F · loop + once) · t_simt, whether or not the
+  // features were asked for; the tensor-core reference kernel has none.
+  const KernelCost& k = cost.kernels[0];
+  const Target t = h100();
+  EXPECT_GT(t.simt_mm_step_s, 0);
+  EXPECT_DOUBLE_EQ(k.t_simt_s, static_cast<double>(k.waves) *
+                                   (2.0 * static_cast<double>(f.loop_simt_mm_steps) +
+                                    static_cast<double>(f.once_simt_mm_steps)) *
+                                   t.simt_mm_step_s);
+  const GraphCost plain = estimate_cost(g, t);
+  EXPECT_DOUBLE_EQ(plain.kernels[0].t_simt_s, k.t_simt_s);
+  EXPECT_DOUBLE_EQ(plain.predicted_us, cost.predicted_us);
+  EXPECT_EQ(estimate_cost(rmsnorm_fused(), t).kernels[0].t_simt_s, 0.0);
 }
 
 TEST(CodeFeatures, OnlyPlannedKernelsAndOnlyWhenAsked) {

@@ -1,5 +1,6 @@
 #include "strata/cost/code_features.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "strata/opt/graph_optimizer.h"
@@ -32,6 +33,14 @@ KernelCodeFeatures code_features_of_plan(const KernelPlan& plan) {
     if (op.kind == OpKind::Input || op.kind == OpKind::Output) continue;
     const bool loop = plan.op(i).phase == Phase::Loop;
     (loop ? f.loop_ops : f.once_ops) += 1;
+    if (op_category(op.kind) == Category::Matmul && plan.op(i).matmul == MatmulPath::Simt) {
+      const Shape& a = g.tensor(op.inputs[0]).shape;
+      const int64_t outputs = g.tensor(op.output).shape.numel();
+      // In the loop a group's matmul runs on its team; after it on the whole block.
+      const int64_t threads = std::max(1, loop ? team_threads : plan.threads);
+      const int64_t steps = (outputs + threads - 1) / threads * a[a.rank() - 1];
+      (loop ? f.loop_simt_mm_steps : f.once_simt_mm_steps) += steps;
+    }
     if (!is_reduction(op) || op.inputs.empty()) continue;
     const ReductionShape r = reduction_shape(op, g.tensor(op.inputs[0]).shape);
     (loop ? f.loop_reduce_steps : f.once_reduce_steps) += ceil_log2(r.group());

@@ -19,6 +19,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["underfill"] = k.underfill;
   j["t_mem_us"] = k.t_mem_s * 1e6;
   j["t_comp_us"] = k.t_comp_s * 1e6;
+  j["t_simt_us"] = k.t_simt_s * 1e6;
   j["predicted_us"] = k.predicted_s * 1e6;
   j["smem_bytes"] = k.smem_bytes;
   j["library"] = k.library;
@@ -31,6 +32,8 @@ Json kernel_cost_to_json(const KernelCost& k) {
     j["once_barriers"] = k.code->once_barriers;
     j["loop_reduce_steps"] = k.code->loop_reduce_steps;
     j["once_reduce_steps"] = k.code->once_reduce_steps;
+    j["loop_simt_mm_steps"] = k.code->loop_simt_mm_steps;
+    j["once_simt_mm_steps"] = k.code->once_simt_mm_steps;
   }
   return j;
 }

@@ -5,6 +5,7 @@
 
 #include "strata/ir/shape_infer.h"
 #include "strata/opt/kernel_views.h"
+#include "strata/opt/layout.h"
 #include "strata/opt/matmul_lowering.h"
 
 namespace strata {
@@ -54,11 +55,17 @@ const std::vector<Target>& target_table() {
       // 1.05 GB reached 3.95). h100: the same tensor rate (same SM and clocks) and the DRAM rate
       // scaled by the HBM ratio, not measured; a100: the same fractions of its data sheet, not
       // measured.
+      // The last column, t_simt (per dependent SIMT matmul step and wave): h200 fitted alone
+      // on top of the other constants to the 1212 H200 points of bench/calibration/points.json
+      // (57 of them, in 16 programs, have SIMT matmuls; docs/cost-model.md, "SIMT matmul
+      // chains"); h100 the same SM and clock, so the same; a100 scaled by the SM clock
+      // (1.98 / 1.41 GHz), not measured.
       {arch("h100"),
-       {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12}},
+       {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9}},
       {arch("h200"),
-       {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12}},
-      {arch("a100"), {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12}},
+       {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9}},
+      {arch("a100"),
+       {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8}},
   };
   return table;
 }
@@ -302,6 +309,23 @@ bool library_cost(const KernelGraph& g, const KernelOp& op, const Target& t, Ker
   return true;
 }
 
+
+// Whether customized kernel op `i` has a matmul that runs on the SIMT path whatever the plan:
+// its tile shapes or an accumulator operand keep it off the tensor cores (matmul_tiles_fit_mma),
+// or the kernel has no 16-bit input type (the plan's mma type, kernel_plan.cc). Predefined ops
+// are not asked: a lowered matmul's 64 × 64 tiles run on the tensor cores.
+bool may_have_simt_matmul(const KernelGraph& g, int i) {
+  const KernelOp& op = g.op(i);
+  if (op.kind != OpKind::Customized || !op.body) return false;
+  bool mma_type = false;
+  for (int t : op.inputs) mma_type = mma_type || g.tensor(t).dtype != DType::f32;
+  const BlockGraph& b = *op.body;
+  for (int j = 0; j < static_cast<int>(b.ops().size()); ++j)
+    if (op_category(b.op(j).kind) == Category::Matmul && (!mma_type || !matmul_tiles_fit_mma(b, j)))
+      return true;
+  return false;
+}
+
 }  // namespace
 
 const std::vector<Target>& known_targets() {
@@ -366,10 +390,19 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
                 static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
     k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
     k.underfill = std::max(1.0, static_cast<double>(t.sm_count) / static_cast<double>(k.blocks));
+    // A kernel with a matmul off the tensor cores is planned for its SIMT chains' length.
+    std::optional<KernelCodeFeatures> code;
+    if (options.code_features || may_have_simt_matmul(g, i))
+      code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
+    if (code)
+      k.t_simt_s = static_cast<double>(k.waves) *
+                   (static_cast<double>(k.forloop) * static_cast<double>(code->loop_simt_mm_steps) +
+                    static_cast<double>(code->once_simt_mm_steps)) *
+                   t.simt_mm_step_s;
     k.predicted_s = k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
-                    static_cast<double>(k.forloop) * t.iteration_latency_s + t.launch_overhead_s;
-    if (options.code_features)
-      k.code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
+                    static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s +
+                    t.launch_overhead_s;
+    if (options.code_features) k.code = code;
     gc.predicted_us += k.predicted_s * 1e6;
     gc.kernels.push_back(std::move(k));
   }

@@ -88,27 +88,46 @@ int64_t batch_count(const Shape& s) {
 
 }  // namespace
 
-bool tensor_core_eligible(const KernelPlan& plan, int id) {
-  const BlockGraph& g = *plan.graph;
+namespace {
+
+/// The tile operand `k` of matmul `op` stands for: a transpose or slice is judged by the tile
+/// it views.
+int viewed_operand(const BlockGraph& g, const BlockOp& op, int k) {
+  int t = op.inputs[k];
+  while (op_category(g.op(g.tensor(t).producer).kind) == Category::Layout)
+    t = g.op(g.tensor(t).producer).inputs[0];
+  return t;
+}
+
+}  // namespace
+
+bool matmul_tiles_fit_mma(const BlockGraph& g, int id) {
   const BlockOp& op = g.op(id);
   if (op_category(op.kind) != Category::Matmul) return false;
-  if (!plan.options.tensor_cores || !plan.has_mma_dtype) return false;
   const Shape& a = g.tensor(op.inputs[0]).shape;
   const Shape& b = g.tensor(op.inputs[1]).shape;
   if (a[a.rank() - 1] % 16 != 0 || b[b.rank() - 1] % 8 != 0) return false;
+  // Accumulators stay f32: a post-loop matmul on them runs on the SIMT path.
+  for (int k = 0; k < 2; ++k)
+    if (op_category(g.op(g.tensor(viewed_operand(g, op, k)).producer).kind) == Category::Accum)
+      return false;
+  return true;
+}
+
+bool tensor_core_eligible(const KernelPlan& plan, int id) {
+  const BlockGraph& g = *plan.graph;
+  const BlockOp& op = g.op(id);
+  if (!plan.options.tensor_cores || !plan.has_mma_dtype) return false;
+  if (!matmul_tiles_fit_mma(g, id)) return false;
+  const Shape& a = g.tensor(op.inputs[0]).shape;
   for (int k = 0; k < 2; ++k) {
-    int t = op.inputs[k];
-    // A transpose or slice is judged by the tile it views.
-    while (op_category(g.op(g.tensor(t).producer).kind) == Category::Layout)
-      t = g.op(g.tensor(t).producer).inputs[0];
+    const int t = viewed_operand(g, op, k);
     // An A operand stored transposed as it is read (a kernel-level transpose) needs whole
     // 16-row tiles (MmaSpec's TA); through layout ops or a norm it may still be copied.
     if (k == 0 && t == op.inputs[0] && plan.tensors[t].stored_transposed &&
         a[a.rank() - 2] % 16 != 0)
       return false;
     if (is_input_tile(g, t) && input_tile_dtype(plan, t) != plan.mma_dtype) return false;
-    // Accumulators stay f32: a post-loop matmul on them runs on the SIMT path.
-    if (op_category(g.op(g.tensor(t).producer).kind) == Category::Accum) return false;
   }
   return true;
 }

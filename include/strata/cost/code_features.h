@@ -2,7 +2,7 @@
 // (kernel_plan.h): what the per-kernel totals of the cost model (bytes, FLOPs, blocks, for-loop
 // iterations) do not say about the latency of one iteration — how many threads run it, how many
 // barrier-separated steps and serial reduction steps it takes, and how many ops run inside the
-// loop against after it (docs/cost-model.md, "Code features"). Reported by `strata cost --json`
+// loop against after it, and how long the serial chains of SIMT matmuls are (docs/cost-model.md, "Code features"). Reported by `strata cost --json`
 // for the calibration (bench/calibrate.py); no term of the model uses them.
 #pragma once
 
@@ -34,6 +34,11 @@ struct KernelCodeFeatures {
   /// reductions outside the loop.
   int loop_reduce_steps = 0;
   int once_reduce_steps = 0;
+  /// Dependent multiply-adds per thread of the matmuls that run on the SIMT path
+  /// (OpPlan::matmul, layout.h): Σ ⌈outputs / threads⌉ · K, each output a serial chain over K
+  /// (the loop's matmuls per iteration; those outside the loop).
+  int64_t loop_simt_mm_steps = 0;
+  int64_t once_simt_mm_steps = 0;
 };
 
 /// The features of `plan` (a plan optimize_block_graph has completed).

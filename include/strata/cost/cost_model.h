@@ -54,6 +54,10 @@ struct CostConstants {
   /// The DRAM rate cuBLAS sustains on a bandwidth-bound predefined matmul (few rows against a
   /// large weight), bytes/s (same source).
   double blas_bandwidth_Bps;
+  /// t_simt: per dependent multiply-add of a thread's SIMT matmul chains, per wave (the
+  /// latency of a shared-memory load and an FMA that each output's chain over K waits on;
+  /// docs/cost-model.md, "SIMT matmul chains").
+  double simt_mm_step_s;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -90,15 +94,21 @@ struct KernelCost {
   double underfill;      ///< max(1, N_SM / N_blocks) (compute runs on min(N_blocks, N_SM) SMs)
   double t_mem_s;        ///< (load_bytes + store_bytes) / bandwidth + l2_bytes / L2 bandwidth
   double t_comp_s;       ///< tensor_flops / tensor peak + simt_flops / SIMT peak
-  double predicted_s;    ///< t_mem_s · alpha + t_comp_s · underfill + F · t_iter + launch
+  /// waves · (F · loop + once SIMT matmul steps per thread) · t_simt: the serial chains of the
+  /// kernel's SIMT matmuls (0 when every matmul runs on the tensor cores).
+  double t_simt_s = 0;
+  double predicted_s;    ///< t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s
+                         ///< + launch
   int64_t smem_bytes;    ///< block_smem_bytes of a customized kernel; 0 for predefined ops
   /// A predefined matmul predicted as a cuBLAS call (CostOptions::library_matmul): predicted_s
   /// = max(t_mem_s, t_comp_s) + launch, t_mem_s at Target::blas_bandwidth_Bps, t_comp_s at
   /// Target::blas_tensor_flops, α = u = 1.
   bool library = false;
   /// Features of the kernel's code (code_features.h), when CostOptions::code_features asked for
-  /// them and the emitter plans the kernel (a customized kernel or a lowered matmul); no term of
-  /// the prediction uses them.
+  /// them and the emitter plans the kernel (a customized kernel or a lowered matmul). The
+  /// prediction uses only the SIMT matmul steps (t_simt_s), which it plans a kernel for
+  /// whenever a matmul of its block graph cannot run on the tensor cores (matmul_tiles_fit_mma,
+  /// or an input type without mma).
   std::optional<KernelCodeFeatures> code;
 };
 

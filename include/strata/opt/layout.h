@@ -12,6 +12,12 @@ namespace strata {
 /// that are accumulators keep f32 and make the matmul SIMT).
 bool tensor_core_eligible(const KernelPlan& plan, int op);
 
+/// The part of tensor_core_eligible that the block graph alone decides: false when matmul op
+/// `op` of `g` runs on the SIMT path whatever the plan (K % 16 != 0, N % 8 != 0, or an operand
+/// that is an accumulator). The cost model asks it before planning a kernel for its SIMT
+/// matmuls (docs/cost-model.md, "SIMT matmul chains").
+bool matmul_tiles_fit_mma(const BlockGraph& g, int op);
+
 /// Chooses, for a scheduled and fused plan:
 ///  - the matmul path of every matmul (tensor cores when eligible, else SIMT) and the warp
 ///    tiling of tensor-core matmuls (all warps busy, fewest ldmatrix per k-step, output chunks
