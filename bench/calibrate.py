@@ -47,7 +47,8 @@ emitted predefined matmuls as generated kernels, before cuBLAS calls).
 the programs) predicted by constants fitted without it.
 `--per-program` prints the Spearman correlation of every program; `--subset NAME,...` the
 quality on some records' points alone (of the fit on all). `--no-serial` and `--no-code` hold
-t_serial and the code terms at 0; `--code-terms simt,...` fits only the code terms named.
+t_serial and the code terms at 0; `--code-terms simt,...` fits only the code terms named, and
+with `--on-table` only those, on top of the dataset's own predictions.
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
@@ -494,6 +495,30 @@ def holdout_groups(points, by):
                         for f in range(10)) if g]
 
 
+def fit_on_table(points, n_sm, code):
+    """The code terms `code` (indices into KEYS) fitted alone on top of the dataset's
+    predictions (the model of the commit that extracted it): least squares on the relative
+    error of predicted_s + Σ feature · coefficient, coefficients non-negative. Returns the
+    coefficients of all KEYS (0 but for `code`)."""
+    terms = sorted(code)
+    rows, ys = [], []
+    for p in points:
+        w = 1.0 / p["measured_s"]
+        f = features(p, 0.0, n_sm)
+        rows.append([f[j] * w for j in terms])
+        ys.append(1.0 - p["predicted_s"] * w)
+    free, _ = nnls(rows, ys)
+    x = [0.0] * len(KEYS)
+    for j, v in zip(terms, free):
+        x[j] = v
+    return x
+
+
+def predict_on_table(point, x, n_sm):
+    """The dataset's prediction of `point` plus the code terms of fit_on_table."""
+    return point["predicted_s"] + sum(f * v for f, v in zip(features(point, 0.0, n_sm), x))
+
+
 def cross_validate(points, n_sm, by, tensor_peak, alpha=None, serial=True, code=True):
     """Out-of-sample predictions: every point predicted by constants fitted on the points
     outside its holdout group (holdout_groups)."""
@@ -544,6 +569,10 @@ def main():
     ap.add_argument("--code-terms", default="", metavar="NAME,...",
                     help="fit only these code terms (of barrier, reduce, op, simt), the others "
                          "held at 0")
+    ap.add_argument("--on-table", action="store_true",
+                    help="fit only the code terms of --code-terms on top of the dataset's own "
+                         "predictions (the model of the commit that extracted it), the other "
+                         "constants as they are")
     ap.add_argument("--subset", action="append", default=[], metavar="NAME,...",
                     help="also report the quality on the points of these records alone "
                          "(repeatable)")
@@ -601,13 +630,27 @@ def main():
     # A program is a config of one record: candidates ranked against each other in one run.
     configs = [f"{p['record']}:{p['config']}" for p in points]
     current = quality([p["predicted_s"] for p in points], meas, configs)
-    c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial, code)
-    fitted = [predict(p, c, x, n_sm) for p in points]
+    if a.on_table and not isinstance(code, set):
+        ap.error("--on-table needs --code-terms (the terms to fit on the dataset's predictions)")
+    if a.on_table:
+        c, x = 0.0, fit_on_table(points, n_sm, code)
+        fitted = [predict_on_table(p, x, n_sm) for p in points]
+    else:
+        c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial, code)
+        fitted = [predict(p, c, x, n_sm) for p in points]
     new = quality(fitted, meas, configs)
     held_out = None
     if a.holdout and len(holdout_groups(points, a.holdout)) < 2:
         sys.exit(f"calibrate: --holdout {a.holdout} needs two or more {a.holdout} in {where}")
-    if a.holdout:
+    if a.holdout and a.on_table:
+        held_out_pred = [0.0] * len(points)
+        for group in holdout_groups(points, a.holdout):
+            held = set(group)
+            xg = fit_on_table([p for i, p in enumerate(points) if i not in held], n_sm, code)
+            for i in group:
+                held_out_pred[i] = predict_on_table(points[i], xg, n_sm)
+        held_out = quality(held_out_pred, meas, configs)
+    elif a.holdout:
         held_out_pred = cross_validate(points, n_sm, a.holdout, a.tensor_peak, a.alpha,
                                        not a.no_serial, code)
         held_out = quality(held_out_pred, meas, configs)
