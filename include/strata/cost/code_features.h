@@ -3,7 +3,9 @@
 // iterations) do not say about the latency of one iteration — how many threads run it, how many
 // barrier-separated steps and serial reduction steps it takes, and how many ops run inside the
 // loop against after it (docs/cost-model.md, "Code features"). Reported by `strata cost --json`
-// for the calibration (bench/calibrate.py); no term of the model uses them.
+// for the calibration (bench/calibrate.py); no term of the model uses them. The search orders
+// graphs the model predicts within a few percent of each other by their loop barriers
+// (docs/search.md, "Ties of the model").
 #pragma once
 
 #include <optional>
