@@ -13,7 +13,9 @@ predicted speedup over the program and, when it is the program itself, the reaso
 summary gives. `--keep DIR` also keeps each result document as DIR/<name>.json: the
 precomputed searches that scripts/gpu-suite.sh profiles instead of searching on the GPU
 machine (bench/search/suite/). With a selection, the entries of an existing record of the same
-stem are kept and the selected ones replaced. Searches run without the result cache unless
+stem are kept and the selected ones replaced; the record's header (revision, time limit,
+machine) stays that of the run it describes, and every entry carries the revision, time limit
+and load of its own search, so that entries re-made later with other ones are listed as such. Searches run without the result cache unless
 `--cache` is given, so that the times are those of a search. A search still running after
 `--kill-after` seconds (a search that overruns its time limit) is ended and recorded as such.
 Exit: 0 when every search ran
@@ -101,7 +103,8 @@ def repo_path(path):
 def search_one(path, args, keep_dir):
     """Runs one search; returns its record entry."""
     prog = strata_program.load(path)
-    entry = {"program": path.stem, "origin": prog.origin}
+    entry = {"program": path.stem, "origin": prog.origin, "time_limit_s": args.time_limit,
+             "load_start": load_average()}
     with tempfile.TemporaryDirectory(prefix="strata-suite-search-") as tmp:
         result = Path(tmp) / "result.json"
         # Run from the repository root with the program's relative path, so that messages
@@ -119,9 +122,11 @@ def search_one(path, args, keep_dir):
                                 start_new_session=True, cwd=ROOT)
         try:
             stdout, stderr = proc.communicate(timeout=args.kill_after or None)
+            entry["load_end"] = load_average()
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
+            entry["load_end"] = load_average()
             entry["wall_s"] = round(time.time() - t0, 1)
             entry["exit"] = None
             entry["error"] = (f"killed after {args.kill_after:g} s: the search did not stop at "
@@ -191,6 +196,10 @@ def markdown(doc):
         out.append(f"| {e['program']} | {fmt(e.get('wall_s'), '.1f')} | "
                    f"{fmt(e.get('user_s'), '.1f')} | {fmt(e.get('states'), ',d')} | {stop} | "
                    f"{best_text(e)} | {pred} | {speed} |")
+    remade = [e for e in doc["programs"] if remade_text(e, doc)]
+    if remade:
+        out += ["", "Re-made after that run (the table shows these searches):", ""]
+        out += [f"- {e['program']}: {remade_text(e, doc)}" for e in remade]
     s = doc["summary"]
     out += ["", f"{s['programs']} programs: {s['fused']} fused, {s['not_fused']} not fused, "
             f"{s['errors']} failed; stop reasons {s['stops']}; wall {s['wall_s']:.0f} s, user "
@@ -200,6 +209,16 @@ def markdown(doc):
         out += [f"- {k}: {v}" for k, v in s["reasons"].items()]
         out.append("")
     return "\n".join(out)
+
+
+def remade_text(e, doc):
+    """How entry `e` was searched when its revision or time limit differs from the record's
+    header (a program re-made later), else ""."""
+    rev, limit = e.get("revision", doc["revision"]), e.get("time_limit_s", doc["time_limit_s"])
+    if rev == doc["revision"] and limit == doc["time_limit_s"]:
+        return ""
+    return (f"strata {rev}, `--time-limit {limit:g}`, load average "
+            f"{e.get('load_start', 'n/a')} at the start, {e.get('load_end', 'n/a')} at the end")
 
 
 def reason_kind(reason):
@@ -265,24 +284,31 @@ def main():
     chosen = programs(args.names, args.match)
     stem = Path(args.out) / (args.stem or f"cpu-{datetime.date.today().isoformat()}-suite-search")
     keep = Path(args.keep) if args.keep else None
-    previous = {}
-    if (args.names or args.match) and Path(f"{stem}.json").exists():
-        previous = {e["program"]: e for e in json.loads(Path(f"{stem}.json").read_text())["programs"]}
-    doc = {"format": "strata-suite-search", "version": 1, "revision": revision(),
+    run_revision = revision()
+    doc = {"format": "strata-suite-search", "version": 1, "revision": run_revision,
            "time_limit_s": args.time_limit, "top": args.top, "cache": args.cache,
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                        "load_start": load_average()}}
+    previous = {}
+    if (args.names or args.match) and Path(f"{stem}.json").exists():
+        old = json.loads(Path(f"{stem}.json").read_text())
+        previous = {e["program"]: e for e in old["programs"]}
+        # The header describes the run that made the record; entries re-made now carry their own.
+        for key in ("revision", "time_limit_s", "top", "cache", "machine"):
+            doc[key] = old.get(key, doc[key])
     done = dict(previous)
     failed = False
     for i, path in enumerate(chosen, 1):
         t0 = time.time()
         entry = search_one(path, args, keep)
+        entry["revision"] = run_revision
         failed |= "error" in entry
         done[path.stem] = entry
         print(f"[{i}/{len(chosen)}] {path.stem}: {best_text(entry)} "
               f"({time.time() - t0:.1f} s)", flush=True)
         doc["programs"] = [done[k] for k in sorted(done)]
-        doc["machine"]["load_end"] = load_average()
+        if not previous:
+            doc["machine"]["load_end"] = load_average()
         doc["summary"] = summary(doc["programs"])
         Path(stem).parent.mkdir(parents=True, exist_ok=True)
         Path(f"{stem}.json").write_text(json.dumps(doc, indent=2) + "\n")

@@ -401,12 +401,21 @@ TEST(SearchCache, EntryForAnotherProgramIsNotServed) {
                                  program_hash(p), their_payload)
                   .ok());
   expect_bad_entry_replaced(p, dir, ranked_json(*mine), "ranked[");
-  // 4. This program's own entry with the winner changed to compute something else (a mean
-  //    of squares where the rms is due), at the same cost: the screen of the winner catches it.
+  // 4. This program's own entry, cut to its graph with an rms accumulator and the program,
+  //    with that graph changed to compute something else (a mean of squares where the rms is
+  //    due) at the same cost: the screen of the winner catches it.
   Json doctored = search_result_to_json(*mine, cached_config(dir));
-  ASSERT_FALSE(doctored["ranked"][0]["is_program"].get<bool>());
+  Json rms, program_entry;
+  for (const Json& e : doctored["ranked"]) {
+    if (e["is_program"].get<bool>())
+      program_entry = e;
+    else if (rms.is_null() && e["graph"].dump().find("accum_rms_ld") != std::string::npos)
+      rms = e;
+  }
+  ASSERT_FALSE(rms.is_null()) << "no ranked graph with an rms accumulator";
+  doctored["ranked"] = Json::array({rms, program_entry});
+  doctored["program_index"] = 1;
   std::string winner = doctored["ranked"][0]["graph"].dump();
-  ASSERT_NE(winner.find("accum_rms_ld"), std::string::npos) << winner;
   winner.replace(winner.find("accum_rms_ld"), 12, "accum_mean_ld");
   doctored["ranked"][0]["graph"] = Json::parse(winner);
   auto target = Target::by_name("h100");

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "search/cost_ties.h"
 #include "search/enumerator.h"
 #include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
@@ -175,12 +176,15 @@ TEST_P(SearchDiscovers, ReferenceStructureFromTheNaiveProgram) {
   EXPECT_LE(best.verification.log2_bound, -60.0);
   auto target = Target::by_name("h100");
   ASSERT_TRUE(target.ok());
-  EXPECT_LE(best.cost.predicted_us, estimate_cost(reference, *target).predicted_us + 1e-9);
+  // The ranking is by predicted time up to the tie tolerance, within which graphs with fewer
+  // loop barriers go first (search/cost_ties.h).
+  const double tie = 1 + search::kCostTieTolerance;
+  EXPECT_LE(best.cost.predicted_us, estimate_cost(reference, *target).predicted_us * tie);
   int prog = r->program_index();
   ASSERT_GE(prog, 0);
   EXPECT_LE(best.cost.predicted_us, r->ranked[prog].cost.predicted_us);
   for (size_t i = 1; i < r->ranked.size(); ++i)
-    EXPECT_LE(r->ranked[i - 1].cost.predicted_us, r->ranked[i].cost.predicted_us);
+    EXPECT_LE(r->ranked[i - 1].cost.predicted_us, r->ranked[i].cost.predicted_us * tie);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -124,6 +124,24 @@ class SuiteSearch(unittest.TestCase):
                       "candidate(s) found, but the code generator cannot emit", md)
         self.assertIn("| 5.00 (10.00) | 2.00× |", md)
         self.assertIn("- cannot emit: 1", md)
+        self.assertNotIn("Re-made", md)
+
+    def test_markdown_lists_entries_remade_with_other_settings(self):
+        a, b = self.search("fused_a"), self.search("fused_b")
+        self.assertEqual(a["time_limit_s"], 60.0)
+        self.assertIn("load_start", a)
+        self.assertIn("load_end", a)
+        a["revision"] = "abc"
+        b.update(revision="def", time_limit_s=150.0, load_start="0.10", load_end="1.90")
+        doc = {"revision": "abc", "time_limit_s": 60.0, "top": 0, "cache": False,
+               "machine": {"cpus": 2, "platform": "test", "load_start": "1", "load_end": "2"},
+               "programs": [a, b], "summary": suite_search.summary([a, b])}
+        md = suite_search.markdown(doc)
+        self.assertIn("--time-limit 60 --no-cache", md)
+        self.assertIn("Re-made after that run", md)
+        self.assertIn("- fused_b: strata def, `--time-limit 150`, load average 0.10 at the "
+                      "start, 1.90 at the end", md)
+        self.assertNotIn("- fused_a:", md)
 
     def test_parse_time(self):
         self.assertEqual(suite_search.parse_time("noise\n12.34 20.50\n"), (12.34, 20.5))

@@ -213,11 +213,11 @@ Result<SearchResult> search_by_layers(const KernelGraph& program, const SearchCo
   result.from_cache =
       whole_searched && std::all_of(from_cache.begin(), from_cache.end(), [](bool b) { return b; });
 
-  sort_candidates(joined);
+  sort_candidates(joined, target);
   if (joined.size() > static_cast<size_t>(config.top_k)) joined.resize(config.top_k);
   result.ranked = std::move(joined);
   result.ranked.push_back(as_written(program, target));
-  sort_candidates(result.ranked);
+  sort_candidates(result.ranked, target);
   result.stats.elapsed_s = seconds_since(t0);
   return result;
 }

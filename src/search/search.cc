@@ -20,6 +20,7 @@
 
 #include "search/candidate_pool.h"
 #include "search/checkpoint.h"
+#include "search/cost_ties.h"
 #include "search/enumerator.h"
 #include "search/layered_search.h"
 #include "search/library_form.h"
@@ -247,12 +248,12 @@ std::string structure_signature(const KernelGraph& g) {
 }
 
 /// Verification order: alternately the cheapest graph not yet taken (entries come in cost
-/// order) and the next graph of a round robin over structures — the cheapest graph of every
-/// structure (structures in order of their cheapest graph), then the second cheapest of each,
-/// and so on — skipping graphs already taken. With a small top_k the verified set thus holds
-/// the model's favourites and also spans different structures and several tilings of each:
-/// the cost model is least reliable between structures and between tilings of one structure,
-/// and on a GPU the profiler then chooses among them.
+/// order, ties broken by break_cost_ties) and the next graph of a round robin over structures
+/// — the cheapest graph of every structure (structures in order of their cheapest graph), then
+/// the second cheapest of each, and so on — skipping graphs already taken. With a small top_k
+/// the verified set thus holds the model's favourites and also spans different structures and
+/// several tilings of each: the cost model is least reliable between structures and between
+/// tilings of one structure, and on a GPU the profiler then chooses among them.
 void diversify(std::vector<search::PoolEntry>& entries) {
   std::vector<std::string> order;                     // structures, cheapest first
   std::map<std::string, std::vector<size_t>> groups;  // entry indices of each, in cost order
@@ -752,14 +753,24 @@ void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
   }
 }
 
-/// Phase 6, order: the pool's graphs other than the program, in verification order
-/// (diversify: the cheapest alternating with a round robin over structures).
+/// Phase 6, order: the pool's graphs other than the program, in verification order: the
+/// pool's cost order with ties of the model broken by the barriers of the kernels' loops
+/// (break_cost_ties; planned only for the graphs that tie), then diversify (the cheapest
+/// alternating with a round robin over structures).
 std::vector<search::PoolEntry> verification_order(std::vector<search::PoolEntry> entries,
-                                                  const KernelGraph& program) {
+                                                  const KernelGraph& program,
+                                                  const Target& target) {
   std::erase_if(entries,
                 [&](const search::PoolEntry& e) { return e.graph.structurally_equal(program); });
-  diversify(entries);
-  return entries;
+  std::vector<double> predicted;
+  for (const search::PoolEntry& e : entries) predicted.push_back(e.cost.predicted_us);
+  const std::vector<size_t> order = search::break_cost_ties(predicted, [&](size_t i) {
+    return search::loop_barriers_per_sm(entries[i].graph, target);
+  });
+  std::vector<search::PoolEntry> tied;
+  for (size_t i : order) tied.push_back(std::move(entries[i]));
+  diversify(tied);
+  return tied;
 }
 
 /// Phase 7, screening and verification: in order, each candidate the code generator can
@@ -861,7 +872,7 @@ void rank(const KernelGraph& program, const Target& target, SearchResult& result
   identity.log2_bound = -INFINITY;
   identity.detail = "the input program itself";
   result.ranked.push_back({program, estimate_cost(program, target), identity, true, {}});
-  sort_candidates(result.ranked);
+  sort_candidates(result.ranked, target);
 }
 
 /// Phase 9, persist: a finished search is cached and its checkpoint removed; a stopped one
@@ -924,7 +935,8 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   std::vector<Candidate> proved_forms =
       prove_library_forms(job, forms, monitor.verification_stop(), derived, result);
   const std::vector<search::PoolEntry> found = pool.entries();
-  screen_and_verify(job, *en.checker, verification_order(found, program), monitor, result);
+  screen_and_verify(job, *en.checker, verification_order(found, program, job.target), monitor,
+                    result);
   verify_derived(job, *en.checker, derived, monitor, result);
   for (Candidate& c : proved_forms) result.ranked.push_back(std::move(c));
   monitor.finish();

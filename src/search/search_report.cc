@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "search/cost_ties.h"
 #include "strata/cost/cost_json.h"
 
 namespace strata {
@@ -77,7 +78,7 @@ T get_or(const Json& j, const char* key, T fallback) {
 
 }  // namespace
 
-void sort_candidates(std::vector<Candidate>& ranked) {
+void sort_candidates(std::vector<Candidate>& ranked, const Target& target) {
   std::vector<std::pair<std::string, size_t>> keys;
   for (size_t i = 0; i < ranked.size(); ++i)
     keys.emplace_back(kernel_graph_to_json(ranked[i].graph).dump(), i);
@@ -88,8 +89,13 @@ void sort_candidates(std::vector<Candidate>& ranked) {
     if (ta != tb) return ta < tb;
     return keys[a].first < keys[b].first;
   });
+  std::vector<double> predicted;
+  for (size_t i : order) predicted.push_back(ranked[i].cost.predicted_us);
+  const std::vector<size_t> tied = search::break_cost_ties(predicted, [&](size_t i) {
+    return search::loop_barriers_per_sm(ranked[order[i]].graph, target);
+  });
   std::vector<Candidate> out;
-  for (size_t i : order) out.push_back(std::move(ranked[i]));
+  for (size_t i : tied) out.push_back(std::move(ranked[order[i]]));
   ranked = std::move(out);
 }
 
@@ -169,7 +175,7 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
     }
     r.ranked.push_back(std::move(c));
   }
-  sort_candidates(r.ranked);
+  sort_candidates(r.ranked, target);
   auto s = doc.find("stats");
   if (s != doc.end() && s->is_object()) {
     r.stats.states = get_or<int64_t>(*s, "states", 0);

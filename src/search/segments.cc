@@ -231,7 +231,7 @@ Result<SearchResult> search_around_collectives(const KernelGraph& program,
   identity.log2_bound = -INFINITY;
   identity.detail = "the input program itself";
   result.ranked.push_back({program, estimate_cost(program, target), identity, true, {}});
-  sort_candidates(result.ranked);
+  sort_candidates(result.ranked, target);
   result.stats.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

@@ -2,8 +2,11 @@
 // (kernel_plan.h): what the per-kernel totals of the cost model (bytes, FLOPs, blocks, for-loop
 // iterations) do not say about the latency of one iteration — how many threads run it, how many
 // barrier-separated steps and serial reduction steps it takes, and how many ops run inside the
-// loop against after it, and how long the serial chains of SIMT matmuls are (docs/cost-model.md, "Code features"). Reported by `strata cost --json`
-// for the calibration (bench/calibrate.py); no term of the model uses them.
+// loop against after it, and how long the serial chains of SIMT matmuls are (docs/cost-model.md,
+// "Code features"). Reported by `strata cost --json` for the calibration (bench/calibrate.py).
+// The prediction uses the SIMT chains (KernelCost::t_simt_s, "SIMT matmul chains"); the search
+// orders graphs the model predicts within a few percent of each other by their loop barriers
+// (docs/search.md, "Ties of the model").
 #pragma once
 
 #include <optional>

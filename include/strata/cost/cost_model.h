@@ -119,7 +119,8 @@ struct CostOptions {
   bool library_matmul = true;
   /// Also plan every generated kernel as the emitter does and report its code features
   /// (KernelCost::code; `strata cost --json`). Off by default: planning costs far more than the
-  /// prediction, and the search predicts every candidate.
+  /// prediction, and the search predicts every candidate (it asks for the features only of the
+  /// graphs whose predictions tie, docs/search.md "Ties of the model").
   bool code_features = false;
 };
 

@@ -18,7 +18,10 @@ Json search_result_to_json(const SearchResult& result, const SearchConfig& confi
 /// Statistics, notes and verification results are taken as written.
 Result<SearchResult> search_result_from_json(const Json& doc, const Target& target);
 
-/// Sorts candidates best first: by predicted time, ties by canonical μGraph JSON.
-void sort_candidates(std::vector<Candidate>& ranked);
+/// Sorts candidates best first: by predicted time, equal times by canonical μGraph JSON; then
+/// graphs predicted within 6 % of each other by the barriers of their kernels' loops as planned
+/// for `target`, fewer first (docs/search.md, "Ranking, screening, verification"). `target`
+/// must be the one the costs were predicted for.
+void sort_candidates(std::vector<Candidate>& ranked, const Target& target);
 
 }  // namespace strata
