@@ -312,13 +312,14 @@ bool library_cost(const KernelGraph& g, const KernelOp& op, const Target& t, Ker
 
 // Whether customized kernel op `i` has a matmul that runs on the SIMT path whatever the plan:
 // its tile shapes or an accumulator operand keep it off the tensor cores (matmul_tiles_fit_mma),
-// or the kernel has no 16-bit input type (the plan's mma type, kernel_plan.cc). Predefined ops
+// or the kernel has no 16-bit input type (mma_input_dtype, kernel_plan.h). Predefined ops
 // are not asked: a lowered matmul's 64 × 64 tiles run on the tensor cores.
 bool may_have_simt_matmul(const KernelGraph& g, int i) {
   const KernelOp& op = g.op(i);
   if (op.kind != OpKind::Customized || !op.body) return false;
-  bool mma_type = false;
-  for (int t : op.inputs) mma_type = mma_type || g.tensor(t).dtype != DType::f32;
+  std::vector<DType> input_dtypes;
+  for (int t : op.inputs) input_dtypes.push_back(g.tensor(t).dtype);
+  const bool mma_type = mma_input_dtype(input_dtypes).has_value();
   const BlockGraph& b = *op.body;
   for (int j = 0; j < static_cast<int>(b.ops().size()); ++j)
     if (op_category(b.op(j).kind) == Category::Matmul && (!mma_type || !matmul_tiles_fit_mma(b, j)))

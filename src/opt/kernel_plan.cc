@@ -102,13 +102,17 @@ Result<KernelPlan> make_kernel_plan(std::shared_ptr<const BlockGraph> graph,
                                         plan.input_views[i]->map.transposed &&
                                         plan.graph->tensor(t).shape.rank() >= 2;
   }
-  for (DType t : plan.input_dtypes)
-    if (t != DType::f32) {
-      plan.mma_dtype = t;
-      plan.has_mma_dtype = true;
-      break;
-    }
+  if (std::optional<DType> t = mma_input_dtype(plan.input_dtypes)) {
+    plan.mma_dtype = *t;
+    plan.has_mma_dtype = true;
+  }
   return plan;
+}
+
+std::optional<DType> mma_input_dtype(const std::vector<DType>& input_dtypes) {
+  for (DType t : input_dtypes)
+    if (t != DType::f32) return t;
+  return std::nullopt;
 }
 
 std::vector<int> tensor_consumers(const BlockGraph& g, int t) {

@@ -405,6 +405,10 @@ std::string format_plan(const KernelPlan& plan);
 /// Ids of the ops that read tensor `t` (compute ops, accumulators and output savers).
 std::vector<int> tensor_consumers(const BlockGraph& g, int t);
 
+/// The type of a kernel's tensor-core operands given its input types: the first that is not
+/// f32 (KernelPlan::mma_dtype); nullopt when every input is f32 (no tensor cores).
+std::optional<DType> mma_input_dtype(const std::vector<DType>& input_dtypes);
+
 /// The tensor whose storage a tile is read from: t itself, or for a layout op read in place
 /// (TensorHome::Alias) the storage its input chain ends in.
 int alias_root(const KernelPlan& plan, int t);
