@@ -17,6 +17,7 @@
 #include "strata/verify/verifier.h"
 #include "verify/analysis.h"
 #include "verify/demand.h"
+#include "verify/instance_reduction.h"
 
 namespace strata {
 namespace {
@@ -80,6 +81,17 @@ VerifyResult verify(const KernelGraph& a, const KernelGraph& b, VerifyOptions o 
   EXPECT_TRUE(v.ok());
   auto s = checker->screen(b);
   EXPECT_TRUE(s.ok());
+  // The verdict on the program's own instance is the same (docs/verifier.md §7).
+  VerifyOptions full = o;
+  full.reduce_instances = false;
+  auto f = verify_equivalent(a, b, full);
+  EXPECT_TRUE(f.ok());
+  if (r.ok() && f.ok()) {
+    EXPECT_EQ(f->equivalent, r->equivalent) << r->detail << " / " << f->detail;
+    EXPECT_EQ(f->unknown, r->unknown);
+    EXPECT_EQ(f->output, r->output);
+    EXPECT_TRUE(f->instance.empty());
+  }
   if (r.ok() && v.ok() && s.ok()) {
     EXPECT_EQ(v->equivalent, r->equivalent);
     EXPECT_EQ(v->element, r->element);
@@ -462,7 +474,7 @@ TEST(NonEquivalences, SecondOutputDiffers) {
   EXPECT_FALSE(r.equivalent);
   EXPECT_EQ(r.output, 1);
   EXPECT_EQ(r.element, 0);
-  EXPECT_EQ(r.detail, "output 1 (t3) differs at [0, 0]");
+  EXPECT_EQ(r.detail, "output 1 (t3) differs at [0, 0] (on the reduced instance I0.1 3 → 2)");
 }
 
 TEST(NonEquivalences, IdenticallyZeroDenominatorIsInconclusive) {
@@ -981,6 +993,127 @@ TEST(Cli, EquivExitCodes) {
   EXPECT_EQ(code(xy + " " + xy2 + " --screen --trials 1"), 0);
   EXPECT_EQ(code(xy + " " + other), 1);  // different interfaces: not equivalent
   EXPECT_EQ(code(xy + " " + dir + "/missing.json"), 2);
+}
+
+// ---- reduced instances (docs/verifier.md §7) --------------------------------------------------
+
+/// softmax(Q·K)·V over `rows` query rows (4 heads, head dim 16, 64 keys; K stored [h, d, n]).
+KernelGraph attention_rows(int64_t rows) {
+  return graph({{4, rows, 16}, {4, 16, 64}, {4, 64, 16}}, [](KernelGraph& g, auto in) {
+    int e = op(g, OpKind::Exp, {op(g, OpKind::Matmul, {in[0], in[1]})});
+    int p = op(g, OpKind::Div, {e, op(g, OpKind::Sum, {e}, dim(2))});
+    return std::vector<int>{op(g, OpKind::Matmul, {p, in[2]})};
+  });
+}
+
+/// One kernel: grid (heads, row tiles), a loop of two key tiles of 32. `k_imap_y` maps K's
+/// dim on grid y (kPhi: correct); `mix_rows` divides by the tile's summed denominators (wrong).
+KernelGraph attention_rows_fused(int64_t rows, int row_blocks, int k_imap_y = kPhi,
+                                 bool mix_rows = false) {
+  return graph({{4, rows, 16}, {4, 16, 64}, {4, 64, 16}}, [&](KernelGraph& g, auto in) {
+    return custom(g, {in[0], in[1], in[2]}, {4, row_blocks, 1}, 2, [&](BlockGraph& b) {
+      int q = must(b.add_input(Shape{4, rows, 16}, {0, 1, kPhi}, kPhi));
+      int k = must(b.add_input(Shape{4, 16, 64}, {0, k_imap_y, kPhi}, k_imap_y == 2 ? kPhi : 2));
+      int v = must(b.add_input(Shape{4, 64, 16}, {0, kPhi, kPhi}, 1));
+      int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Matmul, {q, k}))}));
+      int n = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {e, v}))}));
+      int d = must(b.add_op(OpKind::AccumSumLd, {e}));
+      if (mix_rows) d = must(b.add_op(OpKind::Sum, {d}, dim(1)));
+      EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {n, d})), {0, 1, kPhi}).ok());
+    });
+  });
+}
+
+TEST(ReducedInstances, IndependentClassesOfAttention) {
+  KernelGraph prog = attention_rows(256);
+  verify::ProgramClasses pc = verify::independent_classes(prog);
+  // Heads (Q.0 = K.0 = V.0) and query rows (Q.1) and V's columns; never Q's head dim
+  // (contracted) or the keys (summed).
+  ASSERT_EQ(pc.extent, (std::vector<int64_t>{4, 256, 16}));
+  EXPECT_EQ(pc.names, (std::vector<std::string>{"I0.0", "I0.1", "I2.2"}));
+  const auto& in = prog.inputs();
+  EXPECT_EQ(pc.labels[in[0]], (std::vector<int>{0, 1, -1}));
+  EXPECT_EQ(pc.labels[in[1]], (std::vector<int>{0, -1, -1}));
+  EXPECT_EQ(pc.labels[in[2]], (std::vector<int>{0, -1, 2}));
+  EXPECT_EQ(pc.labels[prog.outputs()[0]], (std::vector<int>{0, 1, 2}));
+  // A program that normalizes over its rows has no independent rows.
+  auto norm = graph({{8, 32}}, [](KernelGraph& g, auto in) {
+    return std::vector<int>{op(g, OpKind::RmsNorm, {op(g, OpKind::Transpose, {in[0]})}, dim(1))};
+  });
+  EXPECT_EQ(verify::independent_classes(norm).extent, (std::vector<int64_t>{32}));
+}
+
+TEST(ReducedInstances, FusedAttentionIsCheckedOnTwoTilesPerClass) {
+  KernelGraph prog = attention_rows(256), cand = attention_rows_fused(256, 8);
+  auto reduced = verify::reduce_instance(prog, verify::independent_classes(prog), cand);
+  ASSERT_TRUE(reduced.has_value());
+  // V's columns are not split by the candidate's grid: they keep their extent.
+  EXPECT_EQ(reduced->description, "I0.0 4 → 2, I0.1 256 → 64");
+  EXPECT_EQ(reduced->candidate.op(3).body->grid(), (Dim3{2, 2, 1}));
+  EXPECT_EQ(reduced->program.tensor(reduced->program.outputs()[0]).shape, (Shape{2, 64, 16}));
+  VerifyResult r = verify(prog, cand);
+  EXPECT_TRUE(r.equivalent) << r.detail;
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 64");
+  EXPECT_LE(r.log2_bound, -60);
+}
+
+TEST(ReducedInstances, ClassesACandidateDoesNotRespectKeepTheirExtent) {
+  KernelGraph prog = attention_rows(256);
+  // K's keys split by the rows' grid axis: each block sees a quarter of the keys (wrong). The
+  // rows are no longer a class the candidate respects; the heads still are.
+  VerifyResult r = verify(prog, attention_rows_fused(256, 2, 2));
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_EQ(r.instance, "I0.0 4 → 2");
+  EXPECT_NE(r.detail.find("on the reduced instance I0.0 4 → 2"), std::string::npos) << r.detail;
+}
+
+TEST(ReducedInstances, AMistakeWithinATileShowsOnTheReducedInstance) {
+  KernelGraph prog = attention_rows(256);
+  VerifyResult r = verify(prog, attention_rows_fused(256, 8, kPhi, /*mix_rows=*/true));
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 64");
+  EXPECT_GE(r.element, 0);
+  EXPECT_LT(r.element, 4 * 256 * 16);
+}
+
+TEST(ReducedInstances, RaggedSplitsKeepTheirTileAndLastPart) {
+  // 1000 rows in 16 blocks: tiles of 63, the last of 55. Shrinking keeps both, which needs
+  // at least 9 blocks (⌈E′/g′⌉ = 63 only while 63 − 55 < g′).
+  KernelGraph prog = attention_rows(1000), cand = attention_rows_fused(1000, 16);
+  verify::ProgramClasses pc = verify::independent_classes(prog);
+  auto reduced = verify::reduce_instance(prog, pc, cand);
+  ASSERT_TRUE(reduced.has_value());
+  EXPECT_EQ(reduced->description, "I0.0 4 → 2, I0.1 1000 → 559");
+  EXPECT_EQ(reduced->candidate.op(3).body->grid(), (Dim3{2, 9, 1}));
+  // A reduced element of the last tile stands for the original's last tile; one before it
+  // for itself. Output [h, row, col] with 16 columns.
+  auto flat = [](int64_t h, int64_t row, int64_t col, int64_t rows) {
+    return (h * rows + row) * 16 + col;
+  };
+  EXPECT_EQ(verify::original_element(prog, pc, *reduced, 0, flat(1, 558, 3, 559)),
+            flat(1, 999, 3, 1000));
+  EXPECT_EQ(verify::original_element(prog, pc, *reduced, 0, flat(1, 5, 3, 559)),
+            flat(1, 5, 3, 1000));
+  VerifyResult r = verify(prog, cand);
+  EXPECT_TRUE(r.equivalent) << r.detail;
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 1000 → 559");
+}
+
+TEST(ReducedInstances, ProgramsTooLargeForMemoryAreCheckedOnTheirReducedInstance) {
+  // 2^31 query rows: the program's own instance needs terabytes; the fused candidate's
+  // reduced instance a few kilobytes. A candidate that cannot be reduced is an error.
+  const int64_t rows = int64_t{1} << 31;
+  KernelGraph prog = attention_rows(rows);
+  auto checker = EquivalenceChecker::make(prog, {});
+  ASSERT_TRUE(checker.ok()) << checker.error().message;
+  auto r = checker->verify(attention_rows_fused(rows, 1 << 24));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->equivalent) << r->detail;
+  VerifyOptions full;
+  full.reduce_instances = false;
+  auto no = EquivalenceChecker::make(prog, full);
+  ASSERT_FALSE(no.ok());
+  EXPECT_NE(no.error().message.find("GB of host memory"), std::string::npos);
 }
 
 }  // namespace

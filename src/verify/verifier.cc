@@ -16,6 +16,7 @@
 #include "verify/exp_safety.h"
 #include "verify/demand.h"
 #include "verify/field_arith.h"
+#include "verify/instance_reduction.h"
 
 namespace strata {
 namespace {
@@ -192,11 +193,12 @@ struct Evaluated {
   Evaluated(const Evaluated&) = delete;
 };
 
-/// The checker's shared state: the program, its analysis, and the field evaluations done so far.
-struct EquivalenceChecker::State {
+/// One instance of the program — the program itself or a reduced instance of it
+/// (verify/instance_reduction.h) — with its analysis and the field evaluations done so far.
+struct ProgramInstance {
   KernelGraph program;
   GraphAnalysis analysis;
-  VerifyOptions options;
+  const VerifyOptions* options = nullptr;
   int threads = 1;
 
   struct Entry {
@@ -207,7 +209,8 @@ struct EquivalenceChecker::State {
   std::map<std::pair<int, int>, std::shared_ptr<Entry>> runs;  // (trial, attempt) → program run
 
   FieldTrial trial(int t, int attempt) const {
-    return FieldTrial::make(options.seed, static_cast<uint64_t>(t), static_cast<uint64_t>(attempt));
+    return FieldTrial::make(options->seed, static_cast<uint64_t>(t),
+                            static_cast<uint64_t>(attempt));
   }
   /// The program's outputs for (t, attempt), computed on first use from the inputs that
   /// `inputs()` returns (the trial's full inputs).
@@ -222,22 +225,79 @@ struct EquivalenceChecker::State {
       e = slot;
     }
     std::call_once(e->once, [&] {
-      e->run = run_field(program, analysis, inputs(), ft, threads, nullptr, options.stop);
+      e->run = run_field(program, analysis, inputs(), ft, threads, nullptr, options->stop);
     });
     return e->run;
+  }
+};
+
+/// What one check evaluates: a program instance and the candidate on the same instance.
+struct CheckPair {
+  std::shared_ptr<ProgramInstance> program;
+  std::optional<verify::ReducedPair> reduced;  // set when the instance is reduced
+  const KernelGraph* original = nullptr;       // the candidate as given
+  /// The candidate on the program instance's shapes.
+  const KernelGraph& candidate() const { return reduced ? reduced->candidate : *original; }
+};
+
+/// The checker's shared state: the program, its independent classes, and its instances (the
+/// program itself and the reduced instances candidates asked for, by reduced extents).
+struct EquivalenceChecker::State {
+  KernelGraph program;
+  GraphAnalysis analysis;
+  verify::ProgramClasses classes;
+  VerifyOptions options;
+  int threads = 1;
+  std::mutex mu;
+  std::map<std::vector<int64_t>, std::shared_ptr<ProgramInstance>> instances;
+
+  /// The instance with the given extents per class (the program's own: `reduced` null),
+  /// made on first use. Errors: an instance too large for this machine's memory.
+  Result<std::shared_ptr<ProgramInstance>> instance(const verify::ReducedPair* reduced) {
+    std::vector<int64_t> key = reduced ? reduced->extents : classes.extent;
+    std::lock_guard<std::mutex> lock(mu);
+    auto& slot = instances[key];
+    if (!slot) {
+      const KernelGraph& g = reduced ? reduced->program : program;
+      STRATA_RETURN_IF_ERROR(check_host_size(g, sizeof(ff::F2)));
+      auto inst = std::make_shared<ProgramInstance>();
+      inst->program = g;
+      if (reduced) {
+        STRATA_ASSIGN_OR_RETURN(inst->analysis, verify::analyze_graph(g));
+      } else {
+        inst->analysis = analysis;
+      }
+      inst->options = &options;
+      inst->threads = threads;
+      slot = std::move(inst);
+    }
+    return slot;
+  }
+
+  /// The pair for `candidate` (whose interface matches the program's): reduced where the
+  /// options allow and the candidate respects an independent class of the program.
+  Result<CheckPair> check_pair(const KernelGraph& candidate) {
+    CheckPair c;
+    c.original = &candidate;
+    if (options.reduce_instances) c.reduced = verify::reduce_instance(program, classes, candidate);
+    STRATA_RETURN_IF_ERROR(check_host_size(c.candidate(), sizeof(ff::F2)));
+    STRATA_ASSIGN_OR_RETURN(c.program, instance(c.reduced ? &*c.reduced : nullptr));
+    return c;
   }
 };
 
 Result<EquivalenceChecker> EquivalenceChecker::make(const KernelGraph& program,
                                                     const VerifyOptions& opts) {
   STRATA_RETURN_IF_ERROR(check_options(opts));
-  STRATA_RETURN_IF_ERROR(check_host_size(program, sizeof(ff::F2)));
   auto s = std::make_shared<State>();
   STRATA_ASSIGN_OR_RETURN(Evaluated ev, Evaluated::of(program));
   STRATA_ASSIGN_OR_RETURN(s->analysis, verify::analyze_graph(*ev.graph));
   s->program = *ev.graph;
   s->options = opts;
   s->threads = resolve_threads(opts.threads);
+  if (opts.reduce_instances) s->classes = verify::independent_classes(s->program);
+  // A program that no candidate can shrink must fit in memory as it is.
+  if (s->classes.empty()) STRATA_RETURN_IF_ERROR(check_host_size(s->program, sizeof(ff::F2)));
   return EquivalenceChecker(std::move(s));
 }
 
@@ -246,16 +306,18 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& per_rank) const {
   STRATA_RETURN_IF_ERROR(per_rank.check_complete());
   auto ev = Evaluated::of(per_rank);
   if (!ev.ok()) return false;  // a replicated output that differs between ranks
-  const KernelGraph& candidate = *ev->graph;
-  if (interface_difference(s.program, candidate)) return false;
-  if (!verify::exp_safety_violation(s.program, candidate).empty()) return false;
+  if (interface_difference(s.program, *ev->graph)) return false;
+  if (!verify::exp_safety_violation(s.program, *ev->graph).empty()) return false;
+  STRATA_ASSIGN_OR_RETURN(CheckPair pair, s.check_pair(*ev->graph));
+  ProgramInstance& pi = *pair.program;
+  const KernelGraph& candidate = pair.candidate();
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
-  FieldTrial ft = s.trial(0, 0);
+  FieldTrial ft = pi.trial(0, 0);
   std::vector<FTensor> full;  // the trial's full inputs, drawn only to evaluate the program
-  const Result<FieldRun>& prog = s.program_run(
+  const Result<FieldRun>& prog = pi.program_run(
       0, 0,
       [&]() -> const std::vector<FTensor>& {
-        field_inputs_into(s.program, ft, s.threads, full);
+        field_inputs_into(pi.program, ft, s.threads, full);
         return full;
       },
       ft);
@@ -264,7 +326,7 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& per_rank) const {
   // Only the input elements the sampled blocks read are drawn.
   verify::DemandPlan dp = verify::plan_demand(candidate, s.options.seed);
   std::vector<FTensor> inputs;
-  field_inputs_into(s.program, ft, s.threads, inputs, &dp.inputs);
+  field_inputs_into(pi.program, ft, s.threads, inputs, &dp.inputs);
   STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, inputs, ft, s.threads, &dp.plan, s.options.stop));
   auto [o, e] = first_difference(prog->outputs, cand.outputs, &dp.compare);
   if (o < 0) return true;
@@ -273,25 +335,34 @@ Result<bool> EquivalenceChecker::screen(const KernelGraph& per_rank) const {
 }
 
 Result<bool> EquivalenceChecker::screen_once(const KernelGraph& per_rank) const {
-  const State& s = *state_;
+  State& s = *state_;
   STRATA_RETURN_IF_ERROR(per_rank.check_complete());
   auto ev = Evaluated::of(per_rank);
   if (!ev.ok()) return false;
-  const KernelGraph& candidate = *ev->graph;
-  if (interface_difference(s.program, candidate)) return false;
+  if (interface_difference(s.program, *ev->graph)) return false;
+  // The program instance is evaluated on demand here, never kept: only its graph is needed.
+  std::optional<verify::ReducedPair> reduced;
+  if (s.options.reduce_instances) reduced = verify::reduce_instance(s.program, s.classes, *ev->graph);
+  const KernelGraph& candidate = reduced ? reduced->candidate : *ev->graph;
+  const KernelGraph& program = reduced ? reduced->program : s.program;
+  GraphAnalysis pa;
+  if (reduced) {
+    STRATA_ASSIGN_OR_RETURN(pa, verify::analyze_graph(program));
+  }
+  const GraphAnalysis& program_analysis = reduced ? pa : s.analysis;
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
-  FieldTrial ft = s.trial(0, 0);
+  FieldTrial ft = FieldTrial::make(s.options.seed, 0, 0);
   // The candidate's sampled elements, and the program restricted to the same elements; each
   // graph draws only the input elements it reads (the streams make them agree where both do).
   verify::DemandPlan dc = verify::plan_demand(candidate, s.options.seed);
-  verify::DemandPlan dp = verify::plan_for_compare(s.program, dc.compare);
+  verify::DemandPlan dp = verify::plan_for_compare(program, dc.compare);
   std::vector<FTensor> in_c, in_p;
-  field_inputs_into(s.program, ft, s.threads, in_c, &dc.inputs);
+  field_inputs_into(program, ft, s.threads, in_c, &dc.inputs);
   STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, in_c, ft, s.threads, &dc.plan, s.options.stop));
   std::vector<FTensor>().swap(in_c);
-  field_inputs_into(s.program, ft, s.threads, in_p, &dp.inputs);
+  field_inputs_into(program, ft, s.threads, in_p, &dp.inputs);
   STRATA_ASSIGN_OR_RETURN(FieldRun prog,
-                          run_field(s.program, s.analysis, in_p, ft, s.threads, &dp.plan, s.options.stop));
+                          run_field(program, program_analysis, in_p, ft, s.threads, &dp.plan, s.options.stop));
   auto [o, e] = first_difference(prog.outputs, cand.outputs, &dc.compare);
   if (o < 0) return true;
   return prog.zero_division || cand.zero_division;
@@ -306,19 +377,21 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& per_rank) con
     differs.detail = ev.error().message;
     return differs;
   }
-  const KernelGraph& candidate = *ev->graph;
-  if (auto differs = interface_difference(s.program, candidate)) return *differs;
-  if (std::string why = verify::exp_safety_violation(s.program, candidate); !why.empty()) {
+  if (auto differs = interface_difference(s.program, *ev->graph)) return *differs;
+  if (std::string why = verify::exp_safety_violation(s.program, *ev->graph); !why.empty()) {
     VerifyResult unsafe;
     unsafe.detail = why;
     return unsafe;
   }
+  STRATA_ASSIGN_OR_RETURN(CheckPair pair, s.check_pair(*ev->graph));
+  ProgramInstance& pi = *pair.program;
+  const KernelGraph& candidate = pair.candidate();
   STRATA_ASSIGN_OR_RETURN(GraphAnalysis an, verify::analyze_graph(candidate));
   // log2 of the per-trial bound: the weakest output's. A bound of 1 (log2 0) means that the
   // analysis proves nothing about one trial; `limit` says why.
   verify::OutputBound per_trial{-1000, ""};
-  for (size_t o = 0; o < s.program.outputs().size() && per_trial.log2 < 0; ++o) {
-    verify::OutputBound b = verify::output_bound(s.analysis.kernel[s.program.outputs()[o]],
+  for (size_t o = 0; o < pi.program.outputs().size() && per_trial.log2 < 0; ++o) {
+    verify::OutputBound b = verify::output_bound(pi.analysis.kernel[pi.program.outputs()[o]],
                                                  an.kernel[candidate.outputs()[o]]);
     if (b.log2 >= 0) {
       per_trial = b;
@@ -337,24 +410,28 @@ Result<VerifyResult> EquivalenceChecker::verify(const KernelGraph& per_rank) con
     trials = need >= kMaxTrials ? kMaxTrials : std::max(1, static_cast<int>(need));
   }
   VerifyResult res;
+  if (pair.reduced) res.instance = pair.reduced->description;
   std::vector<FTensor> fresh;  // one buffer for the inputs of every trial
   for (int t = 0; t < trials; ++t) {
     res.trials = t + 1;
     for (int attempt = 0;; ++attempt) {
-      FieldTrial ft = s.trial(t, attempt);
-      field_inputs_into(s.program, ft, s.threads, fresh);
-      const Result<FieldRun>& prog = s.program_run(
+      FieldTrial ft = pi.trial(t, attempt);
+      field_inputs_into(pi.program, ft, s.threads, fresh);
+      const Result<FieldRun>& prog = pi.program_run(
           t, attempt, [&]() -> const std::vector<FTensor>& { return fresh; }, ft);
       if (!prog.ok()) return prog.error();
       STRATA_ASSIGN_OR_RETURN(FieldRun cand, run_field(candidate, an, fresh, ft, s.threads, nullptr, s.options.stop));
       bool zero = prog->zero_division || cand.zero_division;
       auto [o, e] = first_difference(prog->outputs, cand.outputs);
       if (!zero && o >= 0) {
+        // The element of the original output that the differing one stands for.
+        if (pair.reduced) e = verify::original_element(s.program, s.classes, *pair.reduced, o, e);
         res.output = o;
         res.element = e;
-        int tb = candidate.outputs()[o];
-        res.detail = "output " + std::to_string(o) + " (" + candidate.tensor_name(tb) +
-                     ") differs at " + index_str(candidate.tensor(tb).shape, e);
+        int tb = ev->graph->outputs()[o];
+        res.detail = "output " + std::to_string(o) + " (" + ev->graph->tensor_name(tb) +
+                     ") differs at " + index_str(ev->graph->tensor(tb).shape, e);
+        if (pair.reduced) res.detail += " (on the reduced instance " + res.instance + ")";
         return res;
       }
       if (!zero) break;

@@ -34,6 +34,11 @@ struct VerifyOptions {
   /// sets it at its time limit or on an interrupt, so one check of a large program cannot
   /// outlast the limit. Not part of the verdict: a stopped check has none.
   const std::atomic<bool>* stop = nullptr;
+  /// Check each candidate on a reduced instance where one exists: the program's independent
+  /// dims (heads, rows: never contracted, reduced, sliced or concatenated) shrunk to a few of
+  /// the candidate's tiles (docs/verifier.md §7). The verdict is the same as on the program's
+  /// own instance; false evaluates the program's instance.
+  bool reduce_instances = true;
 };
 
 /// The verdict is one of three: `equivalent` (every trial agreed, and log2_bound < 0 bounds
@@ -49,6 +54,9 @@ struct VerifyResult {
   int output = -1;        ///< first differing output (index) when not equivalent
   int64_t element = -1;   ///< its first differing flat element (-1 for an interface mismatch)
   std::string detail;     ///< e.g. "output 0 (O) differs at [3, 17]"
+  /// The reduced instance the check ran on ("Q.1 16384 → 256"), empty for the program's own.
+  /// A differing element is reported at the original output's index it stands for.
+  std::string instance;
 };
 
 /// Whether `message` is the error of a check given up for VerifyOptions::stop.
