@@ -12,8 +12,9 @@ void bind_verifier(nb::module_& m) {
   m.def(
       "verify_equivalent",
       [](const KernelGraph& a, const KernelGraph& b, int trials, double target_log2_bound,
-         uint64_t seed, int threads) {
+         uint64_t seed, int threads, bool reduce_instances) {
         VerifyOptions o;
+        o.reduce_instances = reduce_instances;
         o.trials = trials;
         o.target_log2_bound = target_log2_bound;
         o.seed = seed;
@@ -30,10 +31,12 @@ void bind_verifier(nb::module_& m) {
         d["output"] = r.output;
         d["element"] = r.element;
         d["detail"] = r.detail;
+        d["instance"] = r.instance;
         return d;
       },
       nb::arg("a"), nb::arg("b"), nb::arg("trials") = 0, nb::arg("target_log2_bound") = -60.0,
       nb::arg("seed") = 1, nb::arg("threads") = 0,
+      nb::arg("reduce_instances") = true,
       "Decides whether two graphs compute the same outputs (docs/verifier.md).");
 }
 

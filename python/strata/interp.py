@@ -113,21 +113,26 @@ def run(program, inputs, *, threads=0):
 class EquivResult:
     """Outcome of ``equiv``: truthy when equivalent. ``log2_bound`` bounds the probability that
     non-equivalent graphs pass all trials (None for identical graphs); ``detail`` names the
-    first differing output and element when not equivalent."""
+    first differing output and element when not equivalent; ``instance`` the reduced instance
+    the check ran on ("Q.1 16384 → 128"; empty for the program's own shapes, docs/verifier.md
+    §7)."""
 
     equivalent: bool
     trials: int
     log2_bound: Optional[float]
     detail: str
+    instance: str = ""
 
     def __bool__(self):
         return self.equivalent
 
 
-def equiv(a, b, *, trials=0, seed=1, target_log2_bound=-60.0, threads=0):
+def equiv(a, b, *, trials=0, seed=1, target_log2_bound=-60.0, threads=0, full_instance=False):
     """Decides whether two programs/μGraphs (Programs or file paths) compute the same outputs
     with the finite-field verifier (docs/verifier.md). Inputs and outputs match by position;
-    different counts or shapes raise ``StrataError``."""
+    different counts or shapes raise ``StrataError``. ``full_instance`` checks on the program's
+    own shapes instead of a reduced instance (``strata equiv --full-instance``)."""
     a, b = _as_program(a), _as_program(b)
-    r = _core.verify_equivalent(a._graph, b._graph, trials, target_log2_bound, seed, threads)
-    return EquivResult(r["equivalent"], r["trials"], r["log2_bound"], r["detail"])
+    r = _core.verify_equivalent(a._graph, b._graph, trials, target_log2_bound, seed, threads,
+                                not full_instance)
+    return EquivResult(r["equivalent"], r["trials"], r["log2_bound"], r["detail"], r["instance"])

@@ -80,6 +80,16 @@ def test_equiv():
     assert not r and "shape" in r.detail
 
 
+def test_equiv_reduced_instance():
+    # Elementwise over [64, 32]: both dims are independent and shrink (docs/verifier.md §7).
+    a = strata.Program.parse("input X: f32[64, 32]\nO = mul(X, X)\noutput O\n")
+    b = strata.Program.parse("input X: f32[64, 32]\nO = square(X)\noutput O\n")
+    r = strata.equiv(a, b)
+    assert r and r.instance == "X.0 64 → 2, X.1 32 → 2"
+    r = strata.equiv(a, b, full_instance=True)
+    assert r and r.instance == ""
+
+
 def test_equiv_program_and_reference_mugraph(root):
     assert strata.equiv(str(root / "examples/programs/gqa_small.strata"),
                         str(root / "examples/reference/gqa_small.json"))
