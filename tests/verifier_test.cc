@@ -3,6 +3,7 @@
 // errors, and the EquivalenceChecker agrees with verify_equivalent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include <sys/wait.h>
 
+#include "strata/frontend/graph_loader.h"
 #include "strata/ir/graph_io.h"
 #include "strata/ir/graph_json.h"
 #include "strata/verify/verifier.h"
@@ -1074,6 +1076,95 @@ TEST(ReducedInstances, AMistakeWithinATileShowsOnTheReducedInstance) {
   EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 64");
   EXPECT_GE(r.element, 0);
   EXPECT_LT(r.element, 4 * 256 * 16);
+}
+
+/// Every graph one edit away from `doc` that loads: each imap, fmap and omap entry of a block
+/// input iterator or saver moved to every other dim or to φ, each elementwise op and
+/// accumulator replaced by another of its family, and each scalar doubled.
+std::vector<KernelGraph> mutants(const Json& doc) {
+  std::vector<KernelGraph> out;
+  auto keep = [&](const Json& m) {
+    if (auto g = kernel_graph_from_json(m, "mutant"); g.ok()) out.push_back(std::move(*g));
+  };
+  for (size_t k = 0; k < doc["ops"].size(); ++k) {
+    const Json& kop = doc["ops"][k];
+    if (!kop.contains("block_graph")) continue;
+    const Json& ops = kop["block_graph"]["ops"];
+    for (size_t b = 0; b < ops.size(); ++b) {
+      for (const char* key : {"imap", "omap"}) {
+        if (!ops[b].contains(key)) continue;
+        for (size_t a = 0; a < 3; ++a)
+          for (int d = -1; d < 4; ++d) {
+            Json m = doc;
+            Json& e = m["ops"][k]["block_graph"]["ops"][b][key][a];
+            Json v = d < 0 ? Json(nullptr) : Json(d);
+            if (e == v) continue;
+            e = v;
+            keep(m);
+          }
+      }
+      if (ops[b].contains("fmap"))
+        for (int d = -1; d < 4; ++d) {
+          Json m = doc;
+          Json v = d < 0 ? Json(nullptr) : Json(d);
+          if (m["ops"][k]["block_graph"]["ops"][b]["fmap"] == v) continue;
+          m["ops"][k]["block_graph"]["ops"][b]["fmap"] = v;
+          keep(m);
+        }
+      // Another op of the same family (same operand and result shapes).
+      for (const std::vector<std::string>& family :
+           {std::vector<std::string>{"add", "sub", "mul", "div"},
+            std::vector<std::string>{"exp", "silu", "sqrt", "square"},
+            std::vector<std::string>{"accum_sum_ld", "accum_mean_ld", "accum_max_ld"}})
+        if (std::find(family.begin(), family.end(), ops[b]["op"].get<std::string>()) !=
+            family.end())
+          for (const std::string& other : family) {
+            if (other == ops[b]["op"]) continue;
+            Json m = doc;
+            m["ops"][k]["block_graph"]["ops"][b]["op"] = other;
+            keep(m);
+          }
+      if (ops[b].contains("scalar")) {
+        Json m = doc;
+        m["ops"][k]["block_graph"]["ops"][b]["scalar"] = 2 * ops[b]["scalar"].get<double>();
+        keep(m);
+      }
+    }
+  }
+  return out;
+}
+
+// Mutants of μGraphs that the reduction shrinks get the verdict they get on the program's own
+// instance (the verify() helper compares the two), and the reduction takes part in many of
+// them: a sound reduction must not turn a wrong graph into a right one.
+TEST(ReducedInstances, MutantsGetTheSameVerdictOnBothInstances) {
+  std::vector<std::pair<KernelGraph, Json>> cases;
+  for (const char* name : {"rmsnorm_small", "gatedmlp_small", "lora_small"}) {
+    auto prog = load_graph(std::string("examples/programs/") + name + ".strata");
+    auto text = read_text_file(std::string("examples/reference/") + name + ".json");
+    ASSERT_TRUE(prog.ok() && text.ok()) << name;
+    cases.push_back({*prog, Json::parse(*text)});
+  }
+  cases.push_back({attention_rows(256), kernel_graph_to_json(attention_rows_fused(256, 8))});
+  int reduced = 0, rejected_reduced = 0, total = 0;
+  for (const auto& [prog, doc] : cases) {
+    for (const KernelGraph& m : mutants(doc)) {
+      if (m.outputs().size() != prog.outputs().size()) continue;
+      bool same_interface = true;
+      for (size_t o = 0; o < m.outputs().size(); ++o)
+        same_interface &= m.tensor(m.outputs()[o]).shape == prog.tensor(prog.outputs()[o]).shape;
+      if (!same_interface) continue;
+      ++total;
+      VerifyResult r = verify(prog, m);
+      if (!r.instance.empty()) {
+        ++reduced;
+        if (!r.equivalent) ++rejected_reduced;
+      }
+    }
+  }
+  EXPECT_GE(total, 25);
+  EXPECT_GE(reduced, 20) << total << " mutants, " << rejected_reduced << " rejected";
+  EXPECT_GE(rejected_reduced, 10) << total << " mutants, " << reduced << " reduced";
 }
 
 TEST(ReducedInstances, RaggedSplitsKeepTheirTileAndLastPart) {
