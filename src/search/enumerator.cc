@@ -223,7 +223,7 @@ Result<std::unique_ptr<SearchSetup>> SearchSetup::make(const KernelGraph& progra
   space.max_block_inputs = config.max_block_inputs;
   space.max_block_outputs = config.max_block_outputs;
   space.smem_limit = static_cast<int64_t>(kSmemPruneSlack * target.smem_per_block_bytes);
-  space.policy.max_blocks = 4 * static_cast<int64_t>(target.sm_count);
+  space.policy.max_blocks = 8 * static_cast<int64_t>(target.sm_count);
   return setup;
 }
 

@@ -623,16 +623,30 @@ struct DerivedEntry {
   const char* how;
 };
 
+/// Blocks a split-KV form may have in all: 4 × SM count, the grids' bound.
+int64_t split_kv_max_blocks(const Target& target) {
+  return 4 * static_cast<int64_t>(target.sm_count);
+}
+
+/// The split-KV forms kept from all the graphs the enumeration offers, beside those of the
+/// pool's graphs: a kernel the model ranks out of the pool (few blocks, each holding every
+/// query row of its heads: its compute looks underfilled) can make the best split, whose
+/// blocks each stream their part of the keys once.
+constexpr size_t kOfferedSplitForms = 32;
+
 /// Phase 5b, derived forms: the split-KV forms of the online-softmax kernels of the graphs
-/// found (docs/search.md, "Split-KV"), costed; the best of them are verified beside the
+/// found (docs/search.md, "Split-KV") — of the pool's graphs and the best `offered_forms` of
+/// every graph offered to it — costed; the best of them are verified beside the
 /// enumeration's candidates (verify_derived), because the cost model does not see the
 /// latency of a long loop in few blocks that the split removes.
-std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::CandidatePool& pool) {
-  const int64_t max_blocks = 4 * static_cast<int64_t>(job.target.sm_count);
+std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::CandidatePool& pool,
+                                          const search::CandidatePool& offered_forms) {
   search::CandidatePool derived(job.target, kDerivedVerified);
   for (const search::PoolEntry& e : pool.entries())
-    for (KernelGraph& g : search::split_kv_forms(e.graph, max_blocks))
+    for (KernelGraph& g : search::split_kv_forms(e.graph, split_kv_max_blocks(job.target)))
       if (not_emittable(g, job.target).empty()) derived.offer(std::move(g));
+  for (const search::PoolEntry& e : offered_forms.entries())
+    if (not_emittable(e.graph, job.target).empty()) derived.offer(KernelGraph(e.graph));
   std::vector<DerivedEntry> out;
   for (const search::PoolEntry& e : derived.entries()) out.push_back({e, "split_kv"});
   return out;
@@ -925,11 +939,20 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   STRATA_ASSIGN_OR_RETURN(const Enumeration en,
                           prepare_enumeration(job, program, monitor.verification_stop()));
   search::Progress progress = restore_progress(job, en, result);
-  search::CandidatePool pool(job.target, pool_capacity(job.config), job.config.observer);
+  // Every graph offered is also a source of split-KV forms (derive_split_kv).
+  search::CandidatePool offered_forms(job.target, kOfferedSplitForms);
+  auto observe = [&](const KernelGraph& g) {
+    if (job.config.observer) job.config.observer(g);
+    // Only splits that fill the SMs: the others are what the pool's graphs already give.
+    for (KernelGraph& f : search::split_kv_forms(g, split_kv_max_blocks(job.target),
+                                                 job.target.sm_count))
+      offered_forms.offer(std::move(f));
+  };
+  search::CandidatePool pool(job.target, pool_capacity(job.config), observe);
   for (const KernelGraph& g : progress.pool) pool.restore(g);
 
   const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
-  std::vector<DerivedEntry> derived = derive_split_kv(job, pool);
+  std::vector<DerivedEntry> derived = derive_split_kv(job, pool, offered_forms);
   add_pointwise_seeds(job, derived);
   LibraryFormJob forms = library_form_job(job, program);
   std::vector<Candidate> proved_forms =

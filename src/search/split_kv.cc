@@ -210,7 +210,8 @@ Result<KernelGraph> split_kernel(const KernelGraph& g, int k, const OnlineSoftma
 
 }  // namespace
 
-std::vector<KernelGraph> split_kv_forms(const KernelGraph& g, int64_t max_blocks) {
+std::vector<KernelGraph> split_kv_forms(const KernelGraph& g, int64_t max_blocks,
+                                        int64_t min_blocks) {
   std::vector<KernelGraph> out;
   for (int k = 0; k < static_cast<int>(g.ops().size()); ++k) {
     const KernelOp& op = g.op(k);
@@ -221,6 +222,7 @@ std::vector<KernelGraph> split_kv_forms(const KernelGraph& g, int64_t max_blocks
     const int64_t blocks = op.body->grid().count();
     for (int splits : {2, 4, 8, 16, 32}) {
       if (splits > f || blocks * splits > max_blocks) break;
+      if (blocks * splits < min_blocks) continue;
       // Each part is looped over as the search loops over an extent: tiles of the split
       // policy where some iteration count keeps them (docs/search.md, "Dimension classes").
       const int64_t part = (p + splits - 1) / splits, last = p - (splits - 1) * part;

@@ -24,7 +24,9 @@ namespace strata::search {
 /// whose body is an online softmax (one running max, every accumulator a rescaling one
 /// against it, post-loop ops of the accumulators only) on a grid with a free axis, and every
 /// split count s in 2, 4, 8, 16, 32 that leaves each part at least one loop tile and the grid
-/// within `max_blocks`. Kernels of other shapes are left as they are; the result may be empty.
-std::vector<KernelGraph> split_kv_forms(const KernelGraph& g, int64_t max_blocks);
+/// within `max_blocks` and, when `min_blocks` > 0, at least `min_blocks` blocks. Kernels of
+/// other shapes are left as they are; the result may be empty.
+std::vector<KernelGraph> split_kv_forms(const KernelGraph& g, int64_t max_blocks,
+                                        int64_t min_blocks = 0);
 
 }  // namespace strata::search

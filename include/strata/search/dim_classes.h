@@ -208,8 +208,8 @@ struct SplitPolicy {
   std::vector<int64_t> reduce_tiles{128, 256, 512, 1024};
   /// Per-iteration tile extents of the for-loop class.
   std::vector<int64_t> loop_tiles{16, 32, 64, 128};
-  /// Upper bound of the total number of blocks of a grid (4 × SM count by default).
-  int64_t max_blocks = 528;
+  /// Upper bound of the total number of blocks of a grid (the search sets 8 × SM count).
+  int64_t max_blocks = 1056;
   /// A class that no tile of the lists divides is split raggedly (docs/mugraph-semantics.md
   /// §3.1: the last tile is shorter) by the tiles whose padding, ⌈e/t⌉·t − e, is at most this
   /// fraction of the extent e.
