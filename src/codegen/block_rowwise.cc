@@ -2,7 +2,11 @@
 // registers, in thread-owned chunks of `vec` consecutive elements of the block's full tile;
 // inputs are loaded and outputs stored with vector accesses straight from / to device memory;
 // rows are reduced with shuffles (and one barrier through a double-buffered scratch area when a
-// row spans several warps).
+// row spans several warps). Tensors narrower than a row (slices along the last dim and what is
+// computed from them) are evaluated where a concat reads them, from inputs loaded again at the
+// columns read (RowwiseForm::Gathered).
+#include <functional>
+
 #include "block_emitter.h"
 #include "reduction_code.h"
 #include "strata/opt/kernel_plan.h"
@@ -47,18 +51,121 @@ Status BlockEmitter::emit_rowwise() {
   w_.add(ir::eval(ir::c_cast("void", lane)));
   w_.add(ir::eval(ir::c_cast("void", warp)));
   const ir::Expr chunk = tid + k * T;  // chunk k of this thread
-  // Element indices of chunk k's first element, and the row of chunk k.
-  const std::vector<ir::Expr> chunk_index = unflatten(chunk * V, full);
-  const ir::Expr row = chunk / L.chunks_per_row;
+  // Element indices of chunk k's first element, and the row of chunk k (rows of row_chunks
+  // chunks, the last ones idle where a row has fewer).
+  const int64_t P = L.row_chunks;
+  const std::vector<ir::Expr> chunk_index =
+      P == L.chunks_per_row ? unflatten(chunk * V, full)
+                            : unflatten(chunk / P * L.cols + chunk % P * V, full);
+  const ir::Expr row = chunk / P;
+  // Whether chunk k holds elements (RowwiseLayout::idle_chunks).
+  std::vector<ir::Expr> busy_terms;
+  if (P != L.chunks_per_row) busy_terms.push_back(chunk % P < L.chunks_per_row);
+  if (K * T != L.rows * P) busy_terms.push_back(chunk < L.rows * P);
+  const ir::Expr busy = busy_terms.empty()       ? ir::Expr{}
+                        : busy_terms.size() == 1 ? busy_terms[0]
+                                                 : ir::land(busy_terms[0], busy_terms[1]);
+  const ir::Expr zero = L.idle_chunks ? ir::aggregate_zero() : ir::Expr{};
+  // Opens `if (chunk k is busy)` where some chunk is idle; close_busy closes it.
+  auto open_busy = [&] {
+    if (L.idle_chunks) w_.open(ir::if_then(busy));
+  };
+  auto close_busy = [&] {
+    if (L.idle_chunks) w_.close();
+  };
   auto x_of = [](int t) { return ir::var("x" + std::to_string(t)); };
   auto name_of = [](int t) { return "x" + std::to_string(t); };
-  auto is_full = [&](int t) { return g_.tensor(t).shape == full; };
+  auto form = [&](int t) { return L.forms[t]; };
   auto offset_of = [](const std::vector<ir::Expr>& idx, const std::vector<int64_t>& st) {
     std::vector<ir::Expr> terms;
     for (size_t d = 0; d < idx.size(); ++d) terms.push_back(idx[d] * st[d]);
     return ir::sum(terms);
   };
+  // The indices in tile shape `s` (aligned with the full tile from the right) of the full
+  // tile's element `idx`: 0 along the dims `s` broadcasts.
+  auto tile_index = [&](const Shape& s, const std::vector<ir::Expr>& idx) {
+    std::vector<ir::Expr> out;
+    for (int d = 0; d < s.rank(); ++d) {
+      const int fd = d + rank - s.rank();
+      out.push_back(s[d] == 1 && full[fd] != 1 ? ir::int_lit(0) : idx[fd]);
+    }
+    return out;
+  };
   auto k_loop = [&] { return ir::for_loop("k", 0, k < K, {}, "unroll"); };
+  // Input op i's tile: its first element in device memory and the device strides.
+  auto input_source = [&](const BlockOp& op) {
+    const int ii = op.attrs.input_index;
+    const Shape& D = g_.input_shape(ii);
+    // An input read in place through a kernel-level view: the rows of the tensor holding it.
+    const InputView* view =
+        plan_.input_views.empty() || !plan_.input_views[ii] ? nullptr : &*plan_.input_views[ii];
+    std::vector<int64_t> gs = dense_strides(view ? view->storage : D);
+    std::vector<ir::Expr> origin;
+    for (int d = 0; d < D.rank(); ++d) {
+      for (int a = 0; a < 3; ++a)
+        if (op.attrs.imap[a] == d)
+          origin.push_back(ir::var(axis_var(a)) * ((D[d] / g_.grid()[a]) * gs[d]));
+      if (view && !view->map.origin.empty())
+        origin.push_back(ir::int_lit(view->map.origin[d] * gs[d]));
+    }
+    return std::pair{ir::binary("+", ir::var("gin" + std::to_string(ii)), ir::sum(origin)),
+                     std::move(gs)};
+  };
+  // Statements leaving gathered (or row) tensor t's values at chunk k's row, columns
+  // col … col + V − 1 of t, in the float[V] array `dst`.
+  int temps = 0;
+  std::function<void(int, ir::Expr, const std::string&)> gather = [&](int t, ir::Expr col,
+                                                                      const std::string& dst) {
+    const ir::Expr j = ir::var("j");
+    const BlockOp& p = g_.op(g_.tensor(t).producer);
+    if (form(t) == RowwiseForm::Rows) {
+      w_.add(ir::for_compact(
+          "j", 0, j < V, ir::assign(ir::index(ir::var(dst), j), ir::index(x_of(t), k)), "unroll"));
+      return;
+    }
+    if (p.kind == OpKind::Input) {
+      auto [src, gs] = input_source(p);
+      std::vector<ir::Expr> idx = chunk_index;
+      idx.back() = col;
+      w_.call(
+          "strata_rt::load_f32<" + std::to_string(V) + ">",
+          {ir::binary("+", src, offset_of(tile_index(g_.tensor(t).shape, idx), gs)), ir::var(dst)});
+      return;
+    }
+    if (p.kind == OpKind::Slice) {
+      gather(p.inputs[0], col + p.attrs.start, dst);
+      return;
+    }
+    if (p.kind == OpKind::Concat) {
+      const int64_t w0 = g_.tensor(p.inputs[0]).shape[g_.tensor(p.inputs[0]).shape.rank() - 1];
+      w_.open(ir::if_then(col < w0));
+      gather(p.inputs[0], col, dst);
+      w_.close();
+      w_.open(ir::if_then(col >= w0));
+      gather(p.inputs[1], col - w0, dst);
+      w_.close();
+      return;
+    }
+    // An elementwise op or thread graph of gathered operands (and rows).
+    std::vector<std::string> ins;
+    const int n = temps++;
+    for (size_t a = 0; a < p.inputs.size(); ++a) {
+      const int x = p.inputs[a];
+      if (form(x) == RowwiseForm::Rows) {
+        ins.push_back(name_of(x) + "[k]");
+        continue;
+      }
+      const std::string tmp = "g" + std::to_string(n) + "_" + std::to_string(a);
+      w_.add(ir::decl_array("float", tmp, {V}));
+      gather(x, col, tmp);
+      ins.push_back(tmp + "[j]");
+    }
+    w_.open(ir::for_loop("j", 0, j < V, {}, "unroll"));
+    const std::string res = eval_elementwise(
+        g_.tensor(t).producer, ins, "v" + std::to_string(t) + "_" + std::to_string(n) + "_");
+    w_.add(ir::assign(ir::index(ir::var(dst), j), ir::verbatim(res)));
+    w_.close();
+  };
   int reductions = 0;
   for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
     const BlockOp& op = g_.op(i);
@@ -66,33 +173,28 @@ Status BlockEmitter::emit_rowwise() {
     if (cat == Category::Source) {
       const int t = op.output, ii = op.attrs.input_index;
       const Shape& D = g_.input_shape(ii);
-      // An input read in place through a kernel-level view: the rows of the tensor holding it.
-      const InputView* view =
-          plan_.input_views.empty() || !plan_.input_views[ii] ? nullptr : &*plan_.input_views[ii];
-      const std::vector<int64_t> gs = dense_strides(view ? view->storage : D);
-      std::vector<ir::Expr> origin;
-      for (int d = 0; d < D.rank(); ++d) {
-        for (int a = 0; a < 3; ++a)
-          if (op.attrs.imap[a] == d)
-            origin.push_back(ir::var(axis_var(a)) * ((D[d] / g_.grid()[a]) * gs[d]));
-        if (view && !view->map.origin.empty())
-          origin.push_back(ir::int_lit(view->map.origin[d] * gs[d]));
-      }
-      const ir::Expr src = ir::binary("+", ir::var("gin" + std::to_string(ii)), ir::sum(origin));
-      w_.comment(g_.tensor_name(t) + " " + g_.tensor(t).shape.str() + " <- input " +
-                 std::to_string(ii) + " " + D.str());
-      if (is_full(t)) {
-        w_.add(ir::decl_array("float", name_of(t), {K, V}));
+      const Shape& S = g_.tensor(t).shape;
+      auto [src, gs] = input_source(op);
+      w_.comment(g_.tensor_name(t) + " " + S.str() + " <- input " + std::to_string(ii) + " " +
+                 D.str() + (form(t) == RowwiseForm::Gathered ? ": loaded where read" : ""));
+      if (form(t) == RowwiseForm::Gathered) continue;
+      if (form(t) == RowwiseForm::Chunks) {
+        w_.add(ir::decl_array("float", name_of(t), {K, V}, zero));
         w_.open(k_loop());
+        open_busy();
         w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
-                {ir::binary("+", src, offset_of(chunk_index, gs)), ir::index(x_of(t), k)});
+                {ir::binary("+", src, offset_of(tile_index(S, chunk_index), gs)),
+                 ir::index(x_of(t), k)});
       } else {
-        w_.add(ir::decl_array("float", name_of(t), {K}));
+        w_.add(ir::decl_array("float", name_of(t), {K}, zero));
         w_.open(k_loop());
-        w_.add(ir::assign(ir::index(x_of(t), k),
-                          ir::call("strata_rt::to_f32",
-                                   {ir::index(src, offset_of(unflatten(row, row_shape), gs))})));
+        open_busy();
+        w_.add(ir::assign(
+            ir::index(x_of(t), k),
+            ir::call("strata_rt::to_f32",
+                     {ir::index(src, offset_of(tile_index(S, unflatten(row, row_shape)), gs))})));
       }
+      close_busy();
       w_.close();
       continue;
     }
@@ -113,15 +215,38 @@ Status BlockEmitter::emit_rowwise() {
       const ir::Expr dst = ir::binary("+", ir::var("gout" + std::to_string(oi)), ir::sum(origin));
       w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " + D.str());
       w_.open(k_loop());
-      if (is_full(t)) {
+      if (form(t) == RowwiseForm::Chunks) {
+        open_busy();
         w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
                 {ir::binary("+", dst, offset_of(chunk_index, gs)), ir::index(x_of(t), k)});
+        close_busy();
       } else {
+        const ir::Expr first = ir::eq(chunk % P, 0);
         w_.add(ir::if_compact(
-            ir::eq(chunk % L.chunks_per_row, 0),
+            K * T != L.rows * P ? ir::land(first, chunk < L.rows * P) : first,
             ir::assign(ir::index(dst, offset_of(unflatten(row, row_shape), gs)),
                        ir::call("strata_rt::from_f32<" + OT + ">", {ir::index(x_of(t), k)}))));
       }
+      w_.close();
+      continue;
+    }
+    if (form(op.output) == RowwiseForm::Gathered) {
+      w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " +
+                 g_.tensor(op.output).shape.str() + " = " + std::string(op_name(op.kind)) +
+                 ": evaluated where read");
+      continue;
+    }
+    if (op.kind == OpKind::Concat) {
+      // A full row from gathered operands: each chunk evaluates the operand its columns lie in.
+      const int t = op.output;
+      w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " +
+                 g_.tensor(t).shape.str() + " = concat, gathered per chunk");
+      w_.add(ir::decl_array("float", name_of(t), {K, V}, zero));
+      w_.open(k_loop());
+      open_busy();
+      w_.add(ir::decl("const int", "col", chunk_index.back()));
+      gather(t, ir::var("col"), name_of(t) + "[k]");
+      close_busy();
       w_.close();
       continue;
     }
@@ -133,10 +258,11 @@ Status BlockEmitter::emit_rowwise() {
       continue;
     }
     auto elem = [&](int x) {
-      return is_full(x) ? ir::index(ir::index(x_of(x), k), j) : ir::index(x_of(x), k);
+      return form(x) == RowwiseForm::Chunks ? ir::index(ir::index(x_of(x), k), j)
+                                            : ir::index(x_of(x), k);
     };
     if (is_elementwise(op.kind) || cat == Category::Fused) {
-      const bool f = is_full(t);
+      const bool f = form(t) == RowwiseForm::Chunks;
       w_.add(ir::decl_array("float", name_of(t),
                             f ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}));
       w_.open(k_loop());
@@ -160,8 +286,10 @@ Status BlockEmitter::emit_rowwise() {
     w_.add(ir::decl_array("float", "p", {K}));
     w_.open(k_loop());
     w_.add(ir::assign(ir::index(p, k), identity));
+    open_busy();
     w_.add(ir::for_compact("j", 0, j < V, ir::verbatim_stmt(red.update("p[k]", red.premap(xe))),
                            "unroll"));
+    close_busy();
     w_.close();
     if (L.block_rows) {
       const int64_t kpr = L.chunks_per_row / T, R = L.rows;
@@ -194,11 +322,10 @@ Status BlockEmitter::emit_rowwise() {
       w_.close();
       ++reductions;
     } else {
-      w_.add(ir::for_compact(
-          "k", 0, k < K,
-          ir::assign(ir::index(ir::var(sname), k),
-                     ir::verbatim(red.team(static_cast<int>(L.chunks_per_row), "p[k]"))),
-          "unroll"));
+      w_.add(ir::for_compact("k", 0, k < K,
+                             ir::assign(ir::index(ir::var(sname), k),
+                                        ir::verbatim(red.team(static_cast<int>(P), "p[k]"))),
+                             "unroll"));
     }
     w_.close();
     const std::string sk = sname + "[k]";

@@ -54,30 +54,116 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   const int rank = L.full.rank();
   if (rank == 0) return make_error("rowwise: scalar tiles");
   L.cols = L.full[rank - 1];
+  if (L.cols == 1) return make_error("rowwise: rows of one element");
   L.rows = L.full.numel() / L.cols;
   Shape row_shape = L.full;
   row_shape[rank - 1] = 1;
+  const Shape& full = L.full;
+  auto width = [&](int t) { return g.tensor(t).shape[g.tensor(t).shape.rank() - 1]; };
+  // Every dim but the last broadcasts to the full tile's (aligned from the right).
+  auto rows_broadcast = [&](int t) {
+    const Shape& s = g.tensor(t).shape;
+    if (s.rank() > rank) return false;
+    const int off = rank - s.rank();
+    for (int d = 0; d + 1 < s.rank(); ++d)
+      if (s[d] != full[d + off] && s[d] != 1) return false;
+    return true;
+  };
+  // The form a tensor's shape alone gives (Gathered: narrower than a row).
+  auto form_of_shape = [&](int t) -> Result<RowwiseForm> {
+    if (!rows_broadcast(t)) return make_error("rowwise: tile " + g.tensor(t).shape.str());
+    const int64_t w = width(t);
+    if (w == L.cols) return RowwiseForm::Chunks;
+    if (w == 1) return RowwiseForm::Rows;
+    if (w < L.cols) return RowwiseForm::Gathered;
+    return make_error("rowwise: tile " + g.tensor(t).shape.str());
+  };
+  L.forms.assign(g.tensors().size(), RowwiseForm::Chunks);
+  auto form = [&](int t) { return L.forms[t]; };
+  auto from_input = [&](int t) { return g.op(g.tensor(t).producer).kind == OpKind::Input; };
   bool any_block_reduction = false;
   for (const BlockOp& op : g.ops()) {
     const Category cat = op_category(op.kind);
+    const std::string name(op_name(op.kind));
+    bool gathered_operand = false;
+    for (int x : op.inputs) gathered_operand = gathered_operand || form(x) == RowwiseForm::Gathered;
+    if (cat == Category::Source) {
+      STRATA_ASSIGN_OR_RETURN(L.forms[op.output], form_of_shape(op.output));
+      continue;
+    }
+    if (cat == Category::Sink) {
+      const Shape& s = g.tensor(op.inputs[0]).shape;
+      if (s != full && s != row_shape) return make_error("rowwise: saved tile " + s.str());
+      continue;
+    }
     // accum and accum_rescale of one iteration are their input.
-    const bool identity_accum = cat == Category::Accum && !op_reduction(op.kind);
-    const bool ok = cat == Category::Source || cat == Category::Sink ||
-                    is_elementwise_or_chain(op.kind) || identity_accum || last_dim_reduction(g, op);
-    if (!ok) return make_error(std::string("rowwise: op ") + std::string(op_name(op.kind)));
-    if (op.output >= 0) {
+    if (cat == Category::Accum && !op_reduction(op.kind)) {
+      if (gathered_operand) return make_error("rowwise: accum of a gathered tile");
+      L.forms[op.output] = form(op.inputs[0]);
+      continue;
+    }
+    if (last_dim_reduction(g, op)) {
+      if (g.tensor(op.inputs[0]).shape != full)
+        return make_error("rowwise: reduction of a reduced or broadcast tensor");
       const Shape& s = g.tensor(op.output).shape;
-      if (s != L.full && s != row_shape) return make_error("rowwise: tile " + s.str());
+      const bool norm = cat == Category::Norm;
+      if (s != (norm ? full : row_shape)) return make_error("rowwise: tile " + s.str());
+      L.forms[op.output] = norm ? RowwiseForm::Chunks : RowwiseForm::Rows;
+      any_block_reduction = true;
+      continue;
     }
-    for (int x : op.inputs) {
-      const Shape& s = g.tensor(x).shape;
-      if (s != L.full && s != row_shape) return make_error("rowwise: operand " + s.str());
+    if (op.kind == OpKind::Slice) {
+      // A slice of the last dim of an input (loaded again at the columns read) or of a
+      // gathered tensor.
+      const int x = op.inputs[0];
+      const int in_rank = g.tensor(x).shape.rank();
+      const int dim = op.attrs.dim < 0 ? op.attrs.dim + in_rank : op.attrs.dim;
+      if (dim != in_rank - 1) return make_error("rowwise: slice of another dim than the last");
+      if (form(x) == RowwiseForm::Rows || (form(x) == RowwiseForm::Chunks && !from_input(x)))
+        return make_error("rowwise: slice of a computed row");
+      if (!rows_broadcast(op.output)) return make_error("rowwise: slice tile");
+      L.forms[op.output] = RowwiseForm::Gathered;
+      continue;
     }
-    if (last_dim_reduction(g, op) && g.tensor(op.inputs[0]).shape != L.full)
-      return make_error("rowwise: reduction of a reduced tensor");
-    any_block_reduction = any_block_reduction || last_dim_reduction(g, op);
+    if (op.kind == OpKind::Concat) {
+      const int out_rank = g.tensor(op.output).shape.rank();
+      const int dim = op.attrs.dim < 0 ? op.attrs.dim + out_rank : op.attrs.dim;
+      if (dim != out_rank - 1) return make_error("rowwise: concat of another dim than the last");
+      for (int x : op.inputs)
+        if (form(x) == RowwiseForm::Chunks) return make_error("rowwise: concat of a full row");
+      STRATA_ASSIGN_OR_RETURN(RowwiseForm f, form_of_shape(op.output));
+      if (f == RowwiseForm::Rows) return make_error("rowwise: concat to one column");
+      L.forms[op.output] = f;  // Chunks: materialized here; Gathered: where a concat reads it
+      continue;
+    }
+    if (!is_elementwise_or_chain(op.kind)) return make_error("rowwise: op " + name);
+    if (gathered_operand) {
+      // Evaluated at the columns its reader needs: every operand gathered (same width) or a row.
+      for (int x : op.inputs)
+        if (form(x) == RowwiseForm::Chunks ||
+            (form(x) == RowwiseForm::Gathered && width(x) != width(op.output)))
+          return make_error("rowwise: " + name + " of a gathered and a full tile");
+      if (!rows_broadcast(op.output)) return make_error("rowwise: elementwise tile");
+      L.forms[op.output] = RowwiseForm::Gathered;
+      continue;
+    }
+    STRATA_ASSIGN_OR_RETURN(RowwiseForm f, form_of_shape(op.output));
+    if (f == RowwiseForm::Gathered)
+      return make_error("rowwise: " + name + " of a narrow tile");  // (no gathered operand)
+    for (int x : op.inputs)
+      if (f == RowwiseForm::Rows && form(x) != RowwiseForm::Rows)
+        return make_error("rowwise: " + name + " to a row of full operands");
+    L.forms[op.output] = f;
   }
-  // Chunk width: 16 bytes of the narrowest type, dividing every device row.
+  // Gathered tensors are read only where they are evaluated: by slices, concats and elementwise
+  // ops (themselves gathered).
+  for (const BlockOp& op : g.ops())
+    for (int x : op.inputs)
+      if (form(x) == RowwiseForm::Gathered && op.kind != OpKind::Slice &&
+          op.kind != OpKind::Concat && !is_elementwise_or_chain(op.kind))
+        return make_error("rowwise: " + std::string(op_name(op.kind)) + " of a gathered tile");
+  // Chunk width: 16 bytes of the narrowest type, dividing every device row, every gathered
+  // width and every slice's start.
   int min_esize = 4;
   for (DType t : plan.input_dtypes) min_esize = std::min(min_esize, dtype_size(t));
   for (DType t : plan.output_dtypes) min_esize = std::min(min_esize, dtype_size(t));
@@ -96,9 +182,15 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
       const InputView* view = input_view(i);
       const Shape& d = view ? view->storage : g.input_shape(i);
       const int64_t col = view && !view->map.origin.empty() ? view->map.origin.back() : 0;
-      const Shape& tile = g.tensor(g.op(g.input_op(i)).output).shape;
-      if (tile == L.full && (d[d.rank() - 1] % v != 0 || col % v != 0)) return false;
+      const int tile = g.op(g.input_op(i)).output;
+      if (form(tile) != RowwiseForm::Rows && (d[d.rank() - 1] % v != 0 || col % v != 0))
+        return false;
     }
+    for (size_t t = 0; t < g.tensors().size(); ++t)
+      if (form(static_cast<int>(t)) == RowwiseForm::Gathered && width(static_cast<int>(t)) % v != 0)
+        return false;
+    for (const BlockOp& op : g.ops())
+      if (op.kind == OpKind::Slice && op.attrs.start % v != 0) return false;
     for (int i = 0; i < g.num_outputs(); ++i) {
       const Shape& d = g.output_shape(i);
       const Shape& tile = g.tensor(g.op(g.output_op(i)).inputs[0]).shape;
@@ -108,30 +200,44 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   };
   while (L.vec > 1 && !fits(L.vec)) L.vec /= 2;
   L.chunks_per_row = L.cols / L.vec;
-  const int64_t chunks = L.rows * L.chunks_per_row;
   const int want = plan.options.threads;
-  if (L.chunks_per_row <= 32 && 32 % L.chunks_per_row == 0) {
-    // Rows inside a warp: any multiple of 32 threads dividing the chunks.
+  // Launch shape: a grid of fewer blocks than SMs leaves most SMs idle, so its blocks take up
+  // to 1024 threads (fewer chunks per thread); otherwise up to 256 (rows inside a warp) or 512
+  // (rows across warps).
+  const bool few_blocks = g.grid().count() < plan.options.sm_count;
+  int64_t chunks = 0;  // the chunk grid, idle chunks included
+  if (L.chunks_per_row <= 32) {
+    // Rows inside a warp: a row is a team of a power of two of lanes; any multiple of 32
+    // threads dividing the chunks, else as many warps as cover them (the last chunks idle).
     L.block_rows = false;
+    L.row_chunks = 1;
+    while (L.row_chunks < L.chunks_per_row) L.row_chunks *= 2;
+    chunks = L.rows * L.row_chunks;
     int t = 0;
-    if (want > 0 && chunks % want == 0 && want <= plan.options.max_threads) t = want;
-    for (int c = std::min(256, plan.options.max_threads) / 32 * 32; t == 0 && c >= 32; c -= 32)
+    if (want > 0 && want % 32 == 0 && want <= plan.options.max_threads) t = want;
+    const int cap = std::min(few_blocks ? 1024 : 256, plan.options.max_threads) / 32 * 32;
+    for (int c = cap; t == 0 && c >= 32; c -= 32)
       if (chunks % c == 0) t = c;
-    if (t == 0) return make_error("rowwise: chunks not a multiple of a warp");
+    if (t == 0) t = static_cast<int>(std::min<int64_t>(cap, (chunks + 31) / 32 * 32));
+    if (t < 32) return make_error("rowwise: fewer than 32 threads");
     L.threads = t;
   } else {
     L.block_rows = true;
+    L.row_chunks = L.chunks_per_row;
+    chunks = L.rows * L.row_chunks;
     int t = 0;
     if (want > 0 && L.chunks_per_row % want == 0 && want % 32 == 0 &&
         want <= plan.options.max_threads)
       t = want;
-    for (int c = std::min(512, plan.options.max_threads) / 32 * 32; t == 0 && c >= 32; c -= 32)
+    const int cap = std::min(few_blocks ? 1024 : 512, plan.options.max_threads);
+    for (int c = cap / 32 * 32; t == 0 && c >= 32; c -= 32)
       if (L.chunks_per_row % c == 0) t = c;
     if (t == 0) return make_error("rowwise: rows not a multiple of a warp of chunks");
     L.threads = t;
     if (any_block_reduction && L.rows > 8) return make_error("rowwise: too many rows");
   }
-  L.per_thread = chunks / L.threads;
+  L.per_thread = (chunks + L.threads - 1) / L.threads;
+  L.idle_chunks = L.row_chunks != L.chunks_per_row || L.per_thread * L.threads != chunks;
   if (L.per_thread * L.vec > 64) return make_error("rowwise: too many values per thread");
   return L;
 }
