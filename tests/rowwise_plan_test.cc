@@ -151,6 +151,51 @@ TEST(RowwisePlan, FewBlocksTakeMoreThreads) {
   EXPECT_EQ(plan_of(seed(rotary("f16", 16, 64, 128), 1), 0, forced).threads, 128);
 }
 
+// Rotary's Q [T, 32, 128] and K [T, 8, 128] in one kernel (the seed's, one split extent):
+// two parts, K's rows after Q's in the chunk grid; cos and sin are loaded by each.
+TEST(RowwisePlan, OutputsOfTwoShapesAreTwoParts) {
+  const std::string program = R"(
+input Q: f16[16, 32, 128]
+input K: f16[16, 8, 128]
+input Cos: f16[16, 1, 128]
+input Sin: f16[16, 1, 128]
+Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 64, 128), -1), slice(Q, -1, 0, 64), dim=-1), Sin))
+Kr = add(mul(K, Cos), mul(concat(mul_scalar(slice(K, -1, 64, 128), -1), slice(K, -1, 0, 64), dim=-1), Sin))
+output Qr, Kr
+)";
+  const KernelGraph g = seed(program, 1);
+  const KernelPlan p = plan_of(g);
+  ASSERT_TRUE(p.rowwise) << rowwise_layout(p).error().message;
+  const RowwiseLayout& L = p.rowwise_layout;
+  ASSERT_EQ(L.parts.size(), 2u);
+  EXPECT_EQ(L.parts[0].full, Shape({1, 32, 128}));
+  EXPECT_EQ(L.parts[1].full, Shape({1, 8, 128}));
+  EXPECT_EQ(L.parts[1].row_offset, 32);
+  EXPECT_EQ(L.rows, 40);
+  EXPECT_EQ(p.threads, 640);  // 40 rows of 16 chunks, one per thread (16 blocks: few)
+  EXPECT_EQ(L.per_thread, 1);
+  auto src = emit_cuda(g);
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  EXPECT_NE(src->find("of the [1, 32, 128] and [1, 8, 128] tiles"), std::string::npos);
+  EXPECT_NE(src->find("if (tid + k * 640 < 512)"), std::string::npos);   // Q's chunks
+  EXPECT_NE(src->find("if (tid + k * 640 >= 512)"), std::string::npos);  // K's chunks
+  // Rows across warps: the block reduces every row of every part (each chunk adds only its
+  // own part's values).
+  const KernelPlan wide = plan_of(seed(R"(
+input X: f16[4, 2, 4096]
+input Y: f16[4, 1, 4096]
+A = rms_norm(X, eps=1e-06)
+B = rms_norm(Y, eps=1e-06)
+output A, B
+)",
+                                       1));
+  ASSERT_TRUE(wide.rowwise) << rowwise_layout(wide).error().message;
+  EXPECT_TRUE(wide.rowwise_layout.block_rows);
+  EXPECT_EQ(wide.rowwise_layout.parts.size(), 2u);
+  EXPECT_EQ(wide.rowwise_layout.rows, 3);
+  EXPECT_EQ(wide.scratch_bytes, 2 * (wide.threads / 32) * 3 * 4);
+}
+
 // What cannot be gathered stays on the shared-memory path: a slice of a computed row (its
 // other columns belong to other threads), a concat along another dim than the last.
 TEST(RowwisePlan, WhatIsNotGathered) {

@@ -5,6 +5,7 @@
 // row spans several warps). Tensors narrower than a row (slices along the last dim and what is
 // computed from them) are evaluated where a concat reads them, from inputs loaded again at the
 // columns read (RowwiseForm::Gathered).
+#include <algorithm>
 #include <functional>
 
 #include "block_emitter.h"
@@ -30,13 +31,12 @@ Status BlockEmitter::emit_rowwise() {
   const RowwiseLayout& L = plan_.rowwise_layout;
   const int T = L.threads;
   const int64_t K = L.per_thread, V = L.vec, W = T / 32;
-  const Shape& full = L.full;
-  const int rank = full.rank();
-  Shape row_shape = full;
-  row_shape[rank - 1] = 1;
+  const bool parts = L.parts.size() > 1;
+  std::string tiles;
+  for (const RowwisePart& part : L.parts) tiles += (tiles.empty() ? "" : " and ") + part.full.str();
   w_.comment("rowwise: each thread owns chunks c = tid + k * " + std::to_string(T) + " (k < " +
-             std::to_string(K) + ") of " + std::to_string(V) + " elements of the " + full.str() +
-             " tile, in registers");
+             std::to_string(K) + ") of " + std::to_string(V) + " elements of the " + tiles +
+             (parts ? " tiles" : " tile") + ", in registers");
   if (plan_.scratch_bytes > 0)
     w_.add(
         ir::decl("float* const", "red",
@@ -51,28 +51,49 @@ Status BlockEmitter::emit_rowwise() {
   w_.add(ir::eval(ir::c_cast("void", lane)));
   w_.add(ir::eval(ir::c_cast("void", warp)));
   const ir::Expr chunk = tid + k * T;  // chunk k of this thread
-  // Element indices of chunk k's first element, and the row of chunk k (rows of row_chunks
-  // chunks, the last ones idle where a row has fewer).
+  // Per part: its full tile, the element indices of chunk k's first element in it, the row of
+  // chunk k in it (rows of row_chunks chunks, the last ones idle where a row has fewer), and
+  // whether chunk k holds elements of the part (none when every chunk does).
   const int64_t P = L.row_chunks;
-  const std::vector<ir::Expr> chunk_index =
-      P == L.chunks_per_row ? unflatten(chunk * V, full)
-                            : unflatten(chunk / P * L.cols + chunk % P * V, full);
-  const ir::Expr row = chunk / P;
-  // Whether chunk k holds elements (RowwiseLayout::idle_chunks).
-  std::vector<ir::Expr> busy_terms;
-  if (P != L.chunks_per_row) busy_terms.push_back(chunk % P < L.chunks_per_row);
-  if (K * T != L.rows * P) busy_terms.push_back(chunk < L.rows * P);
-  const ir::Expr busy = busy_terms.empty()       ? ir::Expr{}
-                        : busy_terms.size() == 1 ? busy_terms[0]
-                                                 : ir::land(busy_terms[0], busy_terms[1]);
-  const ir::Expr zero = L.idle_chunks ? ir::aggregate_zero() : ir::Expr{};
-  // Opens `if (chunk k is busy)` where some chunk is idle; close_busy closes it.
-  auto open_busy = [&] {
-    if (L.idle_chunks) w_.open(ir::if_then(busy));
+  struct Geometry {
+    Shape full, row_shape;
+    std::vector<ir::Expr> index;
+    ir::Expr row, busy;
   };
-  auto close_busy = [&] {
-    if (L.idle_chunks) w_.close();
+  std::vector<Geometry> geo;
+  for (const RowwisePart& part : L.parts) {
+    Geometry G;
+    G.full = G.row_shape = part.full;
+    G.row_shape[G.row_shape.rank() - 1] = 1;
+    const ir::Expr c = part.row_offset == 0 ? chunk : chunk - part.row_offset * P;
+    G.index = P == L.chunks_per_row ? unflatten(c * V, part.full)
+                                    : unflatten(c / P * L.cols + c % P * V, part.full);
+    G.row = c / P;
+    std::vector<ir::Expr> terms;
+    if (P != L.chunks_per_row) terms.push_back(chunk % P < L.chunks_per_row);
+    if (part.row_offset > 0) terms.push_back(chunk >= part.row_offset * P);
+    if (K * T > (part.row_offset + part.rows) * P)
+      terms.push_back(chunk < (part.row_offset + part.rows) * P);
+    for (const ir::Expr& e : terms) G.busy = G.busy ? ir::land(G.busy, e) : e;
+    geo.push_back(std::move(G));
+  }
+  const ir::Expr zero = L.idle_chunks || parts ? ir::aggregate_zero() : ir::Expr{};
+  // Opens `if (chunk k holds elements of the part)` where some chunk does not; close_busy
+  // closes it.
+  auto open_busy = [&](const Geometry& G) {
+    if (G.busy) w_.open(ir::if_then(G.busy));
   };
+  auto close_busy = [&](const Geometry& G) {
+    if (G.busy) w_.close();
+  };
+  // The parts that read each input op's tile.
+  std::vector<std::vector<int>> readers(g_.ops().size());
+  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i)
+    for (int x : g_.op(i).inputs) {
+      std::vector<int>& r = readers[g_.tensor(x).producer];
+      if (L.part_of_op[i] >= 0 && std::find(r.begin(), r.end(), L.part_of_op[i]) == r.end())
+        r.push_back(L.part_of_op[i]);
+    }
   auto x_of = [](int t) { return ir::var("x" + std::to_string(t)); };
   auto name_of = [](int t) { return "x" + std::to_string(t); };
   auto form = [&](int t) { return L.forms[t]; };
@@ -83,10 +104,10 @@ Status BlockEmitter::emit_rowwise() {
   };
   // The indices in tile shape `s` (aligned with the full tile from the right) of the full
   // tile's element `idx`: 0 along the dims `s` broadcasts.
-  auto tile_index = [&](const Shape& s, const std::vector<ir::Expr>& idx) {
+  auto tile_index = [&](const Shape& s, const Shape& full, const std::vector<ir::Expr>& idx) {
     std::vector<ir::Expr> out;
     for (int d = 0; d < s.rank(); ++d) {
-      const int fd = d + rank - s.rank();
+      const int fd = d + full.rank() - s.rank();
       out.push_back(s[d] == 1 && full[fd] != 1 ? ir::int_lit(0) : idx[fd]);
     }
     return out;
@@ -114,6 +135,7 @@ Status BlockEmitter::emit_rowwise() {
   // Statements leaving gathered (or row) tensor t's values at chunk k's row, columns
   // col … col + V − 1 of t, in the float[V] array `dst`.
   int temps = 0;
+  const Geometry* gather_at = nullptr;  // the part of the concat gathering
   std::function<void(int, ir::Expr, const std::string&)> gather = [&](int t, ir::Expr col,
                                                                       const std::string& dst) {
     const ir::Expr j = ir::var("j");
@@ -125,11 +147,12 @@ Status BlockEmitter::emit_rowwise() {
     }
     if (p.kind == OpKind::Input) {
       auto [src, gs] = input_source(p);
-      std::vector<ir::Expr> idx = chunk_index;
+      std::vector<ir::Expr> idx = gather_at->index;
       idx.back() = col;
-      w_.call(
-          "strata_rt::load_f32<" + std::to_string(V) + ">",
-          {ir::binary("+", src, offset_of(tile_index(g_.tensor(t).shape, idx), gs)), ir::var(dst)});
+      w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
+              {ir::binary("+", src,
+                          offset_of(tile_index(g_.tensor(t).shape, gather_at->full, idx), gs)),
+               ir::var(dst)});
       return;
     }
     if (p.kind == OpKind::Slice) {
@@ -178,26 +201,30 @@ Status BlockEmitter::emit_rowwise() {
       w_.comment(g_.tensor_name(t) + " " + S.str() + " <- input " + std::to_string(ii) + " " +
                  D.str() + (form(t) == RowwiseForm::Gathered ? ": loaded where read" : ""));
       if (form(t) == RowwiseForm::Gathered) continue;
-      if (form(t) == RowwiseForm::Chunks) {
-        w_.add(ir::decl_array("float", name_of(t), {K, V}, zero));
+      const bool chunks = form(t) == RowwiseForm::Chunks;
+      w_.add(ir::decl_array("float", name_of(t),
+                            chunks ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}, zero));
+      for (int part : readers[i]) {  // each part reading the tile loads its chunks of it
+        const Geometry& G = geo[part];
         w_.open(k_loop());
-        open_busy();
-        w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
-                {ir::binary("+", src, offset_of(tile_index(S, chunk_index), gs)),
-                 ir::index(x_of(t), k)});
-      } else {
-        w_.add(ir::decl_array("float", name_of(t), {K}, zero));
-        w_.open(k_loop());
-        open_busy();
-        w_.add(ir::assign(
-            ir::index(x_of(t), k),
-            ir::call("strata_rt::to_f32",
-                     {ir::index(src, offset_of(tile_index(S, unflatten(row, row_shape)), gs))})));
+        open_busy(G);
+        if (chunks)
+          w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
+                  {ir::binary("+", src, offset_of(tile_index(S, G.full, G.index), gs)),
+                   ir::index(x_of(t), k)});
+        else
+          w_.add(ir::assign(
+              ir::index(x_of(t), k),
+              ir::call("strata_rt::to_f32",
+                       {ir::index(
+                           src, offset_of(tile_index(S, G.row_shape, unflatten(G.row, G.row_shape)),
+                                          gs))})));
+        close_busy(G);
+        w_.close();
       }
-      close_busy();
-      w_.close();
       continue;
     }
+    const Geometry& G = geo[L.part_of_op[i]];
     if (cat == Category::Sink) {
       int oi = 0;
       while (g_.output_op(oi) != i) ++oi;
@@ -216,15 +243,15 @@ Status BlockEmitter::emit_rowwise() {
       w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " + D.str());
       w_.open(k_loop());
       if (form(t) == RowwiseForm::Chunks) {
-        open_busy();
+        open_busy(G);
         w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
-                {ir::binary("+", dst, offset_of(chunk_index, gs)), ir::index(x_of(t), k)});
-        close_busy();
+                {ir::binary("+", dst, offset_of(G.index, gs)), ir::index(x_of(t), k)});
+        close_busy(G);
       } else {
         const ir::Expr first = ir::eq(chunk % P, 0);
         w_.add(ir::if_compact(
-            K * T != L.rows * P ? ir::land(first, chunk < L.rows * P) : first,
-            ir::assign(ir::index(dst, offset_of(unflatten(row, row_shape), gs)),
+            G.busy ? ir::land(first, G.busy) : first,
+            ir::assign(ir::index(dst, offset_of(unflatten(G.row, G.row_shape), gs)),
                        ir::call("strata_rt::from_f32<" + OT + ">", {ir::index(x_of(t), k)}))));
       }
       w_.close();
@@ -243,10 +270,11 @@ Status BlockEmitter::emit_rowwise() {
                  g_.tensor(t).shape.str() + " = concat, gathered per chunk");
       w_.add(ir::decl_array("float", name_of(t), {K, V}, zero));
       w_.open(k_loop());
-      open_busy();
-      w_.add(ir::decl("const int", "col", chunk_index.back()));
+      open_busy(G);
+      w_.add(ir::decl("const int", "col", G.index.back()));
+      gather_at = &G;
       gather(t, ir::var("col"), name_of(t) + "[k]");
-      close_busy();
+      close_busy(G);
       w_.close();
       continue;
     }
@@ -286,10 +314,10 @@ Status BlockEmitter::emit_rowwise() {
     w_.add(ir::decl_array("float", "p", {K}));
     w_.open(k_loop());
     w_.add(ir::assign(ir::index(p, k), identity));
-    open_busy();
+    open_busy(G);
     w_.add(ir::for_compact("j", 0, j < V, ir::verbatim_stmt(red.update("p[k]", red.premap(xe))),
                            "unroll"));
-    close_busy();
+    close_busy(G);
     w_.close();
     if (L.block_rows) {
       const int64_t kpr = L.chunks_per_row / T, R = L.rows;

@@ -48,21 +48,63 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   if (g.forloop() != 1) return make_error("rowwise: forloop > 1");
   RowwiseLayout L;
-  // The full tile: the largest tensor.
-  for (const BlockTensor& t : g.tensors())
-    if (t.shape.numel() > L.full.numel()) L.full = t.shape;
-  const int rank = L.full.rank();
-  if (rank == 0) return make_error("rowwise: scalar tiles");
-  L.cols = L.full[rank - 1];
+  // Parts: the ops connected through the tensors they compute (an input tile connects nothing:
+  // each part that reads it loads it).
+  const int n_ops = static_cast<int>(g.ops().size());
+  std::vector<int> root(n_ops);
+  for (int i = 0; i < n_ops; ++i) root[i] = i;
+  auto find = [&](int i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  for (int i = 0; i < n_ops; ++i)
+    for (int x : g.op(i).inputs) {
+      const int p = g.tensor(x).producer;
+      if (g.op(p).kind != OpKind::Input) root[find(i)] = find(p);
+    }
+  L.part_of_op.assign(n_ops, -1);
+  std::vector<int> part_of_root(n_ops, -1);
+  for (int i = 0; i < n_ops; ++i) {
+    if (g.op(i).kind == OpKind::Input) continue;
+    int& part = part_of_root[find(i)];
+    if (part < 0) {
+      part = static_cast<int>(L.parts.size());
+      L.parts.push_back({});
+    }
+    L.part_of_op[i] = part;
+  }
+  if (L.parts.empty()) return make_error("rowwise: no outputs");
+  // Each part's full tile: the largest tensor it computes or reads; the parts' rows follow
+  // one another in the chunk grid.
+  for (int i = 0; i < n_ops; ++i) {
+    if (L.part_of_op[i] < 0) continue;
+    Shape& f = L.parts[L.part_of_op[i]].full;
+    std::vector<int> ts = g.op(i).inputs;
+    if (g.op(i).output >= 0) ts.push_back(g.op(i).output);
+    for (int t : ts)
+      if (g.tensor(t).shape.numel() > f.numel()) f = g.tensor(t).shape;
+  }
+  int64_t rows = 0;
+  for (size_t q = 0; q < L.parts.size(); ++q) {
+    RowwisePart& part = L.parts[q];
+    if (part.full.rank() == 0) return make_error("rowwise: scalar tiles");
+    const int64_t c = part.full[part.full.rank() - 1];
+    if (q > 0 && c != L.cols) return make_error("rowwise: parts of different row lengths");
+    L.cols = c;
+    part.row_offset = rows;
+    part.rows = part.full.numel() / c;
+    rows += part.rows;
+  }
+  L.rows = rows;
+  L.full = L.parts[0].full;
   if (L.cols == 1) return make_error("rowwise: rows of one element");
-  L.rows = L.full.numel() / L.cols;
-  Shape row_shape = L.full;
-  row_shape[rank - 1] = 1;
-  const Shape& full = L.full;
+  auto part_full = [&](int part) -> const Shape& { return L.parts[part].full; };
   auto width = [&](int t) { return g.tensor(t).shape[g.tensor(t).shape.rank() - 1]; };
-  // Every dim but the last broadcasts to the full tile's (aligned from the right).
-  auto rows_broadcast = [&](int t) {
+  // Every dim but the last broadcasts to the part's full tile's (aligned from the right).
+  auto rows_broadcast = [&](int t, int part) {
     const Shape& s = g.tensor(t).shape;
+    const Shape& full = part_full(part);
+    const int rank = full.rank();
     if (s.rank() > rank) return false;
     const int off = rank - s.rank();
     for (int d = 0; d + 1 < s.rank(); ++d)
@@ -70,8 +112,9 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
     return true;
   };
   // The form a tensor's shape alone gives (Gathered: narrower than a row).
-  auto form_of_shape = [&](int t) -> Result<RowwiseForm> {
-    if (!rows_broadcast(t)) return make_error("rowwise: tile " + g.tensor(t).shape.str());
+  auto form_of_shape = [&](int t, int part) -> Result<RowwiseForm> {
+    if (part >= 0 && !rows_broadcast(t, part))
+      return make_error("rowwise: tile " + g.tensor(t).shape.str());
     const int64_t w = width(t);
     if (w == L.cols) return RowwiseForm::Chunks;
     if (w == 1) return RowwiseForm::Rows;
@@ -82,14 +125,23 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   auto form = [&](int t) { return L.forms[t]; };
   auto from_input = [&](int t) { return g.op(g.tensor(t).producer).kind == OpKind::Input; };
   bool any_block_reduction = false;
-  for (const BlockOp& op : g.ops()) {
+  for (int i = 0; i < n_ops; ++i) {
+    const BlockOp& op = g.op(i);
     const Category cat = op_category(op.kind);
     const std::string name(op_name(op.kind));
-    bool gathered_operand = false;
-    for (int x : op.inputs) gathered_operand = gathered_operand || form(x) == RowwiseForm::Gathered;
+    const int part = L.part_of_op[i];
     if (cat == Category::Source) {
-      STRATA_ASSIGN_OR_RETURN(L.forms[op.output], form_of_shape(op.output));
+      STRATA_ASSIGN_OR_RETURN(L.forms[op.output], form_of_shape(op.output, -1));
       continue;
+    }
+    const Shape& full = part_full(part);
+    Shape row_shape = full;
+    row_shape[full.rank() - 1] = 1;
+    bool gathered_operand = false;
+    for (int x : op.inputs) {
+      gathered_operand = gathered_operand || form(x) == RowwiseForm::Gathered;
+      if (!rows_broadcast(x, part))
+        return make_error("rowwise: operand " + g.tensor(x).shape.str());
     }
     if (cat == Category::Sink) {
       const Shape& s = g.tensor(op.inputs[0]).shape;
@@ -121,7 +173,7 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
       if (dim != in_rank - 1) return make_error("rowwise: slice of another dim than the last");
       if (form(x) == RowwiseForm::Rows || (form(x) == RowwiseForm::Chunks && !from_input(x)))
         return make_error("rowwise: slice of a computed row");
-      if (!rows_broadcast(op.output)) return make_error("rowwise: slice tile");
+      if (!rows_broadcast(op.output, part)) return make_error("rowwise: slice tile");
       L.forms[op.output] = RowwiseForm::Gathered;
       continue;
     }
@@ -131,7 +183,7 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
       if (dim != out_rank - 1) return make_error("rowwise: concat of another dim than the last");
       for (int x : op.inputs)
         if (form(x) == RowwiseForm::Chunks) return make_error("rowwise: concat of a full row");
-      STRATA_ASSIGN_OR_RETURN(RowwiseForm f, form_of_shape(op.output));
+      STRATA_ASSIGN_OR_RETURN(RowwiseForm f, form_of_shape(op.output, part));
       if (f == RowwiseForm::Rows) return make_error("rowwise: concat to one column");
       L.forms[op.output] = f;  // Chunks: materialized here; Gathered: where a concat reads it
       continue;
@@ -143,11 +195,11 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
         if (form(x) == RowwiseForm::Chunks ||
             (form(x) == RowwiseForm::Gathered && width(x) != width(op.output)))
           return make_error("rowwise: " + name + " of a gathered and a full tile");
-      if (!rows_broadcast(op.output)) return make_error("rowwise: elementwise tile");
+      if (!rows_broadcast(op.output, part)) return make_error("rowwise: elementwise tile");
       L.forms[op.output] = RowwiseForm::Gathered;
       continue;
     }
-    STRATA_ASSIGN_OR_RETURN(RowwiseForm f, form_of_shape(op.output));
+    STRATA_ASSIGN_OR_RETURN(RowwiseForm f, form_of_shape(op.output, part));
     if (f == RowwiseForm::Gathered)
       return make_error("rowwise: " + name + " of a narrow tile");  // (no gathered operand)
     for (int x : op.inputs)
@@ -193,8 +245,8 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
       if (op.kind == OpKind::Slice && op.attrs.start % v != 0) return false;
     for (int i = 0; i < g.num_outputs(); ++i) {
       const Shape& d = g.output_shape(i);
-      const Shape& tile = g.tensor(g.op(g.output_op(i)).inputs[0]).shape;
-      if (tile == L.full && d[d.rank() - 1] % v != 0) return false;
+      const int tile = g.op(g.output_op(i)).inputs[0];
+      if (form(tile) == RowwiseForm::Chunks && d[d.rank() - 1] % v != 0) return false;
     }
     return true;
   };

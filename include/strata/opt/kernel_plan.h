@@ -300,13 +300,25 @@ enum class RowwiseForm : uint8_t {
   Gathered,
 };
 
-/// How a rowwise kernel's full tile [rows, cols] (all dims but the last flattened into rows) is
-/// spread over the block: chunk c = tid + k·threads (k < per_thread) covers elements
-/// c·vec … c·vec + vec − 1 (rowwise.h).
+/// A part of a rowwise kernel: ops connected through the tensors they compute (outputs of
+/// different shapes computed from shared inputs, e.g. rotary's Q and K, are two parts of one
+/// kernel). Its rows follow the previous parts' in the chunk grid.
+struct RowwisePart {
+  Shape full;              ///< the part's full tile: the largest tensor it computes or reads
+  int64_t rows = 1;        ///< rows of `full` (all dims but the last flattened)
+  int64_t row_offset = 0;  ///< its first row in the chunk grid
+};
+
+/// How a rowwise kernel's rows (of every part's full tile, all dims but the last flattened)
+/// are spread over the block: chunk c = tid + k·threads (k < per_thread) of row
+/// r = c / row_chunks covers the elements (c % row_chunks)·vec … + vec − 1 of that row
+/// (rowwise.h).
 struct RowwiseLayout {
   std::vector<RowwiseForm> forms;  ///< per block tensor
-  Shape full;                      ///< the block's full tile shape
-  int64_t rows = 1, cols = 1;      ///< full = [rows, cols] flattened
+  std::vector<RowwisePart> parts;  ///< in the order of their first op
+  std::vector<int> part_of_op;     ///< per op; -1 for inputs (loaded by each part reading them)
+  Shape full;                      ///< the first part's full tile
+  int64_t rows = 1, cols = 1;      ///< rows of all parts; the common row length
   int64_t vec = 1;                 ///< elements per chunk
   int64_t chunks_per_row = 1;
   /// Chunks a row takes in the chunk grid: chunks_per_row, or for rows inside a warp the next
