@@ -141,6 +141,16 @@ TEST(RowwisePlan, FewBlocksTakeMoreThreads) {
   ASSERT_TRUE(many.rowwise);
   EXPECT_EQ(many.threads, 256);
   EXPECT_EQ(many.rowwise_layout.per_thread, 4);
+  // Many blocks of 2 tokens (2048 chunks): 256 threads would hold 64 values of a tensor each,
+  // so the block takes 1024 (16 values); 4 tokens: 1024 threads of 32 values, the most.
+  const KernelPlan two = plan_of(seed(rotary("f16", 512, 64, 128), 2));
+  ASSERT_TRUE(two.rowwise);
+  EXPECT_EQ(two.threads, 1024);
+  EXPECT_EQ(two.rowwise_layout.per_thread, 2);
+  const KernelPlan four = plan_of(seed(rotary("f16", 512, 64, 128), 4));
+  ASSERT_TRUE(four.rowwise);
+  EXPECT_EQ(four.threads, 1024);
+  EXPECT_EQ(four.rowwise_layout.per_thread * four.rowwise_layout.vec, 32);
   // The SM count is the planner's: with 8 SMs 16 blocks are many.
   PlanOptions eight;
   eight.sm_count = 8;

@@ -190,187 +190,207 @@ Status BlockEmitter::emit_rowwise() {
     w_.close();
   };
   int reductions = 0;
-  for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
-    const BlockOp& op = g_.op(i);
-    const Category cat = op_category(op.kind);
-    if (cat == Category::Source) {
-      const int t = op.output, ii = op.attrs.input_index;
-      const Shape& D = g_.input_shape(ii);
-      const Shape& S = g_.tensor(t).shape;
-      auto [src, gs] = input_source(op);
-      w_.comment(g_.tensor_name(t) + " " + S.str() + " <- input " + std::to_string(ii) + " " +
-                 D.str() + (form(t) == RowwiseForm::Gathered ? ": loaded where read" : ""));
-      if (form(t) == RowwiseForm::Gathered) continue;
-      const bool chunks = form(t) == RowwiseForm::Chunks;
-      w_.add(ir::decl_array("float", name_of(t),
-                            chunks ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}, zero));
-      for (int part : readers[i]) {  // each part reading the tile loads its chunks of it
-        const Geometry& G = geo[part];
+  // Part `cur`'s ops (and its loads of the input tiles it reads), in graph order.
+  auto emit_part = [&](int cur) {
+    for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i) {
+      const BlockOp& op = g_.op(i);
+      const Category cat = op_category(op.kind);
+      if (cat == Category::Source
+              ? std::find(readers[i].begin(), readers[i].end(), cur) == readers[i].end()
+              : L.part_of_op[i] != cur)
+        continue;
+      if (cat == Category::Source) {
+        const int t = op.output, ii = op.attrs.input_index;
+        const Shape& D = g_.input_shape(ii);
+        const Shape& S = g_.tensor(t).shape;
+        auto [src, gs] = input_source(op);
+        w_.comment(g_.tensor_name(t) + " " + S.str() + " <- input " + std::to_string(ii) + " " +
+                   D.str() + (form(t) == RowwiseForm::Gathered ? ": loaded where read" : ""));
+        if (form(t) == RowwiseForm::Gathered) continue;
+        const bool chunks = form(t) == RowwiseForm::Chunks;
+        w_.add(ir::decl_array("float", name_of(t),
+                              chunks ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}, zero));
+        {  // each part reading the tile loads its chunks of it
+          const Geometry& G = geo[cur];
+          w_.open(k_loop());
+          open_busy(G);
+          if (chunks)
+            w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
+                    {ir::binary("+", src, offset_of(tile_index(S, G.full, G.index), gs)),
+                     ir::index(x_of(t), k)});
+          else
+            w_.add(ir::assign(
+                ir::index(x_of(t), k),
+                ir::call("strata_rt::to_f32",
+                         {ir::index(src, offset_of(tile_index(S, G.row_shape,
+                                                              unflatten(G.row, G.row_shape)),
+                                                   gs))})));
+          close_busy(G);
+          w_.close();
+        }
+        continue;
+      }
+      const Geometry& G = geo[L.part_of_op[i]];
+      if (cat == Category::Sink) {
+        int oi = 0;
+        while (g_.output_op(oi) != i) ++oi;
+        const int t = op.inputs[0];
+        const Shape& tile = g_.tensor(t).shape;
+        const Shape& D = g_.output_shape(oi);
+        const std::vector<int64_t> gs = dense_strides(D);
+        std::vector<ir::Expr> origin;
+        for (int a = 0; a < 3; ++a)
+          if (g_.grid()[a] > 1) {
+            const int d = op.attrs.omap[a];
+            origin.push_back(ir::var(axis_var(a)) * (tile[d] * gs[d]));
+          }
+        const std::string OT = cuda_type(info_.output_dtypes[oi]);
+        const ir::Expr dst = ir::binary("+", ir::var("gout" + std::to_string(oi)), ir::sum(origin));
+        w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " +
+                   D.str());
+        w_.open(k_loop());
+        if (form(t) == RowwiseForm::Chunks) {
+          open_busy(G);
+          w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
+                  {ir::binary("+", dst, offset_of(G.index, gs)), ir::index(x_of(t), k)});
+          close_busy(G);
+        } else {
+          const ir::Expr first = ir::eq(chunk % P, 0);
+          w_.add(ir::if_compact(
+              G.busy ? ir::land(first, G.busy) : first,
+              ir::assign(ir::index(dst, offset_of(unflatten(G.row, G.row_shape), gs)),
+                         ir::call("strata_rt::from_f32<" + OT + ">", {ir::index(x_of(t), k)}))));
+        }
+        w_.close();
+        continue;
+      }
+      if (form(op.output) == RowwiseForm::Gathered) {
+        w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " +
+                   g_.tensor(op.output).shape.str() + " = " + std::string(op_name(op.kind)) +
+                   ": evaluated where read");
+        continue;
+      }
+      if (op.kind == OpKind::Concat) {
+        // A full row from gathered operands: each chunk evaluates the operand its columns lie in.
+        const int t = op.output;
+        w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " +
+                   g_.tensor(t).shape.str() + " = concat, gathered per chunk");
+        w_.add(ir::decl_array("float", name_of(t), {K, V}, zero));
         w_.open(k_loop());
         open_busy(G);
-        if (chunks)
-          w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
-                  {ir::binary("+", src, offset_of(tile_index(S, G.full, G.index), gs)),
-                   ir::index(x_of(t), k)});
-        else
-          w_.add(ir::assign(
-              ir::index(x_of(t), k),
-              ir::call("strata_rt::to_f32",
-                       {ir::index(
-                           src, offset_of(tile_index(S, G.row_shape, unflatten(G.row, G.row_shape)),
-                                          gs))})));
+        w_.add(ir::decl("const int", "col", G.index.back()));
+        gather_at = &G;
+        gather(t, ir::var("col"), name_of(t) + "[k]");
         close_busy(G);
         w_.close();
+        continue;
       }
-      continue;
-    }
-    const Geometry& G = geo[L.part_of_op[i]];
-    if (cat == Category::Sink) {
-      int oi = 0;
-      while (g_.output_op(oi) != i) ++oi;
-      const int t = op.inputs[0];
-      const Shape& tile = g_.tensor(t).shape;
-      const Shape& D = g_.output_shape(oi);
-      const std::vector<int64_t> gs = dense_strides(D);
-      std::vector<ir::Expr> origin;
-      for (int a = 0; a < 3; ++a)
-        if (g_.grid()[a] > 1) {
-          const int d = op.attrs.omap[a];
-          origin.push_back(ir::var(axis_var(a)) * (tile[d] * gs[d]));
-        }
-      const std::string OT = cuda_type(info_.output_dtypes[oi]);
-      const ir::Expr dst = ir::binary("+", ir::var("gout" + std::to_string(oi)), ir::sum(origin));
-      w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " + D.str());
-      w_.open(k_loop());
-      if (form(t) == RowwiseForm::Chunks) {
-        open_busy(G);
-        w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
-                {ir::binary("+", dst, offset_of(G.index, gs)), ir::index(x_of(t), k)});
-        close_busy(G);
-      } else {
-        const ir::Expr first = ir::eq(chunk % P, 0);
-        w_.add(ir::if_compact(
-            G.busy ? ir::land(first, G.busy) : first,
-            ir::assign(ir::index(dst, offset_of(unflatten(G.row, G.row_shape), gs)),
-                       ir::call("strata_rt::from_f32<" + OT + ">", {ir::index(x_of(t), k)}))));
-      }
-      w_.close();
-      continue;
-    }
-    if (form(op.output) == RowwiseForm::Gathered) {
-      w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(op.output) + " " +
-                 g_.tensor(op.output).shape.str() + " = " + std::string(op_name(op.kind)) +
-                 ": evaluated where read");
-      continue;
-    }
-    if (op.kind == OpKind::Concat) {
-      // A full row from gathered operands: each chunk evaluates the operand its columns lie in.
       const int t = op.output;
       w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " +
-                 g_.tensor(t).shape.str() + " = concat, gathered per chunk");
-      w_.add(ir::decl_array("float", name_of(t), {K, V}, zero));
+                 g_.tensor(t).shape.str() + " = " + std::string(op_name(op.kind)));
+      if (cat == Category::Accum && !op_reduction(op.kind)) {  // F = 1: the input itself
+        w_.add(ir::decl("auto&", name_of(t), x_of(op.inputs[0])));
+        continue;
+      }
+      auto elem = [&](int x) {
+        return form(x) == RowwiseForm::Chunks ? ir::index(ir::index(x_of(x), k), j)
+                                              : ir::index(x_of(x), k);
+      };
+      if (is_elementwise(op.kind) || cat == Category::Fused) {
+        const bool f = form(t) == RowwiseForm::Chunks;
+        w_.add(ir::decl_array("float", name_of(t),
+                              f ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}));
+        w_.open(k_loop());
+        if (f) w_.open(ir::for_loop("j", 0, j < V, {}, "unroll"));
+        std::vector<std::string> ins;
+        for (int x : op.inputs) ins.push_back(ir::print_expr(elem(x)));
+        const std::string res = eval_elementwise(i, ins, "v" + std::to_string(t) + "_");
+        w_.add(ir::assign(elem(t), ir::verbatim(res)));
+        if (f) w_.close();
+        w_.close();
+        continue;
+      }
+      // A reduction over the last dim of a full tensor (its row of the reduction family).
+      const int x = op.inputs[0];
+      const ReductionCode red(op.kind, op.attrs);
+      const std::string xe = "x" + std::to_string(x) + "[k][j]";
+      const std::string sname = "s" + std::to_string(t);
+      const ir::Expr p = ir::var("p"), identity = ir::verbatim(red.identity());
+      w_.add(ir::decl_array("float", sname, {K}, {}, "row total of chunk k"));
+      w_.open("");
+      w_.add(ir::decl_array("float", "p", {K}));
       w_.open(k_loop());
+      w_.add(ir::assign(ir::index(p, k), identity));
       open_busy(G);
-      w_.add(ir::decl("const int", "col", G.index.back()));
-      gather_at = &G;
-      gather(t, ir::var("col"), name_of(t) + "[k]");
+      w_.add(ir::for_compact("j", 0, j < V, ir::verbatim_stmt(red.update("p[k]", red.premap(xe))),
+                             "unroll"));
       close_busy(G);
       w_.close();
-      continue;
-    }
-    const int t = op.output;
-    w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " + g_.tensor(t).shape.str() +
-               " = " + std::string(op_name(op.kind)));
-    if (cat == Category::Accum && !op_reduction(op.kind)) {  // F = 1: the input itself
-      w_.add(ir::decl("auto&", name_of(t), x_of(op.inputs[0])));
-      continue;
-    }
-    auto elem = [&](int x) {
-      return form(x) == RowwiseForm::Chunks ? ir::index(ir::index(x_of(x), k), j)
-                                            : ir::index(x_of(x), k);
-    };
-    if (is_elementwise(op.kind) || cat == Category::Fused) {
-      const bool f = form(t) == RowwiseForm::Chunks;
-      w_.add(ir::decl_array("float", name_of(t),
-                            f ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}));
-      w_.open(k_loop());
-      if (f) w_.open(ir::for_loop("j", 0, j < V, {}, "unroll"));
-      std::vector<std::string> ins;
-      for (int x : op.inputs) ins.push_back(ir::print_expr(elem(x)));
-      const std::string res = eval_elementwise(i, ins, "v" + std::to_string(t) + "_");
-      w_.add(ir::assign(elem(t), ir::verbatim(res)));
-      if (f) w_.close();
+      if (L.block_rows) {
+        const int64_t kpr = L.chunks_per_row / T, R = L.rows;
+        const ir::Expr pr = ir::var("pr"), total = ir::var("total");
+        const ir::Expr buf = ir::binary("+", ir::var("red"), ir::int_lit((reductions % 2) * W * R));
+        w_.add(ir::decl_array("float", "pr", {R}));
+        w_.open(ir::for_loop("r", 0, r < R, {}, "unroll"));
+        w_.add(ir::assign(ir::index(pr, r), identity));
+        w_.add(ir::for_compact(
+            "q", 0, q < kpr,
+            ir::verbatim_stmt(
+                red.update("pr[r]", ir::print_expr(ir::index(p, ir::binary("+", r * kpr, q))))),
+            "unroll"));
+        w_.add(ir::assign(ir::index(pr, r), ir::verbatim(red.team(32, "pr[r]"))));
+        w_.add(ir::if_compact(
+            ir::eq(lane, 0),
+            ir::assign(ir::index(buf, ir::binary("+", warp * R, r)), ir::index(pr, r))));
+        w_.close();
+        w_.comment("double-buffered: the next reduction uses the other buffer");
+        barrier();
+        w_.open(k_loop());
+        w_.add(ir::decl("const int", "r", k / kpr));
+        w_.add(ir::decl("float", "total", identity));
+        w_.add(ir::for_compact(
+            "q", 0, q < W,
+            ir::verbatim_stmt(
+                red.update("total", ir::print_expr(ir::index(buf, ir::binary("+", q * R, r))))),
+            "unroll"));
+        w_.add(ir::assign(ir::index(ir::var(sname), k), total));
+        w_.close();
+        ++reductions;
+      } else {
+        w_.add(ir::for_compact("k", 0, k < K,
+                               ir::assign(ir::index(ir::var(sname), k),
+                                          ir::verbatim(red.team(static_cast<int>(P), "p[k]"))),
+                               "unroll"));
+      }
       w_.close();
-      continue;
+      const std::string sk = sname + "[k]";
+      if (op_category(op.kind) == Category::Norm) {
+        w_.add(ir::decl_array("float", name_of(t), {K, V}));
+        w_.open(k_loop());
+        w_.add(ir::decl("const float", "inv", ir::verbatim(red.inverse(sk, L.cols))));
+        w_.add(ir::for_compact(
+            "j", 0, j < V,
+            ir::assign(elem(t), ir::index(ir::index(x_of(x), k), j) * ir::var("inv")), "unroll"));
+        w_.close();
+      } else {
+        w_.add(ir::decl_array("float", name_of(t), {K}));
+        w_.add(ir::for_compact(
+            "k", 0, k < K,
+            ir::assign(ir::index(x_of(t), k), ir::verbatim(red.finalize(sk, L.cols))), "unroll"));
+      }
     }
-    // A reduction over the last dim of a full tensor (its row of the reduction family).
-    const int x = op.inputs[0];
-    const ReductionCode red(op.kind, op.attrs);
-    const std::string xe = "x" + std::to_string(x) + "[k][j]";
-    const std::string sname = "s" + std::to_string(t);
-    const ir::Expr p = ir::var("p"), identity = ir::verbatim(red.identity());
-    w_.add(ir::decl_array("float", sname, {K}, {}, "row total of chunk k"));
-    w_.open("");
-    w_.add(ir::decl_array("float", "p", {K}));
-    w_.open(k_loop());
-    w_.add(ir::assign(ir::index(p, k), identity));
-    open_busy(G);
-    w_.add(ir::for_compact("j", 0, j < V, ir::verbatim_stmt(red.update("p[k]", red.premap(xe))),
-                           "unroll"));
-    close_busy(G);
-    w_.close();
-    if (L.block_rows) {
-      const int64_t kpr = L.chunks_per_row / T, R = L.rows;
-      const ir::Expr pr = ir::var("pr"), total = ir::var("total");
-      const ir::Expr buf = ir::binary("+", ir::var("red"), ir::int_lit((reductions % 2) * W * R));
-      w_.add(ir::decl_array("float", "pr", {R}));
-      w_.open(ir::for_loop("r", 0, r < R, {}, "unroll"));
-      w_.add(ir::assign(ir::index(pr, r), identity));
-      w_.add(
-          ir::for_compact("q", 0, q < kpr,
-                          ir::verbatim_stmt(red.update(
-                              "pr[r]", ir::print_expr(ir::index(p, ir::binary("+", r * kpr, q))))),
-                          "unroll"));
-      w_.add(ir::assign(ir::index(pr, r), ir::verbatim(red.team(32, "pr[r]"))));
-      w_.add(ir::if_compact(
-          ir::eq(lane, 0),
-          ir::assign(ir::index(buf, ir::binary("+", warp * R, r)), ir::index(pr, r))));
-      w_.close();
-      w_.comment("double-buffered: the next reduction uses the other buffer");
-      barrier();
-      w_.open(k_loop());
-      w_.add(ir::decl("const int", "r", k / kpr));
-      w_.add(ir::decl("float", "total", identity));
-      w_.add(
-          ir::for_compact("q", 0, q < W,
-                          ir::verbatim_stmt(red.update(
-                              "total", ir::print_expr(ir::index(buf, ir::binary("+", q * R, r))))),
-                          "unroll"));
-      w_.add(ir::assign(ir::index(ir::var(sname), k), total));
-      w_.close();
-      ++reductions;
-    } else {
-      w_.add(ir::for_compact("k", 0, k < K,
-                             ir::assign(ir::index(ir::var(sname), k),
-                                        ir::verbatim(red.team(static_cast<int>(P), "p[k]"))),
-                             "unroll"));
+  };
+  // The parts one after the other, each in a scope of its own (its registers free after it);
+  // every thread runs every part (its shuffles and barriers) on the chunks it holds of it.
+  for (int cur = 0; cur < static_cast<int>(L.parts.size()); ++cur) {
+    if (parts) {
+      w_.comment("part " + std::to_string(cur) + ": " + L.parts[cur].full.str() + ", rows " +
+                 std::to_string(L.parts[cur].row_offset) + " to " +
+                 std::to_string(L.parts[cur].row_offset + L.parts[cur].rows - 1));
+      w_.open("");
     }
-    w_.close();
-    const std::string sk = sname + "[k]";
-    if (op_category(op.kind) == Category::Norm) {
-      w_.add(ir::decl_array("float", name_of(t), {K, V}));
-      w_.open(k_loop());
-      w_.add(ir::decl("const float", "inv", ir::verbatim(red.inverse(sk, L.cols))));
-      w_.add(ir::for_compact(
-          "j", 0, j < V, ir::assign(elem(t), ir::index(ir::index(x_of(x), k), j) * ir::var("inv")),
-          "unroll"));
-      w_.close();
-    } else {
-      w_.add(ir::decl_array("float", name_of(t), {K}));
-      w_.add(ir::for_compact(
-          "k", 0, k < K, ir::assign(ir::index(x_of(t), k), ir::verbatim(red.finalize(sk, L.cols))),
-          "unroll"));
-    }
+    emit_part(cur);
+    if (parts) w_.close();
   }
   return Status::success();
 }

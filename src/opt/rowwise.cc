@@ -7,6 +7,10 @@
 namespace strata {
 namespace {
 
+/// The most values of one tensor a thread of a rowwise kernel holds: every tensor is a register
+/// array, and a residual norm with 64 (8 rows of 3584 per block) spilled 548 bytes (ptxas).
+constexpr int64_t kRowwiseValuesPerThread = 32;
+
 bool is_elementwise_or_chain(OpKind k) {
   return is_elementwise(k) || op_category(k) == Category::Fused;
 }
@@ -255,9 +259,12 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   const int want = plan.options.threads;
   // Launch shape: a grid of fewer blocks than SMs leaves most SMs idle, so its blocks take up
   // to 1024 threads (fewer chunks per thread); otherwise up to 256 (rows inside a warp) or 512
-  // (rows across warps).
+  // (rows across warps), raised to 1024 where a thread would hold more than
+  // kRowwiseValuesPerThread values of a tensor (each tensor a register array: more spills).
   const bool few_blocks = g.grid().count() < plan.options.sm_count;
+  const int max_threads = plan.options.max_threads / 32 * 32;
   int64_t chunks = 0;  // the chunk grid, idle chunks included
+  auto values = [&](int t) { return (chunks + t - 1) / t * L.vec; };
   if (L.chunks_per_row <= 32) {
     // Rows inside a warp: a row is a team of a power of two of lanes; any multiple of 32
     // threads dividing the chunks, else as many warps as cover them (the last chunks idle).
@@ -265,32 +272,39 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
     L.row_chunks = 1;
     while (L.row_chunks < L.chunks_per_row) L.row_chunks *= 2;
     chunks = L.rows * L.row_chunks;
-    int t = 0;
-    if (want > 0 && want % 32 == 0 && want <= plan.options.max_threads) t = want;
-    const int cap = std::min(few_blocks ? 1024 : 256, plan.options.max_threads) / 32 * 32;
-    for (int c = cap; t == 0 && c >= 32; c -= 32)
-      if (chunks % c == 0) t = c;
-    if (t == 0) t = static_cast<int>(std::min<int64_t>(cap, (chunks + 31) / 32 * 32));
+    auto pick = [&](int cap) {
+      cap = std::min(cap, max_threads);
+      for (int c = cap; c >= 32; c -= 32)
+        if (chunks % c == 0) return c;
+      return static_cast<int>(std::min<int64_t>(cap, (chunks + 31) / 32 * 32));
+    };
+    int t = want > 0 && want % 32 == 0 && want <= max_threads ? want : 0;
+    if (t == 0) t = pick(few_blocks ? 1024 : 256);
+    if (want == 0 && values(t) > kRowwiseValuesPerThread) t = pick(1024);
     if (t < 32) return make_error("rowwise: fewer than 32 threads");
     L.threads = t;
   } else {
     L.block_rows = true;
     L.row_chunks = L.chunks_per_row;
     chunks = L.rows * L.row_chunks;
-    int t = 0;
-    if (want > 0 && L.chunks_per_row % want == 0 && want % 32 == 0 &&
-        want <= plan.options.max_threads)
-      t = want;
-    const int cap = std::min(few_blocks ? 1024 : 512, plan.options.max_threads);
-    for (int c = cap / 32 * 32; t == 0 && c >= 32; c -= 32)
-      if (L.chunks_per_row % c == 0) t = c;
+    auto pick = [&](int cap) {
+      for (int c = std::min(cap, max_threads); c >= 32; c -= 32)
+        if (L.chunks_per_row % c == 0) return c;
+      return 0;
+    };
+    int t = want > 0 && L.chunks_per_row % want == 0 && want % 32 == 0 && want <= max_threads ? want
+                                                                                              : 0;
+    if (t == 0) t = pick(few_blocks ? 1024 : 512);
+    if (want == 0 && t > 0 && values(t) > kRowwiseValuesPerThread) t = pick(1024);
     if (t == 0) return make_error("rowwise: rows not a multiple of a warp of chunks");
     L.threads = t;
     if (any_block_reduction && L.rows > 8) return make_error("rowwise: too many rows");
   }
   L.per_thread = (chunks + L.threads - 1) / L.threads;
   L.idle_chunks = L.row_chunks != L.chunks_per_row || L.per_thread * L.threads != chunks;
-  if (L.per_thread * L.vec > 64) return make_error("rowwise: too many values per thread");
+  if (L.per_thread * L.vec > kRowwiseValuesPerThread)
+    return make_error("rowwise: more than " + std::to_string(kRowwiseValuesPerThread) +
+                      " values of a tensor per thread");
   return L;
 }
 

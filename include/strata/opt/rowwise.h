@@ -26,11 +26,12 @@ namespace strata {
 /// (Rows) or narrower (Gathered: a slice of an input or of a gathered tensor, a narrower input,
 /// an elementwise op of gathered tensors and rows, or a concat of them; read only by such ops,
 /// and evaluated where a concat of the full width reads it). The chunk width (16 bytes or less)
-/// divides every device row, column offset, gathered width and slice start; at most 64 values
+/// divides every device row, column offset, gathered width and slice start; at most 32 values
 /// per thread and tensor. Threads: PlanOptions::threads when it fits; else, for rows inside a
 /// warp, a multiple of 32 up to 256 (1024 for a grid of fewer blocks than
-/// PlanOptions::sm_count) dividing the chunks, or covering them with idle chunks; for rows
-/// across warps, the largest multiple of 32 up to 512 (1024) dividing a row's chunks.
+/// PlanOptions::sm_count, or where 256 would leave more than 32 values per thread) dividing
+/// the chunks, or covering them with idle chunks; for rows across warps, the largest multiple
+/// of 32 up to 512 (1024 likewise) dividing a row's chunks.
 Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan);
 
 /// rowwise_layout(plan).ok().
