@@ -129,32 +129,42 @@ TEST(RowwisePlan, EmittedCodeGuardsIdleChunks) {
 }
 
 // Launch shape: a grid of fewer blocks than SMs gets up to 1024 threads, one chunk each where
-// the chunks allow; a grid of many blocks keeps at most 256 threads for rows inside a warp.
-TEST(RowwisePlan, FewBlocksTakeMoreThreads) {
+// the chunks allow; a grid of many blocks keeps at most 256 threads for rows inside a warp,
+// unless its threads would then hold more than 32 values of a tensor or 64 of all the tensors
+// held in chunks.
+TEST(RowwisePlan, LaunchShapeFollowsTheGridAndTheValuesHeld) {
+  const std::string exp_program = "input X: f16[512, 64, 128]\nO = exp(X)\noutput O\n";
   // 16 blocks of [1, 64, 128]: 1024 chunks of 8.
   const KernelPlan few = plan_of(seed(rotary("f16", 16, 64, 128), 1));
   ASSERT_TRUE(few.rowwise);
   EXPECT_EQ(few.threads, 1024);
   EXPECT_EQ(few.rowwise_layout.per_thread, 1);
-  // 512 blocks: 256 threads, 4 chunks each.
-  const KernelPlan many = plan_of(seed(rotary("f16", 512, 64, 128), 1));
+  // 512 blocks of exp (two tensors held: X and O): 256 threads, 4 chunks (2 · 32 values) each.
+  const KernelPlan many = plan_of(seed(exp_program, 1));
   ASSERT_TRUE(many.rowwise);
   EXPECT_EQ(many.threads, 256);
   EXPECT_EQ(many.rowwise_layout.per_thread, 4);
-  // Many blocks of 2 tokens (2048 chunks): 256 threads would hold 64 values of a tensor each,
-  // so the block takes 1024 (16 values); 4 tokens: 1024 threads of 32 values, the most.
-  const KernelPlan two = plan_of(seed(rotary("f16", 512, 64, 128), 2));
+  // Rotary holds five tensors (q, cos, the rotated half, sin, the result): 1024 threads.
+  const KernelPlan rope = plan_of(seed(rotary("f16", 512, 64, 128), 1));
+  ASSERT_TRUE(rope.rowwise);
+  EXPECT_EQ(rope.threads, 1024);
+  EXPECT_EQ(rope.rowwise_layout.per_thread, 1);
+  // 2 tokens of exp per block (2048 chunks): 256 threads would hold 64 values of a tensor
+  // each, so the block takes 1024; 4 tokens: 1024 threads of 32 values, the most.
+  const KernelPlan two = plan_of(seed(exp_program, 2));
   ASSERT_TRUE(two.rowwise);
   EXPECT_EQ(two.threads, 1024);
   EXPECT_EQ(two.rowwise_layout.per_thread, 2);
-  const KernelPlan four = plan_of(seed(rotary("f16", 512, 64, 128), 4));
+  const KernelPlan four = plan_of(seed(exp_program, 4));
   ASSERT_TRUE(four.rowwise);
   EXPECT_EQ(four.threads, 1024);
   EXPECT_EQ(four.rowwise_layout.per_thread * four.rowwise_layout.vec, 32);
   // The SM count is the planner's: with 8 SMs 16 blocks are many.
   PlanOptions eight;
   eight.sm_count = 8;
-  EXPECT_EQ(plan_of(seed(rotary("f16", 16, 64, 128), 1), 0, eight).threads, 256);
+  const std::string exp16 = "input X: f16[16, 64, 128]\nO = exp(X)\noutput O\n";
+  EXPECT_EQ(plan_of(seed(exp16, 1), 0, eight).threads, 256);
+  EXPECT_EQ(plan_of(seed(exp16, 1)).threads, 1024);
   // A forced thread count that divides the chunks is kept.
   PlanOptions forced;
   forced.threads = 128;

@@ -10,6 +10,10 @@ namespace {
 /// The most values of one tensor a thread of a rowwise kernel holds: every tensor is a register
 /// array, and a residual norm with 64 (8 rows of 3584 per block) spilled 548 bytes (ptxas).
 constexpr int64_t kRowwiseValuesPerThread = 32;
+/// Values of all the tensors a part holds in chunks above which a block takes more threads
+/// (up to 1024): rotary prefill with 2 tokens per block, 160 threads of 4 chunks of its 5
+/// tensors, took 139 registers.
+constexpr int64_t kRowwiseHeldValues = 64;
 
 bool is_elementwise_or_chain(OpKind k) {
   return is_elementwise(k) || op_category(k) == Category::Fused;
@@ -260,11 +264,37 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
   // Launch shape: a grid of fewer blocks than SMs leaves most SMs idle, so its blocks take up
   // to 1024 threads (fewer chunks per thread); otherwise up to 256 (rows inside a warp) or 512
   // (rows across warps), raised to 1024 where a thread would hold more than
-  // kRowwiseValuesPerThread values of a tensor (each tensor a register array: more spills).
+  // kRowwiseValuesPerThread values of a tensor, or kRowwiseHeldValues of all a part holds in
+  // chunks (each tensor a register array: more registers, spills).
   const bool few_blocks = g.grid().count() < plan.options.sm_count;
   const int max_threads = plan.options.max_threads / 32 * 32;
   int64_t chunks = 0;  // the chunk grid, idle chunks included
   auto values = [&](int t) { return (chunks + t - 1) / t * L.vec; };
+  // The most tensors a part holds in chunks (an accum of one iteration is its input).
+  auto alias = [&](int t) {
+    const BlockOp& p = g.op(g.tensor(t).producer);
+    return op_category(p.kind) == Category::Accum && !op_reduction(p.kind);
+  };
+  int64_t held = 1;
+  for (size_t q = 0; q < L.parts.size(); ++q) {
+    std::vector<bool> counted(g.tensors().size(), false);
+    int64_t n = 0;
+    for (int i = 0; i < n_ops; ++i) {
+      if (L.part_of_op[i] != static_cast<int>(q)) continue;
+      const BlockOp& op = g.op(i);
+      std::vector<int> ts = op.inputs;
+      if (op.output >= 0) ts.push_back(op.output);
+      for (int t : ts)
+        if (form(t) == RowwiseForm::Chunks && !counted[t] && !alias(t)) {
+          counted[t] = true;
+          ++n;
+        }
+    }
+    held = std::max(held, n);
+  }
+  auto too_many = [&](int t) {
+    return values(t) > kRowwiseValuesPerThread || values(t) * held > kRowwiseHeldValues;
+  };
   if (L.chunks_per_row <= 32) {
     // Rows inside a warp: a row is a team of a power of two of lanes; any multiple of 32
     // threads dividing the chunks, else as many warps as cover them (the last chunks idle).
@@ -280,7 +310,7 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
     };
     int t = want > 0 && want % 32 == 0 && want <= max_threads ? want : 0;
     if (t == 0) t = pick(few_blocks ? 1024 : 256);
-    if (want == 0 && values(t) > kRowwiseValuesPerThread) t = pick(1024);
+    if (want == 0 && too_many(t)) t = pick(1024);
     if (t < 32) return make_error("rowwise: fewer than 32 threads");
     L.threads = t;
   } else {
@@ -295,7 +325,7 @@ Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan) {
     int t = want > 0 && L.chunks_per_row % want == 0 && want % 32 == 0 && want <= max_threads ? want
                                                                                               : 0;
     if (t == 0) t = pick(few_blocks ? 1024 : 512);
-    if (want == 0 && t > 0 && values(t) > kRowwiseValuesPerThread) t = pick(1024);
+    if (want == 0 && t > 0 && too_many(t)) t = pick(1024);
     if (t == 0) return make_error("rowwise: rows not a multiple of a warp of chunks");
     L.threads = t;
     if (any_block_reduction && L.rows > 8) return make_error("rowwise: too many rows");

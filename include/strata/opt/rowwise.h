@@ -29,7 +29,8 @@ namespace strata {
 /// divides every device row, column offset, gathered width and slice start; at most 32 values
 /// per thread and tensor. Threads: PlanOptions::threads when it fits; else, for rows inside a
 /// warp, a multiple of 32 up to 256 (1024 for a grid of fewer blocks than
-/// PlanOptions::sm_count, or where 256 would leave more than 32 values per thread) dividing
+/// PlanOptions::sm_count, or where 256 would leave more than 32 values of a tensor, or 64 of
+/// all the tensors a part holds in chunks, per thread) dividing
 /// the chunks, or covering them with idle chunks; for rows across warps, the largest multiple
 /// of 32 up to 512 (1024 likewise) dividing a row's chunks.
 Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan);
