@@ -875,7 +875,76 @@ TEST(EmulationPointwiseSeed, RotaryAndResidualNorm) {
     const std::vector<KernelGraph> seeds = search::pointwise_seeds(*program, 132);  // a wave of 132 SMs
     ASSERT_FALSE(seeds.empty()) << name;
     for (size_t i = 0; i < seeds.size(); ++i)
-      check_graph(Case{"seed_" + std::string(name) + "_" + std::to_string(i), seeds[i]}, program);
+      check_graph(Case{"seed_" + std::string(name) + "_" + std::to_string(i),
+                       seeds[i],
+                       0.5,
+                       2e-2,
+                       {},
+                       {"rowwise: each thread"}},
+                  program);
+  }
+}
+
+// Rowwise kernels with broadcast and gathered tensors (docs/codegen.md, "Rowwise kernels"):
+// rotary at odd head dims (chunks of 2 and of 1 element) in bf16 and f16, and nested concats
+// of slices, a narrow input and elementwise ops of them, with a broadcast gain; each also on
+// the shared-memory path.
+TEST(EmulationRowwise, GatheredSlicesAndBroadcasts) {
+  const std::string rope_bf16_18 = R"(
+input Q: bf16[3, 16, 18]
+input Cos: bf16[3, 1, 18]
+input Sin: bf16[3, 1, 18]
+Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 9, 18), -1), slice(Q, -1, 0, 9), dim=-1), Sin))
+output Qr
+)";
+  const std::string rope_f16_36 = R"(
+input Q: f16[5, 16, 36]
+input Cos: f16[5, 1, 36]
+input Sin: f16[5, 1, 36]
+Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 18, 36), -1), slice(Q, -1, 0, 18), dim=-1), Sin))
+output Qr
+)";
+  const std::string nested = R"(
+input X: f16[5, 8, 32]
+input A: f16[5, 8, 8]
+input G: f16[32]
+Y = concat(concat(mul(slice(X, -1, 24, 32), A), slice(X, -1, 0, 8), dim=-1), exp(slice(X, -1, 8, 24)), dim=-1)
+O = mul(add(Y, X), G)
+output O, Y
+)";
+  // Outputs of three shapes over one split extent: three parts of one kernel, with row
+  // reductions (rows of 2 and 4 chunks) and a gathered rotation.
+  const std::string parts = R"(
+input Q: f16[3, 6, 16]
+input K: f16[3, 2, 16]
+input V: f16[3, 5, 16]
+input G: f16[16]
+Qn = mul(rms_norm(Q, eps=1e-06), G)
+Kn = mul(rms_norm(K, eps=1e-06), G)
+Vr = concat(slice(V, -1, 8, 16), mul_scalar(slice(V, -1, 0, 8), -1), dim=-1)
+output Qn, Kn, Vr
+)";
+  // Rows of 64 chunks: reduced across warps, both parts in the scratch.
+  const std::string parts_wide = R"(
+input X: f16[3, 2, 512]
+input Y: f16[3, 1, 512]
+A = rms_norm(X, eps=1e-06)
+B = mul(rms_norm(Y, eps=1e-06), exp(Y))
+output A, B
+)";
+  for (const auto& [name, text] :
+       {std::pair{"rope_bf16_18", rope_bf16_18}, std::pair{"rope_f16_36", rope_f16_36},
+        std::pair{"nested", nested}, std::pair{"parts", parts},
+        std::pair{"parts_wide", parts_wide}}) {
+    const KernelGraph program = parse(text);
+    for (int64_t rows : search::pointwise_seed_rows(program, 1)) {
+      auto s = search::pointwise_seed(program, rows);
+      ASSERT_TRUE(s.has_value()) << name;
+      const std::string n = std::string(name) + "_r" + std::to_string(rows);
+      check_graph(Case{"rw_" + n, *s, 0.5, 2e-2, {}, {"rowwise: each thread"}}, &program);
+      check_graph(Case{"rw_off_" + n, *s, 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })},
+                  &program);
+    }
   }
 }
 

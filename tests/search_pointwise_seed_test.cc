@@ -34,13 +34,33 @@ void expect_proved(const KernelGraph& program, const KernelGraph& seed) {
   EXPECT_LE(v->log2_bound, -60.0);
 }
 
-TEST(PointwiseSeed, RotaryGetsOneKernelPerOutputShape) {
+TEST(PointwiseSeed, RotaryQAndKShareOneKernel) {
   KernelGraph p = parse(kRotaryProgram);
   auto seeds = search::pointwise_seeds(p, kWave);
-  ASSERT_EQ(seeds.size(), 1u);                 // 6 tokens: one row per block only
-  EXPECT_EQ(customized_kernels(seeds[0]), 2);  // Qr [6,4,32] and Kr [6,2,32]
+  ASSERT_EQ(seeds.size(), 1u);  // 6 tokens: one row per block only
+  // Qr [6,4,32] and Kr [6,2,32]: one split extent, one kernel with both outputs.
+  EXPECT_EQ(customized_kernels(seeds[0]), 1);
   for (const KernelOp& op : seeds[0].ops())
-    if (op.kind == OpKind::Customized) EXPECT_EQ(op.body->grid().x, 6);  // split over tokens
+    if (op.kind == OpKind::Customized) {
+      EXPECT_EQ(op.body->grid().x, 6);  // split over tokens
+      EXPECT_EQ(op.outputs.size(), 2u);
+    }
+  expect_proved(p, seeds[0]);
+}
+
+TEST(PointwiseSeed, OutputsOfOtherSplitExtentsGetTheirOwnKernels) {
+  // [6, 16] and [4, 16] split over 6 and 4 rows: two kernels.
+  KernelGraph p = parse(R"(
+input X: f16[6, 16]
+input Y: f16[4, 16]
+input G: f16[16]
+A = mul(X, G)
+B = exp(mul(Y, G))
+output A, B
+)");
+  auto seeds = search::pointwise_seeds(p, 1);
+  ASSERT_FALSE(seeds.empty());
+  EXPECT_EQ(customized_kernels(seeds[0]), 2);
   expect_proved(p, seeds[0]);
 }
 
@@ -72,7 +92,7 @@ TEST(PointwiseSeed, TheSearchRanksTheProvedSeed) {
     if (c.derived != "pointwise_seed") continue;
     ++seeds;
     EXPECT_TRUE(c.verification.equivalent);
-    EXPECT_EQ(customized_kernels(c.graph), 2);
+    EXPECT_EQ(customized_kernels(c.graph), 1);
   }
   EXPECT_EQ(seeds, 1);  // 6 tokens: one seed
   auto target = Target::by_name(config.target);

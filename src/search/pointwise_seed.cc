@@ -56,9 +56,10 @@ std::vector<int> cone(const KernelGraph& g, const std::vector<int>& outs) {
   return {ops.begin(), ops.end()};
 }
 
-/// One customized kernel computing the outputs `outs` (all of shape `shape`) of `g` into
-/// `seed`, whose inputs mirror g's (same ids): the seed's tensors of those outputs, in order,
-/// or nothing when the kernel cannot be built.
+/// One customized kernel computing the outputs `outs` of `g` into `seed`, whose inputs mirror
+/// g's (same ids): the seed's tensors of those outputs, in order, or nothing when the kernel
+/// cannot be built. The outputs have the rank, split dim and split extent of `shape` (the
+/// first one's).
 std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vector<int>& outs,
                                            const Shape& shape, int64_t rows, KernelGraph& seed) {
   const int r = shape.rank();
@@ -126,14 +127,14 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
   for (int t : outs) names.push_back(g.tensor_name(t));
   auto made = seed.add_customized(kernel_inputs, std::move(b), names);
   if (!made.ok()) return std::nullopt;
-  for (int t : *made)
-    if (seed.tensor(t).shape != shape) return std::nullopt;
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (seed.tensor((*made)[k]).shape != g.tensor(outs[k]).shape) return std::nullopt;
   return *made;
 }
 
-}  // namespace
-
-std::optional<KernelGraph> pointwise_seed(const KernelGraph& program, int64_t rows) {
+/// The seed with one kernel per group of outputs: outputs of one shape (`merge` false), or of
+/// one rank, split dim and split extent (`merge` true).
+std::optional<KernelGraph> seed_of(const KernelGraph& program, int64_t rows, bool merge) {
   if (program.ranks() > 1 || program.outputs().empty()) return std::nullopt;
   KernelGraph seed;
   for (int t : program.inputs()) {  // the same ids: inputs come first in every program
@@ -141,12 +142,17 @@ std::optional<KernelGraph> pointwise_seed(const KernelGraph& program, int64_t ro
         seed.add_input(program.tensor_name(t), program.tensor(t).shape, program.tensor(t).dtype);
     if (!in.ok() || *in != t) return std::nullopt;
   }
-  // Outputs grouped by shape, in the order of their first appearance.
+  // Outputs grouped, in the order of their first appearance.
+  auto same_group = [&](const Shape& a, const Shape& b) {
+    if (!merge) return a == b;
+    const int sa = split_dim(a), sb = split_dim(b);
+    return a.rank() == b.rank() && sa == sb && (sa < 0 || a[sa] == b[sb]);
+  };
   std::vector<std::pair<Shape, std::vector<int>>> groups;
   for (int t : program.outputs()) {
     const Shape& s = program.tensor(t).shape;
-    auto it =
-        std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == s; });
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& x) { return same_group(x.first, s); });
     if (it == groups.end())
       groups.push_back({s, {t}});
     else
@@ -163,6 +169,13 @@ std::optional<KernelGraph> pointwise_seed(const KernelGraph& program, int64_t ro
     if (!seed.mark_output(made.at(t), program.tensor_name(t)).ok()) return std::nullopt;
   }
   return seed;
+}
+
+}  // namespace
+
+std::optional<KernelGraph> pointwise_seed(const KernelGraph& program, int64_t rows) {
+  if (std::optional<KernelGraph> merged = seed_of(program, rows, true)) return merged;
+  return seed_of(program, rows, false);
 }
 
 std::vector<int64_t> pointwise_seed_rows(const KernelGraph& program, int64_t min_blocks) {

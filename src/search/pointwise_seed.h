@@ -1,12 +1,14 @@
 // Pointwise seeds (docs/search.md, "Pointwise seeds"): a program made of elementwise work —
 // unary and binary ops with broadcasting, slices and concats, RMSNorm and the reductions
 // (sum, mean, max) along a dim that is not split — gets one candidate built directly instead of
-// enumerated: one customized kernel per output shape, its grid over the first dim of that shape
-// that is not the last and holds more than one element, each block computing its rows of every
-// output of that shape from the program's inputs. The enumeration finds such graphs for small
-// programs, but its limits (block ops per kernel, tiles per class, blocks per grid) keep it
-// from programs of many ops (rotary: 14 ops) or of many rows (a residual add + RMSNorm over
-// 4096 tokens). The seed is verified like every candidate; the search only offers it. The same
+// enumerated: one customized kernel per split extent (the outputs of one rank whose split dim —
+// the first dim that is not the last and holds more than one element — has the same place and
+// extent: rotary's Q [T, H, D] and K [T, KVH, D] share a kernel), its grid over the split dim,
+// each block computing its rows of every output of the kernel from the program's inputs; when
+// that kernel cannot be built, one kernel per output shape. The enumeration finds such graphs
+// for small programs, but its limits (block ops per kernel, tiles per class, blocks per grid)
+// keep it from programs of many ops (rotary: 14 ops) or of many rows (a residual add + RMSNorm
+// over 4096 tokens). The seed is verified like every candidate; the search only offers it. The same
 // builder makes the kernels of the elementwise regions of a library form (library_form.h),
 // each region handed to it as a program of its own.
 #pragma once

@@ -286,21 +286,54 @@ struct TensorPlan {
   bool stored_transposed = false;
 };
 
-/// How a rowwise kernel's full tile [rows, cols] (all dims but the last flattened into rows) is
-/// spread over the block: chunk c = tid + k·threads (k < per_thread) covers elements
-/// c·vec … c·vec + vec − 1 (rowwise.h).
+/// How a rowwise kernel holds one block tensor (RowwiseLayout::forms). A tensor's dims align
+/// with the full tile's from the right; a dim of 1 where the full tile's is larger broadcasts.
+enum class RowwiseForm : uint8_t {
+  /// Last dim the full tile's: per chunk its `vec` values at the chunk's position (for a
+  /// broadcast tensor, e.g. a gain [cols] or cos [1, 1, cols], the values the chunk reads).
+  Chunks,
+  /// Last dim 1: per chunk the value of the chunk's row (a row reduction, a per-row input).
+  Rows,
+  /// Narrower than a row and wider than 1 (a slice along the last dim, an input or elementwise
+  /// op of such width): never held; each concat that reads it evaluates it at the columns it
+  /// reads, loading its inputs from device memory at those columns.
+  Gathered,
+};
+
+/// A part of a rowwise kernel: ops connected through the tensors they compute (outputs of
+/// different shapes computed from shared inputs, e.g. rotary's Q and K, are two parts of one
+/// kernel). Its rows follow the previous parts' in the chunk grid.
+struct RowwisePart {
+  Shape full;              ///< the part's full tile: the largest tensor it computes or reads
+  int64_t rows = 1;        ///< rows of `full` (all dims but the last flattened)
+  int64_t row_offset = 0;  ///< its first row in the chunk grid
+};
+
+/// How a rowwise kernel's rows (of every part's full tile, all dims but the last flattened)
+/// are spread over the block: chunk c = tid + k·threads (k < per_thread) of row
+/// r = c / row_chunks covers the elements (c % row_chunks)·vec … + vec − 1 of that row
+/// (rowwise.h).
 struct RowwiseLayout {
-  Shape full;                  ///< the block's full tile shape
-  int64_t rows = 1, cols = 1;  ///< full = [rows, cols] flattened
-  int64_t vec = 1;             ///< elements per chunk
+  std::vector<RowwiseForm> forms;  ///< per block tensor
+  std::vector<RowwisePart> parts;  ///< in the order of their first op
+  std::vector<int> part_of_op;     ///< per op; -1 for inputs (loaded by each part reading them)
+  Shape full;                      ///< the first part's full tile
+  int64_t rows = 1, cols = 1;      ///< rows of all parts; the common row length
+  int64_t vec = 1;                 ///< elements per chunk
   int64_t chunks_per_row = 1;
+  /// Chunks a row takes in the chunk grid: chunks_per_row, or for rows inside a warp the next
+  /// power of two (the row's team of lanes; the chunks past chunks_per_row are idle).
+  int64_t row_chunks = 1;
   int64_t per_thread = 1;  ///< chunks per thread
   int threads = 32;
   /// true: each row spans a multiple of `threads` chunks, so chunk k of every thread lies in
   /// row k / (chunks_per_row / threads) and rows are reduced across the block (shuffles, then
-  /// one barrier); false: a row is chunks_per_row (≤ 32, a power of two) consecutive lanes of
+  /// one barrier); false: a row is row_chunks (≤ 32, a power of two) consecutive lanes of
   /// one warp, reduced with shuffles only.
   bool block_rows = false;
+  /// Chunk c (of threads · per_thread) is idle — loads, reduces and stores nothing — when
+  /// c % row_chunks ≥ chunks_per_row or c ≥ rows · row_chunks; false when no chunk is.
+  bool idle_chunks = false;
 };
 
 /// What post level 0's second step does for one op (FinalizePlan::step_two).

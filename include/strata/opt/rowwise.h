@@ -19,10 +19,20 @@ namespace strata {
 
 /// The rowwise layout of a plan's block graph, or an Error saying why it is not rowwise:
 /// F = 1; only inputs, elementwise ops, thread graphs, last-dim reductions to 1 (sum, mean, max,
-/// rms_norm, running_max, the last-dim accumulators), accum and accum_rescale (with one
-/// iteration: their input) and outputs; every tensor the full tile or
-/// the full tile reduced over its last dim; vector-aligned rows in device memory; at most 64
-/// values per thread and tensor. PlanOptions::threads is used when it fits.
+/// rms_norm, running_max, the last-dim accumulators) of the full tile, accum and accum_rescale
+/// (with one iteration: their input), slices and concats along the last dim, and outputs of
+/// the full tile or of it reduced over its last dim. Every tensor's dims but the last
+/// broadcast to the full tile's; its last dim is the full tile's (RowwiseForm::Chunks), 1
+/// (Rows) or narrower (Gathered: a slice of an input or of a gathered tensor, a narrower input,
+/// an elementwise op of gathered tensors and rows, or a concat of them; read only by such ops,
+/// and evaluated where a concat of the full width reads it). The chunk width (16 bytes or less)
+/// divides every device row, column offset, gathered width and slice start; at most 32 values
+/// per thread and tensor. Threads: PlanOptions::threads when it fits; else, for rows inside a
+/// warp, a multiple of 32 up to 256 (1024 for a grid of fewer blocks than
+/// PlanOptions::sm_count, or where 256 would leave more than 32 values of a tensor, or 64 of
+/// all the tensors a part holds in chunks, per thread) dividing
+/// the chunks, or covering them with idle chunks; for rows across warps, the largest multiple
+/// of 32 up to 512 (1024 likewise) dividing a row's chunks.
 Result<RowwiseLayout> rowwise_layout(const KernelPlan& plan);
 
 /// rowwise_layout(plan).ok().
