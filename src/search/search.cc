@@ -641,14 +641,19 @@ constexpr size_t kOfferedSplitForms = 32;
 /// latency of a long loop in few blocks that the split removes.
 std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::CandidatePool& pool,
                                           const search::CandidatePool& offered_forms) {
-  search::CandidatePool derived(job.target, kDerivedVerified);
+  // The best of each source: the offered forms join the pool's forms, never displace them
+  // (the model ranks splits no better than the graphs they come from).
+  search::CandidatePool of_pool(job.target, kDerivedVerified), of_offers(job.target, kDerivedVerified);
   for (const search::PoolEntry& e : pool.entries())
     for (KernelGraph& g : search::split_kv_forms(e.graph, split_kv_max_blocks(job.target)))
-      if (not_emittable(g, job.target).empty()) derived.offer(std::move(g));
+      if (not_emittable(g, job.target).empty()) of_pool.offer(std::move(g));
   for (const search::PoolEntry& e : offered_forms.entries())
-    if (not_emittable(e.graph, job.target).empty()) derived.offer(KernelGraph(e.graph));
+    if (not_emittable(e.graph, job.target).empty()) of_offers.offer(KernelGraph(e.graph));
   std::vector<DerivedEntry> out;
-  for (const search::PoolEntry& e : derived.entries()) out.push_back({e, "split_kv"});
+  for (const search::PoolEntry& e : of_pool.entries()) out.push_back({e, "split_kv"});
+  for (const search::PoolEntry& e : of_offers.entries())
+    if (std::none_of(out.begin(), out.end(), [&](const DerivedEntry& d) { return d.entry.key == e.key; }))
+      out.push_back({e, "split_kv"});
   return out;
 }
 
