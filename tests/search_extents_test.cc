@@ -96,20 +96,24 @@ output O
   EXPECT_TRUE(b->ragged());
 }
 
-// Vocabularies of 128256 (Llama 3) and 152064 (Qwen2.5) need more than 528 blocks of 128
-// columns: the search offers tiles of 256 and 512, and the LM head is fused.
+// Vocabularies of 128256 (Llama 3) and 152064 (Qwen2.5): 128256 splits into 1002 blocks of
+// 128 columns, within the search's bound of 8 × SM count (1056 on an H100); 152064 would need
+// 1188, so the search offers tiles of 256 (594 blocks), and the LM head is fused.
 TEST(SearchExtents, LargeVocabulariesGetLargerTiles) {
   SplitPolicy policy;
   DimClassInfo llama;
   llama.extent = 128256;
   DimClassInfo qwen;
   qwen.extent = 152064;
+  EXPECT_EQ(grid_extent_candidates(llama, policy), (std::vector<int64_t>{1002}));  // tiles of 128
+  EXPECT_EQ(grid_extent_candidates(qwen, policy), (std::vector<int64_t>{594}));    // tiles of 256
+  policy.max_blocks = 528;  // a tighter bound: the next larger tiles
   EXPECT_EQ(grid_extent_candidates(llama, policy), (std::vector<int64_t>{501}));  // tiles of 256
   EXPECT_EQ(grid_extent_candidates(qwen, policy), (std::vector<int64_t>{297}));   // tiles of 512
   struct Head {
     int64_t vocab, tokens, tile;
   };
-  for (Head h : {Head{128256, 1, 256}, Head{152064, 8, 512}}) {
+  for (Head h : {Head{128256, 1, 128}, Head{152064, 8, 256}}) {
     const std::string name = "head" + std::to_string(h.vocab);
     // (K = 256 keeps the verifier's trials small; `strata optimize` finds the same tiles with
     // K = 2048.)

@@ -632,10 +632,11 @@ TEST(Search, UnsupportedProgramsGetAClearMessage) {
     EXPECT_NE(error_of(g).find("customized"), std::string::npos) << error_of(g);
   }
   {
-    // Rows far larger than shared memory that no grid of at most 528 blocks splits into tiles
-    // of the split policy (17 rows: one block each; 2^20 columns: 8192 blocks of 128).
+    // Rows far larger than shared memory that no grid of at most 1056 blocks (8 × SM count)
+    // splits into tiles of the split policy (17 rows: one block each; 2^21 columns: at least
+    // 2048 blocks of 1024).
     KernelGraph g;
-    int x = *g.add_input("X", Shape{17, int64_t{1} << 20}, DType::f16);
+    int x = *g.add_input("X", Shape{17, int64_t{1} << 21}, DType::f16);
     ASSERT_TRUE(g.mark_output(*g.add_op(OpKind::Exp, {x}, {}, "Y")).ok());
     std::string msg = error_of(g);
     EXPECT_NE(msg.find("no block-graph configuration fits"), std::string::npos) << msg;
