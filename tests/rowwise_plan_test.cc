@@ -174,15 +174,7 @@ TEST(RowwisePlan, LaunchShapeFollowsTheGridAndTheValuesHeld) {
 // Rotary's Q [T, 32, 128] and K [T, 8, 128] in one kernel (the seed's, one split extent):
 // two parts, K's rows after Q's in the chunk grid; cos and sin are loaded by each.
 TEST(RowwisePlan, OutputsOfTwoShapesAreTwoParts) {
-  const std::string program = R"(
-input Q: f16[16, 32, 128]
-input K: f16[16, 8, 128]
-input Cos: f16[16, 1, 128]
-input Sin: f16[16, 1, 128]
-Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 64, 128), -1), slice(Q, -1, 0, 64), dim=-1), Sin))
-Kr = add(mul(K, Cos), mul(concat(mul_scalar(slice(K, -1, 64, 128), -1), slice(K, -1, 0, 64), dim=-1), Sin))
-output Qr, Kr
-)";
+  const std::string program = rotary_program(16, 32, 8, 128);
   const KernelGraph g = seed(program, 1);
   const KernelPlan p = plan_of(g);
   ASSERT_TRUE(p.rowwise) << rowwise_layout(p).error().message;

@@ -7,15 +7,23 @@
 
 namespace strata::testing {
 
-inline constexpr const char* kRotaryProgram = R"(
-input Q: f16[6, 4, 32]
-input K: f16[6, 2, 32]
-input Cos: f16[6, 1, 32]
-input Sin: f16[6, 1, 32]
-Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 16, 32), -1), slice(Q, -1, 0, 16), dim=-1), Sin))
-Kr = add(mul(K, Cos), mul(concat(mul_scalar(slice(K, -1, 16, 32), -1), slice(K, -1, 0, 16), dim=-1), Sin))
-output Qr, Kr
-)";
+/// Rotate-half rotary embedding of Q [tokens, q_heads, dim] and K [tokens, k_heads, dim], cos
+/// and sin [tokens, 1, dim] broadcast over the heads.
+inline std::string rotary_program(int tokens, int q_heads, int k_heads, int dim) {
+  const std::string t = std::to_string(tokens), d = std::to_string(dim),
+                    h = std::to_string(dim / 2);
+  auto rotated = [&](const std::string& x) {
+    return "add(mul(" + x + ", Cos), mul(concat(mul_scalar(slice(" + x + ", -1, " + h + ", " + d +
+           "), -1), slice(" + x + ", -1, 0, " + h + "), dim=-1), Sin))";
+  };
+  return "input Q: f16[" + t + ", " + std::to_string(q_heads) + ", " + d + "]\n" +
+         "input K: f16[" + t + ", " + std::to_string(k_heads) + ", " + d + "]\n" +
+         "input Cos: f16[" + t + ", 1, " + d + "]\n" + "input Sin: f16[" + t + ", 1, " + d +
+         "]\n" + "Qr = " + rotated("Q") + "\n" + "Kr = " + rotated("K") + "\n" +
+         "output Qr, Kr\n";
+}
+
+inline const std::string kRotaryProgram = rotary_program(6, 4, 2, 32);
 
 /// Rows × width of the residual norm: more rows than the search's grid policy offers blocks
 /// for when rows is large.
