@@ -90,8 +90,14 @@ def summarize(doc):
         "speedup": best["speedup_vs_program"],
         "codegen_unsupported": st["prunes_by_rule"].get("codegen_unsupported", 0),
         "codegen_shared_memory": st["prunes_by_rule"].get("codegen_shared_memory", 0),
-        "notes": doc.get("notes", []),
+        "notes": [portable(n) for n in doc.get("notes", [])],
     }
+
+
+def portable(text):
+    """`text` with this machine's home directory written as `~` (the search notes name the
+    checkpoint file in the user's cache), so that kept documents and records name no machine."""
+    return text.replace(str(Path.home()) + "/", "~/")
 
 
 def repo_path(path):
@@ -148,7 +154,7 @@ def search_one(path, args, keep_dir):
         entry.update(summarize(doc))
         if keep_dir:
             keep_dir.mkdir(parents=True, exist_ok=True)
-            (keep_dir / f"{path.stem}.json").write_text(result.read_text())
+            (keep_dir / f"{path.stem}.json").write_text(portable(result.read_text()))
     return entry
 
 

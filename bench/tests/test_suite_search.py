@@ -42,8 +42,9 @@ FAKE_TOOL = textwrap.dedent('''\
              "stop_phase": "none" if fused else "verification",
              "verification_complete": fused,
              "prunes_by_rule": {"codegen_unsupported": 0 if fused else 6}}
+    notes = ["checkpoint written to " + str(Path.home() / ".cache/strata/x.ckpt.json")]
     Path(out).write_text(json.dumps({"best": 0, "program_index": len(ranked) - 1,
-                                     "ranked": ranked, "stats": stats, "notes": []}))
+                                     "ranked": ranked, "stats": stats, "notes": notes}))
     if fused:
         print("best: 1 kernel(s), 1 customized, predicted 5.00 µs vs 10.00 µs for the program (2.00x)")
     else:
@@ -86,7 +87,11 @@ class SuiteSearch(unittest.TestCase):
         self.assertIsInstance(e["wall_s"], float)
         self.assertIsInstance(e["user_s"], float)
         self.assertNotIn("reason", e)
-        self.assertEqual(json.loads((keep / "fused_a.json").read_text())["stats"]["states"], 1234)
+        kept = json.loads((keep / "fused_a.json").read_text())
+        self.assertEqual(kept["stats"]["states"], 1234)
+        # The home directory in the notes is written as ~ (no machine's path is kept).
+        self.assertEqual(kept["notes"], ["checkpoint written to ~/.cache/strata/x.ckpt.json"])
+        self.assertEqual(e["notes"], kept["notes"])
         self.assertIn("fused: 1 kernel(s) (1 customized) vs 3", suite_search.best_text(e))
 
     def test_unfused_result_records_the_reason(self):
