@@ -1,7 +1,6 @@
 #include "verify/instance_reduction.h"
 
 #include <numeric>
-#include <span>
 #include <utility>
 
 namespace strata::verify {
@@ -394,16 +393,15 @@ std::optional<ReducedPair> reduce_instance(const KernelGraph& program,
     any = true;
   }
   if (!any) return std::nullopt;
-  std::vector<std::vector<int>> prog_labels = pc.labels;
-  for (auto& v : prog_labels)
-    for (int& c : v)
-      if (c >= 0 && extent[c] < 0) c = -1;
-  std::vector<std::vector<int>> cand_labels = p.labels;
-  for (auto& v : cand_labels)
-    for (int& c : v)
-      if (c >= 0 && extent[c] < 0) c = -1;
-  auto rp = rebuild(program, prog_labels, extent, {});
-  auto rc = rebuild(candidate, cand_labels, extent, grids);
+  // Only the shrunk classes keep their labels.
+  auto shrunk = [&](std::vector<std::vector<int>> labels) {
+    for (auto& v : labels)
+      for (int& c : v)
+        if (c >= 0 && extent[c] < 0) c = -1;
+    return labels;
+  };
+  auto rp = rebuild(program, shrunk(pc.labels), extent, {});
+  auto rc = rebuild(candidate, shrunk(p.labels), extent, grids);
   if (!rp || !rc) return std::nullopt;
   ReducedPair out{std::move(*rp), std::move(*rc), {}, {}, ""};
   for (int c = 0; c < nc; ++c) {
