@@ -1009,9 +1009,11 @@ KernelGraph attention_rows(int64_t rows) {
 }
 
 /// One kernel: grid (heads, row tiles), a loop of two key tiles of 32. `k_imap_y` maps K's
-/// dim on grid y (kPhi: correct); `mix_rows` divides by the tile's summed denominators (wrong).
+/// dim on grid y (kPhi: correct); `mix_rows` divides by the tile's summed denominators (wrong);
+/// `cancel_rows` adds the tile's summed denominators minus themselves (zero: still right, but
+/// the block no longer computes its rows one by one).
 KernelGraph attention_rows_fused(int64_t rows, int row_blocks, int k_imap_y = kPhi,
-                                 bool mix_rows = false) {
+                                 bool mix_rows = false, bool cancel_rows = false) {
   return graph({{4, rows, 16}, {4, 16, 64}, {4, 64, 16}}, [&](KernelGraph& g, auto in) {
     return custom(g, {in[0], in[1], in[2]}, {4, row_blocks, 1}, 2, [&](BlockGraph& b) {
       int q = must(b.add_input(Shape{4, rows, 16}, {0, 1, kPhi}, kPhi));
@@ -1021,7 +1023,12 @@ KernelGraph attention_rows_fused(int64_t rows, int row_blocks, int k_imap_y = kP
       int n = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {e, v}))}));
       int d = must(b.add_op(OpKind::AccumSumLd, {e}));
       if (mix_rows) d = must(b.add_op(OpKind::Sum, {d}, dim(1)));
-      EXPECT_TRUE(b.add_output(must(b.add_op(OpKind::Div, {n, d})), {0, 1, kPhi}).ok());
+      int o = must(b.add_op(OpKind::Div, {n, d}));
+      if (cancel_rows) {
+        int s = must(b.add_op(OpKind::Sum, {d}, dim(1)));
+        o = must(b.add_op(OpKind::Add, {o, must(b.add_op(OpKind::Sub, {s, s}))}));
+      }
+      EXPECT_TRUE(b.add_output(o, {0, 1, kPhi}).ok());
     });
   });
 }
@@ -1045,42 +1052,211 @@ TEST(ReducedInstances, IndependentClassesOfAttention) {
   EXPECT_EQ(verify::independent_classes(norm).extent, (std::vector<int64_t>{32}));
 }
 
-TEST(ReducedInstances, FusedAttentionIsCheckedOnTwoTilesPerClass) {
+TEST(ReducedInstances, FusedAttentionIsCheckedOnTwoRowsPerClass) {
+  // The block computes its query rows one by one (and V's columns, which it holds whole): both
+  // shrink to two, whatever the tiles. The heads, one per block, shrink to two blocks.
   KernelGraph prog = attention_rows(256), cand = attention_rows_fused(256, 8);
   auto reduced = verify::reduce_instance(prog, verify::independent_classes(prog), cand);
   ASSERT_TRUE(reduced.has_value());
-  // V's columns are not split by the candidate's grid: they keep their extent.
-  EXPECT_EQ(reduced->description, "I0.0 4 → 2, I0.1 256 → 64");
+  EXPECT_EQ(reduced->description, "I0.0 4 → 2, I0.1 256 → 2, I2.2 16 → 2");
   EXPECT_EQ(reduced->candidate.op(3).body->grid(), (Dim3{2, 2, 1}));
-  EXPECT_EQ(reduced->program.tensor(reduced->program.outputs()[0]).shape, (Shape{2, 64, 16}));
+  EXPECT_EQ(reduced->candidate.op(3).body->forloop(), 2);  // the loop runs over the keys
+  EXPECT_EQ(reduced->program.tensor(reduced->program.outputs()[0]).shape, (Shape{2, 2, 2}));
   VerifyResult r = verify(prog, cand);
   EXPECT_TRUE(r.equivalent) << r.detail;
-  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 64");
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 2, I2.2 16 → 2");
   EXPECT_LE(r.log2_bound, -60);
+}
+
+TEST(ReducedInstances, RowsABlockMixesKeepTheirTiles) {
+  // The same kernel adding its tile's summed denominators minus themselves: still equivalent,
+  // but the rows of a tile meet, so the rows keep their tiles of 32 (two of them); the heads
+  // and V's columns are still computed one by one.
+  KernelGraph prog = attention_rows(256), cand = attention_rows_fused(256, 8, kPhi, false, true);
+  auto reduced = verify::reduce_instance(prog, verify::independent_classes(prog), cand);
+  ASSERT_TRUE(reduced.has_value());
+  EXPECT_EQ(reduced->description, "I0.0 4 → 2, I0.1 256 → 64, I2.2 16 → 2");
+  EXPECT_EQ(reduced->candidate.op(3).body->grid(), (Dim3{2, 2, 1}));
+  EXPECT_EQ(reduced->program.tensor(reduced->program.outputs()[0]).shape, (Shape{2, 64, 2}));
+  VerifyResult r = verify(prog, cand);
+  EXPECT_TRUE(r.equivalent) << r.detail;
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 64, I2.2 16 → 2");
 }
 
 TEST(ReducedInstances, ClassesACandidateDoesNotRespectKeepTheirExtent) {
   KernelGraph prog = attention_rows(256);
   // K's keys split by the rows' grid axis: each block sees a quarter of the keys (wrong). The
-  // rows are no longer a class the candidate respects; the heads still are.
+  // rows are no longer a class the candidate respects; the heads and V's columns still are.
   VerifyResult r = verify(prog, attention_rows_fused(256, 2, 2));
   EXPECT_FALSE(r.equivalent);
-  EXPECT_EQ(r.instance, "I0.0 4 → 2");
-  EXPECT_NE(r.detail.find("on the reduced instance I0.0 4 → 2"), std::string::npos) << r.detail;
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I2.2 16 → 2");
+  EXPECT_NE(r.detail.find("on the reduced instance I0.0 4 → 2, I2.2 16 → 2"), std::string::npos)
+      << r.detail;
 }
 
 TEST(ReducedInstances, AMistakeWithinATileShowsOnTheReducedInstance) {
+  // The tile's rows summed into each row's denominator: the rows keep their tiles, and the
+  // mistake shows on two of them.
   KernelGraph prog = attention_rows(256);
   VerifyResult r = verify(prog, attention_rows_fused(256, 8, kPhi, /*mix_rows=*/true));
   EXPECT_FALSE(r.equivalent);
-  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 64");
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 256 → 64, I2.2 16 → 2");
   EXPECT_GE(r.element, 0);
   EXPECT_LT(r.element, 4 * 256 * 16);
 }
 
+// ---- classes a block loops over or keeps whole ----
+
+/// silu(X·W) + B for X [rows, 64], W [64, 48], B [48]: the rows (I0.0) and the columns
+/// (I1.1 = I2.0) are independent.
+KernelGraph linear_rows(int64_t rows) {
+  return graph({{rows, 64}, {64, 48}, {48}}, [](KernelGraph& g, auto in) {
+    int y = op(g, OpKind::Silu, {op(g, OpKind::Matmul, {in[0], in[1]})});
+    return std::vector<int>{op(g, OpKind::Add, {y, in[2]})};
+  });
+}
+
+/// How linear_looped goes wrong (kNone: it does not).
+enum class LoopMistake { kNone, kMixRows, kRunningMax, kAccumBias, kCancelBias, kCancelRows };
+
+/// linear_rows(rows) in one kernel whose for-loop runs over the rows in steps of `step`:
+/// grid (3 column tiles of 16, `row_blocks` row parts), X cut along its rows (fmap 0), W and B
+/// loop-invariant, and the iterations' tiles concatenated along the rows (accum fmap 0).
+KernelGraph linear_looped(int64_t rows, int row_blocks, int64_t step,
+                          LoopMistake mistake = LoopMistake::kNone) {
+  const int forloop = static_cast<int>(rows / row_blocks / step);
+  return graph({{rows, 64}, {64, 48}, {48}}, [&](KernelGraph& g, auto in) {
+    return custom(g, {in[0], in[1], in[2]}, {3, row_blocks, 1}, forloop, [&](BlockGraph& b) {
+      int x = must(b.add_input(Shape{rows, 64}, {kPhi, row_blocks > 1 ? 0 : kPhi, kPhi}, 0));
+      int w = must(b.add_input(Shape{64, 48}, {1, kPhi, kPhi}, kPhi));
+      int bias = must(b.add_input(Shape{48}, {0, kPhi, kPhi}, kPhi));
+      int y = must(b.add_op(OpKind::Silu, {must(b.add_op(OpKind::Matmul, {x, w}))}));
+      y = must(b.add_op(OpKind::Add, {y, bias}));
+      int s = -1;
+      switch (mistake) {
+        case LoopMistake::kMixRows:  // every row gets the iteration's column sums (wrong)
+          y = must(b.add_op(OpKind::Add, {y, must(b.add_op(OpKind::Sum, {y}, dim(0)))}));
+          break;
+        case LoopMistake::kCancelRows:  // the column sums minus themselves (right)
+          s = must(b.add_op(OpKind::Sum, {y}, dim(0)));
+          y = must(b.add_op(OpKind::Add, {y, must(b.add_op(OpKind::Sub, {s, s}))}));
+          break;
+        case LoopMistake::kRunningMax:  // each row's max over X's rows so far (wrong)
+          y = must(b.add_op(OpKind::Add, {y, must(b.add_op(OpKind::RunningMax, {x}))}));
+          break;
+        default:
+          break;
+      }
+      int acc = must(b.add_op(OpKind::AccumSum, {y}, fmap(0)));
+      if (mistake == LoopMistake::kAccumBias || mistake == LoopMistake::kCancelBias) {
+        // The bias summed over the iterations: F·B, which depends on the trip count.
+        int fb = must(b.add_op(OpKind::AccumSum, {bias}));
+        if (mistake == LoopMistake::kCancelBias) fb = must(b.add_op(OpKind::Sub, {fb, fb}));
+        acc = must(b.add_op(OpKind::Add, {acc, fb}));
+      }
+      EXPECT_TRUE(b.add_output(acc, {1, row_blocks > 1 ? 0 : kPhi, kPhi}).ok());
+    });
+  });
+}
+
+/// linear_rows(rows) in one kernel that holds the rows whole: grid (3 column tiles of 16), a
+/// loop over four steps of 16 of the contracted dim, silu and the bias after the loop.
+KernelGraph linear_whole_rows(int64_t rows, bool mix_rows = false) {
+  return graph({{rows, 64}, {64, 48}, {48}}, [&](KernelGraph& g, auto in) {
+    return custom(g, {in[0], in[1], in[2]}, {3, 1, 1}, 4, [&](BlockGraph& b) {
+      int x = must(b.add_input(Shape{rows, 64}, {kPhi, kPhi, kPhi}, 1));
+      int w = must(b.add_input(Shape{64, 48}, {1, kPhi, kPhi}, 0));
+      int bias = must(b.add_input(Shape{48}, {0, kPhi, kPhi}, kPhi));
+      int acc = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {x, w}))}));
+      int y = must(b.add_op(OpKind::Add, {must(b.add_op(OpKind::Silu, {acc})), bias}));
+      if (mix_rows) {  // every row gets the last row's value too (wrong)
+        OpAttrs last = dim(0);
+        last.start = rows - 1;
+        last.end = rows;
+        y = must(b.add_op(OpKind::Add, {y, must(b.add_op(OpKind::Slice, {y}, last))}));
+      }
+      EXPECT_TRUE(b.add_output(y, {1, kPhi, kPhi}).ok());
+    });
+  });
+}
+
+TEST(ReducedInstances, ALoopOverRowsIsCheckedOnTwoRows) {
+  // 256 rows in 16 iterations of 16: every iteration computes its own rows, one by one.
+  KernelGraph prog = linear_rows(256), cand = linear_looped(256, 1, 16);
+  auto reduced = verify::reduce_instance(prog, verify::independent_classes(prog), cand);
+  ASSERT_TRUE(reduced.has_value());
+  EXPECT_EQ(reduced->description, "I0.0 256 → 2, I1.1 48 → 2");
+  const BlockGraph& b = *reduced->candidate.op(3).body;
+  // Two column blocks of one column; two iterations of one row.
+  EXPECT_EQ(b.grid(), (Dim3{2, 1, 1}));
+  EXPECT_EQ(b.forloop(), 2);
+  EXPECT_EQ(b.tensor(0).shape, (Shape{1, 64}));
+  VerifyResult r = verify(prog, cand);
+  EXPECT_TRUE(r.equivalent) << r.detail;
+  EXPECT_EQ(r.instance, "I0.0 256 → 2, I1.1 48 → 2");
+  EXPECT_LE(r.log2_bound, -60);
+  // A grid that splits the rows too (4 parts of 64, 8 iterations of 8 each).
+  VerifyResult split = verify(prog, linear_looped(256, 4, 8));
+  EXPECT_TRUE(split.equivalent) << split.detail;
+  EXPECT_EQ(split.instance, "I0.0 256 → 2, I1.1 48 → 2");
+}
+
+TEST(ReducedInstances, RowsABlockHoldsWholeAreCheckedOnTwoRows) {
+  // Every block holds all 512 rows of X and loops over the contracted dim.
+  KernelGraph prog = linear_rows(512), cand = linear_whole_rows(512);
+  auto reduced = verify::reduce_instance(prog, verify::independent_classes(prog), cand);
+  ASSERT_TRUE(reduced.has_value());
+  EXPECT_EQ(reduced->description, "I0.0 512 → 2, I1.1 48 → 2");
+  EXPECT_EQ(reduced->candidate.op(3).body->forloop(), 4);
+  VerifyResult r = verify(prog, cand);
+  EXPECT_TRUE(r.equivalent) << r.detail;
+  EXPECT_EQ(r.instance, "I0.0 512 → 2, I1.1 48 → 2");
+  // Reading another row of the block (a slice along the rows) mixes them: the rows keep their
+  // extent, and the mistake is found.
+  VerifyResult wrong = verify(prog, linear_whole_rows(512, true));
+  EXPECT_FALSE(wrong.equivalent);
+  EXPECT_EQ(wrong.instance, "I1.1 48 → 2");
+}
+
+TEST(ReducedInstances, AMistakeWithinOneIterationIsStillRejected) {
+  KernelGraph prog = linear_rows(256);
+  // The loop alone runs over the rows: a block that mixes an iteration's rows is checked on
+  // all of them.
+  VerifyResult r = verify(prog, linear_looped(256, 1, 16, LoopMistake::kMixRows));
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_EQ(r.instance, "I1.1 48 → 2");
+  // With the grid splitting the rows too, they keep the grid's tiles of 64 (two of them).
+  VerifyResult split = verify(prog, linear_looped(256, 4, 8, LoopMistake::kMixRows));
+  EXPECT_FALSE(split.equivalent);
+  EXPECT_EQ(split.instance, "I0.0 256 → 128, I1.1 48 → 2");
+  EXPECT_NE(split.detail.find("on the reduced instance"), std::string::npos) << split.detail;
+}
+
+TEST(ReducedInstances, LoopsThatCombineIterationsFallBack) {
+  KernelGraph prog = linear_rows(256);
+  verify::ProgramClasses pc = verify::independent_classes(prog);
+  // A running op carries values across the iterations, i.e. across rows; an accumulator that
+  // sums the iterations (of the bias: F·B) depends on the trip count. Either way the rows keep
+  // their extent, right or wrong, and the verdicts are those of the full instance (verify()
+  // compares them).
+  for (LoopMistake m : {LoopMistake::kRunningMax, LoopMistake::kAccumBias,
+                        LoopMistake::kCancelBias, LoopMistake::kCancelRows}) {
+    KernelGraph cand = linear_looped(256, 1, 16, m);
+    auto reduced = verify::reduce_instance(prog, pc, cand);
+    ASSERT_TRUE(reduced.has_value());
+    EXPECT_EQ(reduced->description, "I1.1 48 → 2");
+    VerifyResult r = verify(prog, cand);
+    // Adding zero (F·B − F·B, or the iteration's column sums minus themselves) is right.
+    const bool right = m == LoopMistake::kCancelBias || m == LoopMistake::kCancelRows;
+    EXPECT_EQ(r.equivalent, right) << r.detail;
+    EXPECT_EQ(r.instance, "I1.1 48 → 2");
+  }
+}
+
 /// Every graph one edit away from `doc` that loads: each imap, fmap and omap entry of a block
-/// input iterator or saver moved to every other dim or to φ, each elementwise op and
-/// accumulator replaced by another of its family, and each scalar doubled.
+/// input iterator, accumulator or saver moved to every other dim or to φ, each elementwise op
+/// and accumulator replaced by another of its family, each scalar doubled, and each grid
+/// extent and for-loop range doubled or halved.
 std::vector<KernelGraph> mutants(const Json& doc) {
   std::vector<KernelGraph> out;
   auto keep = [&](const Json& m) {
@@ -1089,6 +1265,24 @@ std::vector<KernelGraph> mutants(const Json& doc) {
   for (size_t k = 0; k < doc["ops"].size(); ++k) {
     const Json& kop = doc["ops"][k];
     if (!kop.contains("block_graph")) continue;
+    for (int64_t factor : {2, -2}) {
+      auto scaled = [&](const Json& v) {
+        int64_t n = v.get<int64_t>();
+        return factor > 0 ? n * factor : n / -factor;
+      };
+      for (size_t a = 0; a < 3; ++a) {
+        Json m = doc;
+        Json& grid = m["ops"][k]["block_graph"]["grid"][a];
+        if (scaled(grid) < 1 || scaled(grid) == grid.get<int64_t>()) continue;
+        grid = scaled(grid);
+        keep(m);
+      }
+      Json m = doc;
+      Json& forloop = m["ops"][k]["block_graph"]["forloop"];
+      if (scaled(forloop) < 1 || scaled(forloop) == forloop.get<int64_t>()) continue;
+      forloop = scaled(forloop);
+      keep(m);
+    }
     const Json& ops = kop["block_graph"]["ops"];
     for (size_t b = 0; b < ops.size(); ++b) {
       for (const char* key : {"imap", "omap"}) {
@@ -1136,7 +1330,9 @@ std::vector<KernelGraph> mutants(const Json& doc) {
 
 // Mutants of μGraphs that the reduction shrinks get the verdict they get on the program's own
 // instance (the verify() helper compares the two), and the reduction takes part in many of
-// them: a sound reduction must not turn a wrong graph into a right one.
+// them: a sound reduction must not turn a wrong graph into a right one. Among them, blocks
+// that loop over their rows or hold them whole, whose mutants (other loop ranges and grids,
+// accumulators concatenating along other dims or summing, …) are checked on two rows.
 TEST(ReducedInstances, MutantsGetTheSameVerdictOnBothInstances) {
   std::vector<std::pair<KernelGraph, Json>> cases;
   for (const char* name : {"rmsnorm_small", "gatedmlp_small", "lora_small"}) {
@@ -1146,8 +1342,15 @@ TEST(ReducedInstances, MutantsGetTheSameVerdictOnBothInstances) {
     cases.push_back({*prog, Json::parse(*text)});
   }
   cases.push_back({attention_rows(256), kernel_graph_to_json(attention_rows_fused(256, 8))});
+  // Blocks that loop over the rows (with and without a grid split of them) or hold them whole.
+  cases.push_back({linear_rows(256), kernel_graph_to_json(linear_looped(256, 1, 16))});
+  cases.push_back({linear_rows(256), kernel_graph_to_json(linear_looped(256, 4, 8))});
+  cases.push_back({linear_rows(512), kernel_graph_to_json(linear_whole_rows(512))});
   int reduced = 0, rejected_reduced = 0, total = 0;
-  for (const auto& [prog, doc] : cases) {
+  // Mutants whose rows a block loops over or holds whole, checked on two of them.
+  int rows_by_block = 0, rejected_rows_by_block = 0;
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const auto& [prog, doc] = cases[k];
     for (const KernelGraph& m : mutants(doc)) {
       if (m.outputs().size() != prog.outputs().size()) continue;
       bool same_interface = true;
@@ -1160,34 +1363,45 @@ TEST(ReducedInstances, MutantsGetTheSameVerdictOnBothInstances) {
         ++reduced;
         if (!r.equivalent) ++rejected_reduced;
       }
+      if (k >= 4 && (r.instance.starts_with("I0.0 256 → 2,") ||
+                     r.instance.starts_with("I0.0 512 → 2,"))) {
+        ++rows_by_block;
+        if (!r.equivalent) ++rejected_rows_by_block;
+      }
     }
   }
-  EXPECT_GE(total, 25);
-  EXPECT_GE(reduced, 20) << total << " mutants, " << rejected_reduced << " rejected";
-  EXPECT_GE(rejected_reduced, 10) << total << " mutants, " << reduced << " reduced";
+  EXPECT_GE(total, 60);
+  EXPECT_GE(reduced, 50) << total << " mutants, " << rejected_reduced << " rejected";
+  EXPECT_GE(rejected_reduced, 25) << total << " mutants, " << reduced << " reduced";
+  EXPECT_GE(rows_by_block, 20) << rejected_rows_by_block << " rejected";
+  EXPECT_GE(rejected_rows_by_block, 12) << rows_by_block << " mutants";
 }
 
 TEST(ReducedInstances, RaggedSplitsKeepTheirTileAndLastPart) {
-  // 1000 rows in 16 blocks: tiles of 63, the last of 55. Shrinking keeps both, which needs
-  // at least 9 blocks (⌈E′/g′⌉ = 63 only while 63 − 55 < g′).
-  KernelGraph prog = attention_rows(1000), cand = attention_rows_fused(1000, 16);
+  // 1000 rows in 16 blocks that mix their rows (harmlessly): tiles of 63, the last of 55.
+  // Shrinking keeps both, which needs at least 9 blocks (⌈E′/g′⌉ = 63 only while
+  // 63 − 55 < g′).
+  KernelGraph prog = attention_rows(1000), cand = attention_rows_fused(1000, 16, kPhi, false, true);
   verify::ProgramClasses pc = verify::independent_classes(prog);
   auto reduced = verify::reduce_instance(prog, pc, cand);
   ASSERT_TRUE(reduced.has_value());
-  EXPECT_EQ(reduced->description, "I0.0 4 → 2, I0.1 1000 → 559");
+  EXPECT_EQ(reduced->description, "I0.0 4 → 2, I0.1 1000 → 559, I2.2 16 → 2");
   EXPECT_EQ(reduced->candidate.op(3).body->grid(), (Dim3{2, 9, 1}));
   // A reduced element of the last tile stands for the original's last tile; one before it
-  // for itself. Output [h, row, col] with 16 columns.
-  auto flat = [](int64_t h, int64_t row, int64_t col, int64_t rows) {
-    return (h * rows + row) * 16 + col;
+  // for itself. Output [h, row, col] with 16 columns, 2 on the reduced instance.
+  auto flat = [](int64_t h, int64_t row, int64_t col, int64_t rows, int64_t cols) {
+    return (h * rows + row) * cols + col;
   };
-  EXPECT_EQ(verify::original_element(prog, pc, *reduced, 0, flat(1, 558, 3, 559)),
-            flat(1, 999, 3, 1000));
-  EXPECT_EQ(verify::original_element(prog, pc, *reduced, 0, flat(1, 5, 3, 559)),
-            flat(1, 5, 3, 1000));
+  EXPECT_EQ(verify::original_element(prog, pc, *reduced, 0, flat(1, 558, 1, 559, 2)),
+            flat(1, 999, 1, 1000, 16));
+  EXPECT_EQ(verify::original_element(prog, pc, *reduced, 0, flat(1, 5, 1, 559, 2)),
+            flat(1, 5, 1, 1000, 16));
   VerifyResult r = verify(prog, cand);
   EXPECT_TRUE(r.equivalent) << r.detail;
-  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 1000 → 559");
+  EXPECT_EQ(r.instance, "I0.0 4 → 2, I0.1 1000 → 559, I2.2 16 → 2");
+  // A block that computes its rows one by one checks two of them, ragged split or not.
+  EXPECT_EQ(verify(prog, attention_rows_fused(1000, 16)).instance,
+            "I0.0 4 → 2, I0.1 1000 → 2, I2.2 16 → 2");
 }
 
 TEST(ReducedInstances, ProgramsTooLargeForMemoryAreCheckedOnTheirReducedInstance) {

@@ -1,74 +1,14 @@
 #include "verify/instance_reduction.h"
 
+#include <algorithm>
 #include <numeric>
 #include <utility>
 
+#include "verify/block_classes.h"
+#include "verify/dim_links.h"
+
 namespace strata::verify {
 namespace {
-
-/// How the dims of a predefined op's output relate to its inputs' dims.
-struct DimLinks {
-  /// Per output dim: the (input, dim) pairs of extent > 1 that index it (the same index).
-  std::vector<std::vector<std::pair<int, int>>> aligned;
-  /// Input dims the op contracts, reduces, normalizes, slices or concatenates along.
-  std::vector<std::pair<int, int>> forbidden_in;
-  /// Output dims such an op makes (a reduced, sliced or concatenated dim).
-  std::vector<int> forbidden_out;
-};
-
-/// The dim relation of a predefined op (categories Unary, Binary, Matmul, Reduce, Norm,
-/// Concat, Layout, Collective), or nullopt for any other op.
-std::optional<DimLinks> dim_links(const KernelOp& op, const std::vector<Shape>& in,
-                                  const Shape& out) {
-  DimLinks l;
-  const int r = out.rank();
-  l.aligned.resize(r);
-  auto align = [&](int d, int i, int di) {
-    if (di >= 0 && di < in[i].rank() && in[i][di] > 1) l.aligned[d].push_back({i, di});
-  };
-  const int dim = op.attrs.dim;
-  switch (op_category(op.kind)) {
-    case Category::Unary:
-    case Category::Collective:
-      for (int d = 0; d < r; ++d) align(d, 0, d);
-      return l;
-    case Category::Binary:  // broadcasting aligns dims from the right
-      for (int d = 0; d < r; ++d)
-        for (int i = 0; i < 2; ++i) align(d, i, in[i].rank() - r + d);
-      return l;
-    case Category::Matmul:
-      for (int d = 0; d < r - 2; ++d) {
-        align(d, 0, d);
-        align(d, 1, d);
-      }
-      align(r - 2, 0, r - 2);
-      align(r - 1, 1, r - 1);
-      l.forbidden_in = {{0, r - 1}, {1, r - 2}};
-      return l;
-    case Category::Reduce:
-    case Category::Norm:
-    case Category::Concat:
-      for (int d = 0; d < r; ++d) {
-        if (d == dim) continue;
-        for (int i = 0; i < static_cast<int>(in.size()); ++i) align(d, i, d);
-      }
-      for (int i = 0; i < static_cast<int>(in.size()); ++i) l.forbidden_in.push_back({i, dim});
-      l.forbidden_out.push_back(dim);
-      return l;
-    case Category::Layout:
-      if (op.kind == OpKind::Transpose) {
-        for (int d = 0; d < r; ++d) align(d, 0, d < r - 2 ? d : (d == r - 1 ? r - 2 : r - 1));
-        return l;
-      }
-      for (int d = 0; d < r; ++d)  // slice
-        if (d != dim) align(d, 0, d);
-      l.forbidden_in.push_back({0, dim});
-      l.forbidden_out.push_back(dim);
-      return l;
-    default:
-      return std::nullopt;
-  }
-}
 
 std::vector<Shape> input_shapes(const KernelGraph& g, const KernelOp& op) {
   std::vector<Shape> s;
@@ -93,10 +33,20 @@ struct Split {
   int64_t grid = 1, tile = 1;
 };
 
+/// A class a customized op's block graph computes index by index (block_classes.h): its
+/// tiles, its grid axis (−1 none) and, when the for-loop iterates over it, the loop's trip
+/// count may change.
+struct Uniform {
+  int cls = -1, op = -1, axis = -1;
+  bool looped = false;
+};
+
 /// The classes a candidate respects, by propagating the program's input labels through it.
 struct Propagation {
   std::vector<std::vector<int>> labels;  // per candidate tensor and dim
-  std::vector<Split> splits;             // customized ops' splits of live classes
+  std::vector<Split> splits;             // customized ops' splits of live classes (tiles kept)
+  std::vector<Uniform> uniform;          // customized ops' uniform live classes
+  std::vector<BlockClasses> blocks;      // per op id: a customized op's block labels
   std::vector<bool> live;
 };
 
@@ -111,6 +61,8 @@ bool propagate(const KernelGraph& g, const ProgramClasses& pc, const KernelGraph
   };
   p.labels.assign(g.tensors().size(), {});
   p.splits.clear();
+  p.uniform.clear();
+  p.blocks.assign(g.ops().size(), {});
   for (size_t t = 0; t < g.tensors().size(); ++t)
     p.labels[t].assign(g.tensor(static_cast<int>(t)).shape.rank(), -1);
   for (size_t i = 0; i < g.inputs().size(); ++i) {
@@ -123,7 +75,7 @@ bool propagate(const KernelGraph& g, const ProgramClasses& pc, const KernelGraph
     if (op.kind == OpKind::Input) continue;
     if (op.kind != OpKind::Customized) {
       const Shape& out = g.tensor(op.outputs[0]).shape;
-      auto links = dim_links(op, input_shapes(g, op), out);
+      auto links = dim_links(op.kind, op.attrs, input_shapes(g, op), out);
       if (!links) return false;
       std::vector<int>& lo = p.labels[op.outputs[0]];
       for (int d = 0; d < out.rank(); ++d) {
@@ -147,14 +99,23 @@ bool propagate(const KernelGraph& g, const ProgramClasses& pc, const KernelGraph
       }
       continue;
     }
-    // A customized op: each live class among its inputs' dims must be split by one grid axis
-    // that maps exactly that class's dims.
+    // A customized op: each live class among its inputs' dims is either split by one grid
+    // axis that maps exactly that class's dims (its tiles are kept), or one the block graph
+    // computes index by index (its tiles may change: block_classes.h).
     const BlockGraph& b = *op.body;
+    const int nc = static_cast<int>(pc.extent.size());
+    std::vector<std::vector<int>> operands;
+    for (int t : op.inputs) {
+      operands.push_back(p.labels[t]);
+      for (int& c : operands.back())
+        if (!live(c)) c = -1;
+    }
+    BlockClasses bc = block_classes(b, operands, nc);
     std::vector<int> axis_class(3, -2);  // per grid axis: the class it splits, −1 none, −2 unset
-    std::vector<int> class_axis(pc.extent.size(), -1);
+    std::vector<int> class_axis(nc, -2);  // per class: its grid axis, −1 none, −2 not read
     for (const BlockOp& bop : b.ops()) {
       if (bop.kind != OpKind::Input) continue;
-      const std::vector<int>& li = p.labels[op.inputs[bop.attrs.input_index]];
+      const std::vector<int>& li = operands[bop.attrs.input_index];
       for (int a = 0; a < 3; ++a) {
         int d = bop.attrs.imap[a];
         if (d == kReplicate) continue;
@@ -171,27 +132,41 @@ bool propagate(const KernelGraph& g, const ProgramClasses& pc, const KernelGraph
         int mapped = -1;
         for (int a = 0; a < 3; ++a)
           if (bop.attrs.imap[a] == static_cast<int>(d)) mapped = a;
-        if (mapped < 0 || (class_axis[c] >= 0 && class_axis[c] != mapped)) kill(c);
-        if (mapped >= 0) class_axis[c] = mapped;
+        if (class_axis[c] != -2 && class_axis[c] != mapped) kill(c);
+        class_axis[c] = mapped;
       }
     }
-    for (size_t c = 0; c < class_axis.size(); ++c) {
-      int a = class_axis[c];
-      if (a < 0 || !live(static_cast<int>(c))) continue;
-      int64_t grid = b.grid()[a];
-      int64_t extent = pc.extent[c];
-      p.splits.push_back({static_cast<int>(c), static_cast<int>(id), a, grid, (extent + grid - 1) / grid});
+    std::vector<bool> uniform(nc, false);
+    for (int c = 0; c < nc; ++c) {
+      const int a = class_axis[c];
+      if (a == -2 || !live(c)) continue;
+      if (bc.uniform[c]) {
+        uniform[c] = true;
+        p.uniform.push_back({c, static_cast<int>(id), a, bc.loop_class == c});
+      } else if (a >= 0) {
+        int64_t grid = b.grid()[a];
+        const int64_t tile = (pc.extent[c] + grid - 1) / grid;
+        p.splits.push_back({c, static_cast<int>(id), a, grid, tile});
+      } else {
+        kill(c);  // held whole or looped over by a block that mixes its indices
+      }
     }
     for (int o = 0; o < b.num_outputs(); ++o) {
-      const GridMap& omap = b.op(b.output_op(o)).attrs.omap;
+      const BlockOp& saver = b.op(b.output_op(o));
       std::vector<int>& lo = p.labels[op.outputs[o]];
       for (int a = 0; a < 3; ++a) {
-        int d = omap[a];
+        int d = saver.attrs.omap[a];
         if (d == kReplicate) continue;
         int c = axis_class[a] >= 0 && class_axis[axis_class[a]] == a ? axis_class[a] : -1;
         lo[d] = live(c) ? c : -1;
       }
+      // A uniform class is on the saved tile's dims that carry it (for a class split by a
+      // grid axis, the dim that axis places: the same as above).
+      const std::vector<int>& saved = bc.labels[saver.inputs[0]];
+      for (size_t d = 0; d < saved.size(); ++d)
+        if (saved[d] >= 0 && uniform[saved[d]]) lo[d] = saved[d];
     }
+    p.blocks[id] = std::move(bc);
   }
   // The outputs must carry the program's classes, dim by dim.
   for (size_t o = 0; o < g.outputs().size(); ++o) {
@@ -216,12 +191,30 @@ bool propagate(const KernelGraph& g, const ProgramClasses& pc, const KernelGraph
   return true;
 }
 
+/// How a customized op of the candidate is rebuilt: its grid and for-loop, and the new tile
+/// extents of the classes its block graph computes index by index.
+struct BlockPlan {
+  Dim3 grid;
+  int forloop = 1;
+  /// Per class: the extent of its dims in loop tiles and in post tiles; 0: unchanged.
+  std::vector<std::pair<int64_t, int64_t>> part;
+  const BlockClasses* classes = nullptr;
+};
+
+/// The largest divisor of n that is at most `most` (n ≥ 1, most ≥ 1).
+int64_t largest_divisor(int64_t n, int64_t most) {
+  for (int64_t d = std::min(n, most); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
 /// `g` rebuilt with every dim labelled by a class in `extent` (≥ 0 entries) set to that
-/// extent, and the customized ops' grids replaced by `grids` (per op id; empty: unchanged).
-/// Returns nullopt if the rebuilt graph is not well formed or a block tile changed.
+/// extent, and the customized ops rebuilt by `plans` (per op id; empty: unchanged). Returns
+/// nullopt if the rebuilt graph is not well formed or a block tile changed other than the
+/// plan says.
 std::optional<KernelGraph> rebuild(const KernelGraph& g, const std::vector<std::vector<int>>& labels,
                                    const std::vector<int64_t>& extent,
-                                   const std::vector<Dim3>& grids) {
+                                   const std::vector<BlockPlan>& plans) {
   KernelGraph out;
   std::vector<int> map(g.tensors().size(), -1);
   auto reduced_shape = [&](int t) {
@@ -248,19 +241,26 @@ std::optional<KernelGraph> rebuild(const KernelGraph& g, const std::vector<std::
       continue;
     }
     const BlockGraph& b = *op.body;
-    auto made = BlockGraph::make(grids.empty() ? b.grid() : grids[id], b.block_threads(),
-                                 b.forloop());
+    const BlockPlan* plan = plans.empty() ? nullptr : &plans[id];
+    const Dim3 grid = plan ? plan->grid : b.grid();
+    auto made = BlockGraph::make(grid, b.block_threads(), plan ? plan->forloop : b.forloop());
     if (!made.ok()) return std::nullopt;
     BlockGraph nb = std::move(made).value();
+    // A grid axis shrunk to one block maps φ.
+    auto axes = [&](GridMap m) {
+      for (int a = 0; a < 3; ++a)
+        if (grid[a] == 1) m[a] = kReplicate;
+      return m;
+    };
     for (const BlockOp& bop : b.ops()) {
       Result<int> r = make_error("");
       switch (bop.kind) {
         case OpKind::Input:
-          r = nb.add_input(out.tensor(ins[bop.attrs.input_index]).shape, bop.attrs.imap,
+          r = nb.add_input(out.tensor(ins[bop.attrs.input_index]).shape, axes(bop.attrs.imap),
                            bop.attrs.fmap);
           break;
         case OpKind::Output:
-          r = nb.add_output(bop.inputs[0], bop.attrs.omap);
+          r = nb.add_output(bop.inputs[0], axes(bop.attrs.omap));
           break;
         case OpKind::ThreadFused:
           r = nb.add_thread_graph(bop.inputs, bop.chain);
@@ -271,10 +271,18 @@ std::optional<KernelGraph> rebuild(const KernelGraph& g, const std::vector<std::
       if (!r.ok()) return std::nullopt;
       if (bop.output >= 0 && *r != bop.output) return std::nullopt;
     }
-    // Every tile is the one the original's blocks see: the functions per tile are the same.
+    // Every tile is the one the original's blocks see — the functions per tile are the same —
+    // except along the classes the block computes index by index, which have the planned
+    // extents.
     for (size_t t = 0; t < b.tensors().size(); ++t) {
       const BlockTensor &x = b.tensor(static_cast<int>(t)), &y = nb.tensor(static_cast<int>(t));
-      if (x.shape != y.shape || x.stage != y.stage) return std::nullopt;
+      if (x.stage != y.stage || x.shape.rank() != y.shape.rank()) return std::nullopt;
+      for (int d = 0; d < x.shape.rank(); ++d) {
+        int64_t want = x.shape[d];
+        if (int c = plan ? plan->classes->labels[t][d] : -1; c >= 0 && plan->part[c].first > 0)
+          want = x.stage == Stage::Loop ? plan->part[c].first : plan->part[c].second;
+        if (y.shape[d] != want) return std::nullopt;
+      }
       if (!x.name.empty() && !nb.set_tensor_name(static_cast<int>(t), x.name).ok())
         return std::nullopt;
     }
@@ -305,7 +313,7 @@ ProgramClasses independent_classes(const KernelGraph& program) {
     if (op.kind == OpKind::Input) continue;
     if (op.kind == OpKind::Customized) return pc;
     const Shape& out = ts[op.outputs[0]].shape;
-    auto links = dim_links(op, input_shapes(program, op), out);
+    auto links = dim_links(op.kind, op.attrs, input_shapes(program, op), out);
     if (!links) return pc;
     int o = base[op.outputs[0]];
     for (int d = 0; d < out.rank(); ++d)
@@ -353,10 +361,11 @@ std::optional<ReducedPair> reduce_instance(const KernelGraph& program,
   // k·L keeps every split's tile and last part, with at least two units left.
   std::vector<int64_t> extent(nc, -1);
   std::vector<int64_t> tail(nc, 0);
-  std::vector<Dim3> grids(candidate.ops().size());
+  std::vector<BlockPlan> plans(candidate.ops().size());
   for (size_t id = 0; id < candidate.ops().size(); ++id)
-    if (candidate.op(static_cast<int>(id)).kind == OpKind::Customized)
-      grids[id] = candidate.op(static_cast<int>(id)).body->grid();
+    if (const KernelOp& op = candidate.op(static_cast<int>(id)); op.kind == OpKind::Customized)
+      plans[id] = {op.body->grid(), op.body->forloop(),
+                   std::vector<std::pair<int64_t, int64_t>>(nc), &p.blocks[id]};
   bool any = false;
   for (int c = 0; c < nc; ++c) {
     if (!p.live[c]) continue;
@@ -386,13 +395,33 @@ std::optional<ReducedPair> reduce_instance(const KernelGraph& program,
     extent[c] = e - k * unit;
     tail[c] = e % unit == 0 ? extent[c] : extent[c] - e % unit - unit;
     for (const Split* s : mine) {
-      Dim3& g = grids[s->op];
+      Dim3& g = plans[s->op].grid;
       int v = static_cast<int>(s->grid - k * unit / s->tile);
       (s->axis == 0 ? g.x : s->axis == 1 ? g.y : g.z) = v;
     }
     any = true;
   }
   if (!any) return std::nullopt;
+  // The blocks that compute a shrunk class index by index: as many blocks along its axis as
+  // divide the new extent evenly (at most the original's), as many iterations of a loop over
+  // it as divide a block's part evenly.
+  for (const Uniform& u : p.uniform) {
+    if (extent[u.cls] < 0) continue;
+    BlockPlan& plan = plans[u.op];
+    int64_t part = extent[u.cls];
+    if (u.axis >= 0) {
+      Dim3& g = plan.grid;
+      int& v = u.axis == 0 ? g.x : u.axis == 1 ? g.y : g.z;
+      v = static_cast<int>(largest_divisor(part, v));
+      part /= v;
+    }
+    int64_t step = part;
+    if (u.looped) {
+      plan.forloop = static_cast<int>(largest_divisor(part, plan.forloop));
+      step = part / plan.forloop;
+    }
+    plan.part[u.cls] = {step, part};
+  }
   // Only the shrunk classes keep their labels.
   auto shrunk = [&](std::vector<std::vector<int>> labels) {
     for (auto& v : labels)
@@ -401,7 +430,7 @@ std::optional<ReducedPair> reduce_instance(const KernelGraph& program,
     return labels;
   };
   auto rp = rebuild(program, shrunk(pc.labels), extent, {});
-  auto rc = rebuild(candidate, shrunk(p.labels), extent, grids);
+  auto rc = rebuild(candidate, shrunk(p.labels), extent, plans);
   if (!rp || !rc) return std::nullopt;
   ReducedPair out{std::move(*rp), std::move(*rc), {}, {}, ""};
   for (int c = 0; c < nc; ++c) {

@@ -11,13 +11,20 @@
 // A candidate respects an independent class c when its kernel ops treat c's dims as the
 // program does (elementwise, as batch, row or column dims, never contracted, reduced,
 // normalized, sliced or concatenated along), and every customized op that reads a dim of c
-// splits it across the grid: one grid axis maps exactly the dims of c among its inputs and
-// outputs. A block then sees a tile of c whose extent does not depend on c's extent, and the
-// customized op computes every tile by the same function of the inputs' tiles. Shrinking c
-// to E' = E − k·L (L the least common multiple of the tiles, the grids shrunk by k·L/tile,
-// the last, possibly ragged, tile kept) gives an instance whose outputs are the same functions
-// of their inputs, tile by tile, as the original's: the two graphs are equivalent on the
-// original instance exactly when they are on the reduced one.
+// either
+//  - splits it across the grid: one grid axis maps exactly the dims of c among its inputs and
+//    outputs. A block then sees a tile of c whose extent does not depend on c's extent, and
+//    the customized op computes every tile by the same function of the inputs' tiles; or
+//  - computes it index by index (block_classes.h): its block graph treats c as the program
+//    does, whether a grid axis splits c, the for-loop iterates over it or each block holds it
+//    whole. The op then computes every index of c by the same function of the inputs at that
+//    index, whatever its tiles, its grid along c and the trip count of a loop over c.
+// Shrinking c to E' = E − k·L (L the least common multiple of the tiles of the ops of the
+// first kind, 1 if none; their grids shrunk by k·L/tile, the last, possibly ragged, tile
+// kept; the ops of the second kind rebuilt with as many blocks and iterations along c as
+// divide E' evenly) gives an instance whose outputs are the same functions of their inputs,
+// unit by unit, as the original's: the two graphs are equivalent on the original instance
+// exactly when they are on the reduced one.
 //
 // The reduction is planned per (program, candidate) pair: the program's classes once
 // (ProgramClasses), then for each candidate the classes it respects and the extents. Every
@@ -61,7 +68,8 @@ struct ReducedPair {
 
 /// The reduced pair for `candidate` (whose interface matches the program's), or nullopt when no
 /// class can be shrunk. A shrunk class keeps two units of L (and the ragged remainder), or more
-/// where a ragged split needs more blocks to keep its tile (⌈E′/g′⌉ must stay the tile).
+/// where a ragged split needs more blocks to keep its tile (⌈E′/g′⌉ must stay the tile); a
+/// class every customized op computes index by index keeps two indices.
 std::optional<ReducedPair> reduce_instance(const KernelGraph& program,
                                            const ProgramClasses& classes,
                                            const KernelGraph& candidate);
