@@ -12,13 +12,15 @@ a kernel the emitter does not plan). From it this script fits
                     + (tensor_flops / TP + simt_flops / SP) · u
                     + F · t_iter + waves · F · (t_serial + barriers · t_barrier
                                                 + reduce_steps · t_reduce + loop_ops · t_op)
-                    + waves · (F · loop_simt + once_simt) · t_simt + L ],
+                    + waves · (F · loop_simt + once_simt) · t_simt
+                    + waves · (bytes + l2_bytes) / (N_blocks · threads) · t_tbyte + L ],
     α_c = 1 + c · N_SM / N_blocks,   u = max(1, N_SM / N_blocks)
 
 (waves = ⌈N_blocks / (N_SM · blocks per SM)⌉, so waves · F is the number of dependent loop
 iterations each SM runs; barriers, reduce_steps and loop_ops those of one iteration of the
 kernel's loop; loop_simt and once_simt the dependent multiply-adds of a thread's SIMT matmul
-chains in one iteration and after the loop) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
+chains in one iteration and after the loop; (bytes + l2_bytes) / (N_blocks · threads) the bytes
+each thread loads) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
 + L for a predefined matmul run as a cuBLAS call (`library`), whose two rates are not fitted
 
 (the model's α is c = 1) by least squares on the relative error (each point weighted by
@@ -79,21 +81,25 @@ SM_COUNT = {"h100": 132, "h200": 132, "a100": 108}
 NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/BW_narrow (s/byte)", "1/TP (s/tensor FLOP)",
          "1/SP (s/SIMT FLOP)", "L (s/kernel)", "t_iter (s/iteration)",
          "t_serial (s/SM iteration)", "t_barrier (s/SM it. barrier)",
-         "t_reduce (s/SM it. step)", "t_op (s/SM it. op)", "t_simt (s/SM SIMT mm step)"]
+         "t_reduce (s/SM it. step)", "t_op (s/SM it. op)", "t_simt (s/SM SIMT mm step)",
+         "t_tbyte (s/byte a thread loads, per wave)"]
 KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor_peak",
         "inv_simt_peak", "launch_s", "iteration_latency_s", "serial_latency_s",
         "barrier_latency_s", "reduce_step_latency_s", "loop_op_latency_s",
-        "simt_mm_step_latency_s"]
+        "simt_mm_step_latency_s", "thread_byte_latency_s"]
 TENSOR = 3  # index of the tensor-core rate among the features
 SERIAL = 7  # index of t_serial
-CODE = (8, 9, 10, 11)  # indices of the code-feature terms (t_barrier, t_reduce, t_op, t_simt)
-CODE_TERMS = {"barrier": 8, "reduce": 9, "op": 10, "simt": 11}  # --code-terms names
+# indices of the code-feature terms (t_barrier, t_reduce, t_op, t_simt, t_tbyte)
+CODE = (8, 9, 10, 11, 12)
+CODE_TERMS = {"barrier": 8, "reduce": 9, "op": 10, "simt": 11,
+              "thread_bytes": 12}  # --code-terms names
 # cuBLAS's sustained (tensor FLOP/s, DRAM B/s) per target: held, not fitted (the model's
 # blas_tensor_flops and blas_bandwidth_Bps, src/cost/cost_model.cc).
 BLAS = {"h100": (600e12, 2.5e12), "h200": (600e12, 3.6e12), "a100": (190e12, 1.5e12)}
 # Per-kernel features of `strata cost --json`, in the order the dataset stores them.
 KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
-                 "simt_flops", "blocks", "forloop", "waves", "library"]
+                 "simt_flops", "blocks", "forloop", "waves", "library", "t_throughput_us",
+                 "t_latency_us"]
 # The kernel's code features (src/cost/code_features.cc; 0 for a kernel without a plan: a cuBLAS
 # call or a generic predefined kernel), after the totals in the dataset's kernel lists.
 CODE_FIELDS = ["threads", "loop_groups", "loop_ops", "once_ops", "loop_barriers",
@@ -355,14 +361,29 @@ def read_dataset(path, target=None, records=None):
     return points
 
 
+def thread_bytes(k):
+    """waves · (DRAM + L2 bytes loaded) / (blocks · threads): the bytes one thread loads over
+    the kernel, per wave (the coefficient of t_tbyte; 0 for a kernel without a plan)."""
+    if k.get("threads", 0) <= 0:
+        return 0.0
+    return k.get("waves", 1) * (k["load_bytes"] + k["l2_bytes"]) / (max(1, k["blocks"]) *
+                                                                   k["threads"])
+
+
+def latency_features(k):
+    """The coefficients of (t_barrier, t_tbyte) in a kernel's latency bound (the model's
+    KernelCost::t_latency_s): waves · F · loop barriers, and thread_bytes."""
+    return (k.get("waves", 1) * k["forloop"] * k.get("loop_barriers", 0), thread_bytes(k))
+
+
 def features(point, c, n_sm):
     """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter, t_serial, t_barrier,
-    t_reduce, t_op, t_simt) in the predicted time of one graph. A cuBLAS kernel contributes only
-    its launch (L); the rest of its time is fixed_time's. The code terms charge each dependent
-    iteration an SM runs (waves · F) per block-level barrier, per serial reduction step and per
-    op of the loop body, and each wave per dependent multiply-add of a thread's SIMT matmul
-    chains (F times those in the loop, plus those after it) (the kernel's code features; 0 for a
-    kernel without a plan)."""
+    t_reduce, t_op, t_simt, t_tbyte) in the predicted time of one graph. A cuBLAS kernel
+    contributes only its launch (L); the rest of its time is fixed_time's. The code terms charge
+    each dependent iteration an SM runs (waves · F) per block-level barrier, per serial reduction
+    step and per op of the loop body, each wave per dependent multiply-add of a thread's SIMT
+    matmul chains (F times those in the loop, plus those after it), and each wave per byte one
+    thread loads from DRAM or L2 (the kernel's code features; 0 for a kernel without a plan)."""
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
         if k.get("library"):
@@ -384,6 +405,7 @@ def features(point, c, n_sm):
         f[CODE[2]] += serial * k.get("loop_ops", 0)
         f[CODE[3]] += k.get("waves", 1) * (k["forloop"] * k.get("loop_simt_mm_steps", 0)
                                           + k.get("once_simt_mm_steps", 0))
+        f[CODE[4]] += thread_bytes(k)
     return f
 
 
@@ -448,7 +470,8 @@ def fit(points, n_sm, tensor_peak, alpha=None, serial=True, code=True):
     tensor_peak > 0 the tensor rate is held at it (the benchmarks are memory-bound: their
     tensor FLOPs barely constrain it) and only the other constants are fitted. serial=False
     holds t_serial at 0 (the model without the serial-latency term), code=False the code-feature
-    terms t_barrier, t_reduce, t_op and t_simt (the model without them); a set of their indices
+    terms t_barrier, t_reduce, t_op, t_simt and t_tbyte (the model without them); a set of their
+    indices
     fits only those."""
     held = ({TENSOR: 1.0 / tensor_peak} if tensor_peak > 0 else {})
     if not serial:
@@ -495,12 +518,15 @@ def holdout_groups(points, by):
                         for f in range(10)) if g]
 
 
-def fit_on_table(points, n_sm, code):
+def fit_on_table(points, n_sm, code, loss="relative"):
     """The code terms `code` (indices into KEYS) fitted alone on top of the dataset's
-    predictions (the model of the commit that extracted it): least squares on the relative
-    error of predicted_s + Σ feature · coefficient, coefficients non-negative. Returns the
-    coefficients of all KEYS (0 but for `code`)."""
+    predictions (the model of the commit that extracted it), coefficients non-negative: with
+    loss "relative" least squares on the relative error of predicted_s + Σ feature ·
+    coefficient; with "log" the mean squared log(pred / measured) (fit_on_table_log). Returns
+    the coefficients of all KEYS (0 but for `code`)."""
     terms = sorted(code)
+    if loss == "log":
+        return fit_on_table_log(points, n_sm, terms)
     rows, ys = [], []
     for p in points:
         w = 1.0 / p["measured_s"]
@@ -512,6 +538,80 @@ def fit_on_table(points, n_sm, code):
     for j, v in zip(terms, free):
         x[j] = v
     return x
+
+
+def fit_on_table_log(points, n_sm, terms):
+    """The coefficients of `terms` minimizing the mean squared log(pred / measured) of
+    predicted_s + Σ feature · coefficient: coordinate descent, each coefficient in turn set to
+    the best of 0 and a log-spaced grid (10⁻¹³ … 10⁻⁶ s, 24 values per decade) with the others
+    held, until a pass changes none (at most 20 passes). Unlike the relative error, the log
+    loss weighs a prediction 3× too low like one 3× too high, so a term that fixes large
+    under-predictions is not held back by the points it over-predicts a little."""
+    feats = [[features(p, 0.0, n_sm)[j] for j in terms] for p in points]
+    base = [p["predicted_s"] for p in points]
+    meas = [p["measured_s"] for p in points]
+    grid = [0.0] + [10 ** (-13 + i / 24) for i in range(7 * 24 + 1)]
+
+    def loss(coef):
+        total = 0.0
+        for f, b, m in zip(feats, base, meas):
+            total += math.log((b + sum(fi * ci for fi, ci in zip(f, coef))) / m) ** 2
+        return total / len(points)
+
+    coef = [0.0] * len(terms)
+    for _ in range(20):
+        changed = False
+        for t in range(len(terms)):
+            best = min(grid, key=lambda v: loss(coef[:t] + [v] + coef[t + 1:]))
+            if best != coef[t]:
+                coef[t], changed = best, True
+        if not changed:
+            break
+    x = [0.0] * len(KEYS)
+    for j, v in zip(terms, coef):
+        x[j] = v
+    return x
+
+
+def fit_latency(points):
+    """(t_barrier, t_tbyte) of the model's latency bound, each kernel max(t_throughput,
+    t_barrier · waves · F · loop barriers + t_tbyte · thread_bytes) + launch
+    (docs/cost-model.md, "Latency bound"), fitted on top of the dataset's throughput bounds
+    (the kernels' t_throughput_us, from the model of the commit that extracted it): the mean
+    squared log(pred / measured), by coordinate descent over log-spaced grids as
+    fit_on_table_log."""
+    rows = [latency_rows(p) for p in points]
+    meas = [p["measured_s"] for p in points]
+    grid = [0.0] + [10 ** (-13 + i / 24) for i in range(7 * 24 + 1)]
+
+    def loss(coef):
+        return sum(math.log(predict_latency(r, coef) / m) ** 2
+                   for r, m in zip(rows, meas)) / len(points)
+
+    coef = [0.0, 0.0]
+    for _ in range(20):
+        changed = False
+        for t in range(2):
+            best = min(grid, key=lambda v: loss(coef[:t] + [v] + coef[t + 1:]))
+            if best != coef[t]:
+                coef[t], changed = best, True
+        if not changed:
+            break
+    return coef
+
+
+def latency_rows(point):
+    """(the point's time outside its kernels' max(throughput, latency) bounds — launches —,
+    [(t_throughput_s, barrier coefficient, thread-byte coefficient) per kernel])."""
+    kernels = [(k["t_throughput_us"] * 1e-6,) + latency_features(k) for k in point["kernels"]]
+    bounds = sum(max(k["t_throughput_us"], k["t_latency_us"]) * 1e-6 for k in point["kernels"])
+    return point["predicted_s"] - bounds, kernels
+
+
+def predict_latency(row, coef):
+    """A point's time under latency constants coef = (t_barrier, t_tbyte) (latency_rows)."""
+    rest, kernels = row
+    return rest + sum(max(t, b * coef[0] + tb * coef[1]) for t, b, tb in kernels)
 
 
 def predict_on_table(point, x, n_sm):
@@ -543,6 +643,43 @@ def quality(pred, meas, configs):
             "mean_spearman_within_program": sum(within) / len(within) if within else None}
 
 
+def fit_and_report_latency(points, meas, configs, a, where):
+    """--latency: the fit of fit_latency and its quality (with --holdout also out of sample)."""
+    coef = fit_latency(points)
+    rows = [latency_rows(p) for p in points]
+    preds = [("without the bound", [predict_latency(r, (0.0, 0.0)) for r in rows]),
+             ("current constants", [p["predicted_s"] for p in points]),
+             ("fitted constants", [predict_latency(r, coef) for r in rows])]
+    if a.holdout:
+        held = [0.0] * len(points)
+        for group in holdout_groups(points, a.holdout):
+            out = set(group)
+            c = fit_latency([p for i, p in enumerate(points) if i not in out])
+            for i in group:
+                held[i] = predict_latency(rows[i], c)
+        preds.append((f"held out ({a.holdout})", held))
+    print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
+    print(f"  t_barrier (s/SM it. barrier)     {coef[0]:.4g}")
+    print(f"  t_tbyte (s/byte a thread loads)  {coef[1]:.4g}")
+    for label, pred in preds:
+        q = quality(pred, meas, configs)
+        print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, Spearman "
+              f"{q['spearman']:.3f}, within programs (mean) "
+              f"{q['mean_spearman_within_program']:.3f}, top-1 regret "
+              f"{top1_regret(pred, meas, configs):.3f}")
+
+
+def top1_regret(pred, meas, configs):
+    """Geometric mean over programs of measured(model's pick) / measured(fastest timed)."""
+    best, pick = {}, {}
+    for p, m, c in zip(pred, meas, configs):
+        best[c] = min(best.get(c, m), m)
+        if c not in pick or p < pick[c][0]:
+            pick[c] = (p, m)
+    logs = [math.log(pick[c][1] / best[c]) for c in best]
+    return math.exp(sum(logs) / len(logs))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -564,15 +701,23 @@ def main():
     ap.add_argument("--no-serial", action="store_true",
                     help="hold t_serial at 0 (the model without the serial-latency term)")
     ap.add_argument("--no-code", action="store_true",
-                    help="hold the code-feature terms t_barrier, t_reduce, t_op and t_simt at 0 "
+                    help="hold the code-feature terms t_barrier, t_reduce, t_op, t_simt and "
+                         "t_tbyte at 0 "
                          "(the model without them)")
     ap.add_argument("--code-terms", default="", metavar="NAME,...",
-                    help="fit only these code terms (of barrier, reduce, op, simt), the others "
+                    help="fit only these code terms (of barrier, reduce, op, simt, thread_bytes), "
+                         "the others "
                          "held at 0")
     ap.add_argument("--on-table", action="store_true",
                     help="fit only the code terms of --code-terms on top of the dataset's own "
                          "predictions (the model of the commit that extracted it), the other "
                          "constants as they are")
+    ap.add_argument("--latency", action="store_true",
+                    help="fit the model's latency bound (t_barrier, t_tbyte; each kernel "
+                         "max(throughput, latency)) on top of the dataset's throughput bounds")
+    ap.add_argument("--loss", choices=["relative", "log"], default="relative",
+                    help="what --on-table minimizes: the squared relative error (least squares) "
+                         "or the squared log(pred / measured) (a grid per term)")
     ap.add_argument("--subset", action="append", default=[], metavar="NAME,...",
                     help="also report the quality on the points of these records alone "
                          "(repeatable)")
@@ -630,10 +775,13 @@ def main():
     # A program is a config of one record: candidates ranked against each other in one run.
     configs = [f"{p['record']}:{p['config']}" for p in points]
     current = quality([p["predicted_s"] for p in points], meas, configs)
+    if a.latency:
+        fit_and_report_latency(points, meas, configs, a, where)
+        return
     if a.on_table and not isinstance(code, set):
         ap.error("--on-table needs --code-terms (the terms to fit on the dataset's predictions)")
     if a.on_table:
-        c, x = 0.0, fit_on_table(points, n_sm, code)
+        c, x = 0.0, fit_on_table(points, n_sm, code, a.loss)
         fitted = [predict_on_table(p, x, n_sm) for p in points]
     else:
         c, x, _ = fit(points, n_sm, a.tensor_peak, a.alpha, not a.no_serial, code)
@@ -646,7 +794,8 @@ def main():
         held_out_pred = [0.0] * len(points)
         for group in holdout_groups(points, a.holdout):
             held = set(group)
-            xg = fit_on_table([p for i, p in enumerate(points) if i not in held], n_sm, code)
+            xg = fit_on_table([p for i, p in enumerate(points) if i not in held], n_sm, code,
+                              a.loss)
             for i in group:
                 held_out_pred[i] = predict_on_table(points[i], xg, n_sm)
         held_out = quality(held_out_pred, meas, configs)

@@ -137,6 +137,59 @@ TEST(CodeFeatures, SimtMatmulChainsCountedByHand) {
   EXPECT_EQ(estimate_cost(rmsnorm_fused(), t).kernels[0].t_simt_s, 0.0);
 }
 
+/// X [16, 4096] · W [4096, 128] in two blocks of 64 columns, looping over K in 256 steps of 16:
+/// few blocks, a long loop, little data — a kernel whose loop latency bounds it.
+KernelGraph two_block_long_loop() {
+  BlockGraph b = *BlockGraph::make({2, 1, 1}, 128, 256);
+  int bx = *b.add_input(Shape{kM, kK}, kAllReplicated, 1);
+  int bw = *b.add_input(Shape{kK, 128}, {1, kReplicate, kReplicate}, 0);
+  int mm = *b.add_op(OpKind::Matmul, {bx, bw});
+  int am = *b.add_op(OpKind::AccumSum, {mm});
+  EXPECT_TRUE(b.add_output(am, {1, kReplicate, kReplicate}).ok());
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
+  int w = *g.add_input("W", Shape{kK, 128}, DType::f16);
+  auto outs = g.add_customized({x, w}, b, {"O"});
+  EXPECT_TRUE(outs.ok()) << outs.error().message;
+  EXPECT_TRUE(g.mark_output((*outs)[0]).ok());
+  return g;
+}
+
+// The latency bound (docs/cost-model.md, "Latency bound"): waves · F · loop barriers · t_barrier
+// + waves · bytes per thread · t_tbyte, from the plan's features, and the prediction the larger
+// of it and the throughput bound. The paper's fused RMSNorm streams 50 MB in 96 blocks: its
+// throughput bound is the larger; two blocks looping 256 times over 1 MB are latency bound.
+TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
+  const Target t = h100();
+  ASSERT_GT(t.barrier_latency_s, 0);
+  ASSERT_GT(t.thread_byte_latency_s, 0);
+  for (const KernelGraph& g : {rmsnorm_fused(), two_block_long_loop()}) {
+    const GraphCost cost = estimate_cost(g, t, with_code());
+    ASSERT_EQ(cost.kernels.size(), 1u);
+    const KernelCost& k = cost.kernels[0];
+    ASSERT_TRUE(k.code.has_value());
+    const double waves = static_cast<double>(k.waves);
+    const double latency =
+        waves * static_cast<double>(k.forloop * k.code->loop_barriers) * t.barrier_latency_s +
+        waves * static_cast<double>(k.load_bytes + k.l2_bytes) /
+            static_cast<double>(k.blocks * k.code->threads) * t.thread_byte_latency_s;
+    EXPECT_DOUBLE_EQ(k.t_latency_s, latency);
+    EXPECT_DOUBLE_EQ(k.predicted_s,
+                     std::max(k.t_throughput_s, k.t_latency_s) + t.launch_overhead_s);
+    // The same without the features asked for: every customized kernel is planned.
+    EXPECT_DOUBLE_EQ(estimate_cost(g, t).kernels[0].t_latency_s, latency);
+  }
+  const KernelCost fused = estimate_cost(rmsnorm_fused(), t).kernels[0];
+  EXPECT_GT(fused.t_throughput_s, fused.t_latency_s);
+  const KernelCost looped = estimate_cost(two_block_long_loop(), t).kernels[0];
+  EXPECT_GT(looped.t_latency_s, 2 * looped.t_throughput_s);
+  EXPECT_GT(looped.t_latency_s, 256 * t.barrier_latency_s);
+  Json j = graph_cost_to_json(estimate_cost(two_block_long_loop(), t), t);
+  EXPECT_DOUBLE_EQ(j["kernels"][0]["t_latency_us"].get<double>(), looped.t_latency_s * 1e6);
+  EXPECT_DOUBLE_EQ(j["kernels"][0]["t_throughput_us"].get<double>(),
+                   looped.t_throughput_s * 1e6);
+}
+
 TEST(CodeFeatures, OnlyPlannedKernelsAndOnlyWhenAsked) {
   KernelGraph g;
   int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
@@ -144,7 +197,7 @@ TEST(CodeFeatures, OnlyPlannedKernelsAndOnlyWhenAsked) {
   int y = *g.add_op(OpKind::Exp, {x}, {}, "Y");
   int o = *g.add_op(OpKind::Matmul, {y, w}, {}, "O");
   ASSERT_TRUE(g.mark_output(o).ok());
-  // Off by default (the search predicts every candidate without planning it).
+  // Not kept by default (the prediction plans customized kernels but keeps only its terms).
   for (const KernelCost& k : estimate_cost(g, h100()).kernels) EXPECT_FALSE(k.code.has_value());
   // A generic elementwise kernel and a cuBLAS call have no plan.
   GraphCost lib = estimate_cost(g, h100(), with_code());

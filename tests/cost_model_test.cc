@@ -82,9 +82,10 @@ void expect_formula(const KernelCost& k, const Target& t) {
   EXPECT_DOUBLE_EQ(k.t_comp_s, t_comp);
   const double under = std::max(1.0, t.sm_count / static_cast<double>(k.blocks));
   EXPECT_DOUBLE_EQ(k.underfill, under);
-  EXPECT_DOUBLE_EQ(k.predicted_s, t_mem * alpha + t_comp * under +
-                                      static_cast<double>(k.forloop) * t.iteration_latency_s +
-                                      t.launch_overhead_s);
+  const double throughput = t_mem * alpha + t_comp * under +
+                            static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s;
+  EXPECT_DOUBLE_EQ(k.t_throughput_s, throughput);
+  EXPECT_DOUBLE_EQ(k.predicted_s, std::max(throughput, k.t_latency_s) + t.launch_overhead_s);
 }
 
 TEST(Target, KnownAndUnknownNames) {

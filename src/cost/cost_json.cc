@@ -20,6 +20,8 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["t_mem_us"] = k.t_mem_s * 1e6;
   j["t_comp_us"] = k.t_comp_s * 1e6;
   j["t_simt_us"] = k.t_simt_s * 1e6;
+  j["t_latency_us"] = k.t_latency_s * 1e6;
+  j["t_throughput_us"] = k.t_throughput_s * 1e6;
   j["predicted_us"] = k.predicted_s * 1e6;
   j["smem_bytes"] = k.smem_bytes;
   j["library"] = k.library;

@@ -60,12 +60,20 @@ const std::vector<Target>& target_table() {
       // (57 of them, in 16 programs, have SIMT matmuls; docs/cost-model.md, "SIMT matmul
       // chains"); h100 the same SM and clock, so the same; a100 scaled by the SM clock
       // (1.98 / 1.41 GHz), not measured.
+      // The last two columns, t_barrier and t_tbyte of the latency bound (docs/cost-model.md,
+      // "Latency bound"): h200 fitted together on top of the throughput bounds, minimizing the
+      // squared log error, to the 1484 H200 points of bench/calibration/points.json
+      // (`bench/calibrate.py --latency`); h100 the same SM and clock, so the same; a100 scaled
+      // by the SM clock (1.98 / 1.41 GHz), not measured.
       {arch("h100"),
-       {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9}},
+       {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
+        68e-9, 2.15e-9}},
       {arch("h200"),
-       {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9}},
+       {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
+        68e-9, 2.15e-9}},
       {arch("a100"),
-       {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8}},
+       {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 95e-9,
+        3.0e-9}},
   };
   return table;
 }
@@ -305,27 +313,11 @@ bool library_cost(const KernelGraph& g, const KernelOp& op, const Target& t, Ker
   k.t_mem_s =
       static_cast<double>(saturating_add(k.load_bytes, k.store_bytes)) / t.blas_bandwidth_Bps;
   k.t_comp_s = k.tensor_flops / t.blas_tensor_flops;
-  k.predicted_s = std::max(k.t_mem_s, k.t_comp_s) + t.launch_overhead_s;
+  k.t_throughput_s = std::max(k.t_mem_s, k.t_comp_s);
+  k.predicted_s = k.t_throughput_s + t.launch_overhead_s;
   return true;
 }
 
-
-// Whether customized kernel op `i` has a matmul that runs on the SIMT path whatever the plan:
-// its tile shapes or an accumulator operand keep it off the tensor cores (matmul_tiles_fit_mma),
-// or the kernel has no 16-bit input type (mma_input_dtype, kernel_plan.h). Predefined ops
-// are not asked: a lowered matmul's 64 × 64 tiles run on the tensor cores.
-bool may_have_simt_matmul(const KernelGraph& g, int i) {
-  const KernelOp& op = g.op(i);
-  if (op.kind != OpKind::Customized || !op.body) return false;
-  std::vector<DType> input_dtypes;
-  for (int t : op.inputs) input_dtypes.push_back(g.tensor(t).dtype);
-  const bool mma_type = mma_input_dtype(input_dtypes).has_value();
-  const BlockGraph& b = *op.body;
-  for (int j = 0; j < static_cast<int>(b.ops().size()); ++j)
-    if (op_category(b.op(j).kind) == Category::Matmul && (!mma_type || !matmul_tiles_fit_mma(b, j)))
-      return true;
-  return false;
-}
 
 }  // namespace
 
@@ -391,18 +383,36 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
                 static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
     k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
     k.underfill = std::max(1.0, static_cast<double>(t.sm_count) / static_cast<double>(k.blocks));
-    // A kernel with a matmul off the tensor cores is planned for its SIMT chains' length.
+    // Every customized kernel is planned for its SIMT chains' length, loop barriers and threads
+    // (t_simt_s, t_latency_s); a predefined op's lowered matmul runs on the tensor cores.
     std::optional<KernelCodeFeatures> code;
-    if (options.code_features || may_have_simt_matmul(g, i))
+    if (options.code_features || custom)
       code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
-    if (code)
-      k.t_simt_s = static_cast<double>(k.waves) *
-                   (static_cast<double>(k.forloop) * static_cast<double>(code->loop_simt_mm_steps) +
+    if (code) {
+      const double waves = static_cast<double>(k.waves);
+      const double forloop = static_cast<double>(k.forloop);
+      k.t_simt_s = waves *
+                   (forloop * static_cast<double>(code->loop_simt_mm_steps) +
                     static_cast<double>(code->once_simt_mm_steps)) *
                    t.simt_mm_step_s;
-    k.predicted_s = k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
-                    static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s +
-                    t.launch_overhead_s;
+    }
+    // The latency bound of a customized kernel (a predefined op's generic or lowered kernel is
+    // charged none, so the prediction does not depend on CostOptions::code_features).
+    if (code && custom) {
+      const double waves = static_cast<double>(k.waves);
+      const double forloop = static_cast<double>(k.forloop);
+      const double thread_bytes =
+          (static_cast<double>(k.load_bytes) + static_cast<double>(k.l2_bytes)) /
+          (static_cast<double>(std::max<int64_t>(1, k.blocks)) *
+           static_cast<double>(std::max(1, code->threads)));
+      k.t_latency_s =
+          waves * forloop * static_cast<double>(code->loop_barriers) * t.barrier_latency_s +
+          waves * thread_bytes * t.thread_byte_latency_s;
+    }
+    // The latency bound is hidden behind the throughput bound unless it is the longer one.
+    k.t_throughput_s = k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
+                       static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s;
+    k.predicted_s = std::max(k.t_throughput_s, k.t_latency_s) + t.launch_overhead_s;
     if (options.code_features) k.code = code;
     gc.predicted_us += k.predicted_s * 1e6;
     gc.kernels.push_back(std::move(k));

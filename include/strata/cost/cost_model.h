@@ -58,6 +58,12 @@ struct CostConstants {
   /// latency of a shared-memory load and an FMA that each output's chain over K waits on;
   /// docs/cost-model.md, "SIMT matmul chains").
   double simt_mm_step_s;
+  /// t_barrier: per block-level barrier of one loop iteration, per dependent iteration an SM
+  /// runs (waves · F · loop barriers; docs/cost-model.md, "Latency bound").
+  double barrier_latency_s;
+  /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
+  /// with many bytes to load waits when few threads share the work (same section).
+  double thread_byte_latency_s;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -97,8 +103,13 @@ struct KernelCost {
   /// waves · (F · loop + once SIMT matmul steps per thread) · t_simt: the serial chains of the
   /// kernel's SIMT matmuls (0 when every matmul runs on the tensor cores).
   double t_simt_s = 0;
-  double predicted_s;    ///< t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s
-                         ///< + launch
+  /// waves · F · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks · threads) ·
+  /// t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan).
+  double t_latency_s = 0;
+  /// t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s: the throughput bound (for
+  /// a cuBLAS call max(t_mem_s, t_comp_s)).
+  double t_throughput_s = 0;
+  double predicted_s;    ///< max(t_throughput_s, t_latency_s) + launch
   int64_t smem_bytes;    ///< block_smem_bytes of a customized kernel; 0 for predefined ops
   /// A predefined matmul predicted as a cuBLAS call (CostOptions::library_matmul): predicted_s
   /// = max(t_mem_s, t_comp_s) + launch, t_mem_s at Target::blas_bandwidth_Bps, t_comp_s at
@@ -106,9 +117,9 @@ struct KernelCost {
   bool library = false;
   /// Features of the kernel's code (code_features.h), when CostOptions::code_features asked for
   /// them and the emitter plans the kernel (a customized kernel or a lowered matmul). The
-  /// prediction uses only the SIMT matmul steps (t_simt_s), which it plans a kernel for
-  /// whenever a matmul of its block graph cannot run on the tensor cores (matmul_tiles_fit_mma,
-  /// or an input type without mma).
+  /// prediction plans every customized kernel, and a predefined one whose matmul cannot run on
+  /// the tensor cores, for its SIMT matmul steps (t_simt_s), loop barriers and threads
+  /// (t_latency_s).
   std::optional<KernelCodeFeatures> code;
 };
 
