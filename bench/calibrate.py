@@ -279,7 +279,7 @@ def write_dataset(path, records, points, command):
                            "origin": p["origin"], "graph": p["graph"],
                            "measured_us": round(p["measured_s"] * 1e6, 4),
                            "predicted_us": round(p["predicted_s"] * 1e6, 4),
-                           "kernels": [[kern[k] for k in KERNEL_FIELDS]
+                           "kernels": [[kern.get(k, 0) for k in KERNEL_FIELDS]
                                        for kern in p["kernels"]]},
                           ensure_ascii=False, separators=(",", ":"))
     head = {"format": DATASET_FORMAT, "version": 1, "command": command,

@@ -106,7 +106,7 @@ TEST(SearchCanonical, FusedQkvProjectionGetsFusedGraphsProvedAgainstTheProgram) 
       "input X: f16[8, 2048]\ninput W: f16[2048, 3072]\nQKV = matmul(X, W)\n"
       "Q = slice(QKV, 1, 0, 2048)\nK = slice(QKV, 1, 2048, 2560)\nV = slice(QKV, 1, 2560, 3072)\n"
       "output Q, K, V\n");
-  const SearchResult r = search(p, config("qkv").with_top_k(4));
+  const SearchResult r = search(p, config("qkv").with_top_k(2));
   EXPECT_EQ(r.stats.rewrites_by_rule, (std::map<std::string, int64_t>{{"slice_of_matmul", 3}}));
   const Candidate& program = r.ranked[r.program_index()];
   ASSERT_TRUE(program.graph.structurally_equal(p));
@@ -114,7 +114,8 @@ TEST(SearchCanonical, FusedQkvProjectionGetsFusedGraphsProvedAgainstTheProgram) 
   for (const Candidate& c : r.ranked) {
     if (c.is_program) continue;
     EXPECT_TRUE(proved(c));
-    if (c.graph.num_customized() >= 1) ++fused;
+    if (c.graph.num_customized() >= 1 && c.cost.kernels.size() < program.cost.kernels.size())
+      ++fused;
     auto v = verify_equivalent(p, c.graph);
     ASSERT_TRUE(v.ok());
     EXPECT_TRUE(v->equivalent) << v->detail;

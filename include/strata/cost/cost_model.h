@@ -59,7 +59,8 @@ struct CostConstants {
   /// docs/cost-model.md, "SIMT matmul chains").
   double simt_mm_step_s;
   /// t_barrier: per block-level barrier of one loop iteration, per dependent iteration an SM
-  /// runs (waves · F · loop barriers; docs/cost-model.md, "Latency bound").
+  /// runs (waves · F · loop barriers; docs/cost-model.md, "Latency bound"; 0 in the built-in
+  /// targets: not adopted).
   double barrier_latency_s;
   /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
   /// with many bytes to load waits when few threads share the work (same section).
@@ -117,9 +118,10 @@ struct KernelCost {
   bool library = false;
   /// Features of the kernel's code (code_features.h), when CostOptions::code_features asked for
   /// them and the emitter plans the kernel (a customized kernel or a lowered matmul). The
-  /// prediction plans every customized kernel, and a predefined one whose matmul cannot run on
-  /// the tensor cores, for its SIMT matmul steps (t_simt_s), loop barriers and threads
-  /// (t_latency_s).
+  /// prediction plans a customized kernel for its SIMT matmul steps (t_simt_s) whenever a matmul
+  /// of its block graph cannot run on the tensor cores (matmul_tiles_fit_mma, or an input type
+  /// without mma), and for its loop barriers and threads (t_latency_s) when the target's latency
+  /// constants are not 0.
   std::optional<KernelCodeFeatures> code;
 };
 
