@@ -99,7 +99,7 @@ BLAS = {"h100": (600e12, 2.5e12), "h200": (600e12, 3.6e12), "a100": (190e12, 1.5
 # Per-kernel features of `strata cost --json`, in the order the dataset stores them.
 KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
                  "simt_flops", "blocks", "forloop", "waves", "library", "t_throughput_us",
-                 "t_latency_us"]
+                 "t_latency_us", "blocks_per_sm"]
 # The kernel's code features (src/cost/code_features.cc; 0 for a kernel without a plan: a cuBLAS
 # call or a generic predefined kernel), after the totals in the dataset's kernel lists.
 CODE_FIELDS = ["threads", "loop_groups", "loop_ops", "once_ops", "loop_barriers",
@@ -602,7 +602,8 @@ def fit_latency(points):
 
 def latency_rows(point):
     """(the point's time outside its kernels' max(throughput, latency) bounds — launches —,
-    [(t_throughput_s, barrier coefficient, thread-byte coefficient) per kernel])."""
+    [(t_throughput_s, barrier coefficient, thread-byte coefficient) per kernel]); a kernel
+    without a plan (threads 0) has none."""
     kernels = [(k["t_throughput_us"] * 1e-6,) + latency_features(k) for k in point["kernels"]]
     bounds = sum(max(k["t_throughput_us"], k["t_latency_us"]) * 1e-6 for k in point["kernels"])
     return point["predicted_s"] - bounds, kernels

@@ -157,19 +157,11 @@ KernelGraph two_block_long_loop() {
 
 // The latency bound (docs/cost-model.md, "Latency bound"): waves · F · loop barriers · t_barrier
 // + waves · bytes per thread · t_tbyte, from the plan's features, and the prediction the larger
-// of it and the throughput bound. The built-in targets hold both constants at 0 (not adopted):
-// the H100 with the constants the H200 points fit. The paper's fused RMSNorm streams 50 MB in
-// 96 blocks: its throughput bound is the larger; two blocks looping 256 times over 1 MB are
-// latency bound.
+// of it and the throughput bound. The paper's fused RMSNorm streams 50 MB in 96 blocks: its
+// throughput bound is the larger; two blocks looping 256 times over 1 MB are latency bound.
+// With both constants at 0 no bound is charged.
 TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
-  for (const Target& known : known_targets()) {
-    EXPECT_EQ(known.barrier_latency_s, 0) << known.name;
-    EXPECT_EQ(known.thread_byte_latency_s, 0) << known.name;
-    EXPECT_EQ(estimate_cost(two_block_long_loop(), known).kernels[0].t_latency_s, 0);
-  }
-  Target t = h100();
-  t.barrier_latency_s = 68e-9;
-  t.thread_byte_latency_s = 2.15e-9;
+  const Target t = h100();
   for (const KernelGraph& g : {rmsnorm_fused(), two_block_long_loop()}) {
     const GraphCost cost = estimate_cost(g, t, with_code());
     ASSERT_EQ(cost.kernels.size(), 1u);
@@ -195,6 +187,36 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   EXPECT_DOUBLE_EQ(j["kernels"][0]["t_latency_us"].get<double>(), looped.t_latency_s * 1e6);
   EXPECT_DOUBLE_EQ(j["kernels"][0]["t_throughput_us"].get<double>(),
                    looped.t_throughput_s * 1e6);
+  Target off = t;
+  off.barrier_latency_s = 0;
+  off.thread_byte_latency_s = 0;
+  const KernelCost none = estimate_cost(two_block_long_loop(), off).kernels[0];
+  EXPECT_EQ(none.t_latency_s, 0);
+  EXPECT_DOUBLE_EQ(none.predicted_s, none.t_throughput_s + off.launch_overhead_s);
+}
+
+// A launch of several waves runs its last wave partly empty: the throughput bound is scaled by
+// the slots of all its waves over its blocks (docs/cost-model.md, "Formula").
+TEST(CodeFeatures, TheLastWavesTailScalesTheThroughputBound) {
+  const Target t = h100();
+  const GraphCost c = estimate_cost(rmsnorm_fused(), t);
+  const KernelCost& k = c.kernels[0];
+  ASSERT_GE(k.blocks_per_sm, 1);
+  EXPECT_EQ(k.waves, 1);  // 96 blocks on 132 SMs: one wave, no tail
+  EXPECT_DOUBLE_EQ(k.t_throughput_s, k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
+                                         static_cast<double>(k.forloop) * t.iteration_latency_s +
+                                         k.t_simt_s);
+  // The same kernel on a target of 4 SMs: 96 blocks need several waves of blocks_per_sm · 4.
+  Target small = t;
+  small.sm_count = 4;
+  const KernelCost s = estimate_cost(rmsnorm_fused(), small).kernels[0];
+  ASSERT_GT(s.waves, 1);
+  const double tail = static_cast<double>(s.waves * s.blocks_per_sm * 4) / 96.0;
+  EXPECT_DOUBLE_EQ(s.t_throughput_s,
+                   (s.t_mem_s * s.alpha + s.t_comp_s * s.underfill +
+                    static_cast<double>(s.forloop) * small.iteration_latency_s + s.t_simt_s) *
+                       std::max(1.0, tail));
+  EXPECT_EQ(graph_cost_to_json(c, t)["kernels"][0]["blocks_per_sm"], k.blocks_per_sm);
 }
 
 TEST(CodeFeatures, OnlyPlannedKernelsAndOnlyWhenAsked) {

@@ -15,6 +15,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["blocks"] = k.blocks;
   j["forloop"] = k.forloop;
   j["waves"] = k.waves;
+  j["blocks_per_sm"] = k.blocks_per_sm;
   j["alpha"] = k.alpha;
   j["underfill"] = k.underfill;
   j["t_mem_us"] = k.t_mem_s * 1e6;

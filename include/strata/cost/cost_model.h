@@ -59,8 +59,7 @@ struct CostConstants {
   /// docs/cost-model.md, "SIMT matmul chains").
   double simt_mm_step_s;
   /// t_barrier: per block-level barrier of one loop iteration, per dependent iteration an SM
-  /// runs (waves · F · loop barriers; docs/cost-model.md, "Latency bound"; 0 in the built-in
-  /// targets: not adopted).
+  /// runs (waves · F · loop barriers; docs/cost-model.md, "Latency bound").
   double barrier_latency_s;
   /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
   /// with many bytes to load waits when few threads share the work (same section).
@@ -97,6 +96,9 @@ struct KernelCost {
   /// shared-memory estimate, 2048 threads per SM and 32 blocks (1 for a cuBLAS call, which
   /// picks its own grid). waves · F is the number of dependent loop iterations an SM runs.
   int64_t waves = 1;
+  /// Blocks of the kernel one SM holds at once (the waves' rule: shared memory, 2048 threads,
+  /// 32 blocks; 1 for a cuBLAS call).
+  int64_t blocks_per_sm = 1;
   double alpha;          ///< 1 + c_α · N_SM / N_blocks (underfill of the memory stream)
   double underfill;      ///< max(1, N_SM / N_blocks) (compute runs on min(N_blocks, N_SM) SMs)
   double t_mem_s;        ///< (load_bytes + store_bytes) / bandwidth + l2_bytes / L2 bandwidth
@@ -105,10 +107,12 @@ struct KernelCost {
   /// kernel's SIMT matmuls (0 when every matmul runs on the tensor cores).
   double t_simt_s = 0;
   /// waves · F · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks · threads) ·
-  /// t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan).
+  /// t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
+  /// or a generic predefined kernel).
   double t_latency_s = 0;
-  /// t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s: the throughput bound (for
-  /// a cuBLAS call max(t_mem_s, t_comp_s)).
+  /// (t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s) · tail, tail = waves ·
+  /// blocks_per_sm · N_SM / blocks for several waves (the last one's empty slots), else 1: the
+  /// throughput bound (for a cuBLAS call max(t_mem_s, t_comp_s)).
   double t_throughput_s = 0;
   double predicted_s;    ///< max(t_throughput_s, t_latency_s) + launch
   int64_t smem_bytes;    ///< block_smem_bytes of a customized kernel; 0 for predefined ops
