@@ -774,7 +774,7 @@ void verify_derived(const SearchJob& job, const EquivalenceChecker& checker,
 
 /// Phase 6, order: the pool's graphs other than the program, in verification order: the
 /// pool's cost order with ties of the model broken by the barriers of the kernels' loops
-/// (break_cost_ties; planned only for the graphs that tie), then diversify (the cheapest
+/// (break_cost_ties; barriers counted only for the graphs that tie), then diversify (the cheapest
 /// alternating with a round robin over structures).
 std::vector<search::PoolEntry> verification_order(std::vector<search::PoolEntry> entries,
                                                   const KernelGraph& program,
