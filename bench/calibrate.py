@@ -372,8 +372,11 @@ def thread_bytes(k):
 
 def latency_features(k):
     """The coefficients of (t_barrier, t_tbyte) in a kernel's latency bound (the model's
-    KernelCost::t_latency_s): waves · F · loop barriers, and thread_bytes."""
-    return (k.get("waves", 1) * k["forloop"] * k.get("loop_barriers", 0), thread_bytes(k))
+    KernelCost::t_latency_s): waves · ⌈F / loop groups⌉ · loop barriers (loop groups run their
+    iterations side by side), and thread_bytes."""
+    groups = max(1, int(k.get("loop_groups", 1)))
+    dependent = -(-int(k["forloop"]) // groups)
+    return (k.get("waves", 1) * dependent * k.get("loop_barriers", 0), thread_bytes(k))
 
 
 def features(point, c, n_sm):

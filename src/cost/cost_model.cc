@@ -67,13 +67,13 @@ const std::vector<Target>& target_table() {
       // clock, so the same; a100 scaled by the SM clock (1.98 / 1.41 GHz), not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        75e-9, 1.96e-9}},
+        464e-9, 0.91e-9}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        75e-9, 1.96e-9}},
+        464e-9, 0.91e-9}},
       {arch("a100"),
-       {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 105e-9,
-        2.7e-9}},
+       {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 650e-9,
+        1.27e-9}},
   };
   return table;
 }
@@ -420,7 +420,9 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     // The latency bound of a planned kernel (a generic predefined kernel has no plan).
     if (code && latency_bound) {
       const double waves = static_cast<double>(k.waves);
-      const double forloop = static_cast<double>(k.forloop);
+      // Loop groups run their iterations side by side: ⌈F / G⌉ of them one after another.
+      const int64_t groups = std::max(1, code->loop_groups);
+      const double forloop = static_cast<double>((k.forloop + groups - 1) / groups);
       const double thread_bytes =
           (static_cast<double>(k.load_bytes) + static_cast<double>(k.l2_bytes)) /
           (static_cast<double>(std::max<int64_t>(1, k.blocks)) *

@@ -106,7 +106,8 @@ struct KernelCost {
   /// waves · (F · loop + once SIMT matmul steps per thread) · t_simt: the serial chains of the
   /// kernel's SIMT matmuls (0 when every matmul runs on the tensor cores).
   double t_simt_s = 0;
-  /// waves · F · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks · threads) ·
+  /// waves · ⌈F / loop groups⌉ · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks ·
+  /// threads) ·
   /// t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
   /// or a generic predefined kernel).
   double t_latency_s = 0;
