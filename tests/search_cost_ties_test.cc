@@ -123,7 +123,9 @@ TEST(CostTies, RankingPutsTheOneBarrierAttentionFirst) {
   EXPECT_NEAR(predicted[0], 91.43, 0.01);
   EXPECT_EQ(barriers[1], 320);
   EXPECT_EQ(barriers[2], 320);
-  EXPECT_NEAR(predicted[1], 87.69, 0.01);
+  // The five-barrier graphs: the cost model's latency bound (docs/cost-model.md) now puts them
+  // well behind, beyond the tie rule's 6 %.
+  EXPECT_NEAR(predicted[1], 167.24, 0.01);
   EXPECT_DOUBLE_EQ(predicted[1], predicted[2]);
   // The two equal ones keep the order of their canonical JSON.
   EXPECT_LT(kernel_graph_to_json(r->ranked[1].graph).dump(),
