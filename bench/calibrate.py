@@ -543,17 +543,31 @@ def fit_on_table(points, n_sm, code, loss="relative"):
     return x
 
 
+def descend_on_grid(loss, n):
+    """The n non-negative coefficients minimizing loss(coefficients): coordinate descent, each
+    coefficient in turn set to the best of 0 and a log-spaced grid (10⁻¹³ … 10⁻⁶ s, 24 values
+    per decade) with the others held, until a pass changes none (at most 20 passes)."""
+    grid = [0.0] + [10 ** (-13 + i / 24) for i in range(7 * 24 + 1)]
+    coef = [0.0] * n
+    for _ in range(20):
+        changed = False
+        for t in range(n):
+            best = min(grid, key=lambda v: loss(coef[:t] + [v] + coef[t + 1:]))
+            if best != coef[t]:
+                coef[t], changed = best, True
+        if not changed:
+            break
+    return coef
+
+
 def fit_on_table_log(points, n_sm, terms):
     """The coefficients of `terms` minimizing the mean squared log(pred / measured) of
-    predicted_s + Σ feature · coefficient: coordinate descent, each coefficient in turn set to
-    the best of 0 and a log-spaced grid (10⁻¹³ … 10⁻⁶ s, 24 values per decade) with the others
-    held, until a pass changes none (at most 20 passes). Unlike the relative error, the log
+    predicted_s + Σ feature · coefficient (descend_on_grid). Unlike the relative error, the log
     loss weighs a prediction 3× too low like one 3× too high, so a term that fixes large
     under-predictions is not held back by the points it over-predicts a little."""
     feats = [[features(p, 0.0, n_sm)[j] for j in terms] for p in points]
     base = [p["predicted_s"] for p in points]
     meas = [p["measured_s"] for p in points]
-    grid = [0.0] + [10 ** (-13 + i / 24) for i in range(7 * 24 + 1)]
 
     def loss(coef):
         total = 0.0
@@ -561,15 +575,7 @@ def fit_on_table_log(points, n_sm, terms):
             total += math.log((b + sum(fi * ci for fi, ci in zip(f, coef))) / m) ** 2
         return total / len(points)
 
-    coef = [0.0] * len(terms)
-    for _ in range(20):
-        changed = False
-        for t in range(len(terms)):
-            best = min(grid, key=lambda v: loss(coef[:t] + [v] + coef[t + 1:]))
-            if best != coef[t]:
-                coef[t], changed = best, True
-        if not changed:
-            break
+    coef = descend_on_grid(loss, len(terms))
     x = [0.0] * len(KEYS)
     for j, v in zip(terms, coef):
         x[j] = v
@@ -578,29 +584,18 @@ def fit_on_table_log(points, n_sm, terms):
 
 def fit_latency(points):
     """(t_barrier, t_tbyte) of the model's latency bound, each kernel max(t_throughput,
-    t_barrier · waves · F · loop barriers + t_tbyte · thread_bytes) + launch
-    (docs/cost-model.md, "Latency bound"), fitted on top of the dataset's throughput bounds
-    (the kernels' t_throughput_us, from the model of the commit that extracted it): the mean
-    squared log(pred / measured), by coordinate descent over log-spaced grids as
-    fit_on_table_log."""
+    t_barrier · waves · ⌈F / G⌉ · loop barriers + t_tbyte · thread_bytes) + launch
+    (docs/cost-model.md, "Latency bound and the last wave's tail"), fitted on top of the
+    dataset's throughput bounds (the kernels' t_throughput_us, from the model of the commit that
+    extracted it): the mean squared log(pred / measured) (descend_on_grid)."""
     rows = [latency_rows(p) for p in points]
     meas = [p["measured_s"] for p in points]
-    grid = [0.0] + [10 ** (-13 + i / 24) for i in range(7 * 24 + 1)]
 
     def loss(coef):
         return sum(math.log(predict_latency(r, coef) / m) ** 2
                    for r, m in zip(rows, meas)) / len(points)
 
-    coef = [0.0, 0.0]
-    for _ in range(20):
-        changed = False
-        for t in range(2):
-            best = min(grid, key=lambda v: loss(coef[:t] + [v] + coef[t + 1:]))
-            if best != coef[t]:
-                coef[t], changed = best, True
-        if not changed:
-            break
-    return coef
+    return descend_on_grid(loss, 2)
 
 
 def latency_rows(point):

@@ -155,8 +155,8 @@ KernelGraph two_block_long_loop() {
   return g;
 }
 
-// The latency bound (docs/cost-model.md, "Latency bound"): waves · F · loop barriers · t_barrier
-// + waves · bytes per thread · t_tbyte, from the plan's features, and the prediction the larger
+// The latency bound (docs/cost-model.md, "Latency bound …"): waves · ⌈F / G⌉ · loop barriers ·
+// t_barrier + waves · bytes per thread · t_tbyte, from the plan's features, and the prediction the larger
 // of it and the throughput bound. The paper's fused RMSNorm streams 50 MB in 96 blocks: its
 // throughput bound is the larger; two blocks looping 256 times over 1 MB are latency bound.
 // With both constants at 0 no bound is charged.

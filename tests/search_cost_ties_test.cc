@@ -173,7 +173,7 @@ output O
     if (us > cheapest * (1 + kCostTieTolerance)) break;
     if (auto b = loop_barriers_per_sm(offered[key], t); b && (!fewest || *b < *fewest)) fewest = b;
   }
-  // The model's latency bound charges loop barriers too (docs/cost-model.md, "Latency bound"),
+  // The model's latency bound charges loop barriers too (docs/cost-model.md, "Latency bound …"),
   // so the cheapest may already have the fewest; the tie rule must then keep it first.
 
   const Candidate* verified = nullptr;

@@ -396,7 +396,7 @@ class CommittedDataset(unittest.TestCase):
         self.assertLess(x[calibrate.CODE_TERMS["simt"]], 0.1 * 9.3e-9)
 
     def test_reproduces_the_documented_latency_bound(self):
-        # docs/cost-model.md, "Latency bound": t_barrier 464 ns and t_tbyte 0.91 ns on the H200
+        # docs/cost-model.md, "Latency bound …": t_barrier 464 ns and t_tbyte 0.91 ns on the H200
         # points (the model's table), within-program mean 0.452 -> 0.628 (fitted), top-1 regret
         # 1.159 -> 1.057; the dataset's predictions are the table's (the bound included).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")

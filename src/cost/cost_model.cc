@@ -61,8 +61,8 @@ const std::vector<Target>& target_table() {
       // chains"); h100 the same SM and clock, so the same; a100 scaled by the SM clock
       // (1.98 / 1.41 GHz), not measured.
       // The last two columns, t_barrier and t_tbyte of the latency bound (docs/cost-model.md,
-      // "Latency bound"): h200 fitted together on top of the throughput bounds (the last wave's
-      // tail included), minimizing the squared log error, to the 1484 H200 points of
+      // "Latency bound and the last wave's tail"): h200 fitted together on top of the
+      // throughput bounds (the last wave's tail included), minimizing the squared log error, to the 1484 H200 points of
       // bench/calibration/points.json (`bench/calibrate.py --latency`); h100 the same SM and
       // clock, so the same; a100 scaled by the SM clock (1.98 / 1.41 GHz), not measured.
       {arch("h100"),

@@ -3,8 +3,11 @@
 // of every constant in docs/cost-model.md.
 //
 // Every kernel of a kernel graph is predicted independently and the predictions are summed:
-//   t = t_mem · α + t_comp · u + F · t_iter + launch,
+//   t = max((t_mem · α + t_comp · u + F · t_iter + t_simt) · tail, t_latency) + launch,
 //   α = 1 + c_α · N_SM / N_blocks,   u = max(1, N_SM / N_blocks),
+// tail the last wave's empty slots and t_latency the latency bound of a planned kernel
+// (KernelCost::t_throughput_s, t_latency_s; docs/cost-model.md, "Latency bound and the last
+// wave's tail"),
 // where t_mem is the DRAM traffic of the kernel's loads and stores divided by the sustained
 // bandwidth plus the re-reads that hit in L2 divided by the L2 bandwidth, and t_comp its FLOPs
 // divided by the peak rate (tensor-core rate for matmul FLOPs, SIMT rate for the rest), u the
@@ -59,7 +62,8 @@ struct CostConstants {
   /// docs/cost-model.md, "SIMT matmul chains").
   double simt_mm_step_s;
   /// t_barrier: per block-level barrier of one loop iteration, per dependent iteration an SM
-  /// runs (waves · F · loop barriers; docs/cost-model.md, "Latency bound").
+  /// runs (waves · ⌈F / loop groups⌉ · loop barriers; docs/cost-model.md, "Latency bound and
+  /// the last wave's tail").
   double barrier_latency_s;
   /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
   /// with many bytes to load waits when few threads share the work (same section).
