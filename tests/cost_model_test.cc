@@ -84,9 +84,11 @@ void expect_formula(const KernelCost& k, const Target& t) {
   EXPECT_DOUBLE_EQ(k.underfill, under);
   const double slots = static_cast<double>(k.waves * k.blocks_per_sm * t.sm_count);
   const double tail = k.waves > 1 ? std::max(1.0, slots / static_cast<double>(k.blocks)) : 1.0;
-  const double throughput = (t_mem * alpha + t_comp * under +
-                             static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s) *
-                            tail;
+  // The tail scales the compute terms only (the last wave streams at the bandwidth left).
+  const double throughput =
+      t_mem * alpha +
+      (t_comp * under + static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s) *
+          tail;
   EXPECT_DOUBLE_EQ(k.t_throughput_s, throughput);
   EXPECT_DOUBLE_EQ(k.predicted_s, std::max(throughput, k.t_latency_s) + t.launch_overhead_s);
 }
@@ -230,6 +232,45 @@ TEST(CostModel, LibraryMatmuls) {
   ASSERT_TRUE(f.mark_output(*f.add_op(OpKind::Matmul, {fa, fb})).ok());
   EXPECT_FALSE(estimate_cost(f, t).kernels[0].library);
   EXPECT_FALSE(estimate_cost(g, t, generated()).kernels[0].library);
+}
+
+// A library matmul on rows that are not 16-byte aligned runs cuBLAS's alignment-1 kernels
+// (bench/results/h200-2026-11-28-blas-alignment.md): γ times the aligned bound, and with an
+// unaligned A or B and fewer 32 × 32 output tiles than SMs each tile's panels at β per block.
+TEST(CostModel, LibraryMatmulsOnUnalignedRows) {
+  const Target t = *Target::by_name("h200");
+  auto pv = [&](int64_t keys) {  // decode attention's P·V: [8, 4, keys] x [8, keys, 128]
+    KernelGraph g;
+    int p = *g.add_input("P", Shape{8, 4, keys}, DType::f16);
+    int v = *g.add_input("V", Shape{8, keys, 128}, DType::f16);
+    EXPECT_TRUE(g.mark_output(*g.add_op(OpKind::Matmul, {p, v})).ok());
+    return estimate_cost(g, t).kernels.at(0);
+  };
+  const KernelCost aligned = pv(4096), odd = pv(4097);
+  ASSERT_TRUE(aligned.library && odd.library);
+  EXPECT_EQ(odd.blocks, 8 * 4);  // 32 tiles of 32 x 32, one block each
+  EXPECT_DOUBLE_EQ(odd.t_throughput_s,
+                   static_cast<double>(odd.load_bytes) / 32 / t.blas_unaligned_block_Bps);
+  // Measured on an H200: 8.1 µs aligned, 50.6 µs with 4097 keys.
+  EXPECT_NEAR(odd.predicted_s * 1e6, 50.6, 0.1 * 50.6);
+  EXPECT_GT(odd.predicted_s, 5 * aligned.predicted_s);
+  // Only the result unaligned (Q·Kᵀ over 4097 keys with K read transposed in place, ld 128):
+  // γ times the aligned bound, no per-tile bound.
+  auto qk = [&](int64_t keys) {
+    KernelGraph g;
+    int q = *g.add_input("Q", Shape{8, 4, 128}, DType::f16);
+    int k = *g.add_input("K", Shape{8, keys, 128}, DType::f16);
+    int kt = *g.add_op(OpKind::Transpose, {k});
+    EXPECT_TRUE(g.mark_output(*g.add_op(OpKind::Matmul, {q, kt})).ok());
+    const GraphCost c = estimate_cost(g, t);
+    EXPECT_EQ(c.kernels.size(), 1u);  // the transpose is read in place
+    return c.kernels.back();
+  };
+  const KernelCost qk_odd = qk(4097), qk_even = qk(4096);
+  EXPECT_DOUBLE_EQ(qk_odd.t_throughput_s,
+                   t.blas_unaligned_factor * std::max(qk_odd.t_mem_s, qk_odd.t_comp_s));
+  EXPECT_DOUBLE_EQ(qk_even.t_throughput_s, std::max(qk_even.t_mem_s, qk_even.t_comp_s));
+  EXPECT_EQ(qk_odd.blocks, t.sm_count);
 }
 
 TEST(CostModel, MoreBlocksLowerAlpha) {

@@ -65,15 +65,19 @@ const std::vector<Target>& target_table() {
       // throughput bounds (the last wave's tail included), minimizing the squared log error, to the 1484 H200 points of
       // bench/calibration/points.json (`bench/calibrate.py --latency`); h100 the same SM and
       // clock, so the same; a100 scaled by the SM clock (1.98 / 1.41 GHz), not measured.
+      // The last two columns, γ and β of library matmuls on unaligned rows (docs/cost-model.md,
+      // "Library matmuls on unaligned rows"): h200 from 17 cuBLAS calls timed on an H200
+      // (bench/blas_alignment.py, bench/results/h200-2026-11-28-blas-alignment.md); h100 the
+      // same SM, so the same; a100 β scaled by the SM clock, not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        464e-9, 0.91e-9}},
+        464e-9, 0.91e-9, 2.5, 5.7e9}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        464e-9, 0.91e-9}},
+        464e-9, 0.91e-9, 2.5, 5.7e9}},
       {arch("a100"),
        {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 650e-9,
-        1.27e-9}},
+        1.27e-9, 2.5, 4.06e9}},
   };
   return table;
 }
@@ -292,12 +296,27 @@ std::vector<InputReads> customized_cost(const KernelGraph& g, const KernelOp& op
   return reads;
 }
 
+// Whether cuBLAS reads operand (or writes result) `t` of a library matmul with 16-byte aligned
+// rows: its row stride and its first element (gemm_operand, through `view` when it is read in
+// place) are multiples of 16 bytes. An unaligned one makes cuBLAS choose alignment-1 kernels.
+bool rows_aligned(const KernelGraph& g, int t, const std::optional<KernelView>& view) {
+  const std::optional<GemmOperand> o = gemm_operand(g, t, view);
+  const int64_t per16 = 16 / std::max<int64_t>(1, dtype_size(g.tensor(t).dtype));
+  return o && o->ld % per16 == 0 && o->offset % per16 == 0;
+}
+
 // A predefined matmul the emitter writes as a cuBLAS call (library_matmul_supported, on the
 // graph's dtypes): every operand moved once (cuBLAS's tiles re-read from L2) at cuBLAS's
 // sustained DRAM rate, compute at its sustained tensor rate, the two overlapped (a library kernel
 // streams its operands while it computes): max(t_mem, t_comp) + launch. cuBLAS chooses its own grid
-// (split-K for few output tiles), so no underfill term. False (and `k` untouched) for any other op.
-bool library_cost(const KernelGraph& g, const KernelOp& op, const Target& t, KernelCost& k) {
+// (split-K for few output tiles), so no underfill term. With rows that are not 16-byte aligned
+// (rows_aligned) cuBLAS runs alignment-1 kernels: γ times that bound, and with an unaligned A or
+// B and fewer 32 × 32 output tiles than SMs (no split-K there), and more than one row, at least
+// the time one tile's block takes to stream its A and B panels at β (docs/cost-model.md, "Library matmuls on
+// unaligned rows"). False (and `k` untouched) for any other op.
+bool library_cost(const KernelGraph& g, const KernelOp& op,
+                  const std::vector<std::optional<KernelView>>& views, const Target& t,
+                  KernelCost& k) {
   if (op_category(op.kind) != Category::Matmul) return false;
   const KernelTensor& a = g.tensor(op.inputs[0]);
   const KernelTensor& b = g.tensor(op.inputs[1]);
@@ -315,10 +334,26 @@ bool library_cost(const KernelGraph& g, const KernelOp& op, const Target& t, Ker
       static_cast<double>(saturating_add(k.load_bytes, k.store_bytes)) / t.blas_bandwidth_Bps;
   k.t_comp_s = k.tensor_flops / t.blas_tensor_flops;
   k.t_throughput_s = std::max(k.t_mem_s, k.t_comp_s);
+  const bool ab_aligned = rows_aligned(g, op.inputs[0], views[op.inputs[0]]) &&
+                          rows_aligned(g, op.inputs[1], views[op.inputs[1]]);
+  if (!ab_aligned || !rows_aligned(g, op.outputs[0], std::nullopt)) {
+    k.t_throughput_s *= t.blas_unaligned_factor;
+    const int r = c.shape.rank();
+    const int64_t tiles = saturating_mul(
+        saturating_mul(c.shape.numel() / std::max<int64_t>(1, c.shape[r - 2] * c.shape[r - 1]),
+                       ceil_div(c.shape[r - 2], 32)),
+        ceil_div(c.shape[r - 1], 32));
+    // One row per matrix is a matrix-vector call with kernels of its own (3.3x faster than the
+    // tiles' rate on an H200): the factor alone.
+    if (!ab_aligned && tiles < t.sm_count && c.shape[r - 2] > 1) {
+      k.blocks = tiles;
+      const double per_tile = static_cast<double>(k.load_bytes) / static_cast<double>(tiles);
+      k.t_throughput_s = std::max(k.t_throughput_s, per_tile / t.blas_unaligned_block_Bps);
+    }
+  }
   k.predicted_s = k.t_throughput_s + t.launch_overhead_s;
   return true;
 }
-
 
 // Whether customized kernel op `i` has a matmul that runs on the SIMT path whatever the plan:
 // its tile shapes or an accumulator operand keep it off the tensor cores (matmul_tiles_fit_mma),
@@ -379,7 +414,7 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     k.forloop =
         op.kind == OpKind::Customized ? op.body->forloop() : 1;  // a predefined matmul sets its own
     k.label = label_of(g, op);
-    if (options.library_matmul && library_cost(g, op, t, k)) {
+    if (options.library_matmul && library_cost(g, op, views, t, k)) {
       gc.predicted_us += k.predicted_s * 1e6;
       gc.kernels.push_back(std::move(k));
       continue;
@@ -431,16 +466,20 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
           waves * forloop * static_cast<double>(code->loop_barriers) * t.barrier_latency_s +
           waves * thread_bytes * t.thread_byte_latency_s;
     }
-    // The throughput bound; a launch of several waves runs its last wave partly empty, so it is
-    // scaled by the slots of all waves over the blocks (1 for one wave, whose underfill α and
-    // u charge). The latency bound is hidden behind it unless it is the longer one.
+    // The throughput bound; a launch of several waves runs its last wave partly empty, so its
+    // compute terms are scaled by the slots of all waves over the blocks (1 for one wave, whose
+    // underfill α and u charge). The memory term is not: the last wave's blocks stream at the
+    // bandwidth the others leave (llama32_1b_rope_p4096: 4096 blocks in 5.2 waves measured
+    // 20.9 µs, 1024 blocks in 7.8 waves 29.9 µs, where the tail on every term ranked the
+    // latter first). The latency bound is hidden behind it unless it is the longer one.
     const double slots = static_cast<double>(k.waves) * static_cast<double>(k.blocks_per_sm) *
                          static_cast<double>(t.sm_count);
     const double tail =
         k.waves > 1 ? std::max(1.0, slots / static_cast<double>(k.blocks)) : 1.0;
-    k.t_throughput_s = (k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
+    k.t_throughput_s = k.t_mem_s * k.alpha +
+                       (k.t_comp_s * k.underfill +
                         static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s) *
-                       tail;
+                           tail;
     k.predicted_s = std::max(k.t_throughput_s, k.t_latency_s) + t.launch_overhead_s;
     if (options.code_features) k.code = code;
     gc.predicted_us += k.predicted_s * 1e6;

@@ -68,6 +68,14 @@ struct CostConstants {
   /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
   /// with many bytes to load waits when few threads share the work (same section).
   double thread_byte_latency_s;
+  /// γ: a library matmul with an operand or result whose rows are not 16-byte aligned (row
+  /// stride or start not a multiple of 16 bytes: 4097 keys, a vocabulary of 32001) runs
+  /// cuBLAS's alignment-1 kernels, γ times the aligned call's throughput bound
+  /// (docs/cost-model.md, "Library matmuls on unaligned rows").
+  double blas_unaligned_factor;
+  /// β: with an unaligned A or B and fewer 32 × 32 output tiles than SMs (no split-K), each
+  /// tile's block streams its A and B panels at this rate, bytes/s (same section).
+  double blas_unaligned_block_Bps;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
