@@ -104,7 +104,7 @@ KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tenso
 # call or a generic predefined kernel), after the totals in the dataset's kernel lists.
 CODE_FIELDS = ["threads", "loop_groups", "loop_ops", "once_ops", "loop_barriers",
                "once_barriers", "loop_reduce_steps", "once_reduce_steps",
-               "loop_simt_mm_steps", "once_simt_mm_steps"]
+               "loop_simt_mm_steps", "once_simt_mm_steps", "register_loads"]
 KERNEL_FIELDS = KERNEL_FIELDS + CODE_FIELDS
 DATASET = ROOT / "bench" / "calibration" / "points.json"
 DATASET_FORMAT = "strata-calibration-points"
@@ -371,12 +371,16 @@ def thread_bytes(k):
 
 
 def latency_features(k):
-    """The coefficients of (t_barrier, t_tbyte) in a kernel's latency bound (the model's
-    KernelCost::t_latency_s): waves · ⌈F / loop groups⌉ · loop barriers (loop groups run their
-    iterations side by side), and thread_bytes."""
+    """The coefficients of (t_barrier, t_tbyte, t_rbyte) in a kernel's latency bound (the
+    model's KernelCost::t_latency_s): waves · ⌈F / loop groups⌉ · loop barriers (loop groups run
+    their iterations side by side), and thread_bytes — charged at t_rbyte for a kernel that loads
+    into registers (a rowwise kernel), at t_tbyte for the others."""
     groups = max(1, int(k.get("loop_groups", 1)))
     dependent = -(-int(k["forloop"]) // groups)
-    return (k.get("waves", 1) * dependent * k.get("loop_barriers", 0), thread_bytes(k))
+    tb = thread_bytes(k)
+    reg = bool(k.get("register_loads", 0))
+    return (k.get("waves", 1) * dependent * k.get("loop_barriers", 0), 0.0 if reg else tb,
+            tb if reg else 0.0)
 
 
 def features(point, c, n_sm):
@@ -583,8 +587,8 @@ def fit_on_table_log(points, n_sm, terms):
 
 
 def fit_latency(points):
-    """(t_barrier, t_tbyte) of the model's latency bound, each kernel max(t_throughput,
-    t_barrier · waves · ⌈F / G⌉ · loop barriers + t_tbyte · thread_bytes) + launch
+    """(t_barrier, t_tbyte, t_rbyte) of the model's latency bound, each kernel max(t_throughput,
+    t_barrier · waves · ⌈F / G⌉ · loop barriers + t_tbyte or t_rbyte · thread_bytes) + launch
     (docs/cost-model.md, "Latency bound and the last wave's tail"), fitted on top of the
     dataset's throughput bounds (the kernels' t_throughput_us, from the model of the commit that
     extracted it): the mean squared log(pred / measured) (descend_on_grid)."""
@@ -595,7 +599,7 @@ def fit_latency(points):
         return sum(math.log(predict_latency(r, coef) / m) ** 2
                    for r, m in zip(rows, meas)) / len(points)
 
-    return descend_on_grid(loss, 2)
+    return descend_on_grid(loss, 3)
 
 
 def latency_rows(point):
@@ -608,9 +612,11 @@ def latency_rows(point):
 
 
 def predict_latency(row, coef):
-    """A point's time under latency constants coef = (t_barrier, t_tbyte) (latency_rows)."""
+    """A point's time under latency constants coef = (t_barrier, t_tbyte, t_rbyte)
+    (latency_rows)."""
     rest, kernels = row
-    return rest + sum(max(t, b * coef[0] + tb * coef[1]) for t, b, tb in kernels)
+    return rest + sum(max(t, b * coef[0] + tb * coef[1] + rb * coef[2])
+                      for t, b, tb, rb in kernels)
 
 
 def predict_on_table(point, x, n_sm):
@@ -646,7 +652,7 @@ def fit_and_report_latency(points, meas, configs, a, where):
     """--latency: the fit of fit_latency and its quality (with --holdout also out of sample)."""
     coef = fit_latency(points)
     rows = [latency_rows(p) for p in points]
-    preds = [("without the bound", [predict_latency(r, (0.0, 0.0)) for r in rows]),
+    preds = [("without the bound", [predict_latency(r, (0.0, 0.0, 0.0)) for r in rows]),
              ("current constants", [p["predicted_s"] for p in points]),
              ("fitted constants", [predict_latency(r, coef) for r in rows])]
     if a.holdout:
@@ -660,6 +666,7 @@ def fit_and_report_latency(points, meas, configs, a, where):
     print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
     print(f"  t_barrier (s/SM it. barrier)     {coef[0]:.4g}")
     print(f"  t_tbyte (s/byte a thread loads)  {coef[1]:.4g}")
+    print(f"  t_rbyte (the same, into registers) {coef[2]:.4g}")
     for label, pred in preds:
         q = quality(pred, meas, configs)
         print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, Spearman "

@@ -6,10 +6,12 @@
 #include <regex>
 #include <string>
 
+#include "search/pointwise_seed.h"
 #include "strata/codegen/cuda_emitter.h"
 #include "strata/cost/code_features.h"
 #include "strata/cost/cost_json.h"
 #include "strata/cost/cost_model.h"
+#include "support/parse.h"
 
 namespace strata {
 namespace {
@@ -196,14 +198,45 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   Target off = t;
   off.barrier_latency_s = 0;
   off.thread_byte_latency_s = 0;
+  off.register_byte_latency_s = 0;
   const KernelCost none = estimate_cost(two_block_long_loop(), off).kernels[0];
   EXPECT_EQ(none.t_latency_s, 0);
   EXPECT_DOUBLE_EQ(none.predicted_s, none.t_throughput_s + off.launch_overhead_s);
 }
 
-// A launch of several waves runs its last wave partly empty: the throughput bound's compute
-// terms are scaled by the slots of all its waves over its blocks, its memory term is not (the
-// last wave streams at the bandwidth the others leave; docs/cost-model.md, "Formula").
+// A rowwise kernel loads into registers (docs/cost-model.md, "Loads into registers"): its
+// bytes per thread are charged at t_rbyte, not t_tbyte; a kernel with cp.async tiles keeps
+// t_tbyte.
+TEST(CodeFeatures, RowwiseKernelsChargeTheirBytesAtTheRegisterRate) {
+  const Target t = h100();
+  ASSERT_GT(t.register_byte_latency_s, t.thread_byte_latency_s);
+  auto seed = search::pointwise_seed(testing::parse(R"(
+input X: f16[4096, 2048]
+input G: f16[2048]
+Y = mul(rms_norm(X, eps=1e-06), G)
+output Y
+)"),
+                                     4);
+  ASSERT_TRUE(seed.has_value());
+  const GraphCost cost = estimate_cost(*seed, t, with_code());
+  ASSERT_EQ(cost.kernels.size(), 1u);
+  const KernelCost& k = cost.kernels[0];
+  ASSERT_TRUE(k.code.has_value());
+  EXPECT_TRUE(k.code->register_loads);
+  const double waves = static_cast<double>(k.waves);
+  const double latency =
+      waves * static_cast<double>(k.forloop * k.code->loop_barriers) * t.barrier_latency_s +
+      waves * static_cast<double>(k.load_bytes + k.l2_bytes) /
+          static_cast<double>(k.blocks * k.code->threads) * t.register_byte_latency_s;
+  EXPECT_DOUBLE_EQ(k.t_latency_s, latency);
+  EXPECT_EQ(graph_cost_to_json(cost, t)["kernels"][0]["register_loads"], true);
+  const KernelCost tiled = estimate_cost(two_block_long_loop(), t, with_code()).kernels[0];
+  ASSERT_TRUE(tiled.code.has_value());
+  EXPECT_FALSE(tiled.code->register_loads);
+}
+
+// A launch of several waves runs its last wave partly empty: the throughput bound is scaled by
+// the slots of all its waves over its blocks (docs/cost-model.md, "Formula").
 TEST(CodeFeatures, TheLastWavesTailScalesTheThroughputBound) {
   const Target t = h100();
   const GraphCost c = estimate_cost(rmsnorm_fused(), t);
@@ -219,12 +252,10 @@ TEST(CodeFeatures, TheLastWavesTailScalesTheThroughputBound) {
   const KernelCost s = estimate_cost(rmsnorm_fused(), small).kernels[0];
   ASSERT_GT(s.waves, 1);
   const double tail = static_cast<double>(s.waves * s.blocks_per_sm * 4) / 96.0;
-  ASSERT_GT(tail, 1.0);
   EXPECT_DOUBLE_EQ(s.t_throughput_s,
-                   s.t_mem_s * s.alpha +
-                       (s.t_comp_s * s.underfill +
-                        static_cast<double>(s.forloop) * small.iteration_latency_s + s.t_simt_s) *
-                           tail);
+                   (s.t_mem_s * s.alpha + s.t_comp_s * s.underfill +
+                    static_cast<double>(s.forloop) * small.iteration_latency_s + s.t_simt_s) *
+                       std::max(1.0, tail));
   EXPECT_EQ(graph_cost_to_json(c, t)["kernels"][0]["blocks_per_sm"], k.blocks_per_sm);
 }
 

@@ -84,11 +84,9 @@ void expect_formula(const KernelCost& k, const Target& t) {
   EXPECT_DOUBLE_EQ(k.underfill, under);
   const double slots = static_cast<double>(k.waves * k.blocks_per_sm * t.sm_count);
   const double tail = k.waves > 1 ? std::max(1.0, slots / static_cast<double>(k.blocks)) : 1.0;
-  // The tail scales the compute terms only (the last wave streams at the bandwidth left).
-  const double throughput =
-      t_mem * alpha +
-      (t_comp * under + static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s) *
-          tail;
+  const double throughput = (t_mem * alpha + t_comp * under +
+                             static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s) *
+                            tail;
   EXPECT_DOUBLE_EQ(k.t_throughput_s, throughput);
   EXPECT_DOUBLE_EQ(k.predicted_s, std::max(throughput, k.t_latency_s) + t.launch_overhead_s);
 }

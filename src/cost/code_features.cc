@@ -25,6 +25,7 @@ KernelCodeFeatures code_features_of_plan(const KernelPlan& plan) {
   f.loop_groups = plan.groups;
   f.loop_barriers = plan.barriers_per_iteration;
   f.once_barriers = plan.barriers_prologue + plan.barriers_post;
+  f.register_loads = plan.rowwise;
   // A loop group's reductions run on its own threads.
   const int team_threads =
       plan.groups > 1 && plan.group_threads > 0 ? plan.group_threads : plan.threads;

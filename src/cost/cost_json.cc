@@ -37,6 +37,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
     j["once_reduce_steps"] = k.code->once_reduce_steps;
     j["loop_simt_mm_steps"] = k.code->loop_simt_mm_steps;
     j["once_simt_mm_steps"] = k.code->once_simt_mm_steps;
+    j["register_loads"] = k.code->register_loads;
   }
   return j;
 }

@@ -65,19 +65,22 @@ const std::vector<Target>& target_table() {
       // throughput bounds (the last wave's tail included), minimizing the squared log error, to the 1484 H200 points of
       // bench/calibration/points.json (`bench/calibrate.py --latency`); h100 the same SM and
       // clock, so the same; a100 scaled by the SM clock (1.98 / 1.41 GHz), not measured.
+      // t_rbyte (after t_tbyte), per byte a thread of a rowwise kernel loads into registers: h200
+      // fitted with the two latency constants (`bench/calibrate.py --latency`, docs/cost-model.md,
+      // "Loads into registers"); h100 the same; a100 scaled by the SM clock, not measured.
       // The last two columns, γ and β of library matmuls on unaligned rows (docs/cost-model.md,
       // "Library matmuls on unaligned rows"): h200 from 17 cuBLAS calls timed on an H200
       // (bench/blas_alignment.py, bench/results/h200-2026-11-28-blas-alignment.md); h100 the
       // same SM, so the same; a100 β scaled by the SM clock, not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        464e-9, 0.91e-9, 2.5, 5.7e9}},
+        464e-9, 0.91e-9, 10e-9, 2.5, 5.7e9}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        464e-9, 0.91e-9, 2.5, 5.7e9}},
+        464e-9, 0.91e-9, 10e-9, 2.5, 5.7e9}},
       {arch("a100"),
        {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 650e-9,
-        1.27e-9, 2.5, 4.06e9}},
+        1.27e-9, 14e-9, 2.5, 4.06e9}},
   };
   return table;
 }
@@ -440,7 +443,8 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     // planned for its loop barriers and threads (t_latency_s) when the target charges the
     // latency bound, and a customized kernel whose matmul may run off the tensor cores for its
     // SIMT chains' length (t_simt_s) in any case.
-    const bool latency_bound = t.barrier_latency_s > 0 || t.thread_byte_latency_s > 0;
+    const bool latency_bound = t.barrier_latency_s > 0 || t.thread_byte_latency_s > 0 ||
+                               t.register_byte_latency_s > 0;
     std::optional<KernelCodeFeatures> code;
     if (options.code_features || latency_bound || may_have_simt_matmul(g, i))
       code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
@@ -462,24 +466,23 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
           (static_cast<double>(k.load_bytes) + static_cast<double>(k.l2_bytes)) /
           (static_cast<double>(std::max<int64_t>(1, k.blocks)) *
            static_cast<double>(std::max(1, code->threads)));
+      // A rowwise kernel's threads load into registers: t_rbyte per byte, not t_tbyte.
+      const double per_byte =
+          code->register_loads ? t.register_byte_latency_s : t.thread_byte_latency_s;
       k.t_latency_s =
           waves * forloop * static_cast<double>(code->loop_barriers) * t.barrier_latency_s +
-          waves * thread_bytes * t.thread_byte_latency_s;
+          waves * thread_bytes * per_byte;
     }
-    // The throughput bound; a launch of several waves runs its last wave partly empty, so its
-    // compute terms are scaled by the slots of all waves over the blocks (1 for one wave, whose
-    // underfill α and u charge). The memory term is not: the last wave's blocks stream at the
-    // bandwidth the others leave (llama32_1b_rope_p4096: 4096 blocks in 5.2 waves measured
-    // 20.9 µs, 1024 blocks in 7.8 waves 29.9 µs, where the tail on every term ranked the
-    // latter first). The latency bound is hidden behind it unless it is the longer one.
+    // The throughput bound; a launch of several waves runs its last wave partly empty, so it is
+    // scaled by the slots of all waves over the blocks (1 for one wave, whose underfill α and
+    // u charge). The latency bound is hidden behind it unless it is the longer one.
     const double slots = static_cast<double>(k.waves) * static_cast<double>(k.blocks_per_sm) *
                          static_cast<double>(t.sm_count);
     const double tail =
         k.waves > 1 ? std::max(1.0, slots / static_cast<double>(k.blocks)) : 1.0;
-    k.t_throughput_s = k.t_mem_s * k.alpha +
-                       (k.t_comp_s * k.underfill +
+    k.t_throughput_s = (k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
                         static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s) *
-                           tail;
+                       tail;
     k.predicted_s = std::max(k.t_throughput_s, k.t_latency_s) + t.launch_overhead_s;
     if (options.code_features) k.code = code;
     gc.predicted_us += k.predicted_s * 1e6;

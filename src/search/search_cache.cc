@@ -56,7 +56,8 @@ Json search_model_fingerprint(const std::string& target) {
     const auto& [mem_bandwidth_Bps, l2_bandwidth_Bps, narrow_bandwidth_Bps, tensor_peak_flops,
                  simt_peak_flops, launch_overhead_s, alpha_sm_factor, iteration_latency_s,
                  blas_tensor_flops, blas_bandwidth_Bps, simt_mm_step_s, barrier_latency_s,
-                 thread_byte_latency_s, blas_unaligned_factor, blas_unaligned_block_Bps] =
+                 thread_byte_latency_s, register_byte_latency_s, blas_unaligned_factor,
+                 blas_unaligned_block_Bps] =
         static_cast<const CostConstants&>(*t);
     (void)name;  // the target's name is in the key beside the fingerprint
     // Non-finite rates ("free") are written as strings: JSON has no infinity.
@@ -84,6 +85,7 @@ Json search_model_fingerprint(const std::string& target) {
     f["simt_mm_step_s"] = simt_mm_step_s;
     f["barrier_latency_s"] = barrier_latency_s;
     f["thread_byte_latency_s"] = thread_byte_latency_s;
+    f["register_byte_latency_s"] = register_byte_latency_s;
     f["blas_unaligned_factor"] = blas_unaligned_factor;
     f["blas_unaligned_block_Bps"] = rate(blas_unaligned_block_Bps);
   }

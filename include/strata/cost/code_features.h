@@ -42,6 +42,10 @@ struct KernelCodeFeatures {
   /// (the loop's matmuls per iteration; those outside the loop).
   int64_t loop_simt_mm_steps = 0;
   int64_t once_simt_mm_steps = 0;
+  /// A rowwise kernel (KernelPlan::rowwise): every thread loads its chunks with vector loads
+  /// straight into registers, one batch in flight, where the other kernels keep tiles of
+  /// cp.async copies in flight (docs/cost-model.md, "Loads into registers").
+  bool register_loads = false;
 };
 
 /// The features of `plan` (a plan optimize_block_graph has completed).

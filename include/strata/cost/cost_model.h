@@ -68,6 +68,10 @@ struct CostConstants {
   /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
   /// with many bytes to load waits when few threads share the work (same section).
   double thread_byte_latency_s;
+  /// t_rbyte: t_tbyte for a kernel that loads into registers (KernelCodeFeatures::
+  /// register_loads): a thread waits on each batch of vector loads it issues (docs/cost-model.md,
+  /// "Loads into registers").
+  double register_byte_latency_s;
   /// γ: a library matmul with an operand or result whose rows are not 16-byte aligned (row
   /// stride or start not a multiple of 16 bytes: 4097 keys, a vocabulary of 32001) runs
   /// cuBLAS's alignment-1 kernels, γ times the aligned call's throughput bound
