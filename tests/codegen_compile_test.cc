@@ -20,6 +20,7 @@
 #include "strata/opt/thread_fusion.h"
 #include "strata/search/search.h"
 #include "support/cuda_tools.h"
+#include "support/elementwise_graphs.h"
 #include "support/op_coverage_graphs.h"
 #include "support/ragged_graphs.h"
 #include "support/test_steps.h"
@@ -121,6 +122,7 @@ std::vector<Target> targets() {
   ts.push_back({"cov_batched", batched_tensor_cores()});
   ts.push_back({"cov_views", views_and_block_reductions()});
   ts.push_back({"cov_predefined", predefined_ops()});
+  ts.push_back({"cov_elementwise", predefined_elementwise().graph});
   // The reduction family beyond sums, layout views, the online softmax (op_coverage_graphs.h).
   ts.push_back({"cov_rowmax", rowwise_max_eps()});
   ts.push_back({"cov_loopmax", looped_max_eps()});

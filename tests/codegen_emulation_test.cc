@@ -18,6 +18,7 @@
 #include "support/pointwise_programs.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
+#include "support/elementwise_graphs.h"
 #include "support/emulation.h"
 #include "support/op_coverage_graphs.h"
 
@@ -155,6 +156,15 @@ TEST(EmulationCoverage, ViewsAndBlockReductions) {
 }
 TEST(EmulationCoverage, PredefinedOps) {
   check_graph({"predefined", predefined_ops()});
+}
+
+// Predefined elementwise kernels in every access form (support/elementwise_graphs.h): vectors
+// of 8, 4 and 2 elements and one element per step, operands broadcast along each dim, odd
+// extents, f16, bf16, f32 and mixed operands. The emulator fails a vector access past a tensor's
+// end or not aligned to its size.
+TEST(EmulationCoverage, PredefinedElementwiseVectors) {
+  ElementwiseCoverage c = predefined_elementwise();
+  check_graph({"elementwise", std::move(c.graph), 0.5, 2e-2, {}, c.expect});
 }
 
 EmitOptions with(std::function<void(PlanOptions&)> set) {

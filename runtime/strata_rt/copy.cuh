@@ -104,6 +104,8 @@ STRATA_DEVICE void copy_sync(void* dst, const void* src) {
 #if defined(STRATA_RT_EMULATE)
   emu::check_access(src, BYTES);
   emu::check_access(dst, BYTES);
+  emu::check_aligned(src, BYTES);
+  emu::check_aligned(dst, BYTES);
 #endif
   if constexpr (BYTES == 16) {
     *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
@@ -139,6 +141,7 @@ STRATA_DEVICE void store_global_vec(T* dst, const float (&v)[N]) {
   constexpr int kPer = 16 / static_cast<int>(sizeof(T));
 #if defined(STRATA_RT_EMULATE)
   emu::check_access(dst, N * static_cast<int>(sizeof(T)));
+  emu::check_aligned(dst, 16);
 #endif
 #pragma unroll
   for (int c = 0; c < N / kPer; ++c) {

@@ -12,7 +12,8 @@
 //    (cp_async_wait<N>), so reading a pipeline stage before waiting sees stale data; a copy
 //    with a src-size reads that many bytes and zero-fills the rest.
 //  - copies (cp.async, copy_sync, vector stores) into ranges registered with add_forbidden
-//    (the harness registers the bytes just past every tensor) abort: a tile was not clipped.
+//    (the harness registers the bytes just past every tensor) abort: a tile was not clipped;
+//    so do copies at addresses not aligned to their size (the GPU faults on those).
 //  - dynamic shared memory starts filled with 0xFF bytes (NaN in f16, bf16 and f32), so reading
 //    an element no thread wrote yields NaN.
 // A deadlock (some fibers waiting at a barrier or collective no other fiber will reach) or a
@@ -128,6 +129,12 @@ inline void check_access(const void* p, int bytes) {
   for (const auto& r : forbidden())
     if (b < r.second && r.first < b + bytes)
       fail("a copy reads or writes past the end of a tensor");
+}
+
+/// Fails when p is not aligned to `bytes`: a vector access the GPU would fault on.
+inline void check_aligned(const void* p, int bytes) {
+  if (reinterpret_cast<unsigned long long>(p) % static_cast<unsigned>(bytes) != 0)
+    fail("a vector access at an address not aligned to its size");
 }
 
 /// Returns control to the scheduler; resumes when the scheduler picks this fiber again.
@@ -336,6 +343,8 @@ inline void cp_async_issue(void* dst, const void* src, int bytes, int src_bytes 
   if (src_bytes < 0) src_bytes = bytes;
   if (src_bytes > bytes) fail("cp.async src-size larger than the copy");
   if (src_bytes > 0) check_access(src, src_bytes);
+  check_aligned(src, bytes);
+  check_aligned(dst, bytes);
   Fiber& f = current_fiber();
   f.pending.push_back({dst, src, bytes, src_bytes, f.committed});
 }

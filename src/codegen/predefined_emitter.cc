@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "elementwise_access.h"
 #include "reduction_code.h"
 #include "strata/opt/kernel_plan.h"
 
@@ -24,10 +25,15 @@ ir::Expr offset(const Shape& s, const std::vector<ir::Expr>& idx) {
   return ir::sum(terms);
 }
 
+/// `p[off]` widened to f32.
+ir::Expr load_at(const std::string& p, DType t, const ir::Expr& off) {
+  ir::Expr r = ir::index(ir::var(p), off);
+  return t == DType::f32 ? r : ir::call("strata_rt::to_f32", {r});
+}
+
 /// `p[offset]` widened to f32 for a dense tensor of shape s.
 ir::Expr load(const std::string& p, DType t, const Shape& s, const std::vector<ir::Expr>& idx) {
-  ir::Expr r = ir::index(ir::var(p), offset(s, idx));
-  return t == DType::f32 ? r : ir::call("strata_rt::to_f32", {r});
+  return load_at(p, t, offset(s, idx));
 }
 
 ir::Expr ll(int64_t v) {
@@ -36,6 +42,80 @@ ir::Expr ll(int64_t v) {
 
 int64_t blocks_for(int64_t work) {
   return std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1, kMaxBlocks);
+}
+
+/// The integer type of a grid-stride loop's index arithmetic: `int` when index_fits_int32,
+/// else `long long` (its literals suffixed LL so that products stay 64-bit).
+struct IndexType {
+  explicit IndexType(bool int32) : int32(int32), type(int32 ? "int" : "long long") {}
+  bool int32;
+  std::string type;
+  ir::Expr lit(int64_t v) const { return int32 ? ir::int_lit(v) : ll(v); }
+  /// blockIdx.x · threads + threadIdx.x.
+  ir::Expr global_thread() const {
+    return ir::binary("+", ir::var("blockIdx.x") * lit(kThreads), ir::var("threadIdx.x"));
+  }
+  std::string describe() const { return int32 ? "32-bit indices" : "64-bit indices"; }
+};
+
+/// The kernel of a unary or binary op (the op table's scalar_op_expr on f32 values) over the
+/// output's elements as elementwise_access plans them: per grid-stride step, a thread loads
+/// `vector` consecutive elements of each operand read along the innermost coalesced dim with
+/// one strata_rt::load_f32 (one element of an operand broadcast along it), applies the op to
+/// each and stores them with one strata_rt::store_f32; with a vector of 1, one element per step.
+void emit_elementwise(const KernelGraph& g, const KernelOp& op, const std::vector<DType>& dtypes,
+                      const std::string& title, const std::string& sig, int64_t max_elements,
+                      CodeWriter& w, PredefinedLaunch& launch) {
+  const int out = op.outputs[0];
+  const DType ot = dtypes[out];
+  std::vector<Shape> in;
+  std::vector<int> sizes;
+  for (int t : op.inputs) {
+    in.push_back(g.tensor(t).shape);
+    sizes.push_back(dtype_size(dtypes[t]));
+  }
+  const ElementwiseAccess acc = elementwise_access(g.tensor(out).shape, dtype_size(ot), in, sizes);
+  const int V = acc.vector;
+  const int64_t work = acc.out.numel() / V;
+  launch.blocks = blocks_for(work);
+  const int64_t stride = launch.blocks * kThreads;
+  const IndexType it(index_fits_int32(work, stride, max_elements));
+  const std::string step = V > 1 ? std::to_string(V) + " elements" : "one element";
+  w.comment(title + ": " + step + " per thread step, " + it.describe());
+  w.open(sig);
+  const std::string loop = V > 1 ? "v" : "e";
+  w.open(ir::for_typed(it.type, loop, it.global_thread(), ir::var(loop) < it.lit(work),
+                       it.lit(stride)));
+  if (V > 1) w.add(ir::decl("const " + it.type, "e", ir::var("v") * V));
+  const ir::Expr e = ir::var("e");
+  const std::vector<ir::Expr> idx = unflatten(e, acc.out);
+  const std::string vec = "<" + std::to_string(V) + ">";
+  std::vector<std::string> args;
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    const Shape& s = acc.operands[k];
+    const std::string p = "in" + std::to_string(k), a = "a" + std::to_string(k);
+    const ir::Expr off = s == acc.out ? e : offset(s, broadcast_index(s, idx));
+    if (V > 1 && s[s.rank() - 1] != 1) {  // read along the innermost dim: a vector
+      w.add(ir::decl_array("float", a, {V}));
+      w.call("strata_rt::load_f32" + vec, {ir::binary("+", ir::var(p), off), ir::var(a)});
+      args.push_back(a + "[j]");
+    } else {
+      w.add(ir::decl("const float", a, load_at(p, dtypes[op.inputs[k]], off)));
+      args.push_back(a);
+    }
+  }
+  const ir::Expr value = ir::verbatim(scalar_op_expr(op.kind, args, op.attrs));
+  if (V == 1) {
+    w.add(ir::assign(ir::index(ir::var("out"), e),
+                     ir::call("strata_rt::from_f32<" + cuda_type(ot) + ">", {value})));
+  } else {
+    const ir::Expr j = ir::var("j");
+    w.add(ir::decl_array("float", "r", {V}));
+    w.add(ir::for_compact("j", 0, j < V, ir::assign(ir::index(ir::var("r"), j), value), "unroll"));
+    w.call("strata_rt::store_f32" + vec, {ir::binary("+", ir::var("out"), e), ir::var("r")});
+  }
+  w.close();
+  w.close();
 }
 
 }  // namespace
@@ -123,30 +203,26 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
     return Status::success();
   }
 
+  // Grid-stride kernels over the output's elements (elementwise ops: over vectors of them),
+  // with 32-bit index arithmetic when every index fits (index_fits_int32).
   const int64_t n = os.numel();
+  int64_t max_elements = n;
+  for (size_t k = 0; k < op.inputs.size(); ++k)
+    max_elements = std::max(max_elements, in_shape(static_cast<int>(k)).numel());
+  if (cat == Category::Unary || cat == Category::Binary) {
+    emit_elementwise(g, op, dtypes, title.substr(3), sig, max_elements, w, launch);
+    return Status::success();
+  }
   launch.blocks = blocks_for(n);
   const int64_t stride = launch.blocks * kThreads;
+  const IndexType it(index_fits_int32(n, stride, max_elements));
   const ir::Expr e = ir::var("e");
-  w.comment(title.substr(3));
+  w.comment(title.substr(3) + ": " + it.describe());
   w.open(sig);
-  w.open(ir::for_typed("long long", "e", gt, e < ll(n), ll(stride)));
+  w.open(ir::for_typed(it.type, "e", it.global_thread(), e < it.lit(n), it.lit(stride)));
   std::vector<ir::Expr> idx = unflatten(e, os);
   const ir::Expr out_e = ir::index(outv, e);
   switch (cat) {
-    case Category::Unary:
-    case Category::Binary: {
-      std::vector<std::string> args;
-      for (size_t k = 0; k < op.inputs.size(); ++k) {
-        const std::string a = "a" + std::to_string(k);
-        const int ki = static_cast<int>(k);
-        w.add(ir::decl("const float", a,
-                       load("in" + std::to_string(k), in_type(ki), in_shape(ki),
-                            broadcast_index(in_shape(ki), idx))));
-        args.push_back(a);
-      }
-      w.add(ir::assign(out_e, from_f32(ir::verbatim(scalar_op_expr(op.kind, args, op.attrs)))));
-      break;
-    }
     case Category::Concat: {
       const int d = op.attrs.dim;
       const int64_t split = in_shape(0)[d];
@@ -184,6 +260,8 @@ Status emit_predefined_kernel(const KernelGraph& g, int id, const std::vector<DT
       w.add(ir::assign(out_e, from_f32(load("in0", in_type(0), in_shape(0), src))));
       break;
     }
+    case Category::Unary:   // emit_elementwise
+    case Category::Binary:  // emit_elementwise
     case Category::Reduce:
     case Category::Norm:
     case Category::Source:
