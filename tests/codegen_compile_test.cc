@@ -20,8 +20,8 @@
 #include "strata/opt/thread_fusion.h"
 #include "strata/search/search.h"
 #include "support/cuda_tools.h"
-#include "support/op_coverage_graphs.h"
 #include "support/mma_padding_graphs.h"
+#include "support/op_coverage_graphs.h"
 #include "support/ragged_graphs.h"
 #include "support/test_steps.h"
 

@@ -399,8 +399,7 @@ void BlockEmitter::declare_registers() {
                                   : std::string()) +
             (padded ? ", " + std::to_string(nv) : std::string()) + ">;  // op #" +
             std::to_string(i) + ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)" +
-            (transposed ? ", A / B stored transposed" : "") +
-            (padded ? ", the true N" : "") +
+            (transposed ? ", A / B stored transposed" : "") + (padded ? ", the true N" : "") +
             (k != g_.tensor(op.inputs[0]).shape[r - 1]
                  ? "; K padded from " + std::to_string(g_.tensor(op.inputs[0]).shape[r - 1])
                  : ""));

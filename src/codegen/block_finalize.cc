@@ -124,8 +124,8 @@ void BlockEmitter::emit_dump_fragments(int i) {
     if (pair)
       w_.call("strata_rt::store2", {ir::addr(a.ref(oidx)), ir::var("v0"), ir::var("v1")});
     else
-      w_.add(ir::assign(a.ref(oidx), ir::call("strata_rt::from_f32<" + dtype_of(t) + ">",
-                                                {ir::var("v0")})));
+      w_.add(ir::assign(a.ref(oidx),
+                        ir::call("strata_rt::from_f32<" + dtype_of(t) + ">", {ir::var("v0")})));
   });
   w_.close();
   w_.close();

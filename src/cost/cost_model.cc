@@ -478,8 +478,8 @@ int64_t block_smem_bytes(const BlockGraph& b, const std::vector<DType>& input_dt
       total = saturating_add(
           total, saturating_mul(elems, elem(op.attrs.input_index) * (streamed ? 2 : 1)));
     } else {
-      total = saturating_add(
-          total, saturating_mul(elems, t.stage == Stage::Post ? post_elem : loop_elem));
+      total = saturating_add(total,
+                             saturating_mul(elems, t.stage == Stage::Post ? post_elem : loop_elem));
     }
   }
   return total;

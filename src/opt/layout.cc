@@ -203,7 +203,8 @@ bool register_accumulators_fit(const KernelPlan& plan, int warps) {
     if (budget <= 0) return false;
     const Shape& out = g.tensor(g.op(i).output).shape;
     MmaTiling t;
-    if (!choose_tiling(batch_count(out), out[out.rank() - 2], mma_padded_extent(out[out.rank() - 1], 8), warps,
+    if (!choose_tiling(batch_count(out), out[out.rank() - 2],
+                       mma_padded_extent(out[out.rank() - 1], 8), warps,
                        plan.options.mma_chunk_floats, budget, t))
       return false;
     budget -= t.mt * t.nt * 4;

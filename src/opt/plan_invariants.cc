@@ -253,8 +253,8 @@ Status check_mma_padding(const KernelPlan& plan) {
                         std::to_string(p.mma_k) + " are not N " + std::to_string(n) + " and K " +
                         std::to_string(k) + " rounded up to 8 and 16");
     if (p.mma_n == n && p.mma_k == k) continue;
-    const std::string what = op_str(g, i) + " padded to n " + std::to_string(p.mma_n) + " k " +
-                             std::to_string(p.mma_k);
+    const std::string what =
+        op_str(g, i) + " padded to n " + std::to_string(p.mma_n) + " k " + std::to_string(p.mma_k);
     if (p.chain_into >= 0 || p.chain_from >= 0) return make_error(what + ": in a matmul chain");
     if (p.mma_n > n && p.scale_b >= 0) return make_error(what + ": with a folded column scale");
     const unsigned zero = p.chain_from >= 0 ? 2u : 3u;

@@ -45,7 +45,8 @@ inline RaggedCase padded_batched_chain(int64_t m, int64_t k, int64_t n, int64_t 
     int v = must(g.add_input("V", Shape{2, n, d}, DType::f16));
     if (!kernel) {
       int s = must(g.add_op(OpKind::Matmul, {x, must(g.add_op(OpKind::Transpose, {w}))}));
-      int e = must(g.add_op(OpKind::Exp, {must(g.add_op(OpKind::MulScalar, {s}, scalar_attr(0.125)))}));
+      int e =
+          must(g.add_op(OpKind::Exp, {must(g.add_op(OpKind::MulScalar, {s}, scalar_attr(0.125)))}));
       must(g.mark_output(must(g.add_op(OpKind::Matmul, {e, v}, {}, "O"))));
       return;
     }
@@ -54,7 +55,8 @@ inline RaggedCase padded_batched_chain(int64_t m, int64_t k, int64_t n, int64_t 
     int wi = must(b.add_input(Shape{2, n, k}, {P, P, P}, P));
     int vi = must(b.add_input(Shape{2, n, d}, {P, P, P}, P));
     int s = must(b.add_op(OpKind::Matmul, {xi, must(b.add_op(OpKind::Transpose, {wi}))}));
-    int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::MulScalar, {s}, scalar_attr(0.125)))}));
+    int e =
+        must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::MulScalar, {s}, scalar_attr(0.125)))}));
     int o = must(b.add_op(OpKind::Matmul, {e, vi}));
     must(b.add_output(must(b.add_op(OpKind::AccumSum, {o})), {P, P, P}));
     must(g.mark_output(must(g.add_customized({x, w, v}, std::move(b), {"O"}))[0]));
@@ -71,8 +73,8 @@ inline RaggedCase padded_batched_chain(int64_t m, int64_t k, int64_t n, int64_t 
 /// the rescaled partial product O and the row maxima M of its keys. Tiles of keys that are no
 /// multiple of 8 / 16 pad Q·Kᵀ's N and E·V's K; splits and loops that do not divide n make the
 /// last tiles ragged too.
-inline KernelGraph split_kv_attention(int64_t heads, int64_t rows, int64_t n, int64_t d,
-                                      int splits, int loops) {
+inline KernelGraph split_kv_attention(int64_t heads, int64_t rows, int64_t n, int64_t d, int splits,
+                                      int loops) {
   KernelGraph g;
   int q = must(g.add_input("Q", Shape{heads, rows, d}, DType::f16));
   int k = must(g.add_input("K", Shape{heads, n, d}, DType::f16));
@@ -109,18 +111,22 @@ inline std::vector<RaggedCase> mma_padding_cases() {
   cases.push_back(padded_matmul_epilogue(20, 24, 3));
   // X [16, 120] · W [120, 75]: N in 3 blocks of 25 (→ 32), K in 3 iterations of 40 (→ 48),
   // added into a register accumulator whose odd last column pair is dumped alone.
-  cases.push_back({"pad_loop_k120_n75", matmul_ragged(16, 120, 75, 3, 3), matmul_program(16, 120, 75)});
+  cases.push_back(
+      {"pad_loop_k120_n75", matmul_ragged(16, 120, 75, 3, 3), matmul_program(16, 120, 75)});
   // K = 110 in 3 iterations of 37 (the last 36: ragged) padded to 48; N 75 over 3 blocks of 25.
-  cases.push_back({"pad_ragged_loop_k110_n75", matmul_ragged(16, 110, 75, 3, 3),
-                   matmul_program(16, 110, 75)});
+  cases.push_back(
+      {"pad_ragged_loop_k110_n75", matmul_ragged(16, 110, 75, 3, 3), matmul_program(16, 110, 75)});
   cases.push_back(padded_batched_chain(16, 40, 21, 24));
   // 300 keys in 4 splits of 75, 2 iterations of 38 (the last 37): N 38 → 40, K 38 → 48.
-  cases.push_back({"pad_splitkv_n300_s4", split_kv_attention(2, 4, 300, 64, 4, 2), std::nullopt, 2.0});
+  cases.push_back(
+      {"pad_splitkv_n300_s4", split_kv_attention(2, 4, 300, 64, 4, 2), std::nullopt, 2.0});
   // 300 keys in 7 splits of 43 (the last 42), one iteration: N 43 → 48, K 43 → 48.
-  cases.push_back({"pad_splitkv_n300_s7", split_kv_attention(2, 4, 300, 64, 7, 1), std::nullopt, 2.0});
+  cases.push_back(
+      {"pad_splitkv_n300_s7", split_kv_attention(2, 4, 300, 64, 7, 1), std::nullopt, 2.0});
   // 521 keys in 4 splits of 131 (the last 128), 2 iterations of 66 (ragged in the last block's
   // second iteration): the shape of kv4097's 129 keys in tiles of 65.
-  cases.push_back({"pad_splitkv_n521_s4", split_kv_attention(2, 4, 521, 64, 4, 2), std::nullopt, 2.0});
+  cases.push_back(
+      {"pad_splitkv_n521_s4", split_kv_attention(2, 4, 521, 64, 4, 2), std::nullopt, 2.0});
   return cases;
 }
 
