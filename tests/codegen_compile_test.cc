@@ -21,6 +21,7 @@
 #include "strata/search/search.h"
 #include "support/cuda_tools.h"
 #include "support/elementwise_graphs.h"
+#include "support/mma_padding_graphs.h"
 #include "support/op_coverage_graphs.h"
 #include "support/ragged_graphs.h"
 #include "support/test_steps.h"
@@ -138,6 +139,10 @@ std::vector<Target> targets() {
   // Ragged tiles: zero-filling cp.async and scalar copies, masked tensor-core fragments.
   for (RaggedCase c : {ragged_rmsnorm_n1000(), ragged_rmsnorm_k300(), ragged_log_down_h220()})
     ts.push_back({"ragged_" + c.name, std::move(c.graph)});
+  // Matmuls padded to the mma step: an odd N's single last column, a ragged padded contraction.
+  for (RaggedCase c : mma_padding_cases())
+    if (c.name == "pad_epilogue_k40_n21" || c.name == "pad_splitkv_n521_s4")
+      ts.push_back({c.name, std::move(c.graph)});
   return ts;
 }
 

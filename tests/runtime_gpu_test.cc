@@ -22,6 +22,7 @@
 #include "strata/ir/dtype_codec.h"
 #include "strata/ir/graph_io.h"
 #include "strata/ir/graph_json.h"
+#include "support/mma_padding_graphs.h"
 #include "support/ragged_graphs.h"
 
 namespace strata {
@@ -231,14 +232,17 @@ TEST(GpuRuntime, EmittedReferenceGraphsMatchTheInterpreter) {
 
 // Ragged tiles (docs/codegen.md, "Ragged tiles"): graphs whose grid or loop splits do not
 // divide their extents (masked loads, clipped stores, reductions over the present elements,
-// masked tensor-core fragments) against the float64 interpreter on the device.
+// masked tensor-core fragments), and matmuls padded to the mma step, against the float64
+// interpreter on the device.
 TEST(GpuRuntime, EmittedRaggedGraphsMatchTheInterpreter) {
   REQUIRE_GPU();
   auto dev = query_device();
   ASSERT_TRUE(dev.ok());
   std::vector<KernelGraph> graphs;
   std::vector<std::string> sources, names;
-  for (testing::RaggedCase& c : testing::ragged_cases()) {
+  std::vector<testing::RaggedCase> cases = testing::ragged_cases();
+  for (testing::RaggedCase& c : testing::mma_padding_cases()) cases.push_back(std::move(c));
+  for (testing::RaggedCase& c : cases) {
     auto src = emit_graph_source(c.graph, dev->arch());
     ASSERT_TRUE(src.ok()) << c.name << ": " << src.error().message;
     graphs.push_back(std::move(c.graph));

@@ -9,7 +9,8 @@
 // `float acc[MT][NT][4]` (the mma C fragment layout); warp_mma adds A·B into it, mma_epilogue
 // hands every element to a functor.
 //
-// Preconditions: K % 16 == 0, N % 8 == 0, LDA and LDB multiples of 8 (16-byte rows for
+// Preconditions: K % 16 == 0, N % 8 == 0 (padded extents: MmaSpec's NV, warp_mma_ragged's
+// klimit give the true ones), LDA and LDB multiples of 8 (16-byte rows for
 // ldmatrix), tile base addresses 16-byte aligned, a warp's MT row tiles lie in one batch
 // (MT divides MTILES and the first tile index is a multiple of MT), and all 32 lanes of the
 // warp call these functions together.
@@ -91,10 +92,16 @@ STRATA_DEVICE void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]
 /// transposed (a row-major [K][M] tile read as its transpose: a transpose read in place, or K
 /// stored as [N, D]); TB likewise for B ([N][K]). The strides and swizzles are those of the
 /// stored tiles. A transposed A needs M % 16 == 0.
+///
+/// Padding to the mma step: N and K are the padded extents (multiples of 8 and 16) and NV ≤ N
+/// the true N; the operand tiles have storage for the padded extents. Columns c ≥ NV of the
+/// product are never handed to an epilogue (mma_epilogue). The contraction's true extent is
+/// warp_mma_ragged's klimit, which zeroes the fragments past it: the pad may hold anything.
 template <int BT_, int M_, int N_, int K_, int LDA_, int SA_, bool SWA_, int LDB_, int SB_,
-          bool SWB_, bool TA_ = false, bool TB_ = false>
+          bool SWB_, bool TA_ = false, bool TB_ = false, int NV_ = N_>
 struct MmaSpec {
-  static constexpr int BT = BT_, M = M_, N = N_, K = K_;
+  static constexpr int BT = BT_, M = M_, N = N_, K = K_, NV = NV_;
+  static_assert(NV_ >= 1 && NV_ <= N_, "the true N lies in the padded N");
   static constexpr int LDA = LDA_, SA = SA_, LDB = LDB_, SB = SB_;
   static constexpr bool SWA = SWA_, SWB = SWB_, TA = TA_, TB = TB_;
   static_assert(!TA_ || M_ % 16 == 0, "a transposed A operand needs whole 16-row tiles");
@@ -386,7 +393,7 @@ STRATA_DEVICE void warp_mma_chained(const float (&c)[MT][S::K / 8][4], const T* 
 
 /// Calls f(batch, row, col, v0, v1) with references to every pair of adjacent elements this
 /// lane holds, padding rows included (their row index is clamped to M-1, so operand reads stay
-/// in range; their values are never stored).
+/// in range; their values are never stored) and padding columns (col ≥ S::NV: never stored).
 template <class S, int MT, int NT, class F>
 STRATA_DEVICE void mma_transform(float (&acc)[MT][NT][4], int tm0, int tn0, F&& f) {
   const int lane = threadIdx.x & 31;
@@ -514,7 +521,9 @@ STRATA_DEVICE void mma_row_reduce(float (&rs)[MT][2], int tm0, F&& f) {
 }
 
 /// Calls f(batch, row, col, v0, v1) for each pair of adjacent output elements (row, col) and
-/// (row, col+1) held by this lane, skipping padding rows (row ≥ M).
+/// (row, col+1) held by this lane, skipping padding rows (row ≥ M) and padding columns
+/// (col ≥ S::NV). With an odd NV the pair at col = NV − 1 is handed over too: its second
+/// element is padding, which f must not store.
 template <class S, int MT, int NT, class F>
 STRATA_DEVICE void mma_epilogue(const float (&acc)[MT][NT][4], int tm0, int tn0, F&& f) {
   const int lane = threadIdx.x & 31;
@@ -527,7 +536,7 @@ STRATA_DEVICE void mma_epilogue(const float (&acc)[MT][NT][4], int tm0, int tn0,
       for (int h = 0; h < 2; ++h) {
         const int r = (mi0 + i) * 16 + (lane >> 2) + 8 * h;
         const int c = (tn0 + j) * 8 + (lane & 3) * 2;
-        if (r < S::M) f(batch, r, c, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        if (r < S::M && c < S::NV) f(batch, r, c, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
       }
 }
 

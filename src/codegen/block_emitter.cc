@@ -10,9 +10,15 @@
 namespace strata::codegen {
 namespace {
 
-std::vector<int64_t> tile_strides(const Shape& s, int64_t ld) {
-  std::vector<int64_t> st(s.rank(), 1);
-  for (int d = s.rank() - 2; d >= 0; --d) st[d] = (d == s.rank() - 2 ? ld : st[d + 1] * s[d + 1]);
+/// Element strides of a tile of shape s stored with `layout`: rows `ld` apart, matrices of
+/// (rows + pad_rows) rows, batch dims dense over them.
+std::vector<int64_t> tile_strides(const Shape& s, const TileLayout& layout) {
+  const int r = s.rank();
+  std::vector<int64_t> st(r, 1);
+  for (int d = r - 2; d >= 0; --d)
+    st[d] = d == r - 2   ? layout.ld
+            : d == r - 3 ? (s[r - 2] + layout.pad_rows) * layout.ld
+                         : st[d + 1] * s[d + 1];
   return st;
 }
 
@@ -198,7 +204,7 @@ Access BlockEmitter::access_stage(int t, const ir::Expr& stage) const {
   a.base = tile_ptr(t);
   if (tp.home == TensorHome::View) {
     const TensorPlan& hp = plan_.tensors[tp.view_of];
-    a.strides = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
+    a.strides = tile_strides(g_.tensor(tp.view_of).shape, hp.layout);
     a.swizzle = hp.layout.swizzle;
     return a;
   }
@@ -209,7 +215,7 @@ Access BlockEmitter::access_stage(int t, const ir::Expr& stage) const {
     a.strides = dense_strides(vs);
     return a;
   }
-  a.strides = tile_strides(stored_shape(plan_, t), tp.layout.ld);
+  a.strides = tile_strides(stored_shape(plan_, t), tp.layout);
   a.swizzle = tp.layout.swizzle;
   a.map.transposed = tp.stored_transposed;
   if (tp.stages > 1) a.base = tile_ptr(t) + stage * tp.layout.stage_elems;
@@ -333,7 +339,7 @@ void BlockEmitter::declare_tiles() {
     const TensorPlan& tp = plan_.tensors[t];
     if (tp.home != TensorHome::View) continue;
     const TensorPlan& hp = plan_.tensors[tp.view_of];
-    std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
+    std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout);
     // (a zero offset is kept: `host + 0` says where the view lies)
     w_.add(ir::decl(
         dtype_of(t) + "* const", tname(t),
@@ -377,22 +383,26 @@ void BlockEmitter::declare_registers() {
     const int r = out.rank();
     int64_t bt = 1;
     for (int d = 0; d + 2 < r; ++d) bt *= out[d];
-    const int64_t k = g_.tensor(op.inputs[0]).shape[r - 1];
+    // N and K as the plan pads them to the mma step; the true N is the spec's NV.
+    const int64_t k = p.mma_k, n = p.mma_n, nv = out[r - 1];
     if (ta < 0) a.strides = {k * out[r - 2], k, 1};
     const int ra = static_cast<int>(a.strides.size());
+    const bool transposed = a.map.transposed || b.map.transposed, padded = n != nv;
     w_.line("using mma" + std::to_string(i) + " = strata_rt::MmaSpec<" + std::to_string(bt) + ", " +
-            std::to_string(out[r - 2]) + ", " + std::to_string(out[r - 1]) + ", " +
-            std::to_string(k) + ", " + std::to_string(a.strides[ra - 2]) + ", " +
+            std::to_string(out[r - 2]) + ", " + std::to_string(n) + ", " + std::to_string(k) +
+            ", " + std::to_string(a.strides[ra - 2]) + ", " +
             std::to_string(ra >= 3 ? a.strides[ra - 3] : 0) + ", " +
             (a.swizzle ? "true" : "false") + ", " + std::to_string(b.strides[r - 2]) + ", " +
             std::to_string(r >= 3 ? b.strides[r - 3] : 0) + ", " + (b.swizzle ? "true" : "false") +
-            (a.map.transposed || b.map.transposed
-                 ? std::string(", ") + (a.map.transposed ? "true" : "false") + ", " +
-                       (b.map.transposed ? "true" : "false")
-                 : std::string()) +
-            ">;  // op #" + std::to_string(i) +
-            ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)" +
-            (a.map.transposed || b.map.transposed ? ", A / B stored transposed" : ""));
+            (transposed || padded ? std::string(", ") + (a.map.transposed ? "true" : "false") +
+                                        ", " + (b.map.transposed ? "true" : "false")
+                                  : std::string()) +
+            (padded ? ", " + std::to_string(nv) : std::string()) + ">;  // op #" +
+            std::to_string(i) + ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)" +
+            (transposed ? ", A / B stored transposed" : "") + (padded ? ", the true N" : "") +
+            (k != g_.tensor(op.inputs[0]).shape[r - 1]
+                 ? "; K padded from " + std::to_string(g_.tensor(op.inputs[0]).shape[r - 1])
+                 : ""));
     if (p.accumulate_into >= 0 &&
         plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers) {
       std::string acc = "racc" + std::to_string(g_.op(p.accumulate_into).output);
@@ -742,7 +752,7 @@ void BlockEmitter::emit_load(int i, const ir::Expr& stage, const ir::Expr& iter)
     const TensorPlan& tp = plan_.tensors[t];
     if (tp.home == TensorHome::View) {
       const TensorPlan& hp = plan_.tensors[tp.view_of];
-      std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout.ld);
+      std::vector<int64_t> st = tile_strides(g_.tensor(tp.view_of).shape, hp.layout);
       ok = ok && (tp.view_offset * st[tp.view_dim] * esize) % b == 0;
     }
     if (ok) {

@@ -7,6 +7,7 @@
 // Access, so layouts (padding, swizzle, views) are applied in one place.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -213,6 +214,10 @@ class BlockEmitter {
   /// Statements storing matmul results at (batch b, row r, col c): one value `v0`, or the
   /// pair (c, c+1) = (v0, v1) when `pair`.
   void emit_matmul_sink(int op, bool pair);
+  /// Inside mma_epilogue's functor of tensor-core matmul `op`: `sink(true)` stores the pair
+  /// (c, c + 1); where the plan pads an odd N (OpPlan::mma_n), the pair at c = N − 1 goes to
+  /// `sink(false)` instead (its second element is padding).
+  void emit_odd_tail_sink(int op, const std::function<void(bool)>& sink);
   /// Evaluates elementwise op `op` given the values of its inputs; emits temporaries named
   /// with `prefix` and returns the expression of the result.
   std::string eval_elementwise(int op, const std::vector<std::string>& inputs,

@@ -120,7 +120,13 @@ void BlockEmitter::emit_dump_fragments(int i) {
       {ir::var("racc" + std::to_string(t)), ir::var("wm") * tl.mt, ir::var("wn") * tl.nt},
       "int b, int r, int c, float v0, float v1"));
   w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
-  w_.call("strata_rt::store2", {ir::addr(a.ref(oidx)), ir::var("v0"), ir::var("v1")});
+  emit_odd_tail_sink(m, [&](bool pair) {
+    if (pair)
+      w_.call("strata_rt::store2", {ir::addr(a.ref(oidx)), ir::var("v0"), ir::var("v1")});
+    else
+      w_.add(ir::assign(a.ref(oidx),
+                        ir::call("strata_rt::from_f32<" + dtype_of(t) + ">", {ir::var("v0")})));
+  });
   w_.close();
   w_.close();
   w_.close();

@@ -1,6 +1,7 @@
 // The compute ops of a customized kernel: elementwise ops and thread graphs, reductions,
 // concat, accumulators and matmuls (tensor-core and SIMT), each as one block-wide step.
 #include <algorithm>
+#include <functional>
 
 #include "block_emitter.h"
 #include "reduction_code.h"
@@ -490,18 +491,24 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   // Ragged tiles: a ragged contraction skips the k-steps past its present extent and zeroes
   // the fragments of operands that may hold anything at absent indices
   // (OpPlan::ragged_zero_operands); a product added into a register accumulator is masked where
-  // rows or columns are absent in this iteration (OpPlan::ragged_mask).
+  // rows or columns are absent in this iteration (OpPlan::ragged_mask). A contraction padded
+  // to the mma step (OpPlan::mma_k) has its true K as the present extent where it is not
+  // ragged.
+  const int64_t k_true = g_.tensor(op.inputs[0]).shape.dims().back();
   auto mma = [&](const ir::Expr& into, int64_t mt, int64_t nt, const ir::Expr& tm,
                  const ir::Expr& tn) {
     const std::string tiles = std::to_string(mt) + ", " + std::to_string(nt);
-    if (p.ragged_extent < 0 || p.ragged_zero_operands == 0) {
+    if (p.ragged_zero_operands == 0 || (p.ragged_extent < 0 && p.mma_k == k_true)) {
       w_.call("strata_rt::warp_mma<" + spec + ", " + T + ", " + tiles + ">", {A, B, into, tm, tn});
       return;
     }
     const unsigned z = p.ragged_zero_operands;
+    const ir::Expr klimit = p.ragged_extent >= 0
+                                ? ragged_present(p.ragged_extent, ragged_iteration())
+                                : ir::int_lit(k_true);
     w_.call("strata_rt::warp_mma_ragged<" + spec + ", " + T + ", " + tiles + ", " +
                 (z & 1u ? "true" : "false") + ", " + (z & 2u ? "true" : "false") + ">",
-            {A, B, into, tm, tn, ragged_present(p.ragged_extent, ragged_iteration())});
+            {A, B, into, tm, tn, klimit});
   };
   if (regs && p.scale_a < 0 && p.scale_b < 0 && p.ragged_mask == 0) {
     mma(ir::var("racc" + std::to_string(g_.op(p.accumulate_into).output)), tl.mt, tl.nt, wm * tl.mt,
@@ -558,12 +565,27 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
     w_.open(ir::lambda_call("strata_rt::mma_epilogue<" + spec + ", " + cmt + ", " + cnt + ">",
                             {acc, tm, tn}, "int b, int r, int c, float v0, float v1"));
     w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
-    emit_matmul_sink(i, true);
+    emit_odd_tail_sink(i, [&](bool pair) { emit_matmul_sink(i, pair); });
     w_.close();
     if (loop_n) w_.close();
     if (loop_m) w_.close();
   }
   w_.close();
+  w_.close();
+}
+
+void BlockEmitter::emit_odd_tail_sink(int i, const std::function<void(bool)>& sink) {
+  const int64_t n = g_.tensor(g_.op(i).output).shape.dims().back();
+  if (plan_.ops[i].mma_n == n || n % 2 == 0) {
+    sink(true);
+    return;
+  }
+  // An odd true N padded to the mma step: the pair at c = N − 1 has only its first element.
+  w_.open(ir::if_then(ir::var("c") + 1 < n));
+  sink(true);
+  w_.close();
+  w_.open(ir::if_then(ir::eq(ir::var("c") + 1, n)));
+  sink(false);
   w_.close();
 }
 

@@ -507,16 +507,21 @@ int64_t block_smem_bytes(const BlockGraph& b, const std::vector<DType>& input_dt
   const int64_t loop_elem = elem(0);
   const int64_t post_elem = dtype_size(DType::f32);
   int64_t total = 0;
+  bool padding = false;
+  for (int i = 0; i < static_cast<int>(b.ops().size()); ++i)
+    padding = padding || matmul_needs_mma_padding(b, i);
   for (const BlockOp& op : b.ops()) {
     if (op.output < 0) continue;  // an output saver writes from its input's buffer
     const BlockTensor& t = b.tensor(op.output);
+    // Tiles of matmuls padded to the mma step are stored with the padded extents.
+    const int64_t elems = padding ? mma_storage_shape(b, op.output).numel() : t.shape.numel();
     if (op.kind == OpKind::Input) {
       bool streamed = op.attrs.fmap != kReplicate && b.forloop() > 1;
       total = saturating_add(
-          total, saturating_mul(t.shape.numel(), elem(op.attrs.input_index) * (streamed ? 2 : 1)));
+          total, saturating_mul(elems, elem(op.attrs.input_index) * (streamed ? 2 : 1)));
     } else {
-      total = saturating_add(
-          total, saturating_mul(t.shape.numel(), t.stage == Stage::Post ? post_elem : loop_elem));
+      total = saturating_add(total,
+                             saturating_mul(elems, t.stage == Stage::Post ? post_elem : loop_elem));
     }
   }
   return total;

@@ -250,6 +250,12 @@ std::string format_plan(const KernelPlan& plan) {
       os << " tensor-core warps " << p.tiling.warps_m << "x" << p.tiling.warps_n << " tiles "
          << p.tiling.mt << "x" << p.tiling.nt << " chunk " << p.tiling.chunk_mt << "x"
          << p.tiling.chunk_nt;
+    if (p.matmul == MatmulPath::TensorCore && (p.mma_n > 0 || p.mma_k > 0)) {
+      const Shape& a = g.tensor(op.inputs[0]).shape;
+      const Shape& b = g.tensor(op.inputs[1]).shape;
+      if (p.mma_n != b[b.rank() - 1] || p.mma_k != a[a.rank() - 1])
+        os << " padded to n " << p.mma_n << " k " << p.mma_k;
+    }
     if (p.matmul == MatmulPath::Simt) os << " simt";
     if (p.epilogue >= 0) os << " epilogue op #" << p.epilogue;
     if (p.host >= 0) os << " in epilogue of op #" << p.host;
@@ -285,6 +291,7 @@ std::string format_plan(const KernelPlan& plan) {
     if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
         tp.home == TensorHome::Scale) {
       os << " ld " << tp.layout.ld << (tp.layout.swizzle ? " swizzled" : "");
+      if (tp.layout.pad_rows > 0) os << " +" << tp.layout.pad_rows << " pad rows";
       if (tp.stages > 1) os << " x" << tp.stages << " stages";
       if (tp.group_private) os << " per group";
       if (tp.offset >= 0) os << " @" << tp.offset << "+" << tp.bytes;

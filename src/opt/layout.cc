@@ -101,17 +101,67 @@ int viewed_operand(const BlockGraph& g, const BlockOp& op, int k) {
 
 }  // namespace
 
+int64_t mma_padded_extent(int64_t x, int64_t step) {
+  const int64_t padded = (x + step - 1) / step * step;
+  return padded <= 4 * x ? padded : 0;
+}
+
+bool matmul_needs_mma_padding(const BlockGraph& g, int id) {
+  const BlockOp& op = g.op(id);
+  if (op_category(op.kind) != Category::Matmul) return false;
+  const Shape& a = g.tensor(op.inputs[0]).shape;
+  const Shape& b = g.tensor(op.inputs[1]).shape;
+  return a[a.rank() - 1] % 16 != 0 || b[b.rank() - 1] % 8 != 0;
+}
+
 bool matmul_tiles_fit_mma(const BlockGraph& g, int id) {
   const BlockOp& op = g.op(id);
   if (op_category(op.kind) != Category::Matmul) return false;
   const Shape& a = g.tensor(op.inputs[0]).shape;
   const Shape& b = g.tensor(op.inputs[1]).shape;
-  if (a[a.rank() - 1] % 16 != 0 || b[b.rank() - 1] % 8 != 0) return false;
+  if (mma_padded_extent(a[a.rank() - 1], 16) == 0 || mma_padded_extent(b[b.rank() - 1], 8) == 0)
+    return false;
+  // Padded operands are read through transposes only: the pad of a slice would lie in its
+  // host's other elements.
+  if (matmul_needs_mma_padding(g, id))
+    for (int k = 0; k < 2; ++k)
+      for (int t = op.inputs[k]; op_category(g.op(g.tensor(t).producer).kind) == Category::Layout;
+           t = g.op(g.tensor(t).producer).inputs[0])
+        if (g.op(g.tensor(t).producer).kind != OpKind::Transpose) return false;
   // Accumulators stay f32: a post-loop matmul on them runs on the SIMT path.
   for (int k = 0; k < 2; ++k)
     if (op_category(g.op(g.tensor(viewed_operand(g, op, k)).producer).kind) == Category::Accum)
       return false;
   return true;
+}
+
+Shape mma_storage_shape(const BlockGraph& g, int t) {
+  Shape s = g.tensor(t).shape;
+  const int r = s.rank();
+  if (r < 2) return s;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    if (!matmul_tiles_fit_mma(g, i) || !matmul_needs_mma_padding(g, i)) continue;
+    const BlockOp& op = g.op(i);
+    const Shape& as = g.tensor(op.inputs[0]).shape;
+    const Shape& os = g.tensor(op.output).shape;
+    const int64_t n = mma_padded_extent(os[os.rank() - 1], 8);
+    const int64_t k = mma_padded_extent(as[as.rank() - 1], 16);
+    if (op.output == t) s[r - 1] = std::max(s[r - 1], n);
+    for (int o = 0; o < 2; ++o) {
+      // Logical (rows, columns) of the operand: A [M, K], B [K, N]; each transpose on the way
+      // to the stored tile swaps them.
+      int64_t rows = o == 0 ? 0 : k, cols = o == 0 ? k : n;
+      int x = op.inputs[o];
+      while (op_category(g.op(g.tensor(x).producer).kind) == Category::Layout) {
+        std::swap(rows, cols);
+        x = g.op(g.tensor(x).producer).inputs[0];
+      }
+      if (x != t) continue;
+      s[r - 2] = std::max(s[r - 2], rows);
+      s[r - 1] = std::max(s[r - 1], cols);
+    }
+  }
+  return s;
 }
 
 bool tensor_core_eligible(const KernelPlan& plan, int id) {
@@ -120,6 +170,14 @@ bool tensor_core_eligible(const KernelPlan& plan, int id) {
   if (!plan.options.tensor_cores || !plan.has_mma_dtype) return false;
   if (!matmul_tiles_fit_mma(g, id)) return false;
   const Shape& a = g.tensor(op.inputs[0]).shape;
+  const Shape& b = g.tensor(op.inputs[1]).shape;
+  if (matmul_needs_mma_padding(g, id)) {
+    // Chains keep their fragments whole (the C tiles of S are the A tiles of the next
+    // product), and a column scale would be read at the padded columns.
+    const OpPlan& p = plan.ops[id];
+    if (p.chain_into >= 0 || p.chain_from >= 0) return false;
+    if (b[b.rank() - 1] % 8 != 0 && p.scale_b >= 0) return false;
+  }
   for (int k = 0; k < 2; ++k) {
     const int t = viewed_operand(g, op, k);
     // An A operand stored transposed as it is read (a kernel-level transpose) needs whole
@@ -145,7 +203,8 @@ bool register_accumulators_fit(const KernelPlan& plan, int warps) {
     if (budget <= 0) return false;
     const Shape& out = g.tensor(g.op(i).output).shape;
     MmaTiling t;
-    if (!choose_tiling(batch_count(out), out[out.rank() - 2], out[out.rank() - 1], warps,
+    if (!choose_tiling(batch_count(out), out[out.rank() - 2],
+                       mma_padded_extent(out[out.rank() - 1], 8), warps,
                        plan.options.mma_chunk_floats, budget, t))
       return false;
     budget -= t.mt * t.nt * 4;
@@ -253,7 +312,7 @@ int choose_group_threads(KernelPlan& plan, bool grouped) {
         const Shape& out = g.tensor(g.op(i).output).shape;
         int64_t rt = 0, mtiles = 0;
         row_tiles(out, rt, mtiles);
-        tiles = std::max(tiles, rt * (out[out.rank() - 1] / 8));
+        tiles = std::max(tiles, rt * (mma_padded_extent(out[out.rank() - 1], 8) / 8));
       }
       while (threads < 256 && tiles >= int64_t{8} * 2 * (threads / 32)) threads *= 2;
     }
@@ -336,6 +395,8 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
   const int nops = static_cast<int>(g.ops().size());
   const int ntensors = static_cast<int>(g.tensors().size());
   std::vector<bool> ldmatrix_read(ntensors, false), fragment_written(ntensors, false);
+  // Storage each tile needs for padded tensor-core matmuls: a row stride and rows per matrix.
+  std::vector<int64_t> need_ld(ntensors, 0), need_rows(ntensors, 0);
 
   // Storage types: input tiles keep the device type; computed tiles are f32 unless a tensor
   // core reads them.
@@ -401,6 +462,10 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     const Shape& out = g.tensor(op.output).shape;
     const int64_t bt = batch_count(out), m = out[out.rank() - 2], n = out[out.rank() - 1];
     p.matmul = tensor_core_eligible(plan, i) ? MatmulPath::TensorCore : MatmulPath::Simt;
+    // The mma extents: N and K rounded up to the step (equal to them unless padded).
+    const Shape& as = g.tensor(op.inputs[0]).shape;
+    p.mma_n = p.matmul == MatmulPath::TensorCore ? mma_padded_extent(n, 8) : 0;
+    p.mma_k = p.matmul == MatmulPath::TensorCore ? mma_padded_extent(as[as.rank() - 1], 16) : 0;
     if (p.epilogue >= 0 || p.accumulate_into >= 0 || p.chain_into >= 0)
       plan.tensors[op.output].home = TensorHome::Fused;
     if (p.epilogue >= 0 && p.chain_into >= 0)
@@ -421,18 +486,40 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
       in_registers = true;  // the chain's layout was checked against its own budget
     } else if (p.accumulate_into >= 0 && reg_budget > 0) {
       in_registers =
-          choose_tiling(bt, m, n, warps, plan.options.mma_chunk_floats, reg_budget, p.tiling);
+          choose_tiling(bt, m, p.mma_n, warps, plan.options.mma_chunk_floats, reg_budget, p.tiling);
       if (in_registers) reg_budget -= p.tiling.mt * p.tiling.nt * 4;
     }
     if (!in_registers &&
-        !choose_tiling(bt, m, n, warps, plan.options.mma_chunk_floats, 0, p.tiling))
+        !choose_tiling(bt, m, p.mma_n, warps, plan.options.mma_chunk_floats, 0, p.tiling)) {
       p.matmul = MatmulPath::Simt;
+      p.mma_n = p.mma_k = 0;
+    }
     if (p.matmul != MatmulPath::TensorCore) continue;
     int dest = p.accumulate_into >= 0 ? g.op(p.accumulate_into).output
                : p.epilogue >= 0      ? g.op(p.epilogue).output
                                       : op.output;
     fragment_written[dest] = true;
+    // Padding to the mma step: product pairs are stored at even columns, so a destination
+    // of a padded N gets a row stride of the padded N.
+    if (p.mma_n > n) need_ld[dest] = std::max(need_ld[dest], p.mma_n);
     if (in_registers) plan.tensors[dest].home = TensorHome::Registers;
+  }
+  // Padding to the mma step: the storage of each operand covers the padded extents, along its
+  // stored rows or columns (a transpose read in place, or a tile stored transposed, swaps
+  // them). Nothing writes the pad; the fragments are zeroed past K (plan_ragged_tiles) and
+  // product columns past N are never written.
+  for (int i = 0; i < nops; ++i) {
+    const OpPlan& p = plan.ops[i];
+    if (p.matmul != MatmulPath::TensorCore || !matmul_needs_mma_padding(g, i)) continue;
+    for (int k = 0; k < 2; ++k) {
+      if (k == 0 && p.chain_from >= 0) continue;
+      const int t = matmul_operand(plan, i, k);
+      int64_t rows = k == 0 ? 0 : p.mma_k, cols = k == 0 ? p.mma_k : p.mma_n;
+      if (alias_map(plan, t).transposed) std::swap(rows, cols);
+      const int root = alias_root(plan, t);
+      need_rows[root] = std::max(need_rows[root], rows);
+      need_ld[root] = std::max(need_ld[root], cols);
+    }
   }
   // Accumulators fed from the row sums of a chain's fragments live in registers too, and so
   // does a running max of them (kept per lane; copied to its tile after the loop only for the
@@ -501,6 +588,7 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
         const int64_t at = offset;
         offset += g.tensor(x).shape[dim];
         if (xp.home != TensorHome::Shared || is_host[x] || aliased[x]) continue;
+        if (need_ld[x] > 0 || need_rows[x] > 0) continue;  // padded storage of its own
         const OpPlan& src = plan.ops[g.tensor(x).producer];
         if (is_input_tile(g, x) && src.phase == Phase::Loop && g.forloop() > 1) continue;
         // Under loop groups a view shares its host's copies: per group for a loop tile, one for
@@ -552,7 +640,10 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
         tp.home == TensorHome::Inline || tp.home == TensorHome::Alias)
       continue;
     const Shape s = stored_shape(plan, t);
-    const int64_t last = last_extent(s), rows = s.numel() / last;
+    // Rows and row length of the storage: padded tensor-core operands cover the padded extents.
+    const int64_t last = std::max(last_extent(s), need_ld[t]);
+    tp.layout.pad_rows = s.rank() >= 2 ? std::max<int64_t>(0, need_rows[t] - s[s.rank() - 2]) : 0;
+    const int64_t rows = s.numel() / last_extent(s) + batch_count(s) * tp.layout.pad_rows;
     const int esize = dtype_size(tp.dtype);
     tp.layout.ld = last;
     tp.layout.swizzle = false;

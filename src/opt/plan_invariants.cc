@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "strata/opt/register_fusion.h"
+
 namespace strata {
 namespace {
 
@@ -219,6 +221,71 @@ Status check_emission(const KernelPlan& plan) {
   return Status::success();
 }
 
+/// Whether matmul op i runs on tensor cores with its contraction padded past K.
+bool padded_contraction(const KernelPlan& plan, int i) {
+  const BlockGraph& g = *plan.graph;
+  const OpPlan& p = plan.ops[i];
+  if (p.matmul != MatmulPath::TensorCore) return false;
+  const Shape& a = g.tensor(g.op(i).inputs[0]).shape;
+  return p.mma_k > a[a.rank() - 1];
+}
+
+/// Padding to the mma step (OpPlan::mma_n / mma_k): the mma extents are N and K rounded up to
+/// 8 and 16 on the tensor-core path (0 elsewhere); a padded matmul is in no chain, has no
+/// folded column scale over a padded N, zeroes both operands (a chained A aside) past K, and
+/// every operand's storage covers the padded extents; a padded N's destination tile has a row
+/// stride of the padded N.
+Status check_mma_padding(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const OpPlan& p = plan.ops[i];
+    const BlockOp& op = g.op(i);
+    if (p.matmul != MatmulPath::TensorCore) {
+      if (p.mma_n != 0 || p.mma_k != 0)
+        return make_error(op_str(g, i) + ": mma extents off the tensor-core path");
+      continue;
+    }
+    const Shape& a = g.tensor(op.inputs[0]).shape;
+    const Shape& b = g.tensor(op.inputs[1]).shape;
+    const int64_t k = a[a.rank() - 1], n = b[b.rank() - 1];
+    if (p.mma_k != (k + 15) / 16 * 16 || p.mma_n != (n + 7) / 8 * 8)
+      return make_error(op_str(g, i) + ": mma extents n " + std::to_string(p.mma_n) + " k " +
+                        std::to_string(p.mma_k) + " are not N " + std::to_string(n) + " and K " +
+                        std::to_string(k) + " rounded up to 8 and 16");
+    if (p.mma_n == n && p.mma_k == k) continue;
+    const std::string what =
+        op_str(g, i) + " padded to n " + std::to_string(p.mma_n) + " k " + std::to_string(p.mma_k);
+    if (p.chain_into >= 0 || p.chain_from >= 0) return make_error(what + ": in a matmul chain");
+    if (p.mma_n > n && p.scale_b >= 0) return make_error(what + ": with a folded column scale");
+    const unsigned zero = p.chain_from >= 0 ? 2u : 3u;
+    if (p.mma_k > k && (p.ragged_zero_operands & zero) != zero && plan.emission.decided)
+      return make_error(what + ": operands not zeroed past K");
+    if (plan.group_threads == 0) continue;  // not laid out yet
+    for (int o = 0; o < 2; ++o) {
+      const int t = matmul_operand(plan, i, o);
+      const int root = alias_root(plan, t);
+      const TensorPlan& rp = plan.tensors[root];
+      if (!stored(rp.home)) return make_error(what + ": operand " + tensor_str(g, t) + " unstored");
+      int64_t rows = o == 0 ? 0 : p.mma_k, cols = o == 0 ? p.mma_k : p.mma_n;
+      if (alias_map(plan, t).transposed) std::swap(rows, cols);
+      const Shape s = stored_shape(plan, root);
+      if (rp.layout.ld < cols || s[s.rank() - 2] + rp.layout.pad_rows < rows)
+        return make_error(what + ": the storage of " + tensor_str(g, root) + " (" +
+                          std::to_string(s[s.rank() - 2]) + " + " +
+                          std::to_string(rp.layout.pad_rows) + " rows of " +
+                          std::to_string(rp.layout.ld) + ") does not cover the padded extents");
+    }
+    const int dest = p.accumulate_into >= 0 ? g.op(p.accumulate_into).output
+                     : p.epilogue >= 0      ? g.op(p.epilogue).output
+                                            : op.output;
+    const TensorPlan& dp = plan.tensors[dest];
+    if (p.mma_n > n && stored(dp.home) && dp.layout.ld < p.mma_n)
+      return make_error(what + ": destination " + tensor_str(g, dest) + " with row stride " +
+                        std::to_string(dp.layout.ld));
+  }
+  return Status::success();
+}
+
 Status check_ragged(const KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   const RaggedTiles& r = plan.ragged;
@@ -226,7 +293,8 @@ Status check_ragged(const KernelPlan& plan) {
   if (!r.any()) {
     for (int i = 0; i < n; ++i) {
       const OpPlan& p = plan.ops[i];
-      if (p.ragged_extent >= 0 || p.ragged_mask != 0 || p.ragged_zero_operands != 0)
+      if (p.ragged_extent >= 0 || p.ragged_mask != 0 ||
+          (p.ragged_zero_operands != 0 && !padded_contraction(plan, i)))
         return make_error(op_str(g, i) +
                           ": ragged-tile decisions in a kernel without ragged tiles");
     }
@@ -282,7 +350,8 @@ Status check_ragged(const KernelPlan& plan) {
     if (p.ragged_mask != 0 && (!loop_state || (p.ragged_mask >> kMaxRank) != 0))
       return make_error(op_str(g, i) + ": masks absent positions but adds into no loop state");
     if (p.ragged_zero_operands != 0 &&
-        (!matmul || p.ragged_extent < 0 || (p.ragged_zero_operands & ~3u) != 0))
+        (!matmul || (p.ragged_extent < 0 && !padded_contraction(plan, i)) ||
+         (p.ragged_zero_operands & ~3u) != 0))
       return make_error(op_str(g, i) + ": zeroes operand fragments without a ragged contraction");
   }
   return Status::success();
@@ -298,6 +367,7 @@ Status verify_plan(const KernelPlan& plan) {
   STRATA_RETURN_IF_ERROR(check_memory(plan));
   STRATA_RETURN_IF_ERROR(check_emission(plan));
   STRATA_RETURN_IF_ERROR(check_ragged(plan));
+  STRATA_RETURN_IF_ERROR(check_mma_padding(plan));
   return Status::success();
 }
 

@@ -210,6 +210,14 @@ Result<KernelPlan> plan_ragged_tiles(KernelPlan plan) {
     p.ragged_mask = 0;
     p.ragged_zero_operands = 0;
   }
+  // A contraction padded to the mma step: indices K … mma_k − 1 are absent in every
+  // iteration and no load writes them, so both operands (a chained A aside) are zeroed there.
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    OpPlan& p = plan.ops[i];
+    if (p.matmul != MatmulPath::TensorCore) continue;
+    const Shape& as = g.tensor(g.op(i).inputs[0]).shape;
+    if (p.mma_k > as[as.rank() - 1]) p.ragged_zero_operands = p.chain_from >= 0 ? 2u : 3u;
+  }
   if (!plan.ragged.any()) return plan;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const BlockOp& op = g.op(i);

@@ -105,7 +105,8 @@ Result<KernelPlan> chain_matmuls(KernelPlan plan) {
     OpPlan& p1 = plan.ops[m1];
     if (op_category(op.kind) != Category::Matmul || p1.phase != Phase::Loop) continue;
     if (p1.accumulate_into >= 0 || p1.chain_from >= 0 || p1.chain_into >= 0) continue;
-    if (!tensor_core_eligible(plan, m1)) continue;
+    // A matmul padded to the mma step is in no chain (its fragments are not whole).
+    if (!tensor_core_eligible(plan, m1) || matmul_needs_mma_padding(g, m1)) continue;
     const int x = p1.epilogue >= 0 ? g.op(p1.epilogue).output : op.output;
     const Shape& xs = g.tensor(x).shape;
     // The online softmax: a running max m of X, and elementwise ops of X and m (each the only
@@ -168,7 +169,7 @@ Result<KernelPlan> chain_matmuls(KernelPlan plan) {
     if (!ok || m2 < 0) continue;
     OpPlan& p2 = plan.ops[m2];
     if (p2.phase != Phase::Loop || p2.epilogue >= 0) continue;
-    if (!tensor_core_eligible(plan, m2)) continue;
+    if (!tensor_core_eligible(plan, m2) || matmul_needs_mma_padding(g, m2)) continue;
     // The second product accumulates into `accum`, or, with a running max, into
     // accum_rescale(P, m).
     int acc2 = p2.accumulate_into;

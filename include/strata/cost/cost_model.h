@@ -170,8 +170,9 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
 /// Shared-memory estimate of one thread block of `b`, in bytes, assuming 2-byte (f16/bf16)
 /// device tensors: input-iterator tiles that change across the for-loop count twice (double
 /// buffering), hoisted ones once; every other block tensor once, loop-body tiles at 2 bytes
-/// per element, accumulators and post-loop tensors at 4 (f32). Reuse of dead tiles is
-/// ignored, so the estimate is an upper bound of what a memory planner needs.
+/// per element, accumulators and post-loop tensors at 4 (f32). The operand tiles of matmuls
+/// padded to the mma step count their padded extents (mma_storage_shape, layout.h). Reuse of
+/// dead tiles is ignored, so the estimate is an upper bound of what a memory planner needs.
 int64_t block_smem_bytes(const BlockGraph& b);
 
 /// As above with the element sizes taken from the customized op's input dtypes: input tile i

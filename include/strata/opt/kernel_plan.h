@@ -150,6 +150,11 @@ struct TileLayout {
   int64_t ld = 1;           ///< row stride in elements
   bool swizzle = false;     ///< 16-byte chunks XOR-permuted by (row % 8); 16-bit, ld % 64 == 0
   int64_t stage_elems = 0;  ///< elements of one stage, padded so a stage is kSmemAlign-aligned
+  /// Rows of storage after each matrix's last row (rank ≥ 2): the padded rows of a tensor-core
+  /// operand whose padded extent (OpPlan::mma_n / mma_k) lies along its rows. A batch of the
+  /// stored tile is (rows + pad_rows) · ld elements. Nothing writes them (docs/codegen.md,
+  /// "Ragged tiles": padding to the mma step).
+  int64_t pad_rows = 0;
 };
 
 /// Warp decomposition of a tensor-core matmul (see runtime/strata_rt/mma.cuh): warps_m × warps_n
@@ -218,7 +223,13 @@ struct OpPlan {
                              ///< views, a one-iteration accumulator aliasing its input, a
                              ///< layout op read in place)
   MatmulPath matmul = MatmulPath::None;
-  MmaTiling tiling;     ///< TensorCore matmuls
+  MmaTiling tiling;  ///< TensorCore matmuls
+  /// TensorCore matmuls: N and K rounded up to the mma step (8, 16); 0 on other paths. When
+  /// they exceed the true extents, the operands' storage covers the padded extents (row stride
+  /// or TileLayout::pad_rows), the fragments of both operands are zeroed at k ≥ K
+  /// (ragged_zero_operands) and product columns c ≥ N are never written (docs/codegen.md,
+  /// "Ragged tiles": padding to the mma step).
+  int64_t mma_n = 0, mma_k = 0;
   int chain_into = -1;  ///< matmul: the matmul that takes its (epilogue) result from registers
                         ///< as its A operand (FlashAttention style)
   int chain_from = -1;  ///< matmul: the matmul whose registers give its A operand
@@ -254,7 +265,9 @@ struct OpPlan {
   unsigned ragged_mask = 0;
   /// Matmul with a ragged contraction: operand fragments zeroed at absent contraction indices
   /// (bit 0: A, bit 1: B), for operands that may hold anything there (computed tiles; loaded
-  /// tiles are zero-filled).
+  /// tiles are zero-filled). A contraction padded to the mma step (mma_k > K) has absent
+  /// indices k ≥ K in every iteration, which no load writes: both operands (but a chained A)
+  /// are zeroed there.
   unsigned ragged_zero_operands = 0;
 };
 
