@@ -1313,7 +1313,7 @@ std::vector<KernelGraph> mutants(const Json& doc) {
         if (std::find(family.begin(), family.end(), ops[b]["op"].get<std::string>()) !=
             family.end())
           for (const std::string& other : family) {
-            if (other == ops[b]["op"]) continue;
+            if (other == ops[b]["op"].get<std::string>()) continue;
             Json m = doc;
             m["ops"][k]["block_graph"]["ops"][b]["op"] = other;
             keep(m);
