@@ -60,27 +60,25 @@ const std::vector<Target>& target_table() {
       // (57 of them, in 16 programs, have SIMT matmuls; docs/cost-model.md, "SIMT matmul
       // chains"); h100 the same SM and clock, so the same; a100 scaled by the SM clock
       // (1.98 / 1.41 GHz), not measured.
-      // The last two columns, t_barrier and t_tbyte of the latency bound (docs/cost-model.md,
-      // "Latency bound and the last wave's tail"): h200 fitted together on top of the
-      // throughput bounds (the last wave's tail included), minimizing the squared log error, to the 1484 H200 points of
+      // The next three columns, t_barrier, t_tbyte and t_rbyte of the latency bound
+      // (docs/cost-model.md, "Latency bound and the last wave's tail", "Loads into registers"):
+      // h200 fitted together on top of the throughput bounds (the last wave's tail included),
+      // minimizing the squared log error, to the 1892 H200 points of
       // bench/calibration/points.json (`bench/calibrate.py --latency`); h100 the same SM and
       // clock, so the same; a100 scaled by the SM clock (1.98 / 1.41 GHz), not measured.
-      // t_rbyte (after t_tbyte), per byte a thread of a rowwise kernel loads into registers: h200
-      // fitted with the two latency constants (`bench/calibrate.py --latency`, docs/cost-model.md,
-      // "Loads into registers"); h100 the same; a100 scaled by the SM clock, not measured.
       // The last two columns, γ and β of library matmuls on unaligned rows (docs/cost-model.md,
       // "Library matmuls on unaligned rows"): h200 from 17 cuBLAS calls timed on an H200
       // (bench/blas_alignment.py, bench/results/h200-2026-11-28-blas-alignment.md); h100 the
       // same SM, so the same; a100 β scaled by the SM clock, not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        464e-9, 0.91e-9, 10e-9, 2.5, 5.7e9}},
+        464e-9, 1.0e-9, 10e-9, 2.5, 5.7e9}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        464e-9, 0.91e-9, 10e-9, 2.5, 5.7e9}},
+        464e-9, 1.0e-9, 10e-9, 2.5, 5.7e9}},
       {arch("a100"),
        {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 650e-9,
-        1.27e-9, 14e-9, 2.5, 4.06e9}},
+        1.40e-9, 14e-9, 2.5, 4.06e9}},
   };
   return table;
 }
