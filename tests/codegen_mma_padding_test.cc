@@ -15,22 +15,11 @@
 #include "strata/opt/plan_invariants.h"
 #include "support/emulation.h"
 #include "support/kernel_ir.h"
+#include "support/kernel_plans.h"
 #include "support/mma_padding_graphs.h"
 
 namespace strata::testing {
 namespace {
-
-/// The plan of the first customized kernel of g.
-KernelPlan first_plan(const KernelGraph& g, PlanOptions opts = {}) {
-  for (const KernelOp& op : g.ops()) {
-    if (op.kind != OpKind::Customized) continue;
-    std::vector<DType> in, out;
-    for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
-    for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
-    return must(optimize_block_graph(op.body, in, out, opts));
-  }
-  throw std::runtime_error("no customized op");
-}
 
 /// N and K of matmul op i of the plan's graph.
 std::pair<int64_t, int64_t> nk(const KernelPlan& p, int i) {
@@ -61,7 +50,7 @@ int expect_padded_tensor_cores(const KernelPlan& p, const std::string& name) {
 
 void run_case(const RaggedCase& c) {
   SCOPED_TRACE(c.name);
-  const KernelPlan plan = first_plan(c.graph);
+  const KernelPlan plan = first_customized_plan(c.graph);
   expect_padded_tensor_cores(plan, c.name);
   EmulatedGraph emu(c.graph, EmitOptions{}, c.name);
   ASSERT_TRUE(emu.ok()) << emu.log();
@@ -107,7 +96,7 @@ TEST(MmaPadding, OddKAndNTilesWithEpilogue) {
 TEST(MmaPadding, RegisterAccumulatorOverALoop) {
   for (const RaggedCase& c : mma_padding_cases())
     if (c.name.rfind("pad_loop", 0) == 0 || c.name.rfind("pad_ragged_loop", 0) == 0) run_case(c);
-  const KernelPlan p = first_plan(matmul_ragged(16, 110, 75, 3, 3));
+  const KernelPlan p = first_customized_plan(matmul_ragged(16, 110, 75, 3, 3));
   const BlockGraph& g = *p.graph;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     if (g.op(i).kind != OpKind::Matmul) continue;
@@ -120,7 +109,7 @@ TEST(MmaPadding, RegisterAccumulatorOverALoop) {
 TEST(MmaPadding, BatchedTransposedAndComputedOperands) {
   const RaggedCase c = padded_batched_chain(16, 40, 21, 24);
   run_case(c);
-  const KernelPlan p = first_plan(c.graph);
+  const KernelPlan p = first_customized_plan(c.graph);
   const BlockGraph& g = *p.graph;
   // W [2, 21, 40] is read as Bᵀ: its rows pad to N = 24, its row stride covers K = 48.
   const int w = g.op(1).output;
@@ -144,7 +133,7 @@ TEST(MmaPadding, DecodeAttentionKv4097Candidate) {
   auto loaded = load_graph_entry("bench/search/suite/llama3_8b_attn_d1_kv4097.json", 4);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const KernelGraph& g = loaded->graph;
-  const KernelPlan p = first_plan(g);
+  const KernelPlan p = first_customized_plan(g);
   const BlockGraph& b = *p.graph;
   ASSERT_EQ(b.forloop(), 2);
   std::vector<int> mms;
@@ -173,7 +162,7 @@ TEST(MmaPadding, WhatKeepsTheSimtPath) {
   EXPECT_EQ(mma_padded_extent(64, 16), 64);
   for (auto [k, n, tc] : {std::tuple{40, 1, false}, {3, 24, false}, {40, 2, true}, {4, 24, true}}) {
     const RaggedCase c = padded_matmul_epilogue(16, k, n);
-    const KernelPlan p = first_plan(c.graph);
+    const KernelPlan p = first_customized_plan(c.graph);
     for (int i = 0; i < static_cast<int>(p.graph->ops().size()); ++i)
       if (p.graph->op(i).kind == OpKind::Matmul)
         EXPECT_EQ(p.ops[i].matmul, tc ? MatmulPath::TensorCore : MatmulPath::Simt)
@@ -196,7 +185,7 @@ TEST(MmaPadding, WhatKeepsTheSimtPath) {
   EXPECT_FALSE(matmul_tiles_fit_mma(b, mm));
   EXPECT_TRUE(matmul_needs_mma_padding(b, mm));
   must(g.mark_output(must(g.add_customized({x, w}, std::move(b), {"O"}))[0]));
-  const KernelPlan p = first_plan(g);
+  const KernelPlan p = first_customized_plan(g);
   EXPECT_EQ(p.ops[mm].matmul, MatmulPath::Simt);
   EXPECT_EQ(p.ops[mm].mma_n, 0);
 }
@@ -204,7 +193,7 @@ TEST(MmaPadding, WhatKeepsTheSimtPath) {
 // verify_plan rejects padded matmuls whose storage or zeroing does not cover the pad.
 TEST(MmaPadding, VerifyPlanChecksThePadding) {
   const RaggedCase c = padded_batched_chain(16, 40, 21, 24);
-  const KernelPlan p = first_plan(c.graph);
+  const KernelPlan p = first_customized_plan(c.graph);
   ASSERT_TRUE(verify_plan(p).ok());
   const BlockGraph& g = *p.graph;
   int m0 = -1;

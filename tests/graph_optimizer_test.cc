@@ -15,21 +15,10 @@
 #include "strata/opt/rowwise.h"
 #include "strata/opt/schedule.h"
 #include "support/op_coverage_graphs.h"
+#include "support/kernel_plans.h"
 
 namespace strata::testing {
 namespace {
-
-/// The plan of the first customized op of g.
-KernelPlan plan_of(const KernelGraph& g, PlanOptions opts = {}) {
-  for (const KernelOp& op : g.ops()) {
-    if (op.kind != OpKind::Customized) continue;
-    std::vector<DType> in, out;
-    for (int t : op.inputs) in.push_back(g.tensor(t).dtype);
-    for (int t : op.outputs) out.push_back(g.tensor(t).dtype);
-    return must(optimize_block_graph(op.body, in, out, opts));
-  }
-  throw std::runtime_error("no customized op");
-}
 
 /// Every invariant of the shared-memory plan.
 void expect_valid_memory_plan(const KernelPlan& p) {
@@ -71,7 +60,7 @@ PlanOptions block_pipeline() {
 TEST(Schedule, RmsNormLevelsAndBarriers) {
   PlanOptions plain = block_pipeline();
   plain.register_accums = false;
-  KernelPlan p = plan_of(rmsnorm_graph(16, 4096, 6144), plain);
+  KernelPlan p = first_customized_plan(rmsnorm_graph(16, 4096, 6144), plain);
   const BlockGraph& g = *p.graph;
   // Loads at level 0; the matmul (accumulating into registers) and accum_rms_ld at level 1.
   EXPECT_EQ(p.op(0).phase, Phase::Loop);
@@ -90,14 +79,14 @@ TEST(Schedule, RmsNormLevelsAndBarriers) {
   EXPECT_EQ(p.tensors[g.op(2).output].home, TensorHome::Fused);
   EXPECT_EQ(p.op(2).matmul, MatmulPath::TensorCore);
   // accum_rms_ld in registers per thread: its partials are flushed, then the RMS taken.
-  KernelPlan r = plan_of(rmsnorm_graph(16, 4096, 6144), block_pipeline());
+  KernelPlan r = first_customized_plan(rmsnorm_graph(16, 4096, 6144), block_pipeline());
   EXPECT_TRUE(r.op(4).register_accum);
   EXPECT_EQ(r.tensors[g.op(4).output].home, TensorHome::Shared);
   EXPECT_EQ(r.barriers_post, 3);
   // Loop groups (the default here): a group barrier per level, one before refilling a stage.
   // After the loop: one barrier, one after every group has written its partials; the saver
   // adds the groups' copies itself (summed at read), so no barrier follows an in-place sum.
-  KernelPlan q = plan_of(rmsnorm_graph(16, 4096, 6144));
+  KernelPlan q = first_customized_plan(rmsnorm_graph(16, 4096, 6144));
   EXPECT_GT(q.groups, 1);
   EXPECT_EQ(q.barriers_per_iteration, 2);
   EXPECT_EQ(q.barriers_post, 2);
@@ -109,7 +98,7 @@ TEST(Schedule, RmsNormLevelsAndBarriers) {
   // Summed in place instead: one more barrier before the saver.
   PlanOptions in_place;
   in_place.sum_at_read = false;
-  KernelPlan s = plan_of(rmsnorm_graph(16, 4096, 6144), in_place);
+  KernelPlan s = first_customized_plan(rmsnorm_graph(16, 4096, 6144), in_place);
   EXPECT_EQ(s.groups, q.groups);
   EXPECT_FALSE(s.tensors[g.op(3).output].summed_at_read);
   EXPECT_EQ(s.barriers_post, 3);
@@ -119,10 +108,10 @@ TEST(Schedule, FusionRemovesLevels) {
   KernelGraph gqa = attention_graph(2, 128, 64, 4096, 16, 64, 64, false);
   PlanOptions unchained = block_pipeline();
   unchained.chain_matmuls = false;
-  KernelPlan fused = plan_of(gqa, unchained);
+  KernelPlan fused = first_customized_plan(gqa, unchained);
   PlanOptions no_fusion = unchained;
   no_fusion.fuse_epilogues = false;
-  KernelPlan plain = plan_of(gqa, no_fusion);
+  KernelPlan plain = first_customized_plan(gqa, no_fusion);
   const BlockGraph& g = *fused.graph;
   // S = Q·K with exp in its epilogue, then E·V and Σ E: two levels per iteration.
   EXPECT_EQ(fused.op(3).epilogue, 4);
@@ -137,7 +126,7 @@ TEST(Schedule, FusionRemovesLevels) {
   EXPECT_EQ(plain.barriers_per_iteration, 4);
   EXPECT_EQ(plain.tensors[g.op(3).output].home, TensorHome::Shared);
   // Chained (FlashAttention style): E·V and Σ E come from the registers of Q·K: one level.
-  KernelPlan chained = plan_of(gqa, block_pipeline());
+  KernelPlan chained = first_customized_plan(gqa, block_pipeline());
   EXPECT_EQ(chained.op(3).chain_into, 5);
   EXPECT_EQ(chained.op(5).chain_from, 3);
   EXPECT_EQ(chained.op(7).rowsum_of, 3);
@@ -158,7 +147,7 @@ TEST(Schedule, ChainRowTilesPerWarp) {
   auto chain_tiling = [&](int row_tiles) {
     PlanOptions o = block_pipeline();
     o.chain_row_tiles = row_tiles;
-    KernelPlan p = plan_of(gqa, o);
+    KernelPlan p = first_customized_plan(gqa, o);
     EXPECT_EQ(p.op(3).chain_into, 5);
     EXPECT_EQ(p.op(5).tiling.mt, p.op(3).tiling.mt);
     return std::make_pair(p.op(3).tiling.warps_m, p.op(3).tiling.mt);
@@ -171,7 +160,7 @@ TEST(Schedule, ChainRowTilesPerWarp) {
 
 TEST(Schedule, FoldsNormsIntoMatmuls) {
   KernelGraph qk = attention_graph(2, 64, 64, 1024, 2, 64, 32, true);
-  KernelPlan p = plan_of(qk, block_pipeline());
+  KernelPlan p = first_customized_plan(qk, block_pipeline());
   const BlockGraph& g = *p.graph;
   const int qn = 3, kn = 4, s = 5;
   // rms_norm(K) over the head dim (the contraction dim of Q·K) scales the product's columns;
@@ -184,7 +173,7 @@ TEST(Schedule, FoldsNormsIntoMatmuls) {
   EXPECT_TRUE(p.tensors[1].layout.swizzle);             // K is now read by ldmatrix
   PlanOptions off = block_pipeline();
   off.fold_norms = false;
-  KernelPlan q = plan_of(qk, off);
+  KernelPlan q = first_customized_plan(qk, off);
   EXPECT_EQ(q.op(kn).fold_into, -1);
   EXPECT_EQ(q.tensors[g.op(kn).output].home, TensorHome::Shared);
   expect_valid_memory_plan(p);
@@ -192,7 +181,7 @@ TEST(Schedule, FoldsNormsIntoMatmuls) {
 
 TEST(Schedule, HoistsLoopInvariantOps) {
   KernelGraph qk = attention_graph(2, 32, 32, 512, 4, 32, 16, true);
-  KernelPlan p = plan_of(qk);
+  KernelPlan p = first_customized_plan(qk);
   const BlockGraph& g = *p.graph;
   const int qi = 0, qn = 3, kn = 4;
   ASSERT_EQ(g.op(qn).kind, OpKind::RmsNorm);
@@ -203,7 +192,7 @@ TEST(Schedule, HoistsLoopInvariantOps) {
   EXPECT_EQ(p.barriers_prologue, 1);
   PlanOptions keep;
   keep.hoist_invariants = false;
-  KernelPlan q = plan_of(qk, keep);
+  KernelPlan q = first_customized_plan(qk, keep);
   EXPECT_EQ(q.op(qn).phase, Phase::Loop);
   EXPECT_EQ(q.op(qi).phase, Phase::Loop);
   EXPECT_EQ(q.barriers_prologue, 0);
@@ -225,7 +214,7 @@ TEST(Schedule, DepthOfADiamond) {
   must(g.mark_output(outs[0]));
   PlanOptions no_inline = block_pipeline();
   no_inline.inline_elementwise = false;
-  KernelPlan p = plan_of(g, no_inline);
+  KernelPlan p = first_customized_plan(g, no_inline);
   const int expect[] = {0, 1, 1, 2, 3, 4, 5};
   for (int i = 0; i < 7; ++i) EXPECT_EQ(p.op(i).level, expect[i]) << "op #" << i;
   EXPECT_EQ(p.barriers_per_iteration, 5);
@@ -249,14 +238,14 @@ TEST(MemoryPlan, ReusesDeadTiles) {
   must(g.mark_output(outs[0]));
   PlanOptions no_inline;  // (inlining would compute the whole chain in one pass)
   no_inline.inline_elementwise = false;
-  KernelPlan p = plan_of(g, no_inline);
+  KernelPlan p = first_customized_plan(g, no_inline);
   expect_valid_memory_plan(p);
   int64_t sum = 0;
   for (const TensorPlan& t : p.tensors) sum += t.bytes;
   EXPECT_LT(p.smem_bytes, sum);
   EXPECT_EQ(p.tensors[a].offset, p.tensors[c2].offset);  // same size, disjoint lifetimes
   // Post-loop tiles reuse the loop's space.
-  KernelPlan r = plan_of(rmsnorm_graph(16, 4096, 6144));
+  KernelPlan r = first_customized_plan(rmsnorm_graph(16, 4096, 6144));
   const BlockGraph& rg = *r.graph;
   int wi = 1, accm = rg.op(3).output;
   EXPECT_LT(r.tensors[accm].offset, r.tensors[wi].offset + r.tensors[wi].bytes);
@@ -305,10 +294,10 @@ TEST(MemoryPlan, ValidForEveryBenchmarkAndCoverageGraph) {
 
 TEST(MemoryPlan, ShrinksThePipelineThenFails) {
   KernelGraph g = gatedmlp_graph(64, 4096, 4096);
-  KernelPlan roomy = plan_of(g, block_pipeline());
+  KernelPlan roomy = first_customized_plan(g, block_pipeline());
   PlanOptions tight = block_pipeline();
   tight.smem_limit = 64 * 1024;
-  KernelPlan small = plan_of(g, tight);
+  KernelPlan small = first_customized_plan(g, tight);
   EXPECT_LT(small.pipeline_stages, roomy.pipeline_stages);
   EXPECT_GE(small.pipeline_stages, 2);
   EXPECT_LE(small.smem_bytes, 64 * 1024);
@@ -322,16 +311,16 @@ TEST(MemoryPlan, ShrinksThePipelineThenFails) {
 }
 
 TEST(Layout, SwizzlePaddingAndViews) {
-  KernelPlan p = plan_of(gatedmlp_graph(8, 4096, 4096));
+  KernelPlan p = first_customized_plan(gatedmlp_graph(8, 4096, 4096));
   // 64-wide f16 tensor-core operands: 128-byte rows, XOR swizzle.
   EXPECT_TRUE(p.tensors[1].layout.swizzle);
   EXPECT_EQ(p.tensors[1].layout.ld, 64);
   // 32-wide f16 operands (64-byte rows): padded to an odd number of 16-byte chunks.
-  KernelPlan q = plan_of(attention_graph(2, 32, 32, 512, 4, 32, 16, false));
+  KernelPlan q = first_customized_plan(attention_graph(2, 32, 32, 512, 4, 32, 16, false));
   EXPECT_FALSE(q.tensors[2].layout.swizzle);
   EXPECT_EQ(q.tensors[2].layout.ld, 40);
   // LoRA: X and X·A stored in place inside [X | X·A], W and B inside [W ; B].
-  KernelPlan l = plan_of(lora_graph(16, 256, 4096, 16));
+  KernelPlan l = first_customized_plan(lora_graph(16, 256, 4096, 16));
   const BlockGraph& g = *l.graph;
   const int left = g.op(5).output, right = g.op(6).output;
   EXPECT_EQ(l.tensors[0].home, TensorHome::View);
@@ -342,7 +331,7 @@ TEST(Layout, SwizzlePaddingAndViews) {
   EXPECT_EQ(l.tensors[3].view_of, right);
   EXPECT_EQ(l.tensors[3].view_offset, 256);
   // Pipelined input tiles are never views.
-  for (const TensorPlan& t : plan_of(rmsnorm_graph(2, 4096, 6144)).tensors)
+  for (const TensorPlan& t : first_customized_plan(rmsnorm_graph(2, 4096, 6144)).tensors)
     EXPECT_NE(t.home, TensorHome::View);
   expect_valid_memory_plan(l);
 }
@@ -352,14 +341,14 @@ TEST(Layout, PipelineDepthFollowsBytesInFlight) {
   o.bytes_in_flight = 32 * 1024;
   // 8 KB of W and 256 B of X per iteration, one block per SM: 32 KB in flight needs 4 + 1
   // stages.
-  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 5);
+  EXPECT_EQ(first_customized_plan(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 5);
   o.bytes_in_flight = 128 * 1024;
   o.max_stages = 8;
-  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 8);  // capped
+  EXPECT_EQ(first_customized_plan(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 8);  // capped
   o.forced_stages = 3;
-  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 3);
+  EXPECT_EQ(first_customized_plan(rmsnorm_graph(2, 4096, 6144), o).pipeline_stages, 3);
   // F = 1: no pipeline.
-  EXPECT_EQ(plan_of(ntrans_graph(8, 4096)).pipeline_stages, 1);
+  EXPECT_EQ(first_customized_plan(ntrans_graph(8, 4096)).pipeline_stages, 1);
   // The target is per SM: 384 blocks share an SM three at a time, so each keeps a third.
   o.bytes_in_flight = 96 * 1024;
   o.max_stages = 12;
@@ -367,15 +356,15 @@ TEST(Layout, PipelineDepthFollowsBytesInFlight) {
   PlanOptions alone = o;
   alone.bytes_in_flight = 32 * 1024;
   alone.sm_count = 384;
-  const int shared3 = plan_of(rmsnorm_graph(2, 4096, 6144, 16), o).pipeline_stages;
-  EXPECT_EQ(shared3, plan_of(rmsnorm_graph(2, 4096, 6144, 16), alone).pipeline_stages);
+  const int shared3 = first_customized_plan(rmsnorm_graph(2, 4096, 6144, 16), o).pipeline_stages;
+  EXPECT_EQ(shared3, first_customized_plan(rmsnorm_graph(2, 4096, 6144, 16), alone).pipeline_stages);
   o.sm_count = 384;
-  EXPECT_GT(plan_of(rmsnorm_graph(2, 4096, 6144, 16), o).pipeline_stages, shared3);
+  EXPECT_GT(first_customized_plan(rmsnorm_graph(2, 4096, 6144, 16), o).pipeline_stages, shared3);
   // Loop groups: every group keeps its stages in flight while it waits.
   PlanOptions g;
   g.loop_groups = 4;
   g.bytes_in_flight = 128 * 1024;
-  KernelPlan q = plan_of(rmsnorm_graph(2, 4096, 6144), g);
+  KernelPlan q = first_customized_plan(rmsnorm_graph(2, 4096, 6144), g);
   EXPECT_EQ(q.groups, 4);
   EXPECT_EQ(q.pipeline_stages, 4);  // 4 groups × 4 stages × 8.25 KB ≈ 128 KB
   expect_valid_memory_plan(q);
@@ -383,33 +372,33 @@ TEST(Layout, PipelineDepthFollowsBytesInFlight) {
 
 TEST(Layout, LoopGroups) {
   // rmsnorm b8 (96 blocks, one per SM): one-warp groups, as many as fit two stages of 10 KB.
-  KernelPlan r = plan_of(rmsnorm_graph(16, 4096, 6144));
+  KernelPlan r = first_customized_plan(rmsnorm_graph(16, 4096, 6144));
   EXPECT_EQ(r.group_threads, 32);
   EXPECT_GE(r.groups, 8);
   EXPECT_EQ(r.threads, r.groups * 32);
   EXPECT_GE(r.pipeline_stages, 2);
   expect_valid_memory_plan(r);
   // gatedmlp b8: two 64x64 register accumulators need four warps per group.
-  KernelPlan m = plan_of(gatedmlp_graph(64, 4096, 4096));
+  KernelPlan m = first_customized_plan(gatedmlp_graph(64, 4096, 4096));
   EXPECT_EQ(m.group_threads, 128);
   EXPECT_GE(m.groups, 2);
   expect_valid_memory_plan(m);
   // A grid of many blocks per SM keeps one group (the blocks share the SM instead).
-  EXPECT_EQ(plan_of(attention_graph(16, 256, 64, 4096, 16, 64, 64, false)).groups, 1);
+  EXPECT_EQ(first_customized_plan(attention_graph(16, 256, 64, 4096, 16, 64, 64, false)).groups, 1);
   // Forced counts, and no groups without a loop.
   PlanOptions o;
   o.loop_groups = 3;
-  EXPECT_EQ(plan_of(rmsnorm_graph(16, 4096, 6144), o).groups, 3);
+  EXPECT_EQ(first_customized_plan(rmsnorm_graph(16, 4096, 6144), o).groups, 3);
   o.loop_groups = 1;
-  EXPECT_EQ(plan_of(rmsnorm_graph(16, 4096, 6144), o).groups, 1);
-  EXPECT_EQ(plan_of(lora_graph(16, 256, 4096, 16)).groups, 1);
+  EXPECT_EQ(first_customized_plan(rmsnorm_graph(16, 4096, 6144), o).groups, 1);
+  EXPECT_EQ(first_customized_plan(lora_graph(16, 256, 4096, 16)).groups, 1);
   // Loop groups never exceed the loop.
   o.loop_groups = 16;
-  EXPECT_LE(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), o).groups, 4);
+  EXPECT_LE(first_customized_plan(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), o).groups, 4);
 }
 
 TEST(Layout, Rowwise) {
-  KernelPlan p = plan_of(ntrans_graph(1, 4096));
+  KernelPlan p = first_customized_plan(ntrans_graph(1, 4096));
   EXPECT_TRUE(p.rowwise);
   EXPECT_EQ(p.threads, 512);  // 512 chunks of 8 halves: one per thread
   EXPECT_EQ(p.scratch_bytes, 2 * 16 * 4);
@@ -420,40 +409,40 @@ TEST(Layout, Rowwise) {
   EXPECT_EQ(layout->vec, 8);
   EXPECT_TRUE(layout->block_rows);
   // Rows of 32 chunks stay in one warp: no scratch, no barrier.
-  KernelPlan q = plan_of(rowwise_rows());
+  KernelPlan q = first_customized_plan(rowwise_rows());
   EXPECT_TRUE(q.rowwise);
   EXPECT_EQ(q.scratch_bytes, 0);
   // Matmuls and loops are not rowwise.
-  EXPECT_FALSE(plan_of(rmsnorm_graph(2, 4096, 6144)).rowwise);
+  EXPECT_FALSE(first_customized_plan(rmsnorm_graph(2, 4096, 6144)).rowwise);
   PlanOptions off;
   off.rowwise = false;
-  EXPECT_FALSE(plan_of(ntrans_graph(1, 4096), off).rowwise);
+  EXPECT_FALSE(first_customized_plan(ntrans_graph(1, 4096), off).rowwise);
 }
 
 TEST(Layout, ThreadCount) {
   PlanOptions o = block_pipeline();
   o.chain_matmuls = false;
   // Register accumulators of 256x64 need 256 threads to fit 64 floats per thread.
-  EXPECT_EQ(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), o).threads, 256);
+  EXPECT_EQ(first_customized_plan(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), o).threads, 256);
   // Chained, every warp owns one 16-row tile of both products: 16 warps.
-  EXPECT_EQ(plan_of(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), block_pipeline()).threads,
+  EXPECT_EQ(first_customized_plan(attention_graph(2, 256, 64, 4096, 16, 64, 64, false), block_pipeline()).threads,
             512);
   // Tensor-core kernels whose accumulators fit keep the block graph's 128 threads.
-  EXPECT_EQ(plan_of(rmsnorm_graph(2, 4096, 6144), o).threads, 128);
+  EXPECT_EQ(first_customized_plan(rmsnorm_graph(2, 4096, 6144), o).threads, 128);
   // Elementwise kernels get at most 8 elements of their largest tile per thread.
   o.rowwise = false;
-  EXPECT_EQ(plan_of(ntrans_graph(1, 4096), o).threads, 512);
-  EXPECT_EQ(plan_of(ntrans_graph(2, 256), o).threads, 128);
+  EXPECT_EQ(first_customized_plan(ntrans_graph(1, 4096), o).threads, 512);
+  EXPECT_EQ(first_customized_plan(ntrans_graph(2, 256), o).threads, 128);
   o.threads = 64;
-  EXPECT_EQ(plan_of(ntrans_graph(1, 4096), o).threads, 64);
+  EXPECT_EQ(first_customized_plan(ntrans_graph(1, 4096), o).threads, 64);
   // Without a loop, tensor-core kernels spread large products over up to 8 warps.
-  EXPECT_EQ(plan_of(lora_graph(128, 256, 4096, 16)).threads, 256);
+  EXPECT_EQ(first_customized_plan(lora_graph(128, 256, 4096, 16)).threads, 256);
 }
 
 TEST(Schedule, InlinesElementwiseChains) {
   PlanOptions not_rowwise;
   not_rowwise.rowwise = false;
-  KernelPlan p = plan_of(ntrans_graph(1, 4096), not_rowwise);
+  KernelPlan p = first_customized_plan(ntrans_graph(1, 4096), not_rowwise);
   const BlockGraph& g = *p.graph;
   // sub → mul → add is evaluated in one pass by the add; the F = 1 accumulator is its input.
   EXPECT_EQ(p.op(4).inline_into, 5);
@@ -465,10 +454,10 @@ TEST(Schedule, InlinesElementwiseChains) {
   EXPECT_EQ(p.tensors[g.op(8).output].view_of, g.op(7).output);
   PlanOptions o = not_rowwise;
   o.inline_elementwise = false;
-  KernelPlan q = plan_of(ntrans_graph(1, 4096), o);
+  KernelPlan q = first_customized_plan(ntrans_graph(1, 4096), o);
   EXPECT_EQ(q.op(6).level, q.op(3).level + 3);
   // gatedmlp: silu(acc1) is evaluated by the mul, the mul by the output saver.
-  KernelPlan m = plan_of(gatedmlp_graph(8, 4096, 4096));
+  KernelPlan m = first_customized_plan(gatedmlp_graph(8, 4096, 4096));
   EXPECT_EQ(m.op(7).inline_into, 8);
   EXPECT_EQ(m.op(8).inline_into, 9);
   EXPECT_EQ(m.op(9).level, 1);
@@ -491,7 +480,7 @@ KernelPlan plan_of_kernel(const KernelGraph& g, int which, PlanOptions opts = {}
 // Layout ops are read in place: no level, no barrier, no shared memory; copied only where
 // ldmatrix cannot read them.
 TEST(LayoutViews, ReadInPlaceUnlessLdmatrixCannot) {
-  KernelPlan p = plan_of(transposed_key_chain(), block_pipeline());
+  KernelPlan p = first_customized_plan(transposed_key_chain(), block_pipeline());
   const BlockGraph& g = *p.graph;
   const int kt = g.op(3).output;  // transpose(K_i)
   EXPECT_TRUE(p.op(3).in_place);
@@ -503,7 +492,7 @@ TEST(LayoutViews, ReadInPlaceUnlessLdmatrixCannot) {
   EXPECT_EQ(p.op(4).chain_into, 6);  // the chain reads K_i through the transpose
   expect_valid_memory_plan(p);
 
-  KernelPlan v = plan_of(layout_views(), block_pipeline());
+  KernelPlan v = first_customized_plan(layout_views(), block_pipeline());
   const BlockGraph& vg = *v.graph;
   EXPECT_TRUE(v.op(2).in_place);   // transpose(X_i): a transposed A of whole 16-row tiles
   EXPECT_TRUE(v.op(3).in_place);   // W_i[:, 64:128]: 128-byte aligned
@@ -520,7 +509,7 @@ TEST(LayoutViews, ReadInPlaceUnlessLdmatrixCannot) {
   EXPECT_FALSE(h.tensors[host].layout.swizzle);  // an alias at column 8 keeps it unswizzled
   EXPECT_EQ(h.tensors[host].layout.ld, 136);
   // A B operand of 128-byte rows read directly is swizzled (U of views_and_block_reductions).
-  KernelPlan plain = plan_of(views_and_block_reductions());
+  KernelPlan plain = first_customized_plan(views_and_block_reductions());
   EXPECT_TRUE(plain.tensors[plain.graph->op(1).output].layout.swizzle);
 }
 
@@ -530,7 +519,7 @@ TEST(OnlineSoftmax, ChainsAndLoopGroups) {
   PlanOptions grouped;
   grouped.loop_groups = 2;
   const KernelGraph g = online_attention(DType::f16, true, true, false, 2, 32);
-  KernelPlan p = plan_of(g, grouped);
+  KernelPlan p = first_customized_plan(g, grouped);
   // ops: 0 Q, 1 K, 2 V, 3 transpose, 4 S, 5 scale, 6 running_max, 7 sub, 8 exp, 9 P,
   // 10 accum_rescale, 11 accum_rescale_ld
   EXPECT_EQ(p.op(4).chain_into, 9);
@@ -548,17 +537,17 @@ TEST(OnlineSoftmax, ChainsAndLoopGroups) {
   // Without groups the running max never leaves registers.
   PlanOptions one;
   one.loop_groups = 1;
-  KernelPlan q = plan_of(g, one);
+  KernelPlan q = first_customized_plan(g, one);
   EXPECT_EQ(q.tensors[q.graph->op(6).output].home, TensorHome::Fused);
   // A plain sum of E depends on the maxima along the way: chained, not shift-free, no groups.
-  KernelPlan x = plan_of(online_attention(DType::f16, true, true, true, 2, 32), grouped);
+  KernelPlan x = first_customized_plan(online_attention(DType::f16, true, true, true, 2, 32), grouped);
   EXPECT_EQ(x.op(6).scan_of, 4);
   EXPECT_FALSE(x.op(4).shift_free);
   EXPECT_EQ(x.groups, 1);
   // Without chains: the running max is a state tile in shared memory, no groups either.
   PlanOptions unchained = grouped;
   unchained.chain_matmuls = false;
-  KernelPlan u = plan_of(g, unchained);
+  KernelPlan u = first_customized_plan(g, unchained);
   EXPECT_EQ(u.op(6).scan_of, -1);
   EXPECT_EQ(u.tensors[u.graph->op(6).output].home, TensorHome::Shared);
   EXPECT_EQ(u.groups, 1);
@@ -568,7 +557,7 @@ TEST(OnlineSoftmax, ChainsAndLoopGroups) {
 TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {
   setenv("STRATA_DUMP_PASSES", "1", 1);
   ::testing::internal::CaptureStderr();
-  KernelPlan p = plan_of(rmsnorm_graph(2, 4096, 6144));
+  KernelPlan p = first_customized_plan(rmsnorm_graph(2, 4096, 6144));
   std::string err = ::testing::internal::GetCapturedStderr();
   unsetenv("STRATA_DUMP_PASSES");
   for (const char* pass : {"schedule_block_ops", "fuse_matmul_epilogues", "choose_layouts",
@@ -580,7 +569,7 @@ TEST(GraphOptimizer, DumpsThePlanAfterEveryPass) {
 
 TEST(PlanContract, EmissionDecisionsFollowTheOptions) {
   // rmsnorm b8: 96 blocks on 132 SMs (one per SM): launch bounds with a minimum of one block.
-  KernelPlan p = plan_of(rmsnorm_graph(16, 4096, 6144), block_pipeline());
+  KernelPlan p = first_customized_plan(rmsnorm_graph(16, 4096, 6144), block_pipeline());
   ASSERT_TRUE(p.emission.decided);
   EXPECT_EQ(p.emission.min_blocks_per_sm, 1);
   EXPECT_EQ(p.emission.register_cap, std::min(255, 65536 / p.threads));
@@ -595,30 +584,30 @@ TEST(PlanContract, EmissionDecisionsFollowTheOptions) {
   PlanOptions o = block_pipeline();
   o.min_blocks_per_sm = 2;
   o.split_chunk_walks = false;
-  KernelPlan q = plan_of(rmsnorm_graph(16, 4096, 6144), o);
+  KernelPlan q = first_customized_plan(rmsnorm_graph(16, 4096, 6144), o);
   EXPECT_EQ(q.emission.min_blocks_per_sm, 2);
   EXPECT_EQ(q.emission.register_cap, std::min(255, 65536 / (2 * q.threads)));
   EXPECT_FALSE(q.emission.split_chunk_walks);
   EXPECT_EQ(q.emission.max_unrolled_chunks, 16);
   // Many blocks per SM: no minimum. Early refill needs loop groups and two stages.
-  KernelPlan a = plan_of(attention_graph(16, 256, 64, 4096, 16, 64, 64, false));
+  KernelPlan a = first_customized_plan(attention_graph(16, 256, 64, 4096, 16, 64, 64, false));
   EXPECT_EQ(a.emission.min_blocks_per_sm, 0);
   PlanOptions e;
   e.early_refill = true;
   e.loop_groups = 4;
-  KernelPlan g = plan_of(rmsnorm_graph(16, 4096, 6144), e);
+  KernelPlan g = first_customized_plan(rmsnorm_graph(16, 4096, 6144), e);
   EXPECT_EQ(g.groups, 4);
   EXPECT_TRUE(g.emission.early_refill);
   e.loop_groups = 1;
-  EXPECT_FALSE(plan_of(rmsnorm_graph(16, 4096, 6144), e).emission.early_refill);
+  EXPECT_FALSE(first_customized_plan(rmsnorm_graph(16, 4096, 6144), e).emission.early_refill);
   // Rowwise kernels carry their layout.
-  KernelPlan r = plan_of(ntrans_graph(1, 4096));
+  KernelPlan r = first_customized_plan(ntrans_graph(1, 4096));
   EXPECT_EQ(r.rowwise_layout.threads, r.threads);
   EXPECT_EQ(r.rowwise_layout.vec, 8);
 }
 
 TEST(PlanContract, VerifyPlanNamesTheBrokenInvariant) {
-  const KernelPlan good = plan_of(rmsnorm_graph(16, 4096, 6144), block_pipeline());
+  const KernelPlan good = first_customized_plan(rmsnorm_graph(16, 4096, 6144), block_pipeline());
   ASSERT_TRUE(verify_plan(good).ok()) << verify_plan(good).error().message;
   auto broken = [&](const std::function<void(KernelPlan&)>& edit, const std::string& what) {
     KernelPlan p = good;
