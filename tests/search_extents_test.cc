@@ -10,7 +10,9 @@
 #include "strata/codegen/cuda_emitter.h"
 #include "strata/search/dim_classes.h"
 #include "strata/opt/kernel_plan.h"
+#include "strata/frontend/graph_loader.h"
 #include "strata/frontend/program_parser.h"
+#include "strata/opt/graph_optimizer.h"
 #include "strata/search/search.h"
 
 namespace strata {
@@ -65,6 +67,40 @@ int64_t vocabulary_tile(const BlockGraph& b, int w_input) {
 
 // rms_norm(X) · G, then an LM head of 50257 columns (GPT-2's vocabulary, prime to every tile):
 // a fused graph splitting the vocabulary raggedly, which the code generator now emits.
+// Decode attention over 4097 keys: a graph the search once ranked first whose second kernel
+// reads the scores, a 16-bit intermediate, in tiles of rows of 4097 — which the emitter stores
+// in f32 (they could only be copied 2 bytes at a time otherwise). Planned with the graph's
+// dtypes its shared memory fits; planned as the emitter stores it, 247040 bytes do not, and the
+// search's emittability screen (plan_customized_kernels) now refuses it.
+TEST(SearchExtents, EmittabilityIsJudgedOnTheStoredTypes) {
+  auto g = load_graph("tests/data/emit/kv4097_widened_smem.json");
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  const PlanOptions plan = PlanOptions::for_arch(*Target::by_name("h200"));
+  int customized = 0;
+  for (const KernelOp& op : g->ops()) {
+    if (op.kind != OpKind::Customized) continue;
+    ++customized;
+    std::vector<DType> in, out;
+    for (int t : op.inputs) in.push_back(g->tensor(t).dtype);
+    for (int t : op.outputs) out.push_back(g->tensor(t).dtype);
+    EXPECT_TRUE(optimize_block_graph(op.body, in, out, plan).ok());
+  }
+  EXPECT_EQ(customized, 2);
+  EmitOptions options;
+  options.plan = plan;
+  const Status planned = plan_customized_kernels(*g, options);
+  ASSERT_FALSE(planned.ok());
+  EXPECT_NE(planned.error().message.find("247040 bytes of shared memory"), std::string::npos)
+      << planned.error().message;
+  auto emitted = emit_cuda_source(*g, options);
+  ASSERT_FALSE(emitted.ok());
+  EXPECT_NE(emitted.error().message.find("247040 bytes"), std::string::npos);
+  // A graph the emitter builds passes the same screen.
+  auto program = load_graph("bench/suite/llama3_8b_attn_d1_kv4097.strata");
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  EXPECT_TRUE(plan_customized_kernels(*program, options).ok());
+}
+
 TEST(SearchExtents, OddVocabularyGetsARaggedFusedGraph) {
   std::optional<BlockGraph> b = best_fused("vocab50257", R"(
 input X: f16[2, 2048]

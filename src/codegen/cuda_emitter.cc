@@ -250,6 +250,23 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options) {
   }
 }
 
+/// The plan of kernel op `op`'s block graph `body` as the emitter makes it: the tensors'
+/// storage types and the inputs' views of `bp`.
+Result<KernelPlan> plan_kernel_as_stored(const KernelGraph& g, const KernelOp& op,
+                                         const std::shared_ptr<const BlockGraph>& body,
+                                         const BufferPlan& bp, const PlanOptions& options) {
+  std::vector<DType> in_t, out_t;
+  std::vector<std::optional<InputView>> in_views;
+  for (int t : op.inputs) {
+    in_t.push_back(bp.dtypes[t]);
+    in_views.push_back(bp.views[t] ? std::optional<InputView>(InputView{
+                                         g.tensor(bp.views[t]->storage).shape, bp.views[t]->map})
+                                   : std::nullopt);
+  }
+  for (int t : op.outputs) out_t.push_back(bp.dtypes[t]);
+  return optimize_block_graph(body, in_t, out_t, options, in_views);
+}
+
 /// The launch of all_reduce op `i` (a collective, docs/tensor-parallel.md): an ncclAllReduce of
 /// its input into its result, which must be whole tensors of one dtype; refused when NCCL is
 /// off (EmitOptions::nccl).
@@ -391,16 +408,7 @@ Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
   L.comment = "kernel op #" + std::to_string(i) + ": " + std::string(op_name(op.kind));
   kernels.line("");
   if (body) {
-    std::vector<DType> in_t, out_t;
-    std::vector<std::optional<InputView>> in_views;
-    for (int t : op.inputs) {
-      in_t.push_back(bp.dtypes[t]);
-      in_views.push_back(bp.views[t] ? std::optional<InputView>(InputView{
-                                           g.tensor(bp.views[t]->storage).shape, bp.views[t]->map})
-                                     : std::nullopt);
-    }
-    for (int t : op.outputs) out_t.push_back(bp.dtypes[t]);
-    auto plan = optimize_block_graph(body, in_t, out_t, options.plan, in_views);
+    auto plan = plan_kernel_as_stored(g, op, body, bp, options.plan);
     if (plan.ok() || op.kind != OpKind::Matmul) {
       if (!plan.ok()) return make_error(where + ": " + plan.error().message);
       const Dim3 grid = body->grid();
@@ -409,6 +417,9 @@ Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
                           std::to_string(grid.y) + ", " + std::to_string(grid.z) +
                           ") exceeds CUDA's limit of 65535 blocks along y and z");
       const bool lowered = op.kind == OpKind::Matmul;
+      std::vector<DType> in_t, out_t;
+      for (int t : op.inputs) in_t.push_back(bp.dtypes[t]);
+      for (int t : op.outputs) out_t.push_back(bp.dtypes[t]);
       codegen::BlockKernelInfo info{
           prefix + "_k" + std::to_string(i) + "_" + (lowered ? "matmul" : "customized"), in_t,
           out_t};
@@ -833,6 +844,19 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
 }
 
 }  // namespace
+
+Status plan_customized_kernels(const KernelGraph& g, const EmitOptions& options) {
+  const BufferPlan bp = plan_buffers(g, options);
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const KernelOp& op = g.op(i);
+    if (op.kind != OpKind::Customized) continue;
+    auto plan = plan_kernel_as_stored(g, op, op.body, bp, options.plan);
+    if (!plan.ok())
+      return make_error("kernel op #" + std::to_string(i) + " (customized): " +
+                        plan.error().message);
+  }
+  return Status::success();
+}
 
 Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& given) {
   STRATA_RETURN_IF_ERROR(g.check_complete());

@@ -29,6 +29,7 @@
 #include "search/segments.h"
 #include "search/pointwise_seed.h"
 #include "search/split_kv.h"
+#include "strata/codegen/cuda_emitter.h"
 #include "strata/expr/abstract_expr.h"
 #include "strata/opt/canonicalize.h"
 #include "strata/opt/graph_optimizer.h"
@@ -206,23 +207,22 @@ Result<SearchResult> load_cached_result(const std::string& path, const std::stri
 }
 
 /// Whether the code generator can build every customized kernel of g on target t: it must
-/// support every block op (block_codegen_supports), and the plan (graph_optimizer.h) must fit
-/// the target's shared memory — the enumeration's estimate allows kSmemPruneSlack over the
-/// limit, so a candidate can pass it and still not fit. Returns the prune rule that rejects
-/// g, or "" if it is emittable.
+/// support every block op (block_codegen_supports), and the plans the emitter makes
+/// (plan_customized_kernels: its storage types and views) must fit the target's shared
+/// memory — the enumeration's estimate allows kSmemPruneSlack over the limit and counts
+/// intermediates in their graph dtype (the emitter widens those read in odd-length rows to
+/// f32), so a candidate can pass it and still not fit. Returns the prune rule that rejects g,
+/// or "" if it is emittable.
 std::string not_emittable(const KernelGraph& g, const Target& t) {
-  const PlanOptions options = PlanOptions::for_arch(t);
-  for (const KernelOp& op : g.ops()) {
-    if (op.kind != OpKind::Customized) continue;
-    if (!block_graph_codegen_unsupported(*op.body).empty()) return "codegen_unsupported";
-    std::vector<DType> in, out;
-    for (int x : op.inputs) in.push_back(g.tensor(x).dtype);
-    for (int x : op.outputs) out.push_back(g.tensor(x).dtype);
-    if (auto plan = optimize_block_graph(op.body, in, out, options); !plan.ok()) {
-      if (search::trace_screen_failures())
-        std::fprintf(stderr, "screen: not emittable: %s\n", plan.error().message.c_str());
-      return "codegen_shared_memory";
-    }
+  for (const KernelOp& op : g.ops())
+    if (op.kind == OpKind::Customized && !block_graph_codegen_unsupported(*op.body).empty())
+      return "codegen_unsupported";
+  EmitOptions options;
+  options.plan = PlanOptions::for_arch(t);
+  if (Status planned = plan_customized_kernels(g, options); !planned.ok()) {
+    if (search::trace_screen_failures())
+      std::fprintf(stderr, "screen: not emittable: %s\n", planned.error().message.c_str());
+    return "codegen_shared_memory";
   }
   return "";
 }

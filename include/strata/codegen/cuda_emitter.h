@@ -132,6 +132,12 @@ struct EmittedSource {
 /// customized kernel does not fit PlanOptions::smem_limit or a grid exceeds CUDA's limits.
 Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& options = {});
 
+/// Whether every customized kernel of g plans as emit_cuda_source plans it with `options` —
+/// the tensors' storage types (a 16-bit intermediate read in tiles of odd-length rows is
+/// stored in f32) and the inputs' views included — without emitting: the first kernel's
+/// planning error (shared memory over PlanOptions::smem_limit, …) otherwise.
+Status plan_customized_kernels(const KernelGraph& g, const EmitOptions& options = {});
+
 /// emit_cuda_source(...).code.
 Result<std::string> emit_cuda(const KernelGraph& g, const EmitOptions& options = {});
 
