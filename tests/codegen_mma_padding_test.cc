@@ -126,11 +126,11 @@ TEST(MmaPadding, SplitKvAttentionRaggedAndPadded) {
     if (c.name.rfind("pad_splitkv", 0) == 0) run_case(c);
 }
 
-// The split-KV candidate of decode attention over 4097 keys (bench/search/suite, rank 4): 129
+// The split-KV candidate of decode attention over 4097 keys (tests/data/emit, once ranked 4th): 129
 // keys per block in 2 iterations of 65. Both matmuls were SIMT; they run on tensor cores now,
 // Q·Kᵀ with N 65 → 72, E·V with K 65 → 80, and the kernel matches the interpreter.
 TEST(MmaPadding, DecodeAttentionKv4097Candidate) {
-  auto loaded = load_graph_entry("bench/search/suite/llama3_8b_attn_d1_kv4097.json", 4);
+  auto loaded = load_graph_entry("tests/data/emit/kv4097_split_kv_65.json");
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const KernelGraph& g = loaded->graph;
   const KernelPlan p = first_customized_plan(g);
@@ -248,7 +248,7 @@ TEST(MmaPadding, SharedMemoryEstimateCountsThePad) {
   EXPECT_EQ(block_smem_bytes(*b, {DType::f16, DType::f16}),
             16 * 48 * 2 + 48 * 24 * 2 + 16 * 24 * 2 + 16 * 21 * 2 + acc_bytes);
   // The kv4097 candidate: K's tile [1, 65, 128] as [1, 72, 128], V's as [1, 80, 128].
-  auto loaded = load_graph_entry("bench/search/suite/llama3_8b_attn_d1_kv4097.json", 4);
+  auto loaded = load_graph_entry("tests/data/emit/kv4097_split_kv_65.json");
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   for (const KernelOp& op : loaded->graph.ops()) {
     if (op.kind != OpKind::Customized) continue;

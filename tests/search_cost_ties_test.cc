@@ -125,7 +125,7 @@ TEST(CostTies, RankingPutsTheOneBarrierAttentionFirst) {
   EXPECT_EQ(barriers[2], 320);
   // The five-barrier graphs: the cost model's latency bound (docs/cost-model.md) now puts them
   // well behind, beyond the tie rule's 6 %.
-  EXPECT_NEAR(predicted[1], 167.24, 0.01);
+  EXPECT_NEAR(predicted[1], 168.76, 0.01);  // 167.24 with t_tbyte 0.91 ns
   EXPECT_DOUBLE_EQ(predicted[1], predicted[2]);
   // The two equal ones keep the order of their canonical JSON.
   EXPECT_LT(kernel_graph_to_json(r->ranked[1].graph).dump(),
