@@ -437,6 +437,16 @@ TEST(Layout, ThreadCount) {
   EXPECT_EQ(first_customized_plan(ntrans_graph(1, 4096), o).threads, 64);
   // Without a loop, tensor-core kernels spread large products over up to 8 warps.
   EXPECT_EQ(first_customized_plan(lora_graph(128, 256, 4096, 16)).threads, 256);
+  // Decode QK-norm attention, K tiles of 128 x 128: with the K norm folded into the product
+  // the block keeps 128 threads; computed on its own, the norm passes over 16384 elements and
+  // the block takes 512 threads (32 elements each), though its accumulators fit 128.
+  const KernelGraph decode = attention_graph(16, 16, 128, 4096, 16, 128, 8, true);
+  EXPECT_EQ(first_customized_plan(decode, block_pipeline()).threads, 128);
+  PlanOptions unfolded = block_pipeline();
+  unfolded.fold_norms = false;
+  EXPECT_EQ(first_customized_plan(decode, unfolded).threads, 512);
+  unfolded.max_threads = 256;  // a task entry's caller bounds it
+  EXPECT_EQ(first_customized_plan(decode, unfolded).threads, 256);
 }
 
 TEST(Schedule, InlinesElementwiseChains) {

@@ -276,12 +276,36 @@ bool any_tensor_cores(const KernelPlan& plan) {
   return false;
 }
 
+/// The most elements one op of a tensor-core kernel passes over outside the matmuls: the
+/// output (or, for a reduction, the input) of every elementwise, reduction and norm op that is
+/// evaluated on its own, i.e. not folded into a matmul (fold_into), not computed on a matmul's
+/// fragments (host) and not evaluated where it is read (inline_into). Running maxima of chains,
+/// layout ops, concats and accumulators do not count.
+int64_t largest_shared_pass(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  int64_t largest = 0;
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const BlockOp& op = g.op(i);
+    const Category c = op_category(op.kind);
+    const bool pass = is_elementwise(op.kind) || c == Category::Fused || c == Category::Reduce ||
+                      c == Category::Norm;
+    const OpPlan& p = plan.ops[i];
+    if (!pass || p.fold_into >= 0 || p.host >= 0 || p.inline_into >= 0) continue;
+    int64_t n = g.tensor(op.output).shape.numel();
+    if (c == Category::Reduce) n = std::max(n, g.tensor(op.inputs[0]).shape.numel());
+    largest = std::max(largest, n);
+  }
+  return largest;
+}
+
 /// Threads of one loop group (or of the block without groups): PlanOptions::threads when set;
 /// matmul chains need one warp per `mt` row tiles; other tensor-core kernels are raised until
 /// every fragment accumulator fits in registers (and, without a loop, until no warp owns fewer
-/// than 8 output fragments of the largest matmul); the others until no loop tile has more than 8
-/// (block) or 32 (group) elements per thread. Groups start from one warp, blocks from the block
-/// graph's size.
+/// than 8 output fragments of the largest matmul), then (blocks only, up to 512 threads) until
+/// no op outside the matmuls passes over more than 32 elements per thread
+/// (largest_shared_pass: a K tile's norm on 128 threads took 2.4 times as long as on 512); the
+/// others until no loop tile has more than 8 (block) or 32 (group) elements per thread. Groups
+/// start from one warp, blocks from the block graph's size.
 int choose_group_threads(KernelPlan& plan, bool grouped) {
   const BlockGraph& g = *plan.graph;
   const int nops = static_cast<int>(g.ops().size());
@@ -315,6 +339,11 @@ int choose_group_threads(KernelPlan& plan, bool grouped) {
         tiles = std::max(tiles, rt * (mma_padded_extent(out[out.rank() - 1], 8) / 8));
       }
       while (threads < 256 && tiles >= int64_t{8} * 2 * (threads / 32)) threads *= 2;
+    }
+    if (!grouped) {
+      const int64_t pass = largest_shared_pass(plan);
+      const int cap = std::min(512, plan.options.max_threads);
+      while (threads < cap && pass > int64_t{threads} * 32) threads *= 2;
     }
     return threads;
   }
