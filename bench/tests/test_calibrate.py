@@ -390,38 +390,42 @@ class CommittedDataset(unittest.TestCase):
     def test_the_predictions_hold_the_simt_term(self):
         # docs/cost-model.md, "SIMT matmul chains": t_simt fitted alone on the table's
         # predictions gave 9.3 ns before the dataset held the term; now that its predictions
-        # include it, a fit on top of them finds little left to add: 1.45 ns on the 1892 H200
+        # include it, a fit on top of them finds little left to add: 1.50 ns on the 2172 H200
         # points (under 0.93 ns on the 1484 before h200-2026-11-28-suite-latency and -whole2).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         x = calibrate.fit_on_table(points, N_SM, {calibrate.CODE_TERMS["simt"]})
         self.assertLess(x[calibrate.CODE_TERMS["simt"]], 0.2 * 9.3e-9)
 
     def test_reproduces_the_documented_latency_bound(self):
-        # docs/cost-model.md, "Latency bound …" and "Loads into registers": t_barrier 464 ns,
-        # t_tbyte 1.0 ns and t_rbyte 10 ns on the 1892 H200 points (the model's table),
-        # within-program mean 0.466 -> 0.598 (fitted), top-1 regret 1.160 -> 1.060; the dataset's
+        # docs/cost-model.md, "Latency bound …", "Loads into registers" and "The refit with the
+        # third whole-suite run": the table holds t_barrier 464 ns, t_tbyte 1.0 ns and t_rbyte
+        # 10 ns; on the 2172 H200 points the fit gives 464 ns, 0.91 ns and 11.0 ns and ranks no
+        # better (within-program mean 0.476 without the bound -> 0.594 with the table's constants,
+        # 0.593 fitted; top-1 regret 1.150 -> 1.060), so the table stays. The dataset's
         # predictions are the table's (the bound included).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         coef = calibrate.fit_latency(points)
         self.assertAlmostEqual(coef[0] / 464e-9, 1.0, delta=0.01)
-        self.assertAlmostEqual(coef[1] / 1.0e-9, 1.0, delta=0.01)
-        self.assertAlmostEqual(coef[2] / 10e-9, 1.0, delta=0.01)
+        self.assertAlmostEqual(coef[1] / 0.91e-9, 1.0, delta=0.01)
+        self.assertAlmostEqual(coef[2] / 11.0e-9, 1.0, delta=0.01)
+        table = (464e-9, 1.0e-9, 10e-9)
         meas = [p["measured_s"] for p in points]
         configs = [f"{p['record']}:{p['config']}" for p in points]
         rows = [calibrate.latency_rows(p) for p in points]
         for p, r in zip(points, rows):
-            self.assertAlmostEqual(calibrate.predict_latency(r, (464e-9, 1.0e-9, 10e-9)) /
-                                   p["predicted_s"], 1.0, delta=1e-4)
+            self.assertAlmostEqual(calibrate.predict_latency(r, table) / p["predicted_s"], 1.0,
+                                   delta=1e-4)
         before = [calibrate.predict_latency(r, (0.0, 0.0, 0.0)) for r in rows]
+        now = [calibrate.predict_latency(r, table) for r in rows]
         after = [calibrate.predict_latency(r, coef) for r in rows]
-        self.assertAlmostEqual(
-            calibrate.quality(before, meas, configs)["mean_spearman_within_program"], 0.466,
-            delta=0.0005)
-        self.assertAlmostEqual(
-            calibrate.quality(after, meas, configs)["mean_spearman_within_program"], 0.598,
-            delta=0.0005)
-        self.assertAlmostEqual(calibrate.top1_regret(before, meas, configs), 1.160, delta=0.0005)
-        self.assertAlmostEqual(calibrate.top1_regret(after, meas, configs), 1.060, delta=0.0005)
+
+        def within(pred):
+            return calibrate.quality(pred, meas, configs)["mean_spearman_within_program"]
+        self.assertAlmostEqual(within(before), 0.476, delta=0.0005)
+        self.assertAlmostEqual(within(now), 0.594, delta=0.0005)
+        self.assertAlmostEqual(within(after), 0.593, delta=0.0005)
+        self.assertAlmostEqual(calibrate.top1_regret(before, meas, configs), 1.150, delta=0.0005)
+        self.assertAlmostEqual(calibrate.top1_regret(now, meas, configs), 1.060, delta=0.0005)
         # Rowwise kernels are marked: their bytes go to t_rbyte, nobody else's.
         marked = [k for p in points for k in p["kernels"] if k["register_loads"]]
         self.assertTrue(marked)
@@ -430,7 +434,7 @@ class CommittedDataset(unittest.TestCase):
     def test_records_and_sizes(self):
         doc = json.loads(calibrate.DATASET.read_text())
         self.assertEqual(sum(r["points"] for r in doc["records"]), len(doc["points"]))
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200")), 1892)
+        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200")), 2172)
         self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h100")), 160)
         suite = calibrate.read_dataset(calibrate.DATASET, "h200", [
             "h200-2026-11-26-suite", "h200-2026-11-26-suite-followup",
@@ -444,6 +448,8 @@ class CommittedDataset(unittest.TestCase):
                                                     ["h200-2026-11-28-suite-latency"])), 129)
         self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
                                                     ["h200-2026-11-28-suite-whole2"])), 279)
+        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
+                                                    ["h200-2026-11-28-suite-whole3"])), 280)
         # Runs before cuBLAS calls are costed with generated matmuls; later ones with cuBLAS.
         flags = {r["name"]: r["cost_flags"] for r in doc["records"]}
         self.assertEqual(flags["h200-2026-11-26-suite"], ["--no-library-matmul"])
@@ -451,7 +457,8 @@ class CommittedDataset(unittest.TestCase):
         library = {p["record"] for p in suite if any(k["library"] for k in p["kernels"])}
         self.assertEqual(library, {"h200-2026-11-26-suite-followup",
                                    "h200-2026-11-26-suite-libforms"})
-        self.assertLess(calibrate.DATASET.stat().st_size, 1 << 20)
+        # A point per line, about 460 bytes each: the dataset stays a small text file.
+        self.assertLess(calibrate.DATASET.stat().st_size, 2 << 20)
         # Every kernel with a loop is planned (a customized kernel or a lowered matmul) and
         # carries its code features; those without are cuBLAS calls or generic kernels (F = 1).
         kernels = [k for p in calibrate.read_dataset(calibrate.DATASET) for k in p["kernels"]]
