@@ -82,17 +82,18 @@ NAMES = ["1/BW (s/byte)", "1/BW_L2 (s/byte)", "1/BW_narrow (s/byte)", "1/TP (s/t
          "1/SP (s/SIMT FLOP)", "L (s/kernel)", "t_iter (s/iteration)",
          "t_serial (s/SM iteration)", "t_barrier (s/SM it. barrier)",
          "t_reduce (s/SM it. step)", "t_op (s/SM it. op)", "t_simt (s/SM SIMT mm step)",
-         "t_tbyte (s/byte a thread loads, per wave)"]
+         "t_tbyte (s/byte a thread loads, per wave)",
+         "t_pass (s/element a thread passes over, per wave)"]
 KEYS = ["inv_bandwidth", "inv_l2_bandwidth", "inv_narrow_bandwidth", "inv_tensor_peak",
         "inv_simt_peak", "launch_s", "iteration_latency_s", "serial_latency_s",
         "barrier_latency_s", "reduce_step_latency_s", "loop_op_latency_s",
-        "simt_mm_step_latency_s", "thread_byte_latency_s"]
+        "simt_mm_step_latency_s", "thread_byte_latency_s", "pass_step_latency_s"]
 TENSOR = 3  # index of the tensor-core rate among the features
 SERIAL = 7  # index of t_serial
-# indices of the code-feature terms (t_barrier, t_reduce, t_op, t_simt, t_tbyte)
-CODE = (8, 9, 10, 11, 12)
+# indices of the code-feature terms (t_barrier, t_reduce, t_op, t_simt, t_tbyte, t_pass)
+CODE = (8, 9, 10, 11, 12, 13)
 CODE_TERMS = {"barrier": 8, "reduce": 9, "op": 10, "simt": 11,
-              "thread_bytes": 12}  # --code-terms names
+              "thread_bytes": 12, "pass": 13}  # --code-terms names
 # cuBLAS's sustained (tensor FLOP/s, DRAM B/s) per target: held, not fitted (the model's
 # blas_tensor_flops and blas_bandwidth_Bps, src/cost/cost_model.cc).
 BLAS = {"h100": (600e12, 2.5e12), "h200": (600e12, 3.6e12), "a100": (190e12, 1.5e12)}
@@ -104,7 +105,8 @@ KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tenso
 # call or a generic predefined kernel), after the totals in the dataset's kernel lists.
 CODE_FIELDS = ["threads", "loop_groups", "loop_ops", "once_ops", "loop_barriers",
                "once_barriers", "loop_reduce_steps", "once_reduce_steps",
-               "loop_simt_mm_steps", "once_simt_mm_steps", "register_loads"]
+               "loop_simt_mm_steps", "once_simt_mm_steps", "register_loads",
+               "loop_pass_steps", "once_pass_steps"]
 KERNEL_FIELDS = KERNEL_FIELDS + CODE_FIELDS
 DATASET = ROOT / "bench" / "calibration" / "points.json"
 DATASET_FORMAT = "strata-calibration-points"
@@ -385,12 +387,14 @@ def latency_features(k):
 
 def features(point, c, n_sm):
     """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter, t_serial, t_barrier,
-    t_reduce, t_op, t_simt, t_tbyte) in the predicted time of one graph. A cuBLAS kernel
+    t_reduce, t_op, t_simt, t_tbyte, t_pass) in the predicted time of one graph. A cuBLAS kernel
     contributes only its launch (L); the rest of its time is fixed_time's. The code terms charge
     each dependent iteration an SM runs (waves · F) per block-level barrier, per serial reduction
     step and per op of the loop body, each wave per dependent multiply-add of a thread's SIMT
-    matmul chains (F times those in the loop, plus those after it), and each wave per byte one
-    thread loads from DRAM or L2 (the kernel's code features; 0 for a kernel without a plan)."""
+    matmul chains (F times those in the loop, plus those after it), each wave per byte one
+    thread loads from DRAM or L2, and each wave per element a thread handles in the passes
+    outside the matmuls (F times those in the loop, plus those after it; the kernel's code
+    features; 0 for a kernel without a plan)."""
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
         if k.get("library"):
@@ -413,6 +417,8 @@ def features(point, c, n_sm):
         f[CODE[3]] += k.get("waves", 1) * (k["forloop"] * k.get("loop_simt_mm_steps", 0)
                                           + k.get("once_simt_mm_steps", 0))
         f[CODE[4]] += thread_bytes(k)
+        f[CODE[5]] += k.get("waves", 1) * (k["forloop"] * k.get("loop_pass_steps", 0)
+                                          + k.get("once_pass_steps", 0))
     return f
 
 
@@ -477,7 +483,7 @@ def fit(points, n_sm, tensor_peak, alpha=None, serial=True, code=True):
     tensor_peak > 0 the tensor rate is held at it (the benchmarks are memory-bound: their
     tensor FLOPs barely constrain it) and only the other constants are fitted. serial=False
     holds t_serial at 0 (the model without the serial-latency term), code=False the code-feature
-    terms t_barrier, t_reduce, t_op, t_simt and t_tbyte (the model without them); a set of their
+    terms t_barrier, t_reduce, t_op, t_simt, t_tbyte and t_pass (the model without them); a set of their
     indices
     fits only those."""
     held = ({TENSOR: 1.0 / tensor_peak} if tensor_peak > 0 else {})
@@ -707,11 +713,11 @@ def main():
     ap.add_argument("--no-serial", action="store_true",
                     help="hold t_serial at 0 (the model without the serial-latency term)")
     ap.add_argument("--no-code", action="store_true",
-                    help="hold the code-feature terms t_barrier, t_reduce, t_op, t_simt and "
+                    help="hold the code-feature terms t_barrier, t_reduce, t_op, t_simt, t_pass and "
                          "t_tbyte at 0 "
                          "(the model without them)")
     ap.add_argument("--code-terms", default="", metavar="NAME,...",
-                    help="fit only these code terms (of barrier, reduce, op, simt, thread_bytes), "
+                    help="fit only these code terms (of barrier, reduce, op, simt, thread_bytes, pass), "
                          "the others "
                          "held at 0")
     ap.add_argument("--on-table", action="store_true",

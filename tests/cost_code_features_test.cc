@@ -162,6 +162,44 @@ KernelGraph two_block_long_loop() {
 // of it and the throughput bound. The paper's fused RMSNorm streams 50 MB in 96 blocks: its
 // throughput bound is the larger; two blocks looping 256 times over 1 MB are latency bound.
 // With both constants at 0 no bound is charged.
+// A loop whose exp of each [64, 64] X tile has two readers (a sum of it and a row sum), so it is
+// stored and passed over on its own (not inlined): 4096 elements per iteration; the reference
+// kernel has no such pass (its ops are a matmul, accumulators and a div computed where saved).
+TEST(CodeFeatures, PassesOutsideTheMatmulsCountedByHand) {
+  BlockGraph b = *BlockGraph::make({4, 1, 1}, 128, 4);
+  int bx = *b.add_input(Shape{256, 256}, {0, kReplicate, kReplicate}, 1);
+  int e = *b.add_op(OpKind::Exp, {bx});
+  int a = *b.add_op(OpKind::AccumSum, {e});
+  int r = *b.add_op(OpKind::AccumSumLd, {e});
+  ASSERT_TRUE(b.add_output(a, {0, kReplicate, kReplicate}).ok());
+  ASSERT_TRUE(b.add_output(r, {0, kReplicate, kReplicate}).ok());
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{256, 256}, DType::f16);
+  auto outs = g.add_customized({x}, b, {"S", "R"});
+  ASSERT_TRUE(outs.ok()) << outs.error().message;
+  ASSERT_TRUE(g.mark_output((*outs)[0]).ok());
+  ASSERT_TRUE(g.mark_output((*outs)[1]).ok());
+  GraphCost c = estimate_cost(g, h100(), with_code());
+  ASSERT_EQ(c.kernels.size(), 1u);
+  ASSERT_TRUE(c.kernels[0].code.has_value());
+  const KernelCodeFeatures& f = *c.kernels[0].code;
+  ASSERT_GT(f.threads, 0);
+  const int64_t team = f.loop_groups > 1 ? f.threads / f.loop_groups : f.threads;
+  EXPECT_EQ(f.loop_pass_steps, (4096 + team - 1) / team);
+  EXPECT_EQ(f.once_pass_steps, 0);
+  const KernelCost& k = c.kernels[0];
+  const Target t = h100();
+  EXPECT_GT(t.pass_step_s, 0);
+  EXPECT_DOUBLE_EQ(k.t_pass_s, static_cast<double>(k.waves) * 4.0 *
+                                   static_cast<double>(f.loop_pass_steps) * t.pass_step_s);
+  Json j = graph_cost_to_json(c, t);
+  EXPECT_EQ(j["kernels"][0]["loop_pass_steps"], f.loop_pass_steps);
+  EXPECT_DOUBLE_EQ(j["kernels"][0]["t_pass_us"].get<double>(), k.t_pass_s * 1e6);
+  const GraphCost ref = estimate_cost(rmsnorm_fused(), t, with_code());
+  EXPECT_EQ(ref.kernels[0].code->loop_pass_steps, 0);
+  EXPECT_EQ(ref.kernels[0].t_pass_s, 0.0);
+}
+
 TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   const Target t = h100();
   for (const KernelGraph& g : {rmsnorm_fused(), two_block_long_loop()}) {

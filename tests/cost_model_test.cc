@@ -85,7 +85,8 @@ void expect_formula(const KernelCost& k, const Target& t) {
   const double slots = static_cast<double>(k.waves * k.blocks_per_sm * t.sm_count);
   const double tail = k.waves > 1 ? std::max(1.0, slots / static_cast<double>(k.blocks)) : 1.0;
   const double throughput = (t_mem * alpha + t_comp * under +
-                             static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s) *
+                             static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s +
+                             k.t_pass_s) *
                             tail;
   EXPECT_DOUBLE_EQ(k.t_throughput_s, throughput);
   EXPECT_DOUBLE_EQ(k.predicted_s, std::max(throughput, k.t_latency_s) + t.launch_overhead_s);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "strata/opt/graph_optimizer.h"
+#include "strata/opt/layout.h"
 #include "strata/opt/matmul_lowering.h"
 
 namespace strata {
@@ -34,6 +35,10 @@ KernelCodeFeatures code_features_of_plan(const KernelPlan& plan) {
     if (op.kind == OpKind::Input || op.kind == OpKind::Output) continue;
     const bool loop = plan.op(i).phase == Phase::Loop;
     (loop ? f.loop_ops : f.once_ops) += 1;
+    if (const int64_t n = shared_pass_elements(plan, i); n > 0 && !plan.rowwise) {
+      const int64_t threads = std::max(1, loop ? team_threads : plan.threads);
+      (loop ? f.loop_pass_steps : f.once_pass_steps) += (n + threads - 1) / threads;
+    }
     if (op_category(op.kind) == Category::Matmul && plan.op(i).matmul == MatmulPath::Simt) {
       const Shape& a = g.tensor(op.inputs[0]).shape;
       const int64_t outputs = g.tensor(op.output).shape.numel();

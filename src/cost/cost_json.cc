@@ -21,6 +21,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["t_mem_us"] = k.t_mem_s * 1e6;
   j["t_comp_us"] = k.t_comp_s * 1e6;
   j["t_simt_us"] = k.t_simt_s * 1e6;
+  j["t_pass_us"] = k.t_pass_s * 1e6;
   j["t_latency_us"] = k.t_latency_s * 1e6;
   j["t_throughput_us"] = k.t_throughput_s * 1e6;
   j["predicted_us"] = k.predicted_s * 1e6;
@@ -37,6 +38,8 @@ Json kernel_cost_to_json(const KernelCost& k) {
     j["once_reduce_steps"] = k.code->once_reduce_steps;
     j["loop_simt_mm_steps"] = k.code->loop_simt_mm_steps;
     j["once_simt_mm_steps"] = k.code->once_simt_mm_steps;
+    j["loop_pass_steps"] = k.code->loop_pass_steps;
+    j["once_pass_steps"] = k.code->once_pass_steps;
     j["register_loads"] = k.code->register_loads;
   }
   return j;

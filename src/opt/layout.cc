@@ -276,25 +276,11 @@ bool any_tensor_cores(const KernelPlan& plan) {
   return false;
 }
 
-/// The most elements one op of a tensor-core kernel passes over outside the matmuls: the
-/// output (or, for a reduction, the input) of every elementwise, reduction and norm op that is
-/// evaluated on its own, i.e. not folded into a matmul (fold_into), not computed on a matmul's
-/// fragments (host) and not evaluated where it is read (inline_into). Running maxima of chains,
-/// layout ops, concats and accumulators do not count.
+/// The most elements one op of the kernel passes over on its own (shared_pass_elements).
 int64_t largest_shared_pass(const KernelPlan& plan) {
-  const BlockGraph& g = *plan.graph;
   int64_t largest = 0;
-  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
-    const BlockOp& op = g.op(i);
-    const Category c = op_category(op.kind);
-    const bool pass = is_elementwise(op.kind) || c == Category::Fused || c == Category::Reduce ||
-                      c == Category::Norm;
-    const OpPlan& p = plan.ops[i];
-    if (!pass || p.fold_into >= 0 || p.host >= 0 || p.inline_into >= 0) continue;
-    int64_t n = g.tensor(op.output).shape.numel();
-    if (c == Category::Reduce) n = std::max(n, g.tensor(op.inputs[0]).shape.numel());
-    largest = std::max(largest, n);
-  }
+  for (int i = 0; i < static_cast<int>(plan.graph->ops().size()); ++i)
+    largest = std::max(largest, shared_pass_elements(plan, i));
   return largest;
 }
 
@@ -838,6 +824,19 @@ Result<KernelPlan> choose_layouts(KernelPlan plan) {
     plan.ops[i].in_place = in_place;
   }
   return schedule_block_ops(std::move(plan));
+}
+
+int64_t shared_pass_elements(const KernelPlan& plan, int i) {
+  const BlockGraph& g = *plan.graph;
+  const BlockOp& op = g.op(i);
+  const Category c = op_category(op.kind);
+  const bool pass = is_elementwise(op.kind) || c == Category::Fused || c == Category::Reduce ||
+                    c == Category::Norm;
+  const OpPlan& p = plan.ops[i];
+  if (!pass || p.fold_into >= 0 || p.host >= 0 || p.inline_into >= 0) return 0;
+  int64_t n = g.tensor(op.output).shape.numel();
+  if (c == Category::Reduce) n = std::max(n, g.tensor(op.inputs[0]).shape.numel());
+  return n;
 }
 
 }  // namespace strata

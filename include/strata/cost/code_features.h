@@ -4,7 +4,8 @@
 // barrier-separated steps and serial reduction steps it takes, and how many ops run inside the
 // loop against after it, and how long the serial chains of SIMT matmuls are (docs/cost-model.md,
 // "Code features"). Reported by `strata cost --json` for the calibration (bench/calibrate.py).
-// The prediction uses the SIMT chains (KernelCost::t_simt_s, "SIMT matmul chains"); the search
+// The prediction uses the SIMT chains (KernelCost::t_simt_s, "SIMT matmul chains") and the
+// passes outside the matmuls (KernelCost::t_pass_s, "Passes outside the matmuls"); the search
 // orders graphs the model predicts within a few percent of each other by their loop barriers
 // (docs/search.md, "Ties of the model").
 #pragma once
@@ -42,6 +43,12 @@ struct KernelCodeFeatures {
   /// (the loop's matmuls per iteration; those outside the loop).
   int64_t loop_simt_mm_steps = 0;
   int64_t once_simt_mm_steps = 0;
+  /// Elements per thread of the ops that pass over a tile on their own, outside the matmuls
+  /// (shared_pass_elements, layout.h: elementwise ops, reductions and norms not folded, fused or
+  /// inlined): Σ ⌈elements / threads⌉ over the loop's ops per iteration (a group's team in the
+  /// loop), and over those outside the loop.
+  int64_t loop_pass_steps = 0;
+  int64_t once_pass_steps = 0;
   /// A rowwise kernel (KernelPlan::rowwise): every thread loads its chunks with vector loads
   /// straight into registers, one batch in flight, where the other kernels keep tiles of
   /// cp.async copies in flight (docs/cost-model.md, "Loads into registers").

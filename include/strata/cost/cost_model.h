@@ -3,7 +3,7 @@
 // of every constant in docs/cost-model.md.
 //
 // Every kernel of a kernel graph is predicted independently and the predictions are summed:
-//   t = max((t_mem · α + t_comp · u + F · t_iter + t_simt) · tail, t_latency) + launch,
+//   t = max((t_mem · α + t_comp · u + F · t_iter + t_simt + t_pass) · tail, t_latency) + launch,
 //   α = 1 + c_α · N_SM / N_blocks,   u = max(1, N_SM / N_blocks),
 // tail the last wave's empty slots and t_latency the latency bound of a planned kernel
 // (KernelCost::t_throughput_s, t_latency_s; docs/cost-model.md, "Latency bound and the last
@@ -80,6 +80,10 @@ struct CostConstants {
   /// β: with an unaligned A or B and fewer 32 × 32 output tiles than SMs (no split-K), each
   /// tile's block streams its A and B panels at this rate, bytes/s (same section).
   double blas_unaligned_block_Bps;
+  /// t_pass: per element a thread handles in a pass over a tile outside the matmuls
+  /// (KernelCodeFeatures::loop_pass_steps, once_pass_steps), per wave (docs/cost-model.md,
+  /// "Passes outside the matmuls").
+  double pass_step_s;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -122,6 +126,9 @@ struct KernelCost {
   /// waves · (F · loop + once SIMT matmul steps per thread) · t_simt: the serial chains of the
   /// kernel's SIMT matmuls (0 when every matmul runs on the tensor cores).
   double t_simt_s = 0;
+  /// waves · (F · loop + once pass steps per thread) · t_pass: the kernel's passes over tiles
+  /// outside the matmuls (elementwise ops, reductions and norms on their own).
+  double t_pass_s = 0;
   /// waves · ⌈F / loop groups⌉ · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks ·
   /// threads) ·
   /// t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call

@@ -23,6 +23,15 @@ bool matmul_needs_mma_padding(const BlockGraph& g, int op);
 /// needs padding is in no matmul chain and has no folded column scale when N is padded.
 bool tensor_core_eligible(const KernelPlan& plan, int op);
 
+/// The elements op `op` of the plan passes over on its own, outside the matmuls: the output
+/// (for a reduction, the larger of input and output) of an elementwise, reduction, norm or
+/// thread-graph op that is not folded into a matmul (OpPlan::fold_into), not computed on a
+/// matmul's fragments (OpPlan::host) and not evaluated where it is read (OpPlan::inline_into);
+/// 0 for every other op (matmuls, layout ops, concats, accumulators, running maxima). The
+/// planner sizes tensor-core blocks by the largest (docs/codegen.md, "Threads per block"); the
+/// cost model counts the elements per thread (code features, "pass steps").
+int64_t shared_pass_elements(const KernelPlan& plan, int op);
+
 /// The part of tensor_core_eligible that the block graph alone decides: false when matmul op
 /// `op` of `g` runs on the SIMT path whatever the plan (K or N too small to pad,
 /// mma_padded_extent; an operand that is an accumulator; a padded operand read through a
