@@ -393,7 +393,7 @@ def features(point, c, n_sm):
     step and per op of the loop body, each wave per dependent multiply-add of a thread's SIMT
     matmul chains (F times those in the loop, plus those after it), each wave per byte one
     thread loads from DRAM or L2, and each wave per element a thread handles in the passes
-    outside the matmuls (F times those in the loop, plus those after it; the kernel's code
+    outside the matmuls (⌈F / loop groups⌉ times those in the loop, plus those after it; the kernel's code
     features; 0 for a kernel without a plan)."""
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
@@ -417,7 +417,8 @@ def features(point, c, n_sm):
         f[CODE[3]] += k.get("waves", 1) * (k["forloop"] * k.get("loop_simt_mm_steps", 0)
                                           + k.get("once_simt_mm_steps", 0))
         f[CODE[4]] += thread_bytes(k)
-        f[CODE[5]] += k.get("waves", 1) * (k["forloop"] * k.get("loop_pass_steps", 0)
+        group_iterations = -(-int(k["forloop"]) // max(1, int(k.get("loop_groups", 1))))
+        f[CODE[5]] += k.get("waves", 1) * (group_iterations * k.get("loop_pass_steps", 0)
                                           + k.get("once_pass_steps", 0))
     return f
 

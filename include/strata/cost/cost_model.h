@@ -126,8 +126,9 @@ struct KernelCost {
   /// waves · (F · loop + once SIMT matmul steps per thread) · t_simt: the serial chains of the
   /// kernel's SIMT matmuls (0 when every matmul runs on the tensor cores).
   double t_simt_s = 0;
-  /// waves · (F · loop + once pass steps per thread) · t_pass: the kernel's passes over tiles
-  /// outside the matmuls (elementwise ops, reductions and norms on their own).
+  /// waves · (⌈F / loop groups⌉ · loop + once pass steps per thread) · t_pass: the kernel's
+  /// passes over tiles outside the matmuls (elementwise ops, reductions and norms on their own;
+  /// a loop group's team passes over its own iterations).
   double t_pass_s = 0;
   /// waves · ⌈F / loop groups⌉ · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks ·
   /// threads) ·
