@@ -32,7 +32,13 @@ Result<KernelPlan> fold_norms_into_matmuls(KernelPlan plan) {
     const BlockOp& op = g.op(n);
     if (op_category(op.kind) != Category::Norm || plan.ops[n].phase != Phase::Loop) continue;
     const int x = op.inputs[0];
-    const BlockOp& src = g.op(g.tensor(x).producer);
+    // The normalized tile: an input tile, or a transpose of one read in place (the matmul then
+    // reads the input tile through the transpose, as it does without the norm).
+    int base = x;
+    if (const int tp = g.tensor(x).producer;
+        g.op(tp).kind == OpKind::Transpose && plan.ops[tp].in_place)
+      base = g.op(tp).inputs[0];
+    const BlockOp& src = g.op(g.tensor(base).producer);
     if (src.kind != OpKind::Input || plan.input_dtypes[src.attrs.input_index] != plan.mma_dtype)
       continue;
     // A transposed A operand is read by ldmatrix in whole 16-row tiles only.

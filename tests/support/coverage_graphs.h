@@ -159,6 +159,37 @@ inline KernelGraph folded_norms() {
   return g;
 }
 
+// QK-norm attention in its canonical form (docs/search.md, "Canonicalization":
+// gain_across_matmul, norm_under_transpose): K's gain moved onto Q, K read as [B, L, d] and
+// normalized over the head dim through a transpose read in place, so that its rms_norm folds
+// into Q·Kᵀ as column scales; one block per batch row streams the keys (F iterations).
+inline KernelGraph qknorm_gain_on_q(int64_t B, int64_t q, int64_t d, int64_t L, int F,
+                                    DType dt = DType::f16) {
+  KernelGraph g;
+  int Q = must(g.add_input("Q", Shape{B, q, d}, dt));
+  int K = must(g.add_input("K", Shape{B, L, d}, dt));
+  int V = must(g.add_input("V", Shape{B, L, d}, dt));
+  int G = must(g.add_input("G", Shape{d}, dt));
+  BlockGraph b = must(BlockGraph::make({static_cast<int>(B), 1, 1}, 128, F));
+  int qi = must(b.add_input(Shape{B, q, d}, {0, P, P}, P));
+  int ki = must(b.add_input(Shape{B, L, d}, {0, P, P}, 1));
+  int vi = must(b.add_input(Shape{B, L, d}, {0, P, P}, 1));
+  int gi = must(b.add_input(Shape{d}, {P, P, P}, P));
+  int qn = must(b.add_op(OpKind::Mul, {must(b.add_op(OpKind::RmsNorm, {qi}, dim_attr(2))), gi}));
+  int kt = must(b.add_op(OpKind::Transpose, {ki}));
+  int kn = must(b.add_op(OpKind::RmsNorm, {kt}, dim_attr(1)));
+  int s = must(b.add_op(OpKind::Matmul, {qn, kn}));
+  int e = must(b.add_op(OpKind::Exp, {s}));
+  int ev = must(b.add_op(OpKind::Matmul, {e, vi}));
+  int aev = must(b.add_op(OpKind::AccumSum, {ev}));
+  int ae = must(b.add_op(OpKind::AccumSumLd, {e}));
+  int o = must(b.add_op(OpKind::Div, {aev, ae}));
+  must(b.add_output(o, {0, P, P}));
+  auto outs = must(g.add_customized({Q, K, V, G}, std::move(b), {"O"}));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
 // Rowwise kernels: several rows per block, rows inside a warp (4 × 256: 32 chunks per row) and
 // rows across warps (2 × 2048), row-shaped operands and outputs, every last-dim reduction.
 inline KernelGraph rowwise_rows() {
