@@ -7,20 +7,20 @@
 
 #include <functional>
 
+#include "strata/codegen/emit_knobs.h"
+#include "strata/ir/graph_io.h"
+#include "strata/frontend/graph_loader.h"
+#include "strata/opt/thread_fusion.h"
 #include "search/library_form.h"
 #include "search/pointwise_seed.h"
-#include "strata/codegen/emit_knobs.h"
-#include "strata/frontend/graph_loader.h"
-#include "strata/ir/graph_io.h"
-#include "strata/opt/thread_fusion.h"
+#include "support/parse.h"
+#include "support/library_form_programs.h"
+#include "support/pointwise_programs.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/elementwise_graphs.h"
 #include "support/emulation.h"
-#include "support/library_form_programs.h"
 #include "support/op_coverage_graphs.h"
-#include "support/parse.h"
-#include "support/pointwise_programs.h"
 
 namespace strata::testing {
 namespace {
@@ -181,7 +181,8 @@ TEST(EmulationCoverage, PostLoopReadsLoopInvariantTiles) {
                with([](PlanOptions& p) { p.hoist_invariants = false; })});
 }
 
-KernelGraph lora_streamed_graph(int64_t m, int64_t k, int64_t n, int64_t r, int64_t tn, int64_t tm);
+KernelGraph lora_streamed_graph(int64_t m, int64_t k, int64_t n, int64_t r, int64_t tn,
+                                int64_t tm);
 
 // Loop groups (split-F): several iterations and pipeline stages per group, one-warp groups
 // (__syncwarp), multi-warp groups (named barriers), a loop that the groups do not divide evenly,
@@ -207,7 +208,10 @@ TEST(EmulationLoopGroups, NamedBarriersAndUnevenLoop) {
       expect.insert(expect.end(), {"the loop groups' partials summed", "loop group pg's partials"});
     else
       expect.push_back("sum of the 3 loop groups");
-    check_graph({at_read ? "lg_mlp" : "lg_mlp_in_place", gatedmlp_graph(16, 512, 128), 0.5, 2e-2,
+    check_graph({at_read ? "lg_mlp" : "lg_mlp_in_place",
+                 gatedmlp_graph(16, 512, 128),
+                 0.5,
+                 2e-2,
                  with([at_read](PlanOptions& p) {
                    p.loop_groups = 3;
                    p.threads = 192;
@@ -247,10 +251,7 @@ TEST(EmulationLoopGroups, EarlyRefill) {
                  p.early_refill = true;
                }),
                {"group_sync<32>", "next_stage"}});
-  check_graph({"lora_early",
-               lora_streamed_graph(16, 256, 512, 16, 64, 16),
-               0.5,
-               2e-2,
+  check_graph({"lora_early", lora_streamed_graph(16, 256, 512, 16, 64, 16), 0.5, 2e-2,
                with([](PlanOptions& p) {
                  p.loop_groups = 2;
                  p.early_refill = true;
@@ -258,14 +259,14 @@ TEST(EmulationLoopGroups, EarlyRefill) {
                {"2 groups of", "the invariant tiles have landed"}});
 }
 TEST(EmulationLoopGroups, BlockPipelineWithRegisterAccumulators) {
-  check_graph(
-      {"lg_off",
-       rmsnorm_graph(4, 512, 256),
-       0.5,
-       2e-2,
-       with([](PlanOptions& p) { p.loop_groups = 1; }),
-       // every team sum before the guarded shared-accumulator updates
-       {"per-chunk partial sums", "team_sum<8>(sums[k])", "team sums -> shared accumulator"}});
+  check_graph({"lg_off",
+               rmsnorm_graph(4, 512, 256),
+               0.5,
+               2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 1; }),
+               // every team sum before the guarded shared-accumulator updates
+               {"per-chunk partial sums", "team_sum<8>(sums[k])",
+                "team sums -> shared accumulator"}});
 }
 TEST(EmulationLoopGroups, SplitCombineWithVectorOperands) {
   check_graph({"combine", split_combine(), 0.5, 2e-2, {}, {"pv", "along the chunk"}});
@@ -348,18 +349,10 @@ TEST(EmulationLoopGroups, LoraHoistedConcatOperand) {
   // Batch 1: X [16, 128] tiles, W's columns over grid x.
   KernelGraph b1 = lora_streamed_graph(16, 256, 512, 16, 64, 16);
   check_graph({"lora_s1", b1});
-  check_graph({"lora_s1_g2",
-               b1,
-               0.5,
-               2e-2,
-               with([](PlanOptions& p) { p.loop_groups = 2; }),
-               {"2 groups of"}});
+  check_graph({"lora_s1_g2", b1, 0.5, 2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }), {"2 groups of"}});
   // Without groups B stays in place inside [W ; B].
-  check_graph({"lora_s1_g1",
-               b1,
-               0.5,
-               2e-2,
-               with([](PlanOptions& p) { p.loop_groups = 1; }),
+  check_graph({"lora_s1_g1", b1, 0.5, 2e-2, with([](PlanOptions& p) { p.loop_groups = 1; }),
                {"b3 is stored in place"}});
   check_graph({"lora_s1_s1", b1, 0.5, 2e-2, with([](PlanOptions& p) {
                  p.loop_groups = 1;
@@ -368,17 +361,9 @@ TEST(EmulationLoopGroups, LoraHoistedConcatOperand) {
   // Batch 8: X [64, 128] tiles over grid x, W's columns over grid y.
   KernelGraph b8 = lora_streamed_graph(128, 256, 512, 16, 128, 64);
   check_graph({"lora_s8", b8});
-  check_graph({"lora_s8_g2",
-               b8,
-               0.5,
-               2e-2,
-               with([](PlanOptions& p) { p.loop_groups = 2; }),
-               {"2 groups of"}});
-  check_graph({"lora_s8_g1",
-               b8,
-               0.5,
-               2e-2,
-               with([](PlanOptions& p) { p.loop_groups = 1; }),
+  check_graph({"lora_s8_g2", b8, 0.5, 2e-2,
+               with([](PlanOptions& p) { p.loop_groups = 2; }), {"2 groups of"}});
+  check_graph({"lora_s8_g1", b8, 0.5, 2e-2, with([](PlanOptions& p) { p.loop_groups = 1; }),
                {"b3 is stored in place"}});
 }
 
@@ -476,8 +461,8 @@ TEST(EmulationRowwise, RowsInAndAcrossWarps) {
       {"rw_rows_off", rowwise_rows(), 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })});
 }
 
-// Every emitter knob (include/strata/codegen/emit_knobs.h) changes the emitted code of a graph
-// where it applies, and that code still computes the reference. A knob is compared with `base` (the
+// Every emitter knob (include/strata/codegen/emit_knobs.h) changes the emitted code of a graph where it
+// applies, and that code still computes the reference. A knob is compared with `base` (the
 // defaults plus the settings that make it apply) and set to `value` on top of it.
 struct KnobCase {
   std::string knob, base, value;
@@ -591,8 +576,8 @@ TEST(EmitKnobs, ParsesAndFormats) {
 }
 
 // EmitOptions::l2_streaming marks a kernel's only input of at least l2_streaming_min_bytes when
-// that kernel alone reads it, each byte by one block; the launch then carries the window (and runs
-// the same under the emulator: EmulationKnobs covers the evict knob). The graphs here are small, so
+// that kernel alone reads it, each byte by one block; the launch then carries the window (and runs the
+// same under the emulator: EmulationKnobs covers the evict knob). The graphs here are small, so
 // the threshold is lowered to 1 MiB (evictmin).
 TEST(EmitStreaming, MarksInputsEachBlockReadsOnce) {
   auto streamed = [](const KernelGraph& g, const std::string& knobs) {
@@ -921,8 +906,7 @@ TEST(EmulationPointwiseSeed, RotaryAndResidualNorm) {
   const KernelGraph rope = parse(kRotaryProgram);
   const KernelGraph norm = parse(residual_norm_program(528, 24));  // 1, 2 and 4 rows per block
   for (const auto& [name, program] : {std::pair{"rope", &rope}, std::pair{"resid_norm", &norm}}) {
-    const std::vector<KernelGraph> seeds =
-        search::pointwise_seeds(*program, 132);  // a wave of 132 SMs
+    const std::vector<KernelGraph> seeds = search::pointwise_seeds(*program, 132);  // a wave of 132 SMs
     ASSERT_FALSE(seeds.empty()) << name;
     for (size_t i = 0; i < seeds.size(); ++i)
       check_graph(Case{"seed_" + std::string(name) + "_" + std::to_string(i),
@@ -992,9 +976,8 @@ output A, B
       ASSERT_TRUE(s.has_value()) << name;
       const std::string n = std::string(name) + "_r" + std::to_string(rows);
       check_graph(Case{"rw_" + n, *s, 0.5, 2e-2, {}, {"rowwise: each thread"}}, &program);
-      check_graph(
-          Case{"rw_off_" + n, *s, 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })},
-          &program);
+      check_graph(Case{"rw_off_" + n, *s, 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })},
+                  &program);
     }
   }
 }
