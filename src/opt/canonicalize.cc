@@ -474,26 +474,6 @@ bool gain_across_matmul(Dag& g, int n) {
   return false;
 }
 
-/// transpose(rms_norm(X, last dim)) → rms_norm(transpose(X), dim −2) where X is a program input
-/// or a view of one and every reader of the transpose is a matmul reading it as B: the norm
-/// then normalizes a view read in place, the form the code generator folds into the product
-/// as column scales (a norm under a transpose it does not fold). The norm is read by the
-/// transpose only.
-bool norm_under_transpose(Dag& g, int n) {
-  if (g.kind(n) != OpKind::Transpose || g.is_output[n]) return false;
-  const int norm = g.in(n, 0);
-  if (!is_norm_along(g, norm, 0) || !g.private_to(norm, n)) return false;
-  const int x = g.in(norm, 0);
-  if (!input_or_view(g, x)) return false;
-  for (int r : g.readers[n])
-    if (g.kind(r) != OpKind::Matmul || g.in(r, 0) == n) return false;
-  auto t = g.add(OpKind::Transpose, {x}, {});
-  if (!t) return false;
-  OpAttrs a = g.at(norm).attrs;
-  a.dim = g.at(*t).shape.rank() - 2;
-  return g.redefine(n, OpKind::RmsNorm, {*t}, a);
-}
-
 // ---- other cheap identities -------------------------------------------------------------
 
 /// transpose(transpose(x)) → x (readers read x; not for an output).
@@ -544,7 +524,6 @@ constexpr Rule kRules[] = {
     {"slice_of_matmul", slice_of_matmul},
     {"slice_of_elementwise", slice_of_elementwise},
     {"gain_across_matmul", gain_across_matmul},
-    {"norm_under_transpose", norm_under_transpose},
     {"transpose_pair", transpose_pair},
     {"mul_scalar_chain", mul_scalar_chain},
     {"add_scalar_chain", add_scalar_chain},

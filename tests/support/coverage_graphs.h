@@ -159,12 +159,14 @@ inline KernelGraph folded_norms() {
   return g;
 }
 
-// QK-norm attention in its canonical form (docs/search.md, "Canonicalization":
-// gain_across_matmul, norm_under_transpose): K's gain moved onto Q, K read as [B, L, d] and
-// normalized over the head dim through a transpose read in place, so that its rms_norm folds
-// into Q·Kᵀ as column scales; one block per batch row streams the keys (F iterations).
+// QK-norm attention with K's gain moved onto Q (docs/search.md, "Canonicalization":
+// gain_across_matmul): K read as [B, L, d], normalized over the head dim and transposed for
+// Q·Kᵀ, both orders — rms_norm(transpose(K), dim 1) (`norm_first` false) or
+// transpose(rms_norm(K, dim 2)), the canonical form — each a transpose read in place, so that
+// K's rms_norm folds into Q·Kᵀ as column scales; one block per batch row streams the keys
+// (F iterations).
 inline KernelGraph qknorm_gain_on_q(int64_t B, int64_t q, int64_t d, int64_t L, int F,
-                                    DType dt = DType::f16) {
+                                    bool norm_first, DType dt = DType::f16) {
   KernelGraph g;
   int Q = must(g.add_input("Q", Shape{B, q, d}, dt));
   int K = must(g.add_input("K", Shape{B, L, d}, dt));
@@ -176,8 +178,10 @@ inline KernelGraph qknorm_gain_on_q(int64_t B, int64_t q, int64_t d, int64_t L, 
   int vi = must(b.add_input(Shape{B, L, d}, {0, P, P}, 1));
   int gi = must(b.add_input(Shape{d}, {P, P, P}, P));
   int qn = must(b.add_op(OpKind::Mul, {must(b.add_op(OpKind::RmsNorm, {qi}, dim_attr(2))), gi}));
-  int kt = must(b.add_op(OpKind::Transpose, {ki}));
-  int kn = must(b.add_op(OpKind::RmsNorm, {kt}, dim_attr(1)));
+  int kn = norm_first ? must(b.add_op(OpKind::Transpose,
+                                      {must(b.add_op(OpKind::RmsNorm, {ki}, dim_attr(2)))}))
+                     : must(b.add_op(OpKind::RmsNorm,
+                                      {must(b.add_op(OpKind::Transpose, {ki}))}, dim_attr(1)));
   int s = must(b.add_op(OpKind::Matmul, {qn, kn}));
   int e = must(b.add_op(OpKind::Exp, {s}));
   int ev = must(b.add_op(OpKind::Matmul, {e, vi}));
