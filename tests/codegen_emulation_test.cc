@@ -425,6 +425,35 @@ TEST(EmulationChain, FoldedNormsOnEitherOperand) {
                {"folded into a matmul", "2 groups of"}});
 }
 
+TEST(EmulationChain, FoldedKNormThroughATransposeWithTheGainOnQ) {
+  // K [B, L, d] with its gain moved onto Q: K's norm over the head dim folded as column scales
+  // of Q·Kᵀ whether it is taken before the transpose (the canonical form) or after it; Q's
+  // norm and the gain stay tiles.
+  for (bool norm_first : {true, false}) {
+    const std::string n = norm_first ? "qk_gain_q_nt" : "qk_gain_q_tn";
+    KernelGraph g = qknorm_gain_on_q(2, 16, 64, 512, 8, norm_first);
+    check_graph({n,
+                 g,
+                 0.25,
+                 2e-2,
+                 with([](PlanOptions& p) { p.loop_groups = 1; }),
+                 {"FlashAttention style", "folded into a matmul", "v0 *= "}});
+    check_graph({n + "_g",
+                 g,
+                 0.25,
+                 2e-2,
+                 with([](PlanOptions& p) { p.loop_groups = 2; }),
+                 {"folded into a matmul", "2 groups of"}});
+    check_graph({n + "_bf16", qknorm_gain_on_q(2, 32, 128, 256, 2, norm_first, DType::bf16),
+                 0.25, 6e-2, with([](PlanOptions& p) { p.loop_groups = 1; }),
+                 {"folded into a matmul"}});
+    check_graph({n + "_off", g, 0.25, 2e-2, with([](PlanOptions& p) {
+                   p.fold_norms = false;
+                   p.loop_groups = 1;
+                 })});
+  }
+}
+
 // Rowwise kernels: one long row over the block (nTrans at its real width), rows inside a warp,
 // rows across warps, row-shaped operands and outputs.
 TEST(EmulationRowwise, NTransPaperWidth) {

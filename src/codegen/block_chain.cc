@@ -135,15 +135,21 @@ void BlockEmitter::emit_matmul_scales(int i, bool pair) {
   idx.push_back(ir::var("c"));
   std::vector<ir::Expr> idx1 = idx;
   idx1.back() = ir::var("c") + 1;
-  for (int norm : {p.scale_a, p.scale_b}) {
+  for (int k = 0; k < 2; ++k) {
+    const int norm = k == 0 ? p.scale_a : p.scale_b;
     if (norm < 0) continue;
     const int t = g_.op(norm).output;
     Shape vs = g_.tensor(t).shape;
     vs[g_.op(norm).attrs.dim] = 1;
     const Access a = access(t);
-    w_.add(ir::assign(ir::var("v0"), a.ref(broadcast_index(vs, idx)),
-                      "*=", "folded " + g_.tensor_name(t)));
-    if (pair) w_.add(ir::assign(ir::var("v1"), a.ref(broadcast_index(vs, idx1)), "*="));
+    // A norm read through a transpose (fold_norms_into_matmuls) has its vector transposed.
+    const bool through = g_.op(i).inputs[k] != t;
+    auto at = [&](std::vector<ir::Expr> v) {
+      if (through) std::swap(v[v.size() - 1], v[v.size() - 2]);
+      return broadcast_index(vs, v);
+    };
+    w_.add(ir::assign(ir::var("v0"), a.ref(at(idx)), "*=", "folded " + g_.tensor_name(t)));
+    if (pair) w_.add(ir::assign(ir::var("v1"), a.ref(at(idx1)), "*="));
   }
 }
 

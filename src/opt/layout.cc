@@ -427,6 +427,9 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
     if (op_category(prod.kind) == Category::Layout && pp.in_place) {
       plan.tensors[t].home = TensorHome::Alias;  // plan_layout_views: read in place
       plan.tensors[t].view_of = prod.inputs[0];
+      // A transpose of a folded norm reads the norm's input (fold_norms_into_matmuls).
+      const int norm = g.tensor(prod.inputs[0]).producer;
+      if (plan.ops[norm].fold_into >= 0) plan.tensors[t].view_of = g.op(norm).inputs[0];
     }
   }
   // Tiles that layout ops read in place keep their own storage (never a view inside another).

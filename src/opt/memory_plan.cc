@@ -40,6 +40,8 @@ void compute_intervals(KernelPlan& plan) {
     // The input of an rms_norm folded into a matmul is read by that matmul too.
     for (size_t k = 0, n = readers.size(); k < n; ++k)
       if (plan.ops[readers[k]].fold_into >= 0) readers.push_back(plan.ops[readers[k]].fold_into);
+    // A folded norm's inverse-RMS vector is read by its matmul (also through a transpose).
+    if (pp.fold_into >= 0) readers.push_back(pp.fold_into);
     for (int c : readers) {
       c = use_op(c);
       const OpPlan& cp = plan.ops[c];

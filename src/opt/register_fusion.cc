@@ -32,7 +32,13 @@ Result<KernelPlan> fold_norms_into_matmuls(KernelPlan plan) {
     const BlockOp& op = g.op(n);
     if (op_category(op.kind) != Category::Norm || plan.ops[n].phase != Phase::Loop) continue;
     const int x = op.inputs[0];
-    const BlockOp& src = g.op(g.tensor(x).producer);
+    // The normalized tile: an input tile, or a transpose of one read in place (the matmul then
+    // reads the input tile through the transpose, as it does without the norm).
+    int base = x;
+    if (const int tp = g.tensor(x).producer;
+        g.op(tp).kind == OpKind::Transpose && plan.ops[tp].in_place)
+      base = g.op(tp).inputs[0];
+    const BlockOp& src = g.op(g.tensor(base).producer);
     if (src.kind != OpKind::Input || plan.input_dtypes[src.attrs.input_index] != plan.mma_dtype)
       continue;
     // A transposed A operand is read by ldmatrix in whole 16-row tiles only.
@@ -40,13 +46,27 @@ Result<KernelPlan> fold_norms_into_matmuls(KernelPlan plan) {
     if (plan.tensors[x].stored_transposed && xs0[xs0.rank() - 2] % 16 != 0) continue;
     std::vector<int> cons = tensor_consumers(g, op.output);
     if (cons.size() != 1) continue;
+    const int rank = g.tensor(x).shape.rank();
+    // The norm of an input tile over its last dim read as B through a transpose read in place
+    // (K [.., keys, d] normalized over d, then Kᵀ): the transpose then reads the input tile
+    // (assign_storage) and the norm scales the product's columns.
+    int operand = op.output;
+    if (const int tr = cons[0]; g.op(tr).kind == OpKind::Transpose && plan.ops[tr].in_place &&
+                                base == x && !plan.tensors[x].stored_transposed &&
+                                op.attrs.dim == rank - 1) {
+      operand = g.op(tr).output;
+      cons = tensor_consumers(g, operand);
+      if (cons.size() != 1) continue;
+    }
     const int m = cons[0];
     const BlockOp& mm = g.op(m);
     if (op_category(mm.kind) != Category::Matmul || mm.inputs[0] == mm.inputs[1]) continue;
     if (plan.ops[m].phase != Phase::Loop) continue;
-    const int rank = g.tensor(x).shape.rank();
     OpPlan& mp = plan.ops[m];
-    if (mm.inputs[0] == op.output && op.attrs.dim == rank - 1 && mp.scale_a < 0) {
+    if (operand != op.output) {
+      if (mm.inputs[1] != operand || mp.scale_b >= 0) continue;
+      mp.scale_b = n;
+    } else if (mm.inputs[0] == op.output && op.attrs.dim == rank - 1 && mp.scale_a < 0) {
       mp.scale_a = n;
     } else if (mm.inputs[1] == op.output && op.attrs.dim == rank - 2 && mp.scale_b < 0) {
       mp.scale_b = n;

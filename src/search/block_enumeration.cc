@@ -315,8 +315,7 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
   }
   // The same expression twice in one block graph is a recomputation (with F = 1 an
   // accumulator keeps its input's expression, sum(1, x) = x, and is exempt).
-  if (space.oracle && op_category(kind) != Category::Accum &&
-      std::find(ob.exprs.begin(), ob.exprs.end(), e) != ob.exprs.end()) {
+  if (space.oracle && op_category(kind) != Category::Accum && duplicate_of(e, ob.exprs)) {
     ob.b.pop_op();
     return prune(Prune::Duplicate);
   }
@@ -454,8 +453,7 @@ void Enumerator::Impl::close_variant(OpenBlock& ob, const std::vector<int>& sink
     if (partial_axes.empty() && !program_tensor_expr(ob.exprs[t]))
       return prune(Prune::KernelTensor);
     if (!partial_axes.empty()) single = false;
-    if (space.oracle && std::find(kexprs.begin(), kexprs.end(), ob.exprs[t]) != kexprs.end())
-      return prune(Prune::Duplicate);
+    if (space.oracle && duplicate_of(ob.exprs[t], kexprs)) return prune(Prune::Duplicate);
     std::vector<GridMap> opts;
     auto assign = [&](auto&& self, size_t i, GridMap m) -> void {
       if (i == partial_axes.size()) {

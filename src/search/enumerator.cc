@@ -419,7 +419,7 @@ void Enumerator::Impl::try_predefined(OpKind kind, Ins ins, OpAttrs attrs) {
     g.pop_op();
     return prune(Prune::AbstractExpr);
   }
-  if (space.oracle && std::find(kexprs.begin(), kexprs.end(), e) != kexprs.end()) {
+  if (space.oracle && duplicate_of(e, kexprs)) {
     g.pop_op();
     return prune(Prune::Duplicate);
   }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "search/enumerator.h"
+#include "strata/expr/expr_normal_form.h"
 
 namespace strata::search {
 
@@ -133,6 +134,21 @@ struct Enumerator::Impl {
   int num_program_inputs = 0;
 
   bool stopped() const { return stop.stop.load(std::memory_order_relaxed); }
+  /// The `duplicate` rule: whether e is the expression of one of `seen`, the same term or the
+  /// same normal form (a product of three factors built in another order is the same value:
+  /// (a·b)·c and (a·c)·b are distinct terms with one normal form); terms too large to
+  /// normalize compare as terms.
+  bool duplicate_of(ExprId e, std::span<const ExprId> seen) const {
+    if (std::find(seen.begin(), seen.end(), e) != seen.end()) return true;
+    const std::optional<ExprId> nf = normal_form(*space.pool, e);
+    if (!nf) return false;
+    for (ExprId x : seen) {
+      if (x == kNoExpr) continue;
+      const std::optional<ExprId> nx = normal_form(*space.pool, x);
+      if (nx && *nx == *nf) return true;
+    }
+    return false;
+  }
   /// Whether the current node lies on the path `after` of a resumed task (its own subtree not
   /// finished: the node is an ancestor of the finished subtree `after`).
   bool on_resume_path() const {

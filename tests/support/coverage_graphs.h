@@ -159,6 +159,41 @@ inline KernelGraph folded_norms() {
   return g;
 }
 
+// QK-norm attention with K's gain moved onto Q (docs/search.md, "Canonicalization":
+// gain_across_matmul): K read as [B, L, d], normalized over the head dim and transposed for
+// Q·Kᵀ, both orders — rms_norm(transpose(K), dim 1) (`norm_first` false) or
+// transpose(rms_norm(K, dim 2)), the canonical form — each a transpose read in place, so that
+// K's rms_norm folds into Q·Kᵀ as column scales; one block per batch row streams the keys
+// (F iterations).
+inline KernelGraph qknorm_gain_on_q(int64_t B, int64_t q, int64_t d, int64_t L, int F,
+                                    bool norm_first, DType dt = DType::f16) {
+  KernelGraph g;
+  int Q = must(g.add_input("Q", Shape{B, q, d}, dt));
+  int K = must(g.add_input("K", Shape{B, L, d}, dt));
+  int V = must(g.add_input("V", Shape{B, L, d}, dt));
+  int G = must(g.add_input("G", Shape{d}, dt));
+  BlockGraph b = must(BlockGraph::make({static_cast<int>(B), 1, 1}, 128, F));
+  int qi = must(b.add_input(Shape{B, q, d}, {0, P, P}, P));
+  int ki = must(b.add_input(Shape{B, L, d}, {0, P, P}, 1));
+  int vi = must(b.add_input(Shape{B, L, d}, {0, P, P}, 1));
+  int gi = must(b.add_input(Shape{d}, {P, P, P}, P));
+  int qn = must(b.add_op(OpKind::Mul, {must(b.add_op(OpKind::RmsNorm, {qi}, dim_attr(2))), gi}));
+  int kn = norm_first ? must(b.add_op(OpKind::Transpose,
+                                      {must(b.add_op(OpKind::RmsNorm, {ki}, dim_attr(2)))}))
+                     : must(b.add_op(OpKind::RmsNorm,
+                                      {must(b.add_op(OpKind::Transpose, {ki}))}, dim_attr(1)));
+  int s = must(b.add_op(OpKind::Matmul, {qn, kn}));
+  int e = must(b.add_op(OpKind::Exp, {s}));
+  int ev = must(b.add_op(OpKind::Matmul, {e, vi}));
+  int aev = must(b.add_op(OpKind::AccumSum, {ev}));
+  int ae = must(b.add_op(OpKind::AccumSumLd, {e}));
+  int o = must(b.add_op(OpKind::Div, {aev, ae}));
+  must(b.add_output(o, {0, P, P}));
+  auto outs = must(g.add_customized({Q, K, V, G}, std::move(b), {"O"}));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
 // Rowwise kernels: several rows per block, rows inside a warp (4 × 256: 32 chunks per row) and
 // rows across warps (2 × 2048), row-shaped operands and outputs, every last-dim reduction.
 inline KernelGraph rowwise_rows() {
