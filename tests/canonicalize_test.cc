@@ -279,20 +279,36 @@ TEST(Canonicalize, KGainMovesOntoQSoThatTheKNormFolds) {
 }
 
 TEST(Canonicalize, GainOnAMovesOntoB) {
-  // The mirror: a gain on A's norm moves onto B when B is no folding norm; onto B's rows
-  // through B's transpose, or as a column ([1, D] transposed) for a plain B.
-  const std::string t = "input X: f16[8, 64]\ninput Y: f16[16, 64]\ninput G: f16[64]\n";
+  // The mirror: a gain on A's norm moves onto a B no larger than A that is no folding norm;
+  // onto B's rows through B's transpose, or as a column ([1, D] transposed) for a plain B.
+  const std::string t = "input X: f16[32, 64]\ninput Y: f16[16, 64]\ninput G: f16[64]\n";
   expect_rewrite(t + "O = matmul(mul(rms_norm(X), G), transpose(Y))\noutput O\n",
                  t + "O = matmul(rms_norm(X), transpose(mul(Y, G)))\noutput O\n",
                  {{"gain_across_matmul", 1}});
-  const std::string w = "input X: f16[8, 64]\ninput W: f16[64, 16]\ninput G: f16[1, 64]\n";
+  const std::string w = "input X: f16[32, 64]\ninput W: f16[64, 16]\ninput G: f16[1, 64]\n";
   expect_rewrite(w + "O = matmul(mul(rms_norm(X), G), W)\noutput O\n",
                  w + "O = matmul(rms_norm(X), mul(W, transpose(G)))\noutput O\n",
                  {{"gain_across_matmul", 1}});
   // A rank-1 gain cannot become a column of a plain B (the IR has no reshape).
   expect_unchanged(
-      "input X: f16[8, 64]\ninput W: f16[64, 16]\ninput G: f16[64]\n"
+      "input X: f16[32, 64]\ninput W: f16[64, 16]\ninput G: f16[64]\n"
       "O = matmul(mul(rms_norm(X), G), W)\noutput O\n");
+  // RMSNorm then a linear layer with a weight larger than the activations: the gain stays on
+  // the few rows rather than scaling the weight.
+  expect_unchanged(
+      "input X: f16[8, 64]\ninput W: f16[64, 16]\ninput G: f16[1, 64]\n"
+      "O = matmul(mul(rms_norm(X), G), W)\noutput O\n");
+}
+
+TEST(Canonicalize, GainMovesOntoTheSmallerOperand) {
+  // QK-norm at prefill with more query rows than keys: K's gain stays, and Q's gain moves onto
+  // K, so that the norm of the larger Q folds.
+  const std::string in = "input Q: f16[2, 64, 32]\ninput K: f16[2, 16, 32]\n"
+                         "input Gq: f16[32]\ninput Gk: f16[32]\n";
+  expect_rewrite(
+      in + "S = matmul(mul(rms_norm(Q), Gq), transpose(mul(rms_norm(K), Gk)))\noutput S\n",
+      in + "S = matmul(rms_norm(Q), transpose(mul(mul(rms_norm(K), Gk), Gq)))\noutput S\n",
+      {{"gain_across_matmul", 1}});
 }
 
 TEST(Canonicalize, GainLookalikesAndSharedGainsStay) {
