@@ -449,21 +449,20 @@ std::optional<int> scaled_operand(Dag& g, int n, int side, int gain, int from_en
 /// contraction dim (A·diag(g)·Xᵀ = (A∘g)·Xᵀ), and its variants: mul(g, X); B = mul(X, g) with
 /// g a column [.., K, 1] (A gets transpose(g)); the mirror, a gain on A moving onto B. The gain
 /// moves when that leaves its operand a norm over the contraction dim (a norm the code
-/// generator folds into the product), the other operand is not such a norm (it would stop
-/// folding), and the other operand has no more elements: the norm that folds is then the one
-/// over the larger operand, whose pass would cost most, and the gain's multiply goes to the
-/// smaller (decode QK-norm: K's gain onto the few query rows; RMSNorm then a linear layer: the
-/// gain stays off the weight). When both qualify (QK-norm attention with Q no larger than K),
-/// B's gain moves onto A: the fused kernels of a product followed by a row reduction (softmax,
-/// a norm) give each block whole rows of the result and stream all of B through every block,
-/// so a scale of A is applied once per element and a scale of B once per element and row block.
+/// generator folds into the product) and the other operand is not such a norm (it would stop
+/// folding). B's gain moves onto A first, whatever their sizes: the fused kernels of a product
+/// followed by a row reduction (softmax, a norm) give each block whole rows of the result and
+/// stream all of B through every block, so a scale of A is applied once per element (QK-norm:
+/// K's gain onto the queries, at prefill too) and a scale of B once per element and row block.
+/// A's gain moves onto B only when B has no more elements than A (RMSNorm then a linear layer:
+/// the gain stays on the activations rather than scaling the weight).
 bool gain_across_matmul(Dag& g, int n) {
   if (g.kind(n) != OpKind::Matmul || g.in(n, 0) == g.in(n, 1)) return false;
   for (int from : {1, 0}) {
     const int to = 1 - from;
     auto m = match_gained(g, n, from);
     if (!m || is_folding_operand(g, n, to)) continue;
-    if (g.at(g.in(n, to)).shape.numel() > g.at(g.in(n, from)).shape.numel()) continue;
+    if (from == 0 && g.at(g.in(n, 1)).shape.numel() > g.at(g.in(n, 0)).shape.numel()) continue;
     auto dest = scaled_operand(g, n, to, m->gain, m->from_end);
     if (!dest) continue;
     int src = m->x;
