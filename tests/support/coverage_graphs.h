@@ -159,10 +159,9 @@ inline KernelGraph folded_norms() {
   return g;
 }
 
-// QK-norm attention with K's gain moved onto Q (docs/search.md, "Canonicalization":
-// gain_across_matmul): K read as [B, L, d], normalized over the head dim and transposed for
-// Q·Kᵀ, both orders — rms_norm(transpose(K), dim 1) (`norm_first` false) or
-// transpose(rms_norm(K, dim 2)), the canonical form — each a transpose read in place, so that
+// QK-norm attention with K's gain on Q (Q·diag(g)·Kᵀ = (Q∘g)·Kᵀ): K read as [B, L, d],
+// normalized over the head dim and transposed for Q·Kᵀ, both orders — rms_norm(transpose(K),
+// dim 1) (`norm_first` false) or transpose(rms_norm(K, dim 2)) — each a transpose read in place, so that
 // K's rms_norm folds into Q·Kᵀ as column scales; one block per batch row streams the keys
 // (F iterations).
 inline KernelGraph qknorm_gain_on_q(int64_t B, int64_t q, int64_t d, int64_t L, int F,
