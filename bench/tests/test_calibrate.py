@@ -455,18 +455,12 @@ class CommittedDataset(unittest.TestCase):
             "h200-2026-11-26-suite", "h200-2026-11-26-suite-followup",
             "h200-2026-11-26-suite-libforms"])
         self.assertEqual(len(suite), 190)
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
-                                                    ["h200-2026-11-28-suite"])), 258)
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
-                                                    ["h200-2026-11-28-suite-whole"])), 272)
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
-                                                    ["h200-2026-11-28-suite-latency"])), 129)
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
-                                                    ["h200-2026-11-28-suite-whole2"])), 279)
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
-                                                    ["h200-2026-11-28-suite-whole3"])), 280)
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200",
-                                                    ["h200-2026-11-28-suite-pass"])), 101)
+        sizes = {"h200-2026-11-28-suite": 258, "h200-2026-11-28-suite-whole": 272,
+                 "h200-2026-11-28-suite-latency": 129, "h200-2026-11-28-suite-whole2": 279,
+                 "h200-2026-11-28-suite-whole3": 280, "h200-2026-11-28-suite-pass": 101}
+        for record, n in sizes.items():
+            self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200", [record])), n,
+                             msg=record)
         # Runs before cuBLAS calls are costed with generated matmuls; later ones with cuBLAS.
         flags = {r["name"]: r["cost_flags"] for r in doc["records"]}
         self.assertEqual(flags["h200-2026-11-26-suite"], ["--no-library-matmul"])
