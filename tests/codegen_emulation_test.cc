@@ -537,6 +537,22 @@ TEST(EmulationKnobs, EachKnobChangesTheCodeAndStaysCorrect) {
   }
 }
 
+// Two row tiles per warp of a matmul chain at head dim 128 (the tuning variant
+// `regfloats=96,chainmt=2`): with the default accumulator budget (64 floats) the chain's 2 × 24
+// fragments do not fit and `chainmt=2` alone changes nothing; with 96 floats the warps own two
+// row tiles each (B fragments shared between them) and the code still computes the reference.
+TEST(EmulationKnobs, ChainRowTilesAtHeadDim128) {
+  const KernelGraph g = attention_graph(2, 64, 128, 1024, 2, 64, 32, false);
+  auto base = emit_cuda_source(g, knob_options("default"));
+  auto mt_only = emit_cuda_source(g, knob_options("chainmt=2"));
+  ASSERT_TRUE(base.ok()) << base.error().message;
+  ASSERT_TRUE(mt_only.ok()) << mt_only.error().message;
+  EXPECT_EQ(base->code, mt_only->code);
+  EXPECT_NE(base->code.find("warps of 1 row tiles"), std::string::npos);
+  check_graph({"chainmt_d128", g, 0.5, 2e-2, knob_options("regfloats=96,chainmt=2"),
+               {"warps of 2 row tiles"}});
+}
+
 // Chunk loops as a per-thread base plus offsets in the unrolled k (ChunkWalk): loads, stores
 // and register accumulators with a swizzle row that takes a few values, a tail of rows past the
 // tile, and the same graphs with the flat chunk index (walk=0) for comparison.

@@ -8,7 +8,7 @@ namespace strata {
 
 const std::vector<std::string>& default_tuning_variants() {
   static const std::vector<std::string> variants = {"default", "groups=4", "minblocks=2",
-                                                    "chainmt=2", "groups=4,walk=0"};
+                                                    "regfloats=96,chainmt=2", "groups=4,walk=0"};
   return variants;
 }
 
