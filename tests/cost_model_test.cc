@@ -82,7 +82,9 @@ void expect_formula(const KernelCost& k, const Target& t) {
   EXPECT_DOUBLE_EQ(k.t_comp_s, t_comp);
   const double under = std::max(1.0, t.sm_count / static_cast<double>(k.blocks));
   EXPECT_DOUBLE_EQ(k.underfill, under);
-  const double slots = static_cast<double>(k.waves * k.blocks_per_sm * t.sm_count);
+  // The last wave's tail: the SM with the most blocks against the mean (several waves only).
+  const double slots =
+      static_cast<double>((k.blocks + t.sm_count - 1) / t.sm_count * t.sm_count);
   const double tail = k.waves > 1 ? std::max(1.0, slots / static_cast<double>(k.blocks)) : 1.0;
   const double throughput = (t_mem * alpha + t_comp * under +
                              static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s +

@@ -23,6 +23,7 @@ KernelCodeFeatures code_features_of_plan(const KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   KernelCodeFeatures f;
   f.threads = plan.threads;
+  f.smem_bytes = plan.smem_bytes;
   f.loop_groups = plan.groups;
   f.loop_barriers = plan.barriers_per_iteration;
   f.once_barriers = plan.barriers_prologue + plan.barriers_post;

@@ -72,19 +72,19 @@ const std::vector<Target>& target_table() {
       // same SM, so the same; a100 β scaled by the SM clock, not measured.
       // The last column, t_pass (per element a thread handles in a pass outside the matmuls,
       // per wave, a loop group's own iterations; docs/cost-model.md, "Passes outside the
-      // matmuls"): h200 fitted alone on top of
-      // the other constants (log loss) to the 2273 H200 points of bench/calibration/points.json
-      // (`bench/calibrate.py --on-table --code-terms pass --loss log`); h100 the same SM and
-      // clock, so the same; a100 scaled by the SM clock, not measured.
+      // matmuls"): h200 fitted alone on top of the other constants (log loss) to the 2364 H200
+      // points of bench/calibration/points.json, blocks per SM from the plan (`bench/calibrate.py
+      // --on-table --code-terms pass --loss log`: 46.4 ns); h100 the same SM and clock, so the
+      // same; a100 scaled by the SM clock, not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        464e-9, 1.0e-9, 10e-9, 2.5, 5.7e9, 42e-9}},
+        464e-9, 1.0e-9, 10e-9, 2.5, 5.7e9, 46e-9}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        464e-9, 1.0e-9, 10e-9, 2.5, 5.7e9, 42e-9}},
+        464e-9, 1.0e-9, 10e-9, 2.5, 5.7e9, 46e-9}},
       {arch("a100"),
        {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 650e-9,
-        1.40e-9, 14e-9, 2.5, 4.06e9, 59e-9}},
+        1.40e-9, 14e-9, 2.5, 4.06e9, 65e-9}},
   };
   return table;
 }
@@ -432,21 +432,6 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     }
     const std::vector<InputReads> reads =
         op.kind == OpKind::Customized ? customized_cost(g, op, k) : predefined_cost(g, op, k);
-    // A predefined matmul block holds two stages of a 64-row A and a 64-column B tile (16-bit).
-    const bool custom = op.kind == OpKind::Customized;
-    const int64_t smem = custom ? k.smem_bytes
-                         : op_category(op.kind) == Category::Matmul
-                             ? 2 * (kMatmulTileM + kMatmulTileN) * kMatmulTileK * 2
-                             : 0;
-    split_rereads(reads, custom ? op.body->block_threads() : 128, smem, t, k);
-    k.alpha =
-        1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) / static_cast<double>(k.blocks);
-    k.t_mem_s = (static_cast<double>(k.load_bytes) + static_cast<double>(k.store_bytes)) /
-                    t.mem_bandwidth_Bps +
-                static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
-                static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
-    k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
-    k.underfill = std::max(1.0, static_cast<double>(t.sm_count) / static_cast<double>(k.blocks));
     // Every kernel the emitter plans (a customized kernel or a lowered predefined matmul) is
     // planned for its loop barriers and threads (t_latency_s) when the target charges the
     // latency bound, and a customized kernel whose matmul may run off the tensor cores for its
@@ -456,6 +441,26 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     std::optional<KernelCodeFeatures> code;
     if (options.code_features || latency_bound || may_have_simt_matmul(g, i))
       code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
+    // Blocks per SM follow the planned kernel's threads and shared memory where it is planned;
+    // else the block graph's threads and the sum of its tiles (a predefined matmul block holds
+    // two stages of a 64-row A and a 64-column B tile, 16-bit).
+    const bool custom = op.kind == OpKind::Customized;
+    const bool planned = custom && code && code->threads > 0 && code->smem_bytes > 0;
+    const int64_t smem = planned ? code->smem_bytes
+                         : custom ? k.smem_bytes
+                         : op_category(op.kind) == Category::Matmul
+                             ? 2 * (kMatmulTileM + kMatmulTileN) * kMatmulTileK * 2
+                             : 0;
+    split_rereads(reads, planned ? code->threads : custom ? op.body->block_threads() : 128, smem,
+                  t, k);
+    k.alpha =
+        1.0 + t.alpha_sm_factor * static_cast<double>(t.sm_count) / static_cast<double>(k.blocks);
+    k.t_mem_s = (static_cast<double>(k.load_bytes) + static_cast<double>(k.store_bytes)) /
+                    t.mem_bandwidth_Bps +
+                static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
+                static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
+    k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
+    k.underfill = std::max(1.0, static_cast<double>(t.sm_count) / static_cast<double>(k.blocks));
     if (code) {
       const double waves = static_cast<double>(k.waves);
       const double forloop = static_cast<double>(k.forloop);
@@ -491,7 +496,7 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     // The throughput bound; a launch of several waves runs its last wave partly empty, so it is
     // scaled by the slots of all waves over the blocks (1 for one wave, whose underfill α and
     // u charge). The latency bound is hidden behind it unless it is the longer one.
-    const double slots = static_cast<double>(k.waves) * static_cast<double>(k.blocks_per_sm) *
+    const double slots = static_cast<double>(ceil_div(k.blocks, t.sm_count)) *
                          static_cast<double>(t.sm_count);
     const double tail =
         k.waves > 1 ? std::max(1.0, slots / static_cast<double>(k.blocks)) : 1.0;

@@ -22,6 +22,7 @@ namespace strata {
 /// The code features of one planned kernel. Counts are per block.
 struct KernelCodeFeatures {
   int threads = 0;      ///< threads per block (KernelPlan::threads)
+  int64_t smem_bytes = 0;  ///< dynamic shared memory per block (KernelPlan::smem_bytes)
   int loop_groups = 1;  ///< loop groups (KernelPlan::groups)
   /// Compute ops (every block op but input iterators and output savers) that run every
   /// iteration (Phase::Loop), and those that run once (Phase::Prologue or Phase::Post).
