@@ -383,12 +383,18 @@ class CommittedDataset(unittest.TestCase):
         # The table's fit has no serial-latency term and no code terms (held at 0).
         c, x, _ = calibrate.fit(points, N_SM, 734e12, alpha=0.1, serial=False, code=False)
         fitted = dict(zip(calibrate.KEYS, x))
-        # The h200 row of docs/cost-model.md, "Targets".
-        documented = {"inv_bandwidth": 1 / 4.94e12, "inv_l2_bandwidth": 1 / 4.16e13,
-                      "inv_narrow_bandwidth": 1 / 1.76e13, "inv_simt_peak": 1 / 8.95e12,
-                      "launch_s": 3.38e-6}
-        for key, want in documented.items():
+        # The h200 row of docs/cost-model.md, "Targets", was fitted with blocks per SM from the
+        # block graph; with the plan's ("Occupancy from the plan") the same fit moves the DRAM,
+        # L2 and narrow-tile rates to 4.84e12, 4.57e13 and 1.81e13 B/s, within 10 % of the
+        # table, which stays (the later terms were fitted on top of it).
+        table = {"inv_bandwidth": 1 / 4.94e12, "inv_l2_bandwidth": 1 / 4.16e13,
+                 "inv_narrow_bandwidth": 1 / 1.76e13, "inv_simt_peak": 1 / 8.95e12,
+                 "launch_s": 3.38e-6}
+        refit = dict(table, inv_bandwidth=1 / 4.84e12, inv_l2_bandwidth=1 / 4.57e13,
+                     inv_narrow_bandwidth=1 / 1.81e13)
+        for key, want in refit.items():
             self.assertAlmostEqual(fitted[key] / want, 1.0, delta=0.005, msg=key)
+            self.assertAlmostEqual(fitted[key] / table[key], 1.0, delta=0.1, msg=key)
         self.assertEqual(fitted["iteration_latency_s"], 0.0)
         self.assertAlmostEqual(fitted["inv_tensor_peak"], 1 / 734e12)
 
