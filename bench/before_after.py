@@ -7,7 +7,12 @@ BEFORE, AFTER so that drift of the machine falls on both alike. A change of the 
 that must not change performance (docs/codegen.md) is shown this way: the table gives the
 median of the profiler's medians per tool and their ratio.
 
-Usage: python3 bench/before_after.py --before B/strata --after A/strata --out DIR [--record R]
+With --picks, the given search results' entries instead of a record's (e.g. the rotary
+programs of the suite: --picks bench/search/suite/llama32_1b_rope_p4096.json:0,...:2), each
+with the default emitter variant and random inputs.
+
+Usage: python3 bench/before_after.py --before B/strata --after A/strata --out DIR
+         [--record R | --picks DOC:RANK,...] [--rounds N]
 Writes DIR/before-after.md and .json; exit 1 if a candidate fails its check.
 """
 
@@ -52,10 +57,15 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--record", default=str(ROOT / "bench/results/h100-2026-11-25.json"))
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--picks", default="",
+                   help="DOC:RANK,... search results' entries to time instead of the record's")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    record = json.loads(Path(a.record).read_text())
+    record = json.loads(Path(a.record).read_text()) if not a.picks else {"results": [
+        {"config": f"{Path(doc).stem}_r{rank}",
+         "systems": {"strata": {"origin": f"{doc}: ranked[{rank}].graph", "variant": "default"}}}
+        for doc, rank in (x.rsplit(":", 1) for x in a.picks.split(","))]}
     rows, failed = [], False
     with tempfile.TemporaryDirectory() as tmp:
         for r in record["results"]:

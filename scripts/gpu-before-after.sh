@@ -3,6 +3,8 @@
 # (bench/before_after.py): a change of the code generator that must not cost speed is shown
 # with it. BEFORE_SRC is a source tree of the earlier version (e.g. made with
 # `git archive <commit> | tar -x -C before-src`); the current tree is the after.
+# STRATA_BEFORE_AFTER_PICKS=DOC:RANK,... times those search results' entries instead (e.g. the
+# suite's rotary programs), STRATA_BEFORE_AFTER_ROUNDS rounds (2).
 # Usage: scripts/gpu-before-after.sh BEFORE_SRC OUT_DIR
 # Exit: 0 all checked and timed; 1 a candidate failed; 3 a build failed.
 set -uo pipefail
@@ -23,4 +25,5 @@ fi
 export STRATA_CACHE_DIR=$root/build-gpu/cache-before-after
 step "the fastest picks, before and after"
 python3 bench/before_after.py --before "$before_src/build-before/strata" \
-  --after "$root/build-gpu/strata" --out "$out"
+  --after "$root/build-gpu/strata" --out "$out" --rounds "${STRATA_BEFORE_AFTER_ROUNDS:-2}" \
+  ${STRATA_BEFORE_AFTER_PICKS:+--picks "$STRATA_BEFORE_AFTER_PICKS"}

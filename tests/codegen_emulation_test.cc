@@ -811,7 +811,7 @@ TEST(EmulationViews, KernelLevelViewsReadInPlace) {
                2e-2,
                with([](PlanOptions& p) { p.loop_groups = 1; }),
                {"(a view of [2, 256, 64], stored transposed)", ", false, true>;", ", true, false>;",
-                "gin0 + (bx * 640 + 64)", "gin0 + (bx * 640 + 3)"}});
+                "gin0 + (bx * 640 + 64 + ", "gin0 + (bx * 640 + 3 + "}});
   check_graph({"kviews_g", g, 0.5, 2e-2, with([](PlanOptions& p) { p.loop_groups = 2; })});
   check_graph({"kviews_simt", g, 0.5, 2e-2, with([](PlanOptions& p) {
                  p.tensor_cores = false;
@@ -999,6 +999,74 @@ output A, B
       check_graph(Case{"rw_" + n, *s, 0.5, 2e-2, {}, {"rowwise: each thread"}}, &program);
       check_graph(Case{"rw_off_" + n, *s, 0.5, 2e-2, with([](PlanOptions& p) { p.rowwise = false; })},
                   &program);
+    }
+  }
+}
+
+// Concats gathered from one load (docs/codegen.md, "Rowwise kernels"): rotate-half at odd
+// head dims and an odd number of rows (chunks of 1 and 2 elements, idle chunks guarded, one
+// and several chunks per thread), a permutation of slices without ops, slices through exp and
+// three nested parts; and what must keep one guarded gather per operand: a concat of two
+// inputs, a slice times another input. Each against float64 on the emulator, nothing zero-filled.
+TEST(EmulationRowwise, ConcatsFromOneLoadAndPerOperand) {
+  const std::string rope_odd = R"(
+input Q: bf16[3, 7, 18]
+input K: bf16[3, 3, 18]
+input Cos: bf16[3, 1, 18]
+input Sin: bf16[3, 1, 18]
+Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 9, 18), -1), slice(Q, -1, 0, 9), dim=-1), Sin))
+Kr = add(mul(K, Cos), mul(concat(mul_scalar(slice(K, -1, 9, 18), -1), slice(K, -1, 0, 9), dim=-1), Sin))
+output Qr, Kr
+)";
+  const std::string rope_f16_20 = R"(
+input Q: f16[5, 5, 20]
+input Cos: f16[5, 1, 20]
+input Sin: f16[5, 1, 20]
+Qr = add(mul(Q, Cos), mul(concat(mul_scalar(slice(Q, -1, 10, 20), -1), slice(Q, -1, 0, 10), dim=-1), Sin))
+output Qr
+)";
+  const std::string permute = R"(
+input X: f16[3, 5, 24]
+Y = mul(concat(concat(slice(X, -1, 16, 24), slice(X, -1, 0, 8), dim=-1), slice(X, -1, 8, 16), dim=-1), X)
+output Y
+)";
+  const std::string unary = R"(
+input X: f16[3, 5, 24]
+Y = concat(concat(exp(slice(X, -1, 16, 24)), slice(X, -1, 8, 16), dim=-1), mul_scalar(sigmoid(slice(X, -1, 0, 8)), 3), dim=-1)
+output Y
+)";
+  const std::string two_inputs = R"(
+input A: f16[3, 5, 24]
+input B: f16[3, 5, 24]
+Y = add(concat(slice(A, -1, 0, 12), slice(B, -1, 12, 24), dim=-1), B)
+output Y
+)";
+  const std::string times_input = R"(
+input A: f16[3, 5, 24]
+input S: f16[3, 5, 12]
+Y = concat(mul(slice(A, -1, 12, 24), S), slice(A, -1, 0, 12), dim=-1)
+output Y
+)";
+  const std::string one = "from one load of", per_operand = "if (col < ";
+  // With 32 threads, several chunks per thread: rope_odd's 320 chunks of 1 element (Q's 7
+  // rows and K's 3 of 32 lanes each) are 10 per thread.
+  for (const auto& [name, text, path, t32] :
+       {std::tuple{"rope_odd", rope_odd, one, "(k < 10)"},
+        std::tuple{"rope_f16_20", rope_f16_20, one, ""}, std::tuple{"permute", permute, one, ""},
+        std::tuple{"unary", unary, one, ""}, std::tuple{"two_inputs", two_inputs, per_operand, ""},
+        std::tuple{"times_input", times_input, per_operand, ""}}) {
+    const KernelGraph program = parse(text);
+    for (int64_t rows : search::pointwise_seed_rows(program, 1)) {
+      auto s = search::pointwise_seed(program, rows);
+      ASSERT_TRUE(s.has_value()) << name;
+      const std::string n = std::string(name) + "_r" + std::to_string(rows);
+      check_graph(Case{"one_" + n, *s, 0.5, 2e-2, {}, {"chunk by chunk", path}}, &program);
+      check_graph(Case{"one_t32_" + n, *s, 0.5, 2e-2, with([](PlanOptions& p) { p.threads = 32; }),
+                       {"chunk by chunk", path, t32}},
+                  &program);
+      auto src = emit_cuda_source(*s);
+      ASSERT_TRUE(src.ok()) << src.error().message;
+      EXPECT_EQ(src->code.find("= {};"), std::string::npos) << n << ": a zero-filled array";
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/block_emitter.h"
+#include "codegen/code_writer.h"
 #include "codegen/cuda_ir.h"
 #include "codegen/cuda_printer.h"
 #include "strata/opt/graph_optimizer.h"
@@ -21,6 +22,30 @@ TEST(KernelIr, FoldsConstantsAndIdentities) {
   EXPECT_TRUE((x % 1).is(0));
   EXPECT_EQ(ir::print_expr(ir::sum({0, x, 0, x * 3})), "x + x * 3");
   EXPECT_TRUE(ir::sum({}).is(0));
+}
+
+// Offsets of a flat index: dims contiguous in memory are addressed as one, a broadcast run
+// is left out, the outermost run is not reduced.
+TEST(KernelIr, LinearOffsetMergesContiguousDims) {
+  const ir::Expr e = ir::var("e");
+  EXPECT_EQ(ir::print_expr(codegen::linear_offset(e, Shape({1, 32, 64}), {2048, 64, 1})), "e");
+  EXPECT_EQ(ir::print_expr(codegen::linear_offset(e, Shape({1, 32, 64}), {0, 0, 1})), "e % 64");
+  // A view of [4, 320] at columns 64 … 319: rows of 256 in rows of 320.
+  EXPECT_EQ(ir::print_expr(codegen::linear_offset(e, Shape({4, 256}), {320, 1})),
+            "(e / 256) * 320 + e % 256");
+  // A broadcast middle dim: [2, 3, 8] of a [2, 1, 8] tensor.
+  EXPECT_EQ(ir::print_expr(codegen::linear_offset(e, Shape({2, 3, 8}), {8, 0, 1})),
+            "(e / 24) * 8 + e % 8");
+  EXPECT_TRUE(codegen::linear_offset(e, Shape({1, 1}), {0, 0}).is(0));
+  // Every element against the plain sum of index · stride.
+  const Shape s({3, 4, 5});
+  const std::vector<int64_t> strides = {40, 0, 2};
+  for (int64_t f = 0; f < s.numel(); ++f) {
+    ir::Expr off = codegen::linear_offset(ir::int_lit(f), s, strides);
+    int64_t v = -1;
+    ASSERT_TRUE(off.is_int(&v));
+    EXPECT_EQ(v, f / 20 * 40 + f % 5 * 2) << f;
+  }
 }
 
 TEST(KernelIr, PrintsWithTheParenthesesPrecedenceNeeds) {

@@ -120,12 +120,17 @@ TEST(RowwisePlan, OddExtentsNarrowTheChunks) {
   EXPECT_FALSE(plan_of(seed(rotary("f16", 16, 32, 128), 1)).rowwise_layout.idle_chunks);
 }
 
-// Idle chunks are guarded: they load, reduce and store nothing.
+// Idle chunks are guarded: they load, reduce and store nothing. Nothing is zero-filled: what
+// a chunk reduces or stores it wrote under the same guard.
 TEST(RowwisePlan, EmittedCodeGuardsIdleChunks) {
   auto src = emit_cuda(seed(residual_norm_program(9, 36), 3));
   ASSERT_TRUE(src.ok()) << src.error().message;
-  EXPECT_NE(src->find("if (((tid + k * 64) % 16 < 9) && (tid + k * 64 < 48))"), std::string::npos);
+  EXPECT_NE(src->find("if (((utid + k * 64) % 16 < 9) && (utid + k * 64 < 48))"),
+            std::string::npos);
   EXPECT_NE(src->find("team_sum<16>"), std::string::npos);
+  EXPECT_EQ(src->find("= {};"), std::string::npos);
+  // A part with a row reduction runs op by op (its shuffles outside any guard).
+  EXPECT_EQ(src->find("chunk by chunk"), std::string::npos);
 }
 
 // Launch shape: a grid of fewer blocks than SMs gets up to 1024 threads, one chunk each where
@@ -189,8 +194,10 @@ TEST(RowwisePlan, OutputsOfTwoShapesAreTwoParts) {
   auto src = emit_cuda(g);
   ASSERT_TRUE(src.ok()) << src.error().message;
   EXPECT_NE(src->find("of the [1, 32, 128] and [1, 8, 128] tiles"), std::string::npos);
-  EXPECT_NE(src->find("if (tid + k * 640 < 512)"), std::string::npos);   // Q's chunks
-  EXPECT_NE(src->find("if (tid + k * 640 >= 512)"), std::string::npos);  // K's chunks
+  EXPECT_NE(src->find("if (utid + k * 640 < 512)"), std::string::npos);   // Q's chunks
+  EXPECT_NE(src->find("if (utid + k * 640 >= 512)"), std::string::npos);  // K's chunks
+  // K's chunks: their offsets from the part's first row.
+  EXPECT_NE(src->find("gin3 + (bx * 1024 + (utid + k * 640 - 512) * 8)"), std::string::npos);
   // Rows across warps: the block reduces every row of every part (each chunk adds only its
   // own part's values).
   const KernelPlan wide = plan_of(seed(R"(
@@ -234,21 +241,68 @@ output O
   EXPECT_FALSE(rowwise_layout(r).ok());
 }
 
-// The emitted code: no shared-memory tiles; the concat loads the input again at the rotated
-// columns (one vector load per operand), and broadcast inputs are addressed without the dims
-// they broadcast.
+// The emitted code: no shared-memory tiles; the rotate-half concat loads the input again once
+// per chunk, at the column of the chunk's half (picked without a branch), negated by a
+// multiplier picked likewise; a contiguous tile is addressed by the chunk's flat index, and
+// broadcast inputs without the dims they broadcast. No row reductions: one guard per chunk
+// around every op, one chunk's values at a time, nothing zero-filled.
 TEST(RowwisePlan, EmittedCodeGathersAtTheRotatedColumns) {
   auto src = emit_cuda(seed(rotary("f16", 16, 32, 128), 1));
   ASSERT_TRUE(src.ok()) << src.error().message;
   const std::string& s = *src;
   EXPECT_NE(s.find("rowwise: each thread owns chunks c = tid + k * 512"), std::string::npos);
-  EXPECT_NE(s.find("concat, gathered per chunk"), std::string::npos);
-  EXPECT_NE(s.find("if (col < 64)"), std::string::npos);
-  EXPECT_NE(s.find("col + 64"), std::string::npos);
-  EXPECT_NE(s.find("(col - 64)"), std::string::npos);
+  EXPECT_NE(s.find("concat, gathered per chunk from one load of"), std::string::npos);
+  EXPECT_NE(s.find("const int from0 = col < 64 ? 64 : -64;"), std::string::npos);
+  EXPECT_NE(s.find("gin0 + (bx * 4096 + (utid + k * 512) * 8 + from0)"), std::string::npos);
+  EXPECT_NE(s.find("const float scale0 = col < 64 ? -1.0f : 1.0f;"), std::string::npos);
+  EXPECT_EQ(s.find("if (col <"), std::string::npos);
+  // Q [16, 32, 128] and the output: the chunk's flat index.
+  EXPECT_NE(s.find("gin0 + (bx * 4096 + (utid + k * 512) * 8)"), std::string::npos);
+  EXPECT_NE(s.find("gout0 + (bx * 4096 + (utid + k * 512) * 8)"), std::string::npos);
   // cos [16, 1, 128]: block offset bx · 128, column only within the block.
-  EXPECT_NE(s.find("gin1 + bx * 128 + ((tid + k * 512) * 8) % 128"), std::string::npos);
+  EXPECT_NE(s.find("gin1 + (bx * 128 + ((utid + k * 512) * 8) % 128)"), std::string::npos);
   EXPECT_EQ(s.find("__syncthreads"), std::string::npos);
+  EXPECT_NE(s.find("chunk by chunk"), std::string::npos);
+  EXPECT_NE(s.find("float x0[8];"), std::string::npos);
+  EXPECT_EQ(s.find("= {};"), std::string::npos);
+}
+
+// Concats that are not one input's slices keep a guarded gather per operand: a concat of two
+// inputs, and one of a slice times another input; a concat of one input's slices through a
+// unary op other than mul_scalar picks the parts' values without a branch.
+TEST(RowwisePlan, EmittedConcatGathersByTheirOperands) {
+  auto two = emit_cuda(seed(R"(
+input A: f16[8, 4, 32]
+input B: f16[8, 4, 32]
+O = add(concat(slice(A, -1, 0, 16), slice(B, -1, 16, 32), dim=-1), A)
+output O
+)",
+                            1));
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_NE(two->find("if (col < 16)"), std::string::npos);
+  EXPECT_NE(two->find("if (col >= 16)"), std::string::npos);
+  EXPECT_EQ(two->find("from one load of"), std::string::npos);
+  auto scaled = emit_cuda(seed(R"(
+input A: f16[8, 4, 32]
+input S: f16[8, 4, 16]
+O = concat(mul(slice(A, -1, 16, 32), S), slice(A, -1, 0, 16), dim=-1)
+output O
+)",
+                               1));
+  ASSERT_TRUE(scaled.ok()) << scaled.error().message;
+  EXPECT_NE(scaled->find("if (col < 16)"), std::string::npos);
+  EXPECT_EQ(scaled->find("from one load of"), std::string::npos);
+  auto unary = emit_cuda(seed(R"(
+input A: f16[8, 4, 32]
+O = concat(exp(slice(A, -1, 16, 32)), slice(A, -1, 0, 16), dim=-1)
+output O
+)",
+                              1));
+  ASSERT_TRUE(unary.ok()) << unary.error().message;
+  EXPECT_NE(unary->find("from one load of"), std::string::npos);
+  EXPECT_NE(unary->find("const int from0 = col < 16 ? 16 : -16;"), std::string::npos);
+  EXPECT_NE(unary->find("col < 16 ? strata_rt::op_exp(g0[j]) : g0[j]"), std::string::npos);
+  EXPECT_EQ(unary->find("if (col <"), std::string::npos);
 }
 
 }  // namespace

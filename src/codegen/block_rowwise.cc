@@ -5,8 +5,15 @@
 // row spans several warps). Tensors narrower than a row (slices along the last dim and what is
 // computed from them) are evaluated where a concat reads them, from inputs loaded again at the
 // columns read (RowwiseForm::Gathered).
+//
+// No register array is zero-filled: every value a chunk stores, reduces or gathers is written
+// first under the guard of the chunk's part (`busy`: the chunk holds elements of the part), and
+// read only under that same guard; the ops computed on every chunk (elementwise ops, a norm's
+// scaling) compute unread values on the chunks outside it. Row reductions start from their
+// identity on every chunk and add only under the guard.
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "block_emitter.h"
 #include "reduction_code.h"
@@ -50,15 +57,18 @@ Status BlockEmitter::emit_rowwise() {
       {ir::binary("&", tid, ir::int_lit(31)), ir::binary(">>", tid, ir::int_lit(5))}));
   w_.add(ir::eval(ir::c_cast("void", lane)));
   w_.add(ir::eval(ir::c_cast("void", warp)));
-  const ir::Expr chunk = tid + k * T;  // chunk k of this thread
-  // Per part: its full tile, the element indices of chunk k's first element in it, the row of
-  // chunk k in it (rows of row_chunks chunks, the last ones idle where a row has fewer), and
-  // whether chunk k holds elements of the part (none when every chunk does).
+  // Chunk and element indices are unsigned: never negative where used (the column offsets
+  // added to them wrap back into range), so / and % by powers of two are shifts and masks and
+  // offsets widen to 64 bits without sign extension.
+  w_.add(ir::decl("const unsigned", "utid", tid));
+  const ir::Expr chunk = ir::var("utid") + k * T;  // chunk k of this thread
+  // Per part: its full tile; chunk k's first element in it as a flat index, its row (rows of
+  // row_chunks chunks, the last ones idle where a row has fewer) and its column; and whether
+  // chunk k holds elements of the part (none when every chunk does).
   const int64_t P = L.row_chunks;
   struct Geometry {
     Shape full, row_shape;
-    std::vector<ir::Expr> index;
-    ir::Expr row, busy;
+    ir::Expr elem, row, col, busy;
   };
   std::vector<Geometry> geo;
   for (const RowwisePart& part : L.parts) {
@@ -66,9 +76,11 @@ Status BlockEmitter::emit_rowwise() {
     G.full = G.row_shape = part.full;
     G.row_shape[G.row_shape.rank() - 1] = 1;
     const ir::Expr c = part.row_offset == 0 ? chunk : chunk - part.row_offset * P;
-    G.index = P == L.chunks_per_row ? unflatten(c * V, part.full)
-                                    : unflatten(c / P * L.cols + c % P * V, part.full);
+    G.elem = P == L.chunks_per_row ? c * V : c / P * L.cols + c % P * V;
     G.row = c / P;
+    G.col = P != L.chunks_per_row        ? c % P * V
+            : part.full.numel() > L.cols ? G.elem % L.cols
+                                         : G.elem;
     std::vector<ir::Expr> terms;
     if (P != L.chunks_per_row) terms.push_back(chunk % P < L.chunks_per_row);
     if (part.row_offset > 0) terms.push_back(chunk >= part.row_offset * P);
@@ -77,7 +89,6 @@ Status BlockEmitter::emit_rowwise() {
     for (const ir::Expr& e : terms) G.busy = G.busy ? ir::land(G.busy, e) : e;
     geo.push_back(std::move(G));
   }
-  const ir::Expr zero = L.idle_chunks || parts ? ir::aggregate_zero() : ir::Expr{};
   // Opens `if (chunk k holds elements of the part)` where some chunk does not; close_busy
   // closes it.
   auto open_busy = [&](const Geometry& G) {
@@ -95,25 +106,70 @@ Status BlockEmitter::emit_rowwise() {
         r.push_back(L.part_of_op[i]);
     }
   auto x_of = [](int t) { return ir::var("x" + std::to_string(t)); };
+  auto k_loop = [&] { return ir::for_loop("k", 0, k < K, {}, "unroll"); };
+  // A part without row reductions runs chunk by chunk: one k loop and one guard around all its
+  // ops, each tensor one chunk's values (x[V], or x for a row value), so every address and
+  // compare is computed once per chunk and the compiler schedules the chunk's loads, math and
+  // store in one block. A part with reductions runs op by op over all its chunks (x[K][V],
+  // x[K]), its shuffles and barriers outside any guard.
+  bool by_chunk = false;
+  auto held = [&](int t) { return by_chunk ? x_of(t) : ir::index(x_of(t), k); };
+  auto decl_held = [&](int t, bool chunks) {
+    const std::string n = "x" + std::to_string(t);
+    if (by_chunk) return chunks ? ir::decl_array("float", n, {V}) : ir::decl("float", n);
+    return ir::decl_array("float", n,
+                          chunks ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K});
+  };
+  // An op's loop over chunk k (under the part's guard where `guard`), none when by_chunk.
+  auto open_chunks = [&](const Geometry& G, bool guard) {
+    if (by_chunk) return;
+    w_.open(k_loop());
+    if (guard) open_busy(G);
+  };
+  auto close_chunks = [&](const Geometry& G, bool guard) {
+    if (by_chunk) return;
+    if (guard) close_busy(G);
+    w_.close();
+  };
   auto name_of = [](int t) { return "x" + std::to_string(t); };
   auto form = [&](int t) { return L.forms[t]; };
-  auto offset_of = [](const std::vector<ir::Expr>& idx, const std::vector<int64_t>& st) {
-    std::vector<ir::Expr> terms;
-    for (size_t d = 0; d < idx.size(); ++d) terms.push_back(idx[d] * st[d]);
-    return ir::sum(terms);
-  };
-  // The indices in tile shape `s` (aligned with the full tile from the right) of the full
-  // tile's element `idx`: 0 along the dims `s` broadcasts.
-  auto tile_index = [&](const Shape& s, const Shape& full, const std::vector<ir::Expr>& idx) {
-    std::vector<ir::Expr> out;
-    for (int d = 0; d < s.rank(); ++d) {
-      const int fd = d + full.rank() - s.rank();
-      out.push_back(s[d] == 1 && full[fd] != 1 ? ir::int_lit(0) : idx[fd]);
+  // The device strides `gs` of a tile of shape `s` (aligned with `over` from the right) along
+  // the dims of `over`: 0 along the dims `s` broadcasts.
+  auto strides_over = [](const Shape& s, const std::vector<int64_t>& gs, const Shape& over) {
+    std::vector<int64_t> out(over.rank(), 0);
+    for (int fd = 0; fd < over.rank(); ++fd) {
+      const int d = fd - (over.rank() - s.rank());
+      if (d >= 0 && !(s[d] == 1 && over[fd] != 1)) out[fd] = gs[d];
     }
     return out;
   };
-  auto k_loop = [&] { return ir::for_loop("k", 0, k < K, {}, "unroll"); };
-  // Input op i's tile: its first element in device memory and the device strides.
+  // The offsets, from a tile's first element in device memory (device strides gs), of chunk k's
+  // first element (a tile of the full width) and of the first element of chunk k's row. Dims
+  // contiguous in device memory are addressed as one (linear_offset): a contiguous tile by the
+  // chunk's flat index itself, so chunks of tiles of one layout share one offset.
+  auto chunk_offset = [&](const Shape& s, const std::vector<int64_t>& gs, const Geometry& G) {
+    return linear_offset(G.elem, G.full, strides_over(s, gs, G.full));
+  };
+  auto row_offset = [&](const Shape& s, const std::vector<int64_t>& gs, const Geometry& G) {
+    return linear_offset(G.row, G.row_shape, strides_over(s, gs, G.row_shape));
+  };
+  // a + d, a constant d printed as a subtraction where negative.
+  auto shifted = [](const ir::Expr& a, const ir::Expr& d) {
+    int64_t v = 0;
+    return d.is_int(&v) && v < 0 ? a - ir::int_lit(-v) : a + d;
+  };
+  // A tile in device memory: the tensor's pointer, the offset of the tile's first element and
+  // the device strides; the element at offset `off` from the first one is data[origin + off]
+  // (one sum: unsigned offsets add up unsigned, and the pointer moves once).
+  struct DeviceTile {
+    ir::Expr data, origin;
+    std::vector<int64_t> gs;
+    ir::Expr at(const ir::Expr& off) const { return ir::index(data, ir::sum({origin, off})); }
+    ir::Expr ptr(const ir::Expr& off) const {
+      return ir::binary("+", data, ir::sum({origin, off}));
+    }
+  };
+  // Input op i's tile.
   auto input_source = [&](const BlockOp& op) {
     const int ii = op.attrs.input_index;
     const Shape& D = g_.input_shape(ii);
@@ -129,43 +185,49 @@ Status BlockEmitter::emit_rowwise() {
       if (view && !view->map.origin.empty())
         origin.push_back(ir::int_lit(view->map.origin[d] * gs[d]));
     }
-    return std::pair{ir::binary("+", ir::var("gin" + std::to_string(ii)), ir::sum(origin)),
-                     std::move(gs)};
+    return DeviceTile{ir::var("gin" + std::to_string(ii)), ir::sum(origin), std::move(gs)};
+  };
+  // Input t's values at chunk k's row, columns col + delta … col + delta + V − 1 of t (col:
+  // the variable holding chunk k's column; delta: a constant or a variable), loaded into the
+  // float[V] array `dst`.
+  const Geometry* gather_at = nullptr;  // the part of the concat gathering
+  auto load_at = [&](int t, const ir::Expr& delta, const std::string& dst) {
+    const Shape& S = g_.tensor(t).shape;
+    const DeviceTile src = input_source(g_.op(g_.tensor(t).producer));
+    const std::vector<int64_t>& gs = src.gs;
+    const ir::Expr off =
+        S[S.rank() - 1] == L.cols
+            ? shifted(chunk_offset(S, gs, *gather_at), delta * gs.back())
+            : row_offset(S, gs, *gather_at) + shifted(ir::var("col"), delta) * gs.back();
+    w_.call("strata_rt::load_f32<" + std::to_string(V) + ">", {src.ptr(off), ir::var(dst)});
   };
   // Statements leaving gathered (or row) tensor t's values at chunk k's row, columns
-  // col … col + V − 1 of t, in the float[V] array `dst`.
+  // col + delta … col + delta + V − 1 of t, in the float[V] array `dst`.
   int temps = 0;
-  const Geometry* gather_at = nullptr;  // the part of the concat gathering
-  std::function<void(int, ir::Expr, const std::string&)> gather = [&](int t, ir::Expr col,
-                                                                      const std::string& dst) {
+  std::function<void(int, int64_t, const std::string&)> gather = [&](int t, int64_t delta,
+                                                                     const std::string& dst) {
     const ir::Expr j = ir::var("j");
     const BlockOp& p = g_.op(g_.tensor(t).producer);
     if (form(t) == RowwiseForm::Rows) {
-      w_.add(ir::for_compact(
-          "j", 0, j < V, ir::assign(ir::index(ir::var(dst), j), ir::index(x_of(t), k)), "unroll"));
+      w_.add(ir::for_compact("j", 0, j < V, ir::assign(ir::index(ir::var(dst), j), held(t)),
+                             "unroll"));
       return;
     }
     if (p.kind == OpKind::Input) {
-      auto [src, gs] = input_source(p);
-      std::vector<ir::Expr> idx = gather_at->index;
-      idx.back() = col;
-      w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
-              {ir::binary("+", src,
-                          offset_of(tile_index(g_.tensor(t).shape, gather_at->full, idx), gs)),
-               ir::var(dst)});
+      load_at(t, ir::int_lit(delta), dst);
       return;
     }
     if (p.kind == OpKind::Slice) {
-      gather(p.inputs[0], col + p.attrs.start, dst);
+      gather(p.inputs[0], delta + p.attrs.start, dst);
       return;
     }
-    if (p.kind == OpKind::Concat) {
+    if (p.kind == OpKind::Concat) {  // col + delta < w0: the first operand
       const int64_t w0 = g_.tensor(p.inputs[0]).shape[g_.tensor(p.inputs[0]).shape.rank() - 1];
-      w_.open(ir::if_then(col < w0));
-      gather(p.inputs[0], col, dst);
+      w_.open(ir::if_then(ir::var("col") < w0 - delta));
+      gather(p.inputs[0], delta, dst);
       w_.close();
-      w_.open(ir::if_then(col >= w0));
-      gather(p.inputs[1], col - w0, dst);
+      w_.open(ir::if_then(ir::var("col") >= w0 - delta));
+      gather(p.inputs[1], delta - w0, dst);
       w_.close();
       return;
     }
@@ -180,7 +242,7 @@ Status BlockEmitter::emit_rowwise() {
       }
       const std::string tmp = "g" + std::to_string(n) + "_" + std::to_string(a);
       w_.add(ir::decl_array("float", tmp, {V}));
-      gather(x, col, tmp);
+      gather(x, delta, tmp);
       ins.push_back(tmp + "[j]");
     }
     w_.open(ir::for_loop("j", 0, j < V, {}, "unroll"));
@@ -188,6 +250,115 @@ Status BlockEmitter::emit_rowwise() {
         g_.tensor(t).producer, ins, "v" + std::to_string(t) + "_" + std::to_string(n) + "_");
     w_.add(ir::assign(ir::index(ir::var(dst), j), ir::verbatim(res)));
     w_.close();
+  };
+  // A concat whose operands are all (unary elementwise functions of) slices along the last dim
+  // of one input — rotate-half: concat(-x[..., h:], x[..., :h]) — read as its parts: columns
+  // begin … end − 1 of the concat are op_n(…op_1(x[..., c − begin + start])). nullopt for any
+  // other concat (operands of different tensors, binary ops, rows), or where a part's columns
+  // or start are not whole chunks (never, by the layout's chunk width: checked all the same).
+  struct GatherPart {
+    int64_t begin = 0, end = 0, start = 0;
+    int source = -1;       // the input's tensor
+    std::vector<int> ops;  // the ops applied to the slice, innermost first
+  };
+  auto one_source_parts = [&](int t) -> std::optional<std::vector<GatherPart>> {
+    std::vector<GatherPart> out;
+    std::function<bool(int, int64_t)> walk = [&](int u, int64_t begin) {
+      const BlockOp& p = g_.op(g_.tensor(u).producer);
+      if (p.kind == OpKind::Concat) {
+        const Shape& s0 = g_.tensor(p.inputs[0]).shape;
+        return walk(p.inputs[0], begin) && walk(p.inputs[1], begin + s0[s0.rank() - 1]);
+      }
+      const Shape& su = g_.tensor(u).shape;
+      GatherPart part;
+      part.begin = begin;
+      part.end = begin + su[su.rank() - 1];
+      for (int x = u;;) {
+        if (form(x) == RowwiseForm::Rows) return false;
+        const int pi = g_.tensor(x).producer;
+        const BlockOp& q = g_.op(pi);
+        if (q.kind == OpKind::Input) {
+          part.source = x;
+          break;
+        }
+        if (q.inputs.size() != 1) return false;
+        if (q.kind == OpKind::Slice)
+          part.start += q.attrs.start;
+        else if (is_elementwise(q.kind) || q.kind == OpKind::ThreadFused)
+          part.ops.insert(part.ops.begin(), pi);
+        else
+          return false;
+        x = q.inputs[0];
+      }
+      if (part.begin % V != 0 || part.start % V != 0 || part.end % V != 0) return false;
+      if (!out.empty() && out.front().source != part.source) return false;
+      out.push_back(std::move(part));
+      return true;
+    };
+    if (!walk(t, 0) || out.size() < 2) return std::nullopt;
+    return out;
+  };
+  // Statements leaving concat t's values at chunk k's columns in the float[V] array `dst` from
+  // its one-source parts: one load of the source at the column of the part holding col (the
+  // offset from col picked by compares, no branch), the parts' ops picked likewise — as one
+  // multiplier where each part scales by a constant (mul_scalar) or not at all, else as the
+  // value of the part's ops.
+  auto gather_one_source = [&](int t, const std::vector<GatherPart>& parts,
+                               const std::string& dst) {
+    const ir::Expr col = ir::var("col"), j = ir::var("j");
+    // The value of the part holding col, from each part's value (nested selects).
+    auto pick = [&](const std::function<ir::Expr(size_t)>& value) {
+      ir::Expr e = value(parts.size() - 1);
+      for (size_t p = parts.size() - 1; p-- > 0;) e = ir::select(col < parts[p].end, value(p), e);
+      return e;
+    };
+    const std::string n = std::to_string(temps++);
+    w_.add(ir::decl("const int", "from" + n,
+                    pick([&](size_t p) { return ir::int_lit(parts[p].start - parts[p].begin); }),
+                    "the source column minus col"));
+    const bool plain =
+        std::all_of(parts.begin(), parts.end(), [](const GatherPart& p) { return p.ops.empty(); });
+    const std::string g = plain ? dst : "g" + n;
+    if (!plain) w_.add(ir::decl_array("float", g, {V}));
+    load_at(parts.front().source, ir::var("from" + n), g);
+    if (plain) return;
+    const bool scaled = std::all_of(parts.begin(), parts.end(), [&](const GatherPart& p) {
+      return p.ops.empty() || (p.ops.size() == 1 && g_.op(p.ops[0]).kind == OpKind::MulScalar);
+    });
+    if (scaled)
+      w_.add(ir::decl("const float", "scale" + n, pick([&](size_t p) {
+                        return ir::float_lit(
+                            parts[p].ops.empty() ? 1.0 : g_.op(parts[p].ops[0]).attrs.scalar);
+                      }),
+                      "the part's mul_scalar"));
+    w_.open(ir::for_loop("j", 0, j < V, {}, "unroll"));
+    if (scaled) {  // op_mul_scalar(x, c) = c · x
+      w_.add(ir::assign(ir::index(ir::var(dst), j),
+                        ir::binary("*", ir::var("scale" + n), ir::index(ir::var(g), j))));
+    } else {
+      std::vector<std::string> vals;
+      for (size_t p = 0; p < parts.size(); ++p) {
+        std::string v = g + "[j]";
+        for (size_t s = 0; s < parts[p].ops.size(); ++s)
+          v = eval_elementwise(parts[p].ops[s], {v},
+                               "v" + std::to_string(t) + "_" + n + "_" + std::to_string(p) + "_" +
+                                   std::to_string(s) + "_");
+        vals.push_back(v);
+      }
+      w_.add(ir::assign(ir::index(ir::var(dst), j),
+                        pick([&](size_t p) { return ir::verbatim(vals[p]); })));
+    }
+    w_.close();
+  };
+  // Whether op i is a row reduction (or a norm), emitted over all chunks of its part.
+  auto reduces = [&](int i) {
+    const BlockOp& op = g_.op(i);
+    const Category cat = op_category(op.kind);
+    if (cat == Category::Source || cat == Category::Sink || op.kind == OpKind::Concat ||
+        form(op.output) == RowwiseForm::Gathered)
+      return false;
+    if (cat == Category::Accum && !op_reduction(op.kind)) return false;
+    return !(is_elementwise(op.kind) || cat == Category::Fused);
   };
   int reductions = 0;
   // Part `cur`'s ops (and its loads of the input tiles it reads), in graph order.
@@ -203,30 +374,23 @@ Status BlockEmitter::emit_rowwise() {
         const int t = op.output, ii = op.attrs.input_index;
         const Shape& D = g_.input_shape(ii);
         const Shape& S = g_.tensor(t).shape;
-        auto [src, gs] = input_source(op);
+        const DeviceTile src = input_source(op);
+        const std::vector<int64_t>& gs = src.gs;
         w_.comment(g_.tensor_name(t) + " " + S.str() + " <- input " + std::to_string(ii) + " " +
                    D.str() + (form(t) == RowwiseForm::Gathered ? ": loaded where read" : ""));
         if (form(t) == RowwiseForm::Gathered) continue;
         const bool chunks = form(t) == RowwiseForm::Chunks;
-        w_.add(ir::decl_array("float", name_of(t),
-                              chunks ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}, zero));
+        w_.add(decl_held(t, chunks));
         {  // each part reading the tile loads its chunks of it
           const Geometry& G = geo[cur];
-          w_.open(k_loop());
-          open_busy(G);
+          open_chunks(G, true);
           if (chunks)
             w_.call("strata_rt::load_f32<" + std::to_string(V) + ">",
-                    {ir::binary("+", src, offset_of(tile_index(S, G.full, G.index), gs)),
-                     ir::index(x_of(t), k)});
+                    {src.ptr(chunk_offset(S, gs, G)), held(t)});
           else
-            w_.add(ir::assign(
-                ir::index(x_of(t), k),
-                ir::call("strata_rt::to_f32",
-                         {ir::index(src, offset_of(tile_index(S, G.row_shape,
-                                                              unflatten(G.row, G.row_shape)),
-                                                   gs))})));
-          close_busy(G);
-          w_.close();
+            w_.add(
+                ir::assign(held(t), ir::call("strata_rt::to_f32", {src.at(row_offset(S, gs, G))})));
+          close_chunks(G, true);
         }
         continue;
       }
@@ -245,23 +409,22 @@ Status BlockEmitter::emit_rowwise() {
             origin.push_back(ir::var(axis_var(a)) * (tile[d] * gs[d]));
           }
         const std::string OT = cuda_type(info_.output_dtypes[oi]);
-        const ir::Expr dst = ir::binary("+", ir::var("gout" + std::to_string(oi)), ir::sum(origin));
+        const DeviceTile dst{ir::var("gout" + std::to_string(oi)), ir::sum(origin), gs};
         w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " +
                    D.str());
-        w_.open(k_loop());
-        if (form(t) == RowwiseForm::Chunks) {
-          open_busy(G);
+        const bool chunks = form(t) == RowwiseForm::Chunks;
+        open_chunks(G, chunks);
+        if (chunks) {
           w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
-                  {ir::binary("+", dst, offset_of(G.index, gs)), ir::index(x_of(t), k)});
-          close_busy(G);
-        } else {
+                  {dst.ptr(chunk_offset(tile, gs, G)), held(t)});
+        } else {  // the row's first chunk stores its value
           const ir::Expr first = ir::eq(chunk % P, 0);
-          w_.add(ir::if_compact(
-              G.busy ? ir::land(first, G.busy) : first,
-              ir::assign(ir::index(dst, offset_of(unflatten(G.row, G.row_shape), gs)),
-                         ir::call("strata_rt::from_f32<" + OT + ">", {ir::index(x_of(t), k)}))));
+          w_.add(
+              ir::if_compact(G.busy && !by_chunk ? ir::land(first, G.busy) : first,
+                             ir::assign(dst.at(row_offset(tile, gs, G)),
+                                        ir::call("strata_rt::from_f32<" + OT + ">", {held(t)}))));
         }
-        w_.close();
+        close_chunks(G, chunks);
         continue;
       }
       if (form(op.output) == RowwiseForm::Gathered) {
@@ -271,18 +434,27 @@ Status BlockEmitter::emit_rowwise() {
         continue;
       }
       if (op.kind == OpKind::Concat) {
-        // A full row from gathered operands: each chunk evaluates the operand its columns lie in.
+        // A full row from gathered operands: each chunk evaluates the operand its columns lie
+        // in; where every operand is a function of a slice of one input, without branches.
         const int t = op.output;
+        const std::optional<std::vector<GatherPart>> one = one_source_parts(t);
         w_.comment("#" + std::to_string(i) + " " + g_.tensor_name(t) + " " +
-                   g_.tensor(t).shape.str() + " = concat, gathered per chunk");
-        w_.add(ir::decl_array("float", name_of(t), {K, V}, zero));
-        w_.open(k_loop());
-        open_busy(G);
-        w_.add(ir::decl("const int", "col", G.index.back()));
+                   g_.tensor(t).shape.str() + " = concat, gathered per chunk" +
+                   (one ? " from one load of " + g_.tensor_name(one->front().source) +
+                              " at the columns of the chunk's part"
+                        : ""));
+        w_.add(decl_held(t, true));
+        open_chunks(G, true);
+        if (by_chunk) w_.open("");  // its own `col`
+        w_.add(ir::decl("const int", "col", G.col));
         gather_at = &G;
-        gather(t, ir::var("col"), name_of(t) + "[k]");
-        close_busy(G);
-        w_.close();
+        const std::string dst = ir::print_expr(held(t));
+        if (one)
+          gather_one_source(t, *one, dst);
+        else
+          gather(t, 0, dst);
+        if (by_chunk) w_.close();
+        close_chunks(G, true);
         continue;
       }
       const int t = op.output;
@@ -293,21 +465,19 @@ Status BlockEmitter::emit_rowwise() {
         continue;
       }
       auto elem = [&](int x) {
-        return form(x) == RowwiseForm::Chunks ? ir::index(ir::index(x_of(x), k), j)
-                                              : ir::index(x_of(x), k);
+        return form(x) == RowwiseForm::Chunks ? ir::index(held(x), j) : held(x);
       };
       if (is_elementwise(op.kind) || cat == Category::Fused) {
         const bool f = form(t) == RowwiseForm::Chunks;
-        w_.add(ir::decl_array("float", name_of(t),
-                              f ? std::vector<int64_t>{K, V} : std::vector<int64_t>{K}));
-        w_.open(k_loop());
+        w_.add(decl_held(t, f));
+        open_chunks(G, false);
         if (f) w_.open(ir::for_loop("j", 0, j < V, {}, "unroll"));
         std::vector<std::string> ins;
         for (int x : op.inputs) ins.push_back(ir::print_expr(elem(x)));
         const std::string res = eval_elementwise(i, ins, "v" + std::to_string(t) + "_");
         w_.add(ir::assign(elem(t), ir::verbatim(res)));
         if (f) w_.close();
-        w_.close();
+        close_chunks(G, false);
         continue;
       }
       // A reduction over the last dim of a full tensor (its row of the reduction family).
@@ -389,7 +559,19 @@ Status BlockEmitter::emit_rowwise() {
                  std::to_string(L.parts[cur].row_offset + L.parts[cur].rows - 1));
       w_.open("");
     }
+    by_chunk = true;
+    for (int i = 0; i < static_cast<int>(g_.ops().size()); ++i)
+      if (L.part_of_op[i] == cur && reduces(i)) by_chunk = false;
+    if (by_chunk) {
+      w_.comment("no row reductions: chunk by chunk");
+      w_.open(k_loop());
+      open_busy(geo[cur]);
+    }
     emit_part(cur);
+    if (by_chunk) {
+      close_busy(geo[cur]);
+      w_.close();
+    }
     if (parts) w_.close();
   }
   return Status::success();

@@ -115,6 +115,31 @@ std::vector<ir::Expr> unflatten(const ir::Expr& flat, const Shape& shape) {
   return idx;
 }
 
+ir::Expr linear_offset(const ir::Expr& flat, const Shape& shape,
+                       const std::vector<int64_t>& strides) {
+  struct Run {
+    int64_t extent, stride;
+  };
+  std::vector<Run> runs;  // innermost first
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (!runs.empty() && strides[d] == runs.back().stride * runs.back().extent)
+      runs.back().extent *= shape[d];
+    else
+      runs.push_back({shape[d], strides[d]});
+  }
+  std::vector<ir::Expr> terms;
+  int64_t inner = 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].stride != 0) {
+      ir::Expr q = flat / inner;  // the outermost run's index is not reduced (flat is in range)
+      terms.push_back((i + 1 < runs.size() ? q % runs[i].extent : q) * runs[i].stride);
+    }
+    inner *= runs[i].extent;
+  }
+  return ir::sum(std::vector<ir::Expr>(terms.rbegin(), terms.rend()));  // outermost first
+}
+
 std::vector<ir::Expr> broadcast_index(const Shape& operand, const std::vector<ir::Expr>& out_idx) {
   const int r = static_cast<int>(out_idx.size());
   std::vector<ir::Expr> idx(operand.rank(), ir::int_lit(0));

@@ -67,6 +67,14 @@ std::string sum(const std::vector<std::string>& terms);
 /// Index expressions of the dims of `shape` for a flat row-major element index `flat`; size-1
 /// dims give 0.
 std::vector<ir::Expr> unflatten(const ir::Expr& flat, const Shape& shape);
+/// The memory offset Σ_d index_d · strides[d] of the element with flat row-major index `flat`
+/// (≥ 0) of an index space of extents `shape` (strides[d] = 0: dim d broadcast, not addressed).
+/// Runs of dims that are contiguous in memory (strides[d] = strides[d + 1] · shape[d + 1], or
+/// both 0) are addressed as one dim, so a contiguous space is addressed by `flat` itself and a
+/// broadcast run costs nothing: [32, 64] with strides {64, 1} gives `flat`, with {0, 1}
+/// `flat % 64`.
+ir::Expr linear_offset(const ir::Expr& flat, const Shape& shape,
+                       const std::vector<int64_t>& strides);
 /// Indices into an operand of shape `operand` broadcast (NumPy rules) to a result with
 /// indices `out_idx`.
 std::vector<ir::Expr> broadcast_index(const Shape& operand, const std::vector<ir::Expr>& out_idx);
