@@ -1017,9 +1017,9 @@ constexpr double kMinFormSeconds = 1.0;
 
 /// The job of an alternative form, starting now with the time the whole search has left
 /// (`left` seconds; 0 = no time limit). Its enumeration gets that time but a reserve for its
-/// screening and verification: twice what the canonical form's took (`checks_s`: its
-/// candidates are checked against the same program), at least a tenth and at most half of the
-/// time left; with an explicit enum_time_limit_s, the same share of the time left as the
+/// screening and verification: three times what the canonical form's took (`checks_s`: its
+/// candidates are checked against the same program, and the derived forms, verified last, are
+/// lost when the reserve runs out), at least a quarter and at most half of the time left; with an explicit enum_time_limit_s, the same share of the time left as the
 /// canonical form had of the whole (without a time limit: each form's own). Its own state
 /// budget (max_states), max_block_ops from its own program when automatic, and a checkpoint of
 /// its own (key and path).
@@ -1038,7 +1038,7 @@ SearchJob form_job(const SearchJob& base, const AlternativeSpec& spec, const Sea
     c.enum_time_limit_s =
         given.enum_time_limit_s > 0
             ? left * std::min(1.0, given.enum_time_limit_s / given.time_limit_s)
-            : left - std::clamp(2 * checks_s, left / 10, left / 2);
+            : left - std::clamp(3 * checks_s, left / 4, left / 2);
   }
   c.max_block_ops = given.max_block_ops == 0 ? SearchConfig::auto_max_block_ops(spec.program)
                                              : given.max_block_ops;
