@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 
+#include "search/search_monitor.h"
 #include "strata/frontend/program_parser.h"
 #include "strata/opt/canonicalize.h"
 #include "strata/search/search.h"
@@ -149,10 +153,24 @@ TEST(SearchForms, AFormThatCannotBeSetUpIsSkippedWithANote) {
   auto other_interface = [](const KernelGraph&) {
     return parse_program("input Q: f16[4, 64]\nS = exp(Q)\noutput S\n", "o.strata");
   };
+  auto gained = [](const KernelGraph& g) -> Result<KernelGraph> {
+    const std::string_view rule[] = {"gain_across_matmul"};
+    auto c = canonicalize_program(g, rule);
+    if (!c.ok()) return c.error();
+    return std::move(c->program);
+  };
   const SearchResult r =
-      search(p, config("skipped").with_alternative_canonicalizers(
-                    {{"failing", failing}, {"other_interface", other_interface}}));
-  ASSERT_EQ(r.stats.forms.size(), 3u);
+      search(p, config("skipped").with_alternative_canonicalizers({{"failing", failing},
+                                                                   {"gained", gained},
+                                                                   {"other_interface", other_interface},
+                                                                   {"gained", failing}}));
+  // In their order, a repeated name once; the good form between the two skipped is searched.
+  ASSERT_EQ(r.stats.forms.size(), 4u);
+  EXPECT_EQ(r.stats.forms[0].name, "canonical");
+  EXPECT_EQ(r.stats.forms[1].name, "failing");
+  EXPECT_EQ(r.stats.forms[2].name, "gained");
+  EXPECT_EQ(r.stats.forms[3].name, "other_interface");
+  EXPECT_TRUE(r.stats.forms[2].searched);
   for (const char* name : {"failing", "other_interface"}) {
     const FormStats* f = form(r, name);
     ASSERT_NE(f, nullptr) << name;
@@ -278,6 +296,47 @@ TEST(SearchForms, AStoppedSearchResumesEachFormFromItsOwnCheckpoint) {
   for (const auto& e : std::filesystem::directory_iterator(c.cache_dir))
     if (e.path().string().find(".ckpt") != std::string::npos) ++checkpoints;
   EXPECT_EQ(checkpoints, 0);
+}
+
+TEST(SearchForms, AFormWithNothingFoundEnumeratesIntoItsReserve) {
+  // The watcher of an alternative form's search: its own enumeration deadline at 0.2 s, a later
+  // one at 0.8 s that holds while nothing is found.
+  using namespace std::chrono_literals;
+  SearchConfig c;
+  c.quiet = true;
+  c.time_limit_s = 10;
+  c.enum_time_limit_s = 0.2;
+  std::atomic<size_t> done{0};
+  {
+    search::StopControl stop;
+    search::Monitor m(c, stop, search::Clock::now());
+    m.set_late_deadline(0.8, 0);
+    m.enter_enumeration(1, &done);
+    std::this_thread::sleep_for(500ms);
+    EXPECT_FALSE(stop.stop.load());  // past its own deadline, but nothing found yet
+    stop.live_found = 1;             // a graph: the deadline passed is its own
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(stop.stop.load());
+    EXPECT_TRUE(m.time_limit_hit());
+  }
+  {
+    search::StopControl stop;  // nothing found at all: stopped at the later deadline
+    search::Monitor m(c, stop, search::Clock::now());
+    m.set_late_deadline(0.5, 0);
+    m.enter_enumeration(1, &done);
+    std::this_thread::sleep_for(300ms);
+    EXPECT_FALSE(stop.stop.load());
+    std::this_thread::sleep_for(500ms);
+    EXPECT_TRUE(stop.stop.load());
+  }
+  {
+    search::StopControl stop;  // graphs restored from a checkpoint count as found
+    search::Monitor m(c, stop, search::Clock::now());
+    m.set_late_deadline(5, 3);
+    m.enter_enumeration(1, &done);
+    std::this_thread::sleep_for(500ms);
+    EXPECT_TRUE(stop.stop.load());
+  }
 }
 
 }  // namespace

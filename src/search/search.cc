@@ -430,6 +430,9 @@ struct SearchJob {
   std::map<std::string, int64_t> rewrites;  ///< of the canonicalization, by rule
   std::string canonical_note;
   std::string form = "canonical";  ///< FormStats::name of this job's form
+  /// An alternative form's later enumeration deadline while it has found nothing
+  /// (Monitor::set_late_deadline); 0 for the canonical form.
+  double late_enum_deadline_s = 0;
   /// The alternative forms to search after the canonical form (canonical form's job only).
   std::vector<AlternativeSpec> alternatives;
 };
@@ -463,6 +466,10 @@ void canonicalize(const KernelGraph& program, const SearchConfig& config, Search
   if (config.alternative_forms) {
     if (!config.alternative_canonicalizers.empty()) {
       for (const auto& [name, make] : config.alternative_canonicalizers) {
+        const bool taken = name == "canonical" ||
+                           std::any_of(job.alternatives.begin(), job.alternatives.end(),
+                                       [&](const AlternativeSpec& a) { return a.name == name; });
+        if (taken) continue;  // names are unique (they name checkpoints)
         Result<KernelGraph> form = make(program);
         AlternativeSpec spec{name, form.ok() ? *form : program, {{"custom", 1}},
                              unusable_form(program, form)};
@@ -505,7 +512,7 @@ Result<SearchJob> set_up_job(const KernelGraph& program, const SearchConfig& giv
   STRATA_RETURN_IF_ERROR(check_config(given));
   STRATA_RETURN_IF_ERROR(check_program(program));
   STRATA_ASSIGN_OR_RETURN(Target target, Target::by_name(given.target));
-  SearchJob job{t0, given, std::move(target), "", "", "", "", "", {}, {}, "", "canonical", {}};
+  SearchJob job{t0, given, std::move(target), "", "", "", "", "", {}, {}, "", "canonical", 0, {}};
   canonicalize(program, given, job);
   SearchConfig& config = job.config;
   // A replaced canonicalization is not part of the cache key: such a search bypasses the cache.
@@ -977,6 +984,7 @@ Result<FormRun> search_form(SearchJob job, const KernelGraph& program, bool libr
   STRATA_ASSIGN_OR_RETURN(const Enumeration en,
                           prepare_enumeration(job, program, monitor.verification_stop()));
   search::Progress progress = restore_progress(job, en, result);
+  monitor.set_late_deadline(job.late_enum_deadline_s, progress.pool.size());
   // Every graph offered is also a source of split-KV forms (derive_split_kv).
   search::CandidatePool offered_forms(job.target, kOfferedSplitForms);
   auto observe = [&](const KernelGraph& g) {
@@ -1019,10 +1027,13 @@ constexpr double kMinFormSeconds = 1.0;
 /// (`left` seconds; 0 = no time limit). Its enumeration gets that time but a reserve for its
 /// screening and verification: three times what the canonical form's took (`checks_s`: its
 /// candidates are checked against the same program, and the derived forms, verified last, are
-/// lost when the reserve runs out), at least a quarter and at most half of the time left; with an explicit enum_time_limit_s, the same share of the time left as the
-/// canonical form had of the whole (without a time limit: each form's own). Its own state
-/// budget (max_states), max_block_ops from its own program when automatic, and a checkpoint of
-/// its own (key and path).
+/// lost when the reserve runs out), at least a quarter and at most half of the time left. While
+/// it has found no graph (nothing to check), it enumerates on into the reserve, up to a tenth
+/// of the time left (at least kMinFormSeconds) before the limit (late_enum_deadline_s). With an
+/// explicit enum_time_limit_s, the same share of the time left as the canonical form had of the
+/// whole (without a time limit: each form's own), and no later deadline. Its own state budget
+/// (max_states), max_block_ops from its own program when automatic, and a checkpoint of its own
+/// (key and path).
 SearchJob form_job(const SearchJob& base, const AlternativeSpec& spec, const SearchConfig& given,
                    double left, double checks_s) {
   SearchJob job = base;
@@ -1035,10 +1046,12 @@ SearchJob form_job(const SearchJob& base, const AlternativeSpec& spec, const Sea
   SearchConfig& c = job.config;
   if (given.time_limit_s > 0) {
     c.time_limit_s = left;
-    c.enum_time_limit_s =
-        given.enum_time_limit_s > 0
-            ? left * std::min(1.0, given.enum_time_limit_s / given.time_limit_s)
-            : left - std::clamp(3 * checks_s, left / 4, left / 2);
+    if (given.enum_time_limit_s > 0) {
+      c.enum_time_limit_s = left * std::min(1.0, given.enum_time_limit_s / given.time_limit_s);
+    } else {
+      c.enum_time_limit_s = left - std::clamp(3 * checks_s, left / 4, left / 2);
+      job.late_enum_deadline_s = left - std::max(kMinFormSeconds, left / 10);
+    }
   }
   c.max_block_ops = given.max_block_ops == 0 ? SearchConfig::auto_max_block_ops(spec.program)
                                              : given.max_block_ops;
@@ -1124,7 +1137,15 @@ bool join_forms(std::vector<FormRun>& runs, std::vector<FormStats> skipped, bool
     result.stats.forms.push_back(std::move(f));
     finished = finished && run.all_done && run.result.stats.verification_complete;
   }
-  for (FormStats& f : skipped) result.stats.forms.push_back(std::move(f));
+  // The forms not searched take their places in the order of job.alternatives.
+  for (FormStats& f : skipped) {
+    auto at = result.stats.forms.begin() + 1;
+    for (const AlternativeSpec& a : job.alternatives) {
+      if (a.name == f.name) break;
+      if (at != result.stats.forms.end() && at->name == a.name) ++at;
+    }
+    result.stats.forms.insert(at, std::move(f));
+  }
   result.stats.rewrites_by_rule = runs.front().job.rewrites;
   if (out_of_time && result.stats.stop == StopReason::Exhausted) {
     result.stats.stop = StopReason::TimeLimit;

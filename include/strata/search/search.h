@@ -86,7 +86,8 @@ struct SearchConfig {
   /// the cache.
   std::function<Result<KernelGraph>(const KernelGraph&)> canonicalizer;
   /// When non-empty (and canonicalize and alternative_forms are on), replaces the alternative
-  /// forms: each is a named form made by its function. For tests: a failing or wrong form must
+  /// forms: each is a named form made by its function (a name used before, or "canonical", is
+  /// ignored: names are unique, they name checkpoints). For tests: a failing or wrong form must
   /// be skipped or caught by verification. A search with it neither reads nor writes the cache.
   std::vector<std::pair<std::string, std::function<Result<KernelGraph>(const KernelGraph&)>>>
       alternative_canonicalizers;
