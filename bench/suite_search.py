@@ -86,6 +86,9 @@ def summarize(doc):
         "program_kernels": prog["kernels"], "best_kernels": best["kernels"],
         "best_customized": best["customized_kernels"], "best_is_program": best["is_program"],
         "fused": fused, "predicted_us": best["predicted_us"],
+        # The form of the program whose search found the winner (docs/search.md, "Alternative
+        # forms"); None for the program itself and for documents that predate forms.
+        "best_form": best.get("form"),
         "program_predicted_us": prog["predicted_us"],
         "speedup": best["speedup_vs_program"],
         "codegen_unsupported": st["prunes_by_rule"].get("codegen_unsupported", 0),
@@ -165,12 +168,15 @@ def fmt(v, spec):
 def best_text(e):
     if "error" in e:
         return "error: " + e["error"]
+    # An alternative form's winner says so (docs/search.md, "Alternative forms").
+    form = e.get("best_form")
+    of_form = f", form {form}" if form not in (None, "canonical") else ""
     if e["fused"]:
         return (f"fused: {e['best_kernels']} kernel(s) ({e['best_customized']} customized) "
-                f"vs {e['program_kernels']}")
+                f"vs {e['program_kernels']}{of_form}")
     if not e["best_is_program"]:
         return (f"not fused: {e['best_kernels']} kernel(s) ({e['best_customized']} customized)"
-                f" vs {e['program_kernels']}")
+                f" vs {e['program_kernels']}{of_form}")
     return "the program: " + e.get("reason", "(no reason printed)")
 
 

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "strata/frontend/program_parser.h"
 #include "strata/ir/graph_print.h"
@@ -18,8 +20,12 @@ namespace {
 
 using testing::parse;
 
-CanonicalProgram canonical(const KernelGraph& g) {
-  auto c = canonicalize_program(g);
+/// The alternative-form rule of the tests below (canonicalize_program applies it on request).
+constexpr std::string_view kGainRule[] = {"gain_across_matmul"};
+constexpr std::span<const std::string_view> kGain = kGainRule;
+
+CanonicalProgram canonical(const KernelGraph& g, std::span<const std::string_view> alt = {}) {
+  auto c = canonicalize_program(g, alt);
   EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
   return c.ok() ? std::move(c).value() : CanonicalProgram{};
 }
@@ -35,9 +41,10 @@ bool equivalent(const KernelGraph& a, const KernelGraph& b) {
 /// `program` canonicalizes to exactly `expected` (same ops in the same order), by the rule
 /// counts `rewrites`, and the verifier proves the two programs equivalent.
 void expect_rewrite(const std::string& program, const std::string& expected,
-                    const std::map<std::string, int>& rewrites) {
+                    const std::map<std::string, int>& rewrites,
+                    std::span<const std::string_view> alt = {}) {
   const KernelGraph p = parse(program), e = parse(expected);
-  const CanonicalProgram c = canonical(p);
+  const CanonicalProgram c = canonical(p, alt);
   EXPECT_TRUE(c.program.structurally_equal(e)) << "program:\n"
                                                << program << "canonical:\n"
                                                << format_graph(c.program) << "expected:\n"
@@ -47,12 +54,19 @@ void expect_rewrite(const std::string& program, const std::string& expected,
 }
 
 /// `program` is left exactly as it is.
-void expect_unchanged(const std::string& program) {
+void expect_unchanged(const std::string& program, std::span<const std::string_view> alt = {}) {
   const KernelGraph p = parse(program);
-  const CanonicalProgram c = canonical(p);
+  const CanonicalProgram c = canonical(p, alt);
   EXPECT_FALSE(c.changed()) << program << "rewritten to:\n" << format_graph(c.program);
   EXPECT_TRUE(c.program.structurally_equal(p)) << program;
 }
+
+/// The same with the alternative-form rule gain_across_matmul applied too.
+void expect_gain_rewrite(const std::string& program, const std::string& expected,
+                         const std::map<std::string, int>& rewrites) {
+  expect_rewrite(program, expected, rewrites, kGain);
+}
+void expect_gain_unchanged(const std::string& program) { expect_unchanged(program, kGain); }
 
 // ---- RMSNorm ----------------------------------------------------------------------------
 
@@ -242,6 +256,141 @@ TEST(Canonicalize, ScalarChainsAndTransposePairs) {
   expect_unchanged("input X: f16[4, 8]\nT = transpose(X)\nO = transpose(T)\noutput O, T\n");
 }
 
+// ---- gains across a product ------------------------------------------------------------
+
+TEST(Canonicalize, KGainMovesOntoQSoThatTheKNormFolds) {
+  // QK-norm attention scores: both gains go to the Q side, K's norm feeds the product.
+  const std::string in =
+      "input Q: f16[2, 7, 64]\ninput K: f16[2, 32, 64]\ninput Gq: f16[64]\ninput Gk: f16[64]\n";
+  expect_gain_rewrite(in + "Qn = mul(rms_norm(Q, eps=1e-6), Gq)\nKn = mul(rms_norm(K, eps=1e-6), Gk)\n"
+                      "S = mul_scalar(matmul(Qn, transpose(Kn)), 0.125)\noutput S\n",
+                 in + "Qn = mul(rms_norm(Q, eps=1e-6), Gq)\n"
+                      "S = mul_scalar(matmul(mul(Qn, Gk), transpose(rms_norm(K, eps=1e-6))), "
+                      "0.125)\noutput S\n",
+                 {{"gain_across_matmul", 1}});
+  // A computed K: the gain moves all the same.
+  expect_gain_rewrite(in + "S = matmul(Q, transpose(mul(rms_norm(exp(K)), Gk)))\noutput S\n",
+                 in + "S = matmul(mul(Q, Gk), transpose(rms_norm(exp(K))))\noutput S\n",
+                 {{"gain_across_matmul", 1}});
+  // The gain first, as [1, 1, D]; A without a gain of its own.
+  const std::string in3 =
+      "input Q: f16[2, 7, 64]\ninput K: f16[2, 32, 64]\ninput G: f16[1, 1, 64]\n";
+  expect_gain_rewrite(in3 + "S = matmul(Q, transpose(mul(G, rms_norm(K))))\noutput S\n",
+                 in3 + "S = matmul(mul(Q, G), transpose(rms_norm(K)))\noutput S\n",
+                 {{"gain_across_matmul", 1}});
+  // B not transposed: a column gain [D, 1] on a norm over B's rows; A gets its transpose.
+  const std::string col = "input A: f16[8, 64]\ninput X: f16[64, 16]\ninput G: f16[64, 1]\n";
+  expect_gain_rewrite(col + "O = matmul(A, mul(rms_norm(X, dim=0), G))\noutput O\n",
+                 col + "O = matmul(mul(A, transpose(G)), rms_norm(X, dim=0))\noutput O\n",
+                 {{"gain_across_matmul", 1}});
+  // The captured form: the rsqrt's numerator is the gain, rms_norm_mul first makes the norm.
+  const std::string cap = "input Q: f16[4, 64]\ninput K: f16[32, 64]\ninput G: f16[64]\n";
+  expect_gain_rewrite(cap +
+                     "Kn = mul(K, div(G, sqrt(add_scalar(mean(square(K), dim=1), 1e-5))))\n"
+                     "S = matmul(Q, transpose(Kn))\noutput S\n",
+                 cap + "S = matmul(mul(Q, G), transpose(rms_norm(K, eps=1e-5)))\noutput S\n",
+                 {{"rms_norm_mul", 1}, {"gain_across_matmul", 1}});
+}
+
+TEST(Canonicalize, GainOnAMovesOntoB) {
+  // The mirror: a gain on A's norm moves onto a B no larger than A that is no folding norm;
+  // onto B's rows through B's transpose, or as a column ([1, D] transposed) for a plain B.
+  const std::string t = "input X: f16[32, 64]\ninput Y: f16[16, 64]\ninput G: f16[64]\n";
+  expect_gain_rewrite(t + "O = matmul(mul(rms_norm(X), G), transpose(Y))\noutput O\n",
+                 t + "O = matmul(rms_norm(X), transpose(mul(Y, G)))\noutput O\n",
+                 {{"gain_across_matmul", 1}});
+  const std::string w = "input X: f16[32, 64]\ninput W: f16[64, 16]\ninput G: f16[1, 64]\n";
+  expect_gain_rewrite(w + "O = matmul(mul(rms_norm(X), G), W)\noutput O\n",
+                 w + "O = matmul(rms_norm(X), mul(W, transpose(G)))\noutput O\n",
+                 {{"gain_across_matmul", 1}});
+  // A rank-1 gain cannot become a column of a plain B (the IR has no reshape).
+  expect_gain_unchanged(
+      "input X: f16[32, 64]\ninput W: f16[64, 16]\ninput G: f16[64]\n"
+      "O = matmul(mul(rms_norm(X), G), W)\noutput O\n");
+  // RMSNorm then a linear layer with a weight larger than the activations: the gain stays on
+  // the few rows rather than scaling the weight.
+  expect_gain_unchanged(
+      "input X: f16[8, 64]\ninput W: f16[64, 16]\ninput G: f16[1, 64]\n"
+      "O = matmul(mul(rms_norm(X), G), W)\noutput O\n");
+}
+
+TEST(Canonicalize, GainOnBMovesOntoAWhateverTheSizes) {
+  // QK-norm at prefill with more query rows than keys: K's gain still moves onto Q (K streams
+  // through every row block of a fused kernel; Q is read once per block).
+  const std::string in = "input Q: f16[2, 64, 32]\ninput K: f16[2, 16, 32]\n"
+                         "input Gq: f16[32]\ninput Gk: f16[32]\n";
+  expect_gain_rewrite(
+      in + "S = matmul(mul(rms_norm(Q), Gq), transpose(mul(rms_norm(K), Gk)))\noutput S\n",
+      in + "S = matmul(mul(mul(rms_norm(Q), Gq), Gk), transpose(rms_norm(K)))\noutput S\n",
+      {{"gain_across_matmul", 1}});
+}
+
+TEST(Canonicalize, GainLookalikesAndSharedGainsStay) {
+  const std::string in =
+      "input Q: f16[2, 7, 64]\ninput K: f16[2, 32, 64]\ninput V: f16[2, 32, 64]\n"
+      "input G: f16[64]\ninput R: f16[32, 1]\ninput F: f16[2, 1, 64]\ninput H: f16[1, 32, 64]\n";
+  // Not along the contraction dim: a gain over K's rows, a per-batch gain, a full tensor.
+  expect_gain_unchanged(in + "S = matmul(Q, transpose(mul(rms_norm(K), R)))\noutput S\n");
+  expect_gain_unchanged(in + "S = matmul(Q, transpose(mul(rms_norm(K), F)))\noutput S\n");
+  expect_gain_unchanged(in + "S = matmul(Q, transpose(mul(rms_norm(K), H)))\noutput S\n");
+  // The norm is not over the contraction dim, or there is no norm to fold.
+  expect_gain_unchanged(in + "S = matmul(Q, transpose(mul(rms_norm(K, dim=1), G)))\noutput S\n");
+  expect_gain_unchanged(in + "S = matmul(Q, transpose(mul(K, G)))\noutput S\n");
+  // The other operand already folds: the gain stays where it is.
+  expect_gain_unchanged(in + "S = matmul(rms_norm(Q), transpose(mul(rms_norm(K), G)))\noutput S\n");
+  // The gained operand has another reader, or is an output (its mul or its transpose).
+  expect_gain_unchanged(in +
+                   "Kn = mul(rms_norm(K), G)\nS = matmul(Q, transpose(Kn))\n"
+                   "O = matmul(S, Kn)\noutput O\n");
+  expect_gain_unchanged(in + "Kn = mul(rms_norm(K), G)\nS = matmul(Q, transpose(Kn))\noutput S, Kn\n");
+  expect_gain_unchanged(in + "T = transpose(mul(rms_norm(K), G))\nS = matmul(Q, T)\noutput S, T\n");
+  // A wrong move (the gain left out of Q) is told apart by the verifier.
+  const KernelGraph p =
+      parse(in + "S = matmul(mul(rms_norm(Q), G), transpose(mul(rms_norm(K), G)))\noutput S\n");
+  EXPECT_TRUE(equivalent(p, canonical(p, kGain).program));
+  EXPECT_FALSE(equivalent(
+      p, parse(in + "S = matmul(mul(rms_norm(Q), G), transpose(rms_norm(K)))\noutput S\n")));
+}
+
+TEST(Canonicalize, GainRuleIsAnAlternativeForm) {
+  // Not part of the canonical form: without the rule asked for, QK-norm stays as written.
+  const std::string in =
+      "input Q: f16[2, 7, 64]\ninput K: f16[2, 32, 64]\ninput Gq: f16[64]\ninput Gk: f16[64]\n"
+      "Qn = mul(rms_norm(Q, eps=1e-6), Gq)\nKn = mul(rms_norm(K, eps=1e-6), Gk)\n"
+      "S = matmul(Qn, transpose(Kn))\noutput S\n";
+  expect_unchanged(in);
+  const auto alt = alternative_rule_names();
+  ASSERT_EQ(alt, std::vector<std::string_view>{"gain_across_matmul"});
+  // The rule fires: one alternative form, named by it, with its rewrites (and the canonical
+  // rules' rewrites: the written-out norm of the captured form becomes rms_norm first).
+  const KernelGraph p = parse(in);
+  auto forms = alternative_forms(p);
+  ASSERT_EQ(forms.size(), 1u);
+  EXPECT_EQ(forms[0].name, "gain_across_matmul");
+  ASSERT_TRUE(forms[0].form.ok());
+  EXPECT_EQ(forms[0].form->rewrites, (std::map<std::string, int>{{"gain_across_matmul", 1}}));
+  EXPECT_TRUE(equivalent(p, forms[0].form->program));
+  const std::string cap =
+      "input Q: f16[4, 64]\ninput K: f16[32, 64]\ninput G: f16[64]\n"
+      "Kn = mul(K, div(G, sqrt(add_scalar(mean(square(K), dim=1), 1e-5))))\n"
+      "S = matmul(Q, transpose(Kn))\noutput S\n";
+  forms = alternative_forms(parse(cap));
+  ASSERT_EQ(forms.size(), 1u);
+  ASSERT_TRUE(forms[0].form.ok());
+  EXPECT_EQ(forms[0].form->rewrites,
+            (std::map<std::string, int>{{"rms_norm_mul", 1}, {"gain_across_matmul", 1}}));
+  // The rule does not fire: no alternative form, whether or not canonical rules fire.
+  EXPECT_TRUE(alternative_forms(parse("input X: f16[8, 64]\ninput W: f16[64, 16]\n"
+                                      "O = matmul(rms_norm(X), W)\noutput O\n"))
+                  .empty());
+  EXPECT_TRUE(alternative_forms(parse("input X: f16[8, 64]\n"
+                                      "O = div(X, sqrt(mean(square(X), dim=1)))\noutput O\n"))
+                  .empty());
+  // An unknown alternative is an error, not a silent canonical form.
+  const std::string_view bad[] = {"rms_norm_div"};
+  EXPECT_FALSE(canonicalize_program(p, bad).ok());
+}
+
 // ---- interface --------------------------------------------------------------------------
 
 TEST(Canonicalize, KeepsTheInterfaceNamesAndUnreadTensors) {
@@ -280,7 +429,8 @@ TEST(Canonicalize, AWrongRewriteIsNotEquivalent) {
 
 TEST(Canonicalize, RuleNamesAreListed) {
   const auto names = canonical_rule_names();
-  for (const char* n : {"rms_norm_div", "rms_norm_mul", "slice_of_matmul", "slice_of_elementwise"})
+  for (const char* n : {"rms_norm_div", "rms_norm_mul", "slice_of_matmul", "slice_of_elementwise",
+                        "gain_across_matmul"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 

@@ -37,6 +37,8 @@ FAKE_TOOL = textwrap.dedent('''\
     fused = program.startswith("fused")
     ranked = [entry(False, 1, 1, 5.0, 2.0), entry(True, 3, 0, 10.0, 1.0)] if fused else \\
              [entry(True, 3, 0, 10.0, 1.0)]
+    if fused:
+        ranked[0]["form"] = "gain_across_matmul"
     stats = {"states": 1234, "pruned": 99, "candidates_found": 7, "candidates_screened": 2,
              "candidates_verified": 2, "stop": "exhausted" if fused else "time_limit",
              "stop_phase": "none" if fused else "verification",
@@ -93,6 +95,10 @@ class SuiteSearch(unittest.TestCase):
         self.assertEqual(kept["notes"], ["checkpoint written to ~/.cache/strata/x.ckpt.json"])
         self.assertEqual(e["notes"], kept["notes"])
         self.assertIn("fused: 1 kernel(s) (1 customized) vs 3", suite_search.best_text(e))
+        # The winner's form is recorded, and named where it is an alternative form.
+        self.assertEqual(e["best_form"], "gain_across_matmul")
+        self.assertIn("form gain_across_matmul", suite_search.best_text(e))
+        self.assertNotIn("form", suite_search.best_text(dict(e, best_form="canonical")))
 
     def test_unfused_result_records_the_reason(self):
         e = self.search("plain_b")

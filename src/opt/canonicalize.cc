@@ -343,6 +343,144 @@ bool slice_of_elementwise(Dag& g, int n) {
   return g.redefine(n, g.kind(y), in, g.at(y).attrs);
 }
 
+// ---- gains across a product --------------------------------------------------------------
+
+/// Whether a tensor of shape g is a gain along dim `from_end` of a tensor of shape s (0: the
+/// last dim, 1: the one before): of rank from_end + 1 to s's rank, s's extent on that dim, and 1
+/// on every other dim (so it broadcasts along all of them).
+bool is_gain_along(const Shape& g, const Shape& s, int from_end) {
+  const int r = g.rank();
+  if (r < from_end + 1 || r > s.rank()) return false;
+  for (int i = 0; i < r; ++i) {
+    const int64_t want = i == r - 1 - from_end ? s[s.rank() - 1 - from_end] : 1;
+    if (g[i] != want) return false;
+  }
+  return true;
+}
+
+/// Whether x is an rms_norm over dim `from_end` (0: the last, 1: the one before): the norm the
+/// code generator folds into a product as a row or column scale when it is the operand itself
+/// (docs/codegen.md, "Matmul chains and folded norms").
+bool is_norm_along(const Dag& g, int x, int from_end) {
+  return g.kind(x) == OpKind::RmsNorm && g.at(x).attrs.dim == g.at(x).shape.rank() - 1 - from_end;
+}
+
+/// Whether operand `side` (0: A, 1: B) of matmul n is a norm over the contraction dim as the
+/// code generator folds it: A = rms_norm(., last dim), B = rms_norm(., dim −2) or
+/// B = transpose(rms_norm(., last dim)).
+bool is_folding_operand(const Dag& g, int n, int side) {
+  const int o = g.in(n, side);
+  if (side == 0) return is_norm_along(g, o, 0);
+  if (g.kind(o) == OpKind::Transpose) return is_norm_along(g, g.in(o, 0), 0);
+  return is_norm_along(g, o, 1);
+}
+
+/// A gain on a matmul operand along the contraction dim: the operand is mul(x, gain) or
+/// mul(gain, x), for B possibly under a transpose; x's shape and dtype are the product's
+/// (the mul only scales), and the mul (and transpose) are read by the matmul only.
+struct Gained {
+  int x = -1;
+  int gain = -1;
+  int from_end = 0;         ///< the contraction dim of x, counted from the last (0 or 1)
+  bool transposed = false;  ///< B = transpose(mul(x, gain))
+};
+
+/// The gained operand `side` of matmul n whose x is a norm over the contraction dim once the
+/// gain is gone (is_folding_operand then holds for x in the operand's place).
+std::optional<Gained> match_gained(const Dag& g, int n, int side) {
+  int o = g.in(n, side), reader = n;
+  Gained r;
+  if (side == 1) {
+    r.from_end = 1;
+    if (g.kind(o) == OpKind::Transpose) {
+      if (!g.private_to(o, n)) return std::nullopt;
+      reader = o;
+      o = g.in(o, 0);
+      r.from_end = 0;
+      r.transposed = true;
+    }
+  }
+  if (g.kind(o) != OpKind::Mul || !g.private_to(o, reader)) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    const int x = g.in(o, k), gain = g.in(o, 1 - k);
+    if (g.at(x).shape != g.at(o).shape || g.at(x).dtype != g.at(o).dtype) continue;
+    if (!is_gain_along(g.at(gain).shape, g.at(x).shape, r.from_end)) continue;
+    if (!is_norm_along(g, x, r.from_end)) continue;
+    r.x = x;
+    r.gain = gain;
+    return r;
+  }
+  return std::nullopt;
+}
+
+/// The operand `side` of matmul n scaled by `gain` along the contraction dim, where gain is a
+/// gain along dim `from_end` of the tensor it came from: A' = mul(A, gain) (gain transposed
+/// when it was a column), B' = transpose(mul(Y, gain)) for B = transpose(Y), else
+/// B' = mul(B, transpose(gain)); the operand first, so that the dtype stays its own. nullopt
+/// where the IR cannot express it (a rank-1 gain as a column: there is no reshape).
+std::optional<int> scaled_operand(Dag& g, int n, int side, int gain, int from_end) {
+  const int o = g.in(n, side);
+  auto scaled = [&](int t, int gn) -> std::optional<int> {
+    auto m = g.add(OpKind::Mul, {t, gn}, {});
+    if (!m || g.at(*m).shape != g.at(t).shape) return std::nullopt;  // gain broadcasts up
+    return m;
+  };
+  // The gain as a row ([.., 1, K] or [K]) or as a column ([.., K, 1]).
+  auto as = [&](int want_from_end) -> std::optional<int> {
+    if (from_end == want_from_end) return gain;
+    if (g.at(gain).shape.rank() < 2) return std::nullopt;
+    return g.add(OpKind::Transpose, {gain}, {});
+  };
+  if (side == 0) {
+    auto row = as(0);
+    return row ? scaled(o, *row) : std::nullopt;
+  }
+  if (g.kind(o) == OpKind::Transpose) {
+    auto row = as(0);
+    if (!row) return std::nullopt;
+    auto m = scaled(g.in(o, 0), *row);
+    return m ? g.add(OpKind::Transpose, {*m}, {}) : std::nullopt;
+  }
+  auto col = as(1);
+  return col ? scaled(o, *col) : std::nullopt;
+}
+
+/// An alternative-form rule (docs/search.md, "Alternative forms"): the form it makes folds K's
+/// norm into QK-norm's product but can search worse (more block ops on the gained side), so the
+/// search enumerates it beside the canonical form, never instead of it.
+///
+/// matmul(A, transpose(mul(X, g))) → matmul(mul(A, g), transpose(X)) for a gain g along the
+/// contraction dim (A·diag(g)·Xᵀ = (A∘g)·Xᵀ), and its variants: mul(g, X); B = mul(X, g) with
+/// g a column [.., K, 1] (A gets transpose(g)); the mirror, a gain on A moving onto B. The gain
+/// moves when that leaves its operand a norm over the contraction dim (a norm the code
+/// generator folds into the product) and the other operand is not such a norm (it would stop
+/// folding). B's gain moves onto A first, whatever their sizes: the fused kernels of a product
+/// followed by a row reduction (softmax, a norm) give each block whole rows of the result and
+/// stream all of B through every block, so a scale of A is applied once per element (QK-norm:
+/// K's gain onto the queries, at prefill too) and a scale of B once per element and row block.
+/// A's gain moves onto B only when B has no more elements than A (RMSNorm then a linear layer:
+/// the gain stays on the activations rather than scaling the weight).
+bool gain_across_matmul(Dag& g, int n) {
+  if (g.kind(n) != OpKind::Matmul || g.in(n, 0) == g.in(n, 1)) return false;
+  for (int from : {1, 0}) {
+    const int to = 1 - from;
+    auto m = match_gained(g, n, from);
+    if (!m || is_folding_operand(g, n, to)) continue;
+    if (from == 0 && g.at(g.in(n, 1)).shape.numel() > g.at(g.in(n, 0)).shape.numel()) continue;
+    auto dest = scaled_operand(g, n, to, m->gain, m->from_end);
+    if (!dest) continue;
+    int src = m->x;
+    if (m->transposed) {
+      auto t = g.add(OpKind::Transpose, {m->x}, {});
+      if (!t) continue;
+      src = *t;
+    }
+    std::vector<int> in = from == 0 ? std::vector<int>{src, *dest} : std::vector<int>{*dest, src};
+    if (g.redefine(n, OpKind::Matmul, in, g.at(n).attrs)) return true;
+  }
+  return false;
+}
+
 // ---- other cheap identities -------------------------------------------------------------
 
 /// transpose(transpose(x)) → x (readers read x; not for an output).
@@ -380,10 +518,14 @@ bool add_scalar_chain(Dag& g, int n) {
 }
 
 /// The rules, tried in this order at each live tensor, operands before readers. Each returns
-/// whether it rewrote tensor n; a rule leaves the value of every live tensor unchanged.
+/// whether it rewrote tensor n; a rule leaves the value of every live tensor unchanged. An
+/// `alternative` rule is not part of the canonical form: it makes a form that is better for
+/// some programs and worse for others, which the search enumerates beside the canonical form
+/// (alternative_forms) and canonicalize_program applies only when asked to.
 struct Rule {
   std::string_view name;
   bool (*apply)(Dag&, int);
+  bool alternative = false;
 };
 constexpr Rule kRules[] = {
     {"rms_norm_div", rms_norm_div},
@@ -392,6 +534,7 @@ constexpr Rule kRules[] = {
     {"slice_of_slice", slice_of_slice},
     {"slice_of_matmul", slice_of_matmul},
     {"slice_of_elementwise", slice_of_elementwise},
+    {"gain_across_matmul", gain_across_matmul, true},
     {"transpose_pair", transpose_pair},
     {"mul_scalar_chain", mul_scalar_chain},
     {"add_scalar_chain", add_scalar_chain},
@@ -463,19 +606,37 @@ std::vector<std::string_view> canonical_rule_names() {
   return names;
 }
 
-Result<CanonicalProgram> canonicalize_program(const KernelGraph& program) {
+std::vector<std::string_view> alternative_rule_names() {
+  std::vector<std::string_view> names;
+  for (const Rule& r : kRules)
+    if (r.alternative) names.push_back(r.name);
+  return names;
+}
+
+Result<CanonicalProgram> canonicalize_program(const KernelGraph& program,
+                                              std::span<const std::string_view> alternatives) {
+  for (std::string_view a : alternatives) {
+    const bool known = std::any_of(std::begin(kRules), std::end(kRules),
+                                   [&](const Rule& r) { return r.alternative && r.name == a; });
+    if (!known) return make_error("no alternative-form rule is called `" + std::string(a) + "`");
+  }
   for (const KernelOp& op : program.ops())
     if (op.kind == OpKind::Customized)
       return make_error("canonicalization takes programs of predefined ops only");
+  std::vector<const Rule*> rules;
+  for (const Rule& r : kRules)
+    if (!r.alternative ||
+        std::find(alternatives.begin(), alternatives.end(), r.name) != alternatives.end())
+      rules.push_back(&r);
   Dag g = to_dag(program);
   CanonicalProgram result;
   for (int rewrites = 0; rewrites < kMaxRewrites; ++rewrites) {
     g.refresh();
     bool changed = false;
     for (int n : g.live_order()) {
-      for (const Rule& r : kRules)
-        if (r.apply(g, n)) {
-          ++result.rewrites[std::string(r.name)];
+      for (const Rule* r : rules)
+        if (r->apply(g, n)) {
+          ++result.rewrites[std::string(r->name)];
           changed = true;
           break;
         }
@@ -493,6 +654,29 @@ Result<CanonicalProgram> canonicalize_program(const KernelGraph& program) {
   STRATA_RETURN_IF_ERROR(check_canonical_interface(program, *rebuilt));
   result.program = std::move(rebuilt).value();
   return result;
+}
+
+std::vector<AlternativeForm> alternative_forms(const KernelGraph& program) {
+  std::vector<AlternativeForm> forms;
+  forms.reserve(kMaxAlternativeForms);  // `seen` points into it
+  auto base = canonicalize_program(program);
+  if (!base.ok()) return forms;  // the search reports the canonical form's own failure
+  std::vector<const KernelGraph*> seen{&base->program};
+  for (std::string_view name : alternative_rule_names()) {
+    if (static_cast<int>(forms.size()) >= kMaxAlternativeForms) break;
+    const std::string_view one[] = {name};
+    Result<CanonicalProgram> form = canonicalize_program(program, one);
+    if (form.ok()) {
+      if (!form->rewrites.contains(std::string(name))) continue;  // the rule does not fire
+      if (std::any_of(seen.begin(), seen.end(), [&](const KernelGraph* g) {
+            return g->structurally_equal(form->program);
+          }))
+        continue;  // it fired, but the fixpoint is a form already listed
+    }
+    forms.push_back({std::string(name), std::move(form)});
+    if (forms.back().form.ok()) seen.push_back(&forms.back().form->program);
+  }
+  return forms;
 }
 
 }  // namespace strata

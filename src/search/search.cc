@@ -40,6 +40,7 @@
 #include "strata/search/search_report.h"
 #include "strata/expr/subexpr_oracle.h"
 #include "strata/opt/thread_fusion.h"
+#include "strata/util/hash.h"
 #include "util/utf8.h"
 
 namespace strata {
@@ -399,25 +400,56 @@ std::string search_summary(const SearchResult& r) {
 
 namespace {
 
+/// A form of the program besides the canonical one (docs/search.md, "Alternative forms"):
+/// its name (the alternative-form rule), the program the enumeration works on and the rewrites
+/// that made it, or why it cannot be searched (`error`, then it is skipped with a note).
+struct AlternativeSpec {
+  std::string name;
+  KernelGraph program;
+  std::map<std::string, int64_t> rewrites;
+  std::string error;
+};
+
 /// Phase 1, setup: a checked program and configuration, the program's canonical form (what
 /// the enumeration searches), the limits that depend on it resolved, the target, and the
-/// cache key and paths of the job.
+/// cache key and paths of the job. A job searches one form of the program: the canonical form
+/// (`form` "canonical"), or an alternative form (form_job).
 struct SearchJob {
-  Clock::time_point t0;  ///< start of the search (limits and statistics count from here)
+  Clock::time_point t0;  ///< start of this form's search (its limits count from here)
   SearchConfig config;   ///< with max_block_ops resolved
   Target target;
   std::string cache_key, cache_path, ckpt_path;
+  /// The key of this form's checkpoint: the cache key for the canonical form, a key of its
+  /// own for each alternative form (its tasks are another tree's).
+  std::string ckpt_key;
   std::string prog_hash;  ///< program_hash(program): what cache and checkpoint files answer
   /// The program the enumeration works on: its canonical form (the program itself when the
-  /// canonicalization is off, changes nothing, or fails: then `canonical_note` says why).
+  /// canonicalization is off, changes nothing, or fails: then `canonical_note` says why), or
+  /// the alternative form this job searches.
   KernelGraph canonical;
   std::map<std::string, int64_t> rewrites;  ///< of the canonicalization, by rule
   std::string canonical_note;
+  std::string form = "canonical";  ///< FormStats::name of this job's form
+  /// An alternative form's later enumeration deadline while it has found nothing
+  /// (Monitor::set_late_deadline); 0 for the canonical form.
+  double late_enum_deadline_s = 0;
+  /// The alternative forms to search after the canonical form (canonical form's job only).
+  std::vector<AlternativeSpec> alternatives;
 };
+
+/// Why a form cannot be searched, or "": its interface must be the program's and the search
+/// must take it (check_program).
+std::string unusable_form(const KernelGraph& program, const Result<KernelGraph>& form) {
+  Status usable = form.ok() ? check_canonical_interface(program, *form) : Status(form.error());
+  if (usable.ok()) usable = check_program(*form);
+  return usable.ok() ? "" : usable.error().message;
+}
 
 /// The canonical form of `program` (docs/search.md, "Canonicalization"): canonicalize_program
 /// or the configured replacement. A canonical form that fails, or that the search would not
-/// take (check_program), leaves the program as given, with a note saying why.
+/// take (check_program), leaves the program as given, with a note saying why. With
+/// alternative forms on, also the alternative forms (alternative_forms, or the configured
+/// replacements), each with the error that keeps it from being searched, if any.
 void canonicalize(const KernelGraph& program, const SearchConfig& config, SearchJob& job) {
   job.canonical = program;
   if (!config.canonicalize) return;
@@ -431,16 +463,48 @@ void canonicalize(const KernelGraph& program, const SearchConfig& config, Search
   } else {
     canonical = c.error();
   }
-  Status usable =
-      canonical.ok() ? check_canonical_interface(program, *canonical) : Status(canonical.error());
-  if (usable.ok()) usable = check_program(*canonical);
-  if (!usable.ok()) {
+  if (config.alternative_forms) {
+    if (!config.alternative_canonicalizers.empty()) {
+      for (const auto& [name, make] : config.alternative_canonicalizers) {
+        const bool taken = name == "canonical" ||
+                           std::any_of(job.alternatives.begin(), job.alternatives.end(),
+                                       [&](const AlternativeSpec& a) { return a.name == name; });
+        if (taken) continue;  // names are unique (they name checkpoints)
+        Result<KernelGraph> form = make(program);
+        AlternativeSpec spec{name, form.ok() ? *form : program, {{"custom", 1}},
+                             unusable_form(program, form)};
+        job.alternatives.push_back(std::move(spec));
+      }
+    } else if (!config.canonicalizer) {
+      for (AlternativeForm& a : alternative_forms(program)) {
+        AlternativeSpec spec{a.name, program, {}, ""};
+        if (a.form.ok()) {
+          for (const auto& [rule, n] : a.form->rewrites) spec.rewrites[rule] = n;
+          spec.program = a.form->program;
+          spec.error = unusable_form(program, spec.program);
+        } else {
+          spec.error = a.form.error().message;
+        }
+        job.alternatives.push_back(std::move(spec));
+      }
+    }
+  }
+  if (std::string unusable = unusable_form(program, canonical); !unusable.empty()) {
     job.rewrites.clear();
-    job.canonical_note = "the program is searched as given: its canonical form is unusable (" +
-                         usable.error().message + ")";
+    job.canonical_note =
+        "the program is searched as given: its canonical form is unusable (" + unusable + ")";
     return;
   }
   job.canonical = std::move(canonical).value();
+}
+
+/// The checkpoint path of an alternative form: the canonical form's with the form's name
+/// before its ".json" (or after it, for a path not ending so).
+std::string form_checkpoint_path(const std::string& path, const std::string& form) {
+  constexpr std::string_view ext = ".json";
+  if (path.size() > ext.size() && path.ends_with(ext))
+    return path.substr(0, path.size() - ext.size()) + ".form-" + form + std::string(ext);
+  return path + ".form-" + form;
 }
 
 Result<SearchJob> set_up_job(const KernelGraph& program, const SearchConfig& given) {
@@ -448,14 +512,17 @@ Result<SearchJob> set_up_job(const KernelGraph& program, const SearchConfig& giv
   STRATA_RETURN_IF_ERROR(check_config(given));
   STRATA_RETURN_IF_ERROR(check_program(program));
   STRATA_ASSIGN_OR_RETURN(Target target, Target::by_name(given.target));
-  SearchJob job{t0, given, std::move(target), "", "", "", "", {}, {}, ""};
+  SearchJob job{t0, given, std::move(target), "", "", "", "", "", {}, {}, "", "canonical", 0, {}};
   canonicalize(program, given, job);
   SearchConfig& config = job.config;
   // A replaced canonicalization is not part of the cache key: such a search bypasses the cache.
-  if (config.canonicalize && config.canonicalizer) config.use_cache = false;
+  if (config.canonicalize &&
+      (config.canonicalizer || (config.alternative_forms && !config.alternative_canonicalizers.empty())))
+    config.use_cache = false;
   if (config.max_block_ops == 0)
     config.max_block_ops = SearchConfig::auto_max_block_ops(job.canonical);
   job.cache_key = search_cache_key(program, job.config);
+  job.ckpt_key = job.cache_key;
   const std::string dir = resolve_cache_dir(job.config.cache_dir);
   job.cache_path = dir + "/" + job.cache_key + ".json";
   job.ckpt_path = job.config.checkpoint_path.empty() ? dir + "/" + job.cache_key + ".ckpt.json"
@@ -530,7 +597,7 @@ search::Progress restore_progress(const SearchJob& job, const Enumeration& en,
   progress.done_stats = en.collect_stats;
   if (!job.config.resume) return progress;
   Status s =
-      search::read_checkpoint(job.ckpt_path, job.cache_key, job.prog_hash, en.tasks, progress);
+      search::read_checkpoint(job.ckpt_path, job.ckpt_key, job.prog_hash, en.tasks, progress);
   if (!s.ok()) {
     bool missing = s.error().message.rfind("missing: ", 0) == 0;
     warn(result, missing ? "no checkpoint at " + job.ckpt_path + "; starting from scratch"
@@ -894,28 +961,197 @@ void rank(const KernelGraph& program, const Target& target, SearchResult& result
   sort_candidates(result.ranked, target);
 }
 
-/// Phase 9, persist: a finished search is cached and its checkpoint removed; a stopped one
-/// leaves a checkpoint to resume from (with every task done when only verification was cut
-/// short). The checkpoint keeps the whole pool (program included), so that a resumed run's
-/// pool is the one an uninterrupted run would have. Write failures are warnings.
-void persist(const SearchJob& job, bool all_done, const search::Progress& progress,
-             const std::vector<search::PoolEntry>& pool, SearchResult& result) {
-  if (all_done && result.stats.verification_complete) {
+/// What the search of one form leaves: its verified candidates (result.ranked, without the
+/// program), statistics and notes, whether every task is done, and what a checkpoint keeps.
+struct FormRun {
+  SearchJob job;
+  SearchResult result;
+  bool all_done = false;
+  search::Progress progress;
+  std::vector<search::PoolEntry> found;
+};
+
+/// Phases 3 to 7 for one form (job.canonical): prepare, restore, enumerate, derive, order,
+/// screen and verify, each candidate against the program as given. The library forms, which
+/// are built from the program as given, only with `library_forms`. Errors: those of
+/// prepare_enumeration.
+Result<FormRun> search_form(SearchJob job, const KernelGraph& program, bool library_forms) {
+  FormRun run;
+  SearchResult& result = run.result;
+  search::StopControl stop;
+  stop.max_states = job.config.max_states;
+  search::Monitor monitor(job.config, stop, job.t0);  // limits and progress until verified
+  STRATA_ASSIGN_OR_RETURN(const Enumeration en,
+                          prepare_enumeration(job, program, monitor.verification_stop()));
+  search::Progress progress = restore_progress(job, en, result);
+  monitor.set_late_deadline(job.late_enum_deadline_s, progress.pool.size());
+  // Every graph offered is also a source of split-KV forms (derive_split_kv).
+  search::CandidatePool offered_forms(job.target, kOfferedSplitForms);
+  auto observe = [&](const KernelGraph& g) {
+    if (job.config.observer) job.config.observer(g);
+    // Only splits that fill the SMs: the others are what the pool's graphs already give.
+    for (KernelGraph& f : search::split_kv_forms(g, split_kv_max_blocks(job.target),
+                                                 job.target.sm_count))
+      offered_forms.offer(std::move(f));
+  };
+  search::CandidatePool pool(job.target, pool_capacity(job.config), observe);
+  for (const KernelGraph& g : progress.pool) pool.restore(g);
+
+  run.all_done = enumerate(job, en, stop, monitor, progress, pool, result);
+  std::vector<DerivedEntry> derived = derive_split_kv(job, pool, offered_forms);
+  add_pointwise_seeds(job, derived);
+  std::vector<Candidate> proved_forms;
+  if (library_forms) {
+    LibraryFormJob forms = library_form_job(job, program);
+    proved_forms = prove_library_forms(job, forms, monitor.verification_stop(), derived, result);
+  }
+  run.found = pool.entries();
+  screen_and_verify(job, *en.checker, verification_order(run.found, program, job.target), monitor,
+                    result);
+  verify_derived(job, *en.checker, derived, monitor, result);
+  for (Candidate& c : proved_forms) result.ranked.push_back(std::move(c));
+  monitor.finish();
+  for (Candidate& c : result.ranked) c.form = job.form;
+  result.stats.rewrites_by_rule = job.rewrites;
+  result.stats.elapsed_s = seconds_since(job.t0);
+  run.progress = std::move(progress);
+  run.job = job;  // a copy: the enumeration's setup, destroyed after this, was made from job
+  return run;
+}
+
+/// An alternative form gets no search with less time than this left (it could not even set
+/// up): it is recorded as not reached.
+constexpr double kMinFormSeconds = 1.0;
+
+/// The job of an alternative form, starting now with the time the whole search has left
+/// (`left` seconds; 0 = no time limit). Its enumeration gets that time but a reserve for its
+/// screening and verification: three times what the canonical form's took (`checks_s`: its
+/// candidates are checked against the same program, and the derived forms, verified last, are
+/// lost when the reserve runs out), at least a quarter and at most half of the time left. While
+/// it has found no graph (nothing to check), it enumerates on into the reserve, up to a tenth
+/// of the time left (at least kMinFormSeconds) before the limit (late_enum_deadline_s). With an
+/// explicit enum_time_limit_s, the same share of the time left as the canonical form had of the
+/// whole (without a time limit: each form's own), and no later deadline. Its own state budget
+/// (max_states), max_block_ops from its own program when automatic, and a checkpoint of its own
+/// (key and path).
+SearchJob form_job(const SearchJob& base, const AlternativeSpec& spec, const SearchConfig& given,
+                   double left, double checks_s) {
+  SearchJob job = base;
+  job.t0 = Clock::now();
+  job.form = spec.name;
+  job.canonical = spec.program;
+  job.rewrites = spec.rewrites;
+  job.canonical_note.clear();
+  job.alternatives.clear();
+  SearchConfig& c = job.config;
+  if (given.time_limit_s > 0) {
+    c.time_limit_s = left;
+    if (given.enum_time_limit_s > 0) {
+      c.enum_time_limit_s = left * std::min(1.0, given.enum_time_limit_s / given.time_limit_s);
+    } else {
+      c.enum_time_limit_s = left - std::clamp(3 * checks_s, left / 4, left / 2);
+      job.late_enum_deadline_s = left - std::max(kMinFormSeconds, left / 10);
+    }
+  }
+  c.max_block_ops = given.max_block_ops == 0 ? SearchConfig::auto_max_block_ops(spec.program)
+                                             : given.max_block_ops;
+  job.ckpt_key = sha256_hex(base.cache_key + "\nform " + spec.name);
+  job.ckpt_path = form_checkpoint_path(base.ckpt_path, spec.name);
+  return job;
+}
+
+FormStats form_stats(const FormRun& run, const SearchJob& base) {
+  const SearchStats& st = run.result.stats;
+  FormStats f;
+  f.name = run.job.form;
+  f.rewrites_by_rule = run.job.rewrites;
+  f.searched = true;
+  f.states = st.states;
+  f.candidates_found = st.candidates_found;
+  f.candidates_verified = st.candidates_verified;
+  f.tasks_total = st.tasks_total;
+  f.tasks_done = st.tasks_done;
+  f.start_s = std::chrono::duration<double>(run.job.t0 - base.t0).count();
+  f.elapsed_s = st.elapsed_s;
+  f.checks_s = st.screen_s + st.verify_s;
+  f.stop = st.stop;
+  f.stop_phase = st.stop_phase;
+  return f;
+}
+
+/// Phase 9, persist: a finished search (every form run to the end, none left out for the time
+/// or an interrupt) is cached and its checkpoints removed; a stopped one leaves a checkpoint
+/// per form searched (the canonical form's under the cache key, each alternative form's under
+/// its own key: task ids are per form), with every task done for a form that finished, so
+/// that a resumed run only verifies its pool again. Each checkpoint keeps its form's whole pool
+/// (program included), so that a resumed run's pool is the one an uninterrupted run would have.
+/// Write failures are warnings.
+void persist(const SearchJob& job, bool finished, const std::vector<FormRun>& runs,
+             SearchResult& result) {
+  if (finished) {
     std::error_code ec;
     std::filesystem::remove(job.ckpt_path, ec);
+    for (const AlternativeSpec& a : job.alternatives)
+      std::filesystem::remove(form_checkpoint_path(job.ckpt_path, a.name), ec);
     if (job.config.use_cache) {
       Status s = write_checked_json(job.cache_path, kCacheFormat, job.cache_key, job.prog_hash,
                                     search_result_to_json(result, job.config));
       if (!s.ok()) warn(result, "could not write the cache: " + s.error().message);
     }
-  } else {
-    Status s =
-        search::write_checkpoint(job.ckpt_path, job.cache_key, job.prog_hash, progress, pool);
+    return;
+  }
+  for (const FormRun& run : runs) {
+    Status s = search::write_checkpoint(run.job.ckpt_path, run.job.ckpt_key, job.prog_hash,
+                                        run.progress, run.found);
     if (!s.ok())
       warn(result, "could not write the checkpoint: " + s.error().message);
     else
-      result.notes.push_back("checkpoint written to " + job.ckpt_path + "; resume with --resume");
+      result.notes.push_back("checkpoint written to " + run.job.ckpt_path + "; resume with --resume");
   }
+}
+
+/// Phase 8b, joining the forms: the ranked candidates of every form (a graph found by two
+/// forms kept once, from the first), their notes (an alternative form's prefixed with its
+/// name) and statistics summed (add_part_stats), the rewrites those of the canonical form.
+/// The stop reason is the first form's that a limit or an interrupt stopped; where every form
+/// searched ran to the end but one was not reached in the time, it is time_limit (in the
+/// enumeration). Returns whether the whole search finished.
+bool join_forms(std::vector<FormRun>& runs, std::vector<FormStats> skipped, bool out_of_time,
+                const SearchJob& job, SearchResult& result) {
+  std::vector<std::string> keys;
+  bool finished = !out_of_time;
+  result.stats = SearchStats{};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    FormRun& run = runs[i];
+    FormStats f = form_stats(run, job);
+    for (Candidate& c : run.result.ranked) {
+      std::string key = kernel_graph_to_json(c.graph).dump();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      keys.push_back(std::move(key));
+      result.ranked.push_back(std::move(c));
+      ++f.ranked;
+    }
+    for (const std::string& n : run.result.notes)
+      result.notes.push_back(i == 0 ? n : "form " + run.job.form + ": " + n);
+    search::add_part_stats(result.stats, run.result.stats);
+    result.stats.forms.push_back(std::move(f));
+    finished = finished && run.all_done && run.result.stats.verification_complete;
+  }
+  // The forms not searched take their places in the order of job.alternatives.
+  for (FormStats& f : skipped) {
+    auto at = result.stats.forms.begin() + 1;
+    for (const AlternativeSpec& a : job.alternatives) {
+      if (a.name == f.name) break;
+      if (at != result.stats.forms.end() && at->name == a.name) ++at;
+    }
+    result.stats.forms.insert(at, std::move(f));
+  }
+  result.stats.rewrites_by_rule = runs.front().job.rewrites;
+  if (out_of_time && result.stats.stop == StopReason::Exhausted) {
+    result.stats.stop = StopReason::TimeLimit;
+    result.stats.stop_phase = SearchPhase::Enumeration;
+  }
+  return finished;
 }
 
 }  // namespace
@@ -938,40 +1174,52 @@ Result<SearchResult> superoptimize(const KernelGraph& program, const SearchConfi
   if (!job.canonical_note.empty()) warn(result, job.canonical_note);
   if (std::optional<SearchResult> cached = look_up_cache(job, program, result)) return *cached;
 
-  search::StopControl stop;
-  stop.max_states = job.config.max_states;
-  search::Monitor monitor(job.config, stop, job.t0);  // limits and progress until verified
-  STRATA_ASSIGN_OR_RETURN(const Enumeration en,
-                          prepare_enumeration(job, program, monitor.verification_stop()));
-  search::Progress progress = restore_progress(job, en, result);
-  // Every graph offered is also a source of split-KV forms (derive_split_kv).
-  search::CandidatePool offered_forms(job.target, kOfferedSplitForms);
-  auto observe = [&](const KernelGraph& g) {
-    if (job.config.observer) job.config.observer(g);
-    // Only splits that fill the SMs: the others are what the pool's graphs already give.
-    for (KernelGraph& f : search::split_kv_forms(g, split_kv_max_blocks(job.target),
-                                                 job.target.sm_count))
-      offered_forms.offer(std::move(f));
-  };
-  search::CandidatePool pool(job.target, pool_capacity(job.config), observe);
-  for (const KernelGraph& g : progress.pool) pool.restore(g);
-
-  const bool all_done = enumerate(job, en, stop, monitor, progress, pool, result);
-  std::vector<DerivedEntry> derived = derive_split_kv(job, pool, offered_forms);
-  add_pointwise_seeds(job, derived);
-  LibraryFormJob forms = library_form_job(job, program);
-  std::vector<Candidate> proved_forms =
-      prove_library_forms(job, forms, monitor.verification_stop(), derived, result);
-  const std::vector<search::PoolEntry> found = pool.entries();
-  screen_and_verify(job, *en.checker, verification_order(found, program, job.target), monitor,
-                    result);
-  verify_derived(job, *en.checker, derived, monitor, result);
-  for (Candidate& c : proved_forms) result.ranked.push_back(std::move(c));
-  monitor.finish();
+  // The canonical form first, with the whole search's limits, as if it were the only form (the
+  // answer is never worse than without alternative forms); then each alternative form in the
+  // time it leaves (docs/search.md, "Alternative forms").
+  std::vector<FormRun> runs;
+  STRATA_ASSIGN_OR_RETURN(FormRun canonical, search_form(job, program, /*library_forms=*/true));
+  runs.push_back(std::move(canonical));
+  std::vector<FormStats> skipped;
+  bool out_of_time = false;
+  for (const AlternativeSpec& spec : job.alternatives) {
+    FormStats f;
+    f.name = spec.name;
+    f.rewrites_by_rule = spec.rewrites;
+    f.start_s = seconds_since(job.t0);
+    const double left = config.time_limit_s > 0 ? config.time_limit_s - f.start_s : 0;
+    const bool interrupted = (config.interrupt && config.interrupt->load()) ||
+                             std::any_of(runs.begin(), runs.end(), [](const FormRun& r) {
+                               return r.result.stats.stop == StopReason::Interrupted;
+                             });
+    if (!spec.error.empty()) {
+      f.note = "skipped: its setup failed (" + spec.error + ")";
+    } else if (interrupted) {
+      f.note = "not searched: the search was interrupted";
+      out_of_time = true;
+    } else if (config.time_limit_s > 0 && left < kMinFormSeconds) {
+      f.note = "not searched: the time limit was reached";
+      out_of_time = true;
+    } else {
+      const SearchStats& first = runs.front().result.stats;
+      auto run = search_form(form_job(job, spec, config, left, first.screen_s + first.verify_s),
+                             program, false);
+      if (run.ok()) {
+        runs.push_back(std::move(run).value());
+        continue;
+      }
+      f.note = "skipped: its setup failed (" + run.error().message + ")";
+    }
+    if (f.note.starts_with("skipped"))
+      warn(result, "alternative form " + spec.name + " " + f.note);
+    else
+      result.notes.push_back("alternative form " + spec.name + " " + f.note);
+    skipped.push_back(std::move(f));
+  }
+  const bool finished = join_forms(runs, std::move(skipped), out_of_time, job, result);
   rank(program, job.target, result);
-  result.stats.rewrites_by_rule = job.rewrites;
   result.stats.elapsed_s = seconds_since(job.t0);
-  persist(job, all_done, progress, found, result);
+  persist(job, finished, runs, result);
   return result;
 }
 

@@ -7,6 +7,7 @@
 
 #include "search_source_hash.h"
 #include "strata/cost/cost_model.h"
+#include "strata/opt/canonicalize.h"
 #include "strata/search/dim_classes.h"
 #include "strata/ir/graph_io.h"
 #include "strata/util/hash.h"
@@ -119,6 +120,12 @@ std::string search_cache_key(const KernelGraph& program, const SearchConfig& c,
   k["target"] = c.target;
   k["top_k"] = c.top_k;
   k["canonicalize"] = c.canonicalize;
+  // The alternative forms searched (docs/search.md, "Alternative forms"): by the rules that
+  // make them, so that a search with other forms (or none) never shares an entry.
+  Json forms = Json::array();
+  if (c.canonicalize && c.alternative_forms)
+    for (std::string_view rule : alternative_rule_names()) forms.push_back(std::string(rule));
+  k["alternative_forms"] = forms;
   k["split_layers"] = c.split_layers;
   k["model"] = search_model_fingerprint(c.target);
   k["strata_version"] = STRATA_VERSION;

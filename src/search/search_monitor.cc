@@ -26,7 +26,10 @@ void Monitor::loop() {
         (config_.interrupt && config_.interrupt->load()))
       verify_stop_ = true;
     if (phase_ == Phase::Enumeration) {
-      if (enum_deadline_ > 0 && t >= enum_deadline_) {
+      double deadline = enum_deadline_;
+      if (late_deadline_ > deadline && restored_ == 0 && stop_.live_found.load() == 0)
+        deadline = late_deadline_;
+      if (deadline > 0 && t >= deadline) {
         if (!stop_.stop.exchange(true)) time_hit_ = true;
       } else if (config_.interrupt && config_.interrupt->load()) {
         stop_for_interrupt();

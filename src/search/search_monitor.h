@@ -60,6 +60,15 @@ class Monitor {
     phase_ = Phase::Verification;
   }
   VerifyCounts& verify_counts() { return counts_; }
+  /// A later enumeration deadline (from t0) that holds while the enumeration has found no
+  /// graph (StopControl::live_found is 0 and `restored` graphs came from a checkpoint is 0): a
+  /// search with nothing to verify spends the time it kept for verification enumerating. 0 or
+  /// no later than the enumeration's own deadline: none.
+  void set_late_deadline(double late_deadline, size_t restored) {
+    std::lock_guard<std::mutex> lock(mu_);
+    late_deadline_ = late_deadline;
+    restored_ = restored;
+  }
   void finish() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -90,6 +99,8 @@ class Monitor {
   StopControl& stop_;
   Clock::time_point t0_;
   const double enum_deadline_;
+  double late_deadline_ = 0;
+  size_t restored_ = 0;
   ProgressLine line_;
   std::mutex mu_;
   std::condition_variable cv_;

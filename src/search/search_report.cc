@@ -54,7 +54,54 @@ Json stats_json(const SearchStats& s) {
   j["stop"] = std::string(stop_reason_name(s.stop));
   j["stop_phase"] = std::string(search_phase_name(s.stop_phase));
   j["verification_complete"] = s.verification_complete;
+  Json forms = Json::array();
+  for (const FormStats& f : s.forms) {
+    Json e;
+    e["name"] = f.name;
+    Json rw = Json::object();
+    for (const auto& [rule, n] : f.rewrites_by_rule) rw[rule] = n;
+    e["rewrites_by_rule"] = rw;
+    e["searched"] = f.searched;
+    if (!f.note.empty()) e["note"] = f.note;
+    e["states"] = f.states;
+    e["candidates_found"] = f.candidates_found;
+    e["candidates_verified"] = f.candidates_verified;
+    e["tasks_total"] = f.tasks_total;
+    e["tasks_done"] = f.tasks_done;
+    e["ranked"] = f.ranked;
+    e["start_s"] = f.start_s;
+    e["elapsed_s"] = f.elapsed_s;
+    e["checks_s"] = f.checks_s;
+    e["stop"] = std::string(stop_reason_name(f.stop));
+    e["stop_phase"] = std::string(search_phase_name(f.stop_phase));
+    forms.push_back(e);
+  }
+  j["forms"] = forms;
   return j;
+}
+
+/// The rule counts of an object member `key` of j; entries that are not counts are left out.
+std::map<std::string, int64_t> rule_counts(const Json& j, const char* key) {
+  std::map<std::string, int64_t> out;
+  auto rw = j.find(key);
+  if (rw != j.end() && rw->is_object())
+    for (auto it = rw->begin(); it != rw->end(); ++it)
+      if (auto n = json_int(it.value(), it.key(), 0, std::numeric_limits<int64_t>::max()); n.ok())
+        out[it.key()] = *n;
+  return out;
+}
+
+StopReason stop_reason_from(const std::string& name) {
+  for (StopReason r : {StopReason::Exhausted, StopReason::TimeLimit, StopReason::StateLimit,
+                       StopReason::Interrupted, StopReason::CacheHit})
+    if (stop_reason_name(r) == name) return r;
+  return StopReason::Exhausted;
+}
+
+SearchPhase search_phase_from(const std::string& name) {
+  for (SearchPhase p : {SearchPhase::None, SearchPhase::Enumeration, SearchPhase::Verification})
+    if (search_phase_name(p) == name) return p;
+  return SearchPhase::None;
 }
 
 /// The member `key` of `j` as a T, or `fallback` when it is absent, null, of another type or
@@ -118,6 +165,7 @@ Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
   c["abstract_pruning"] = config.abstract_pruning;
   c["top_k"] = config.top_k;
   c["canonicalize"] = config.canonicalize;
+  c["alternative_forms"] = config.alternative_forms;
   c["split_layers"] = config.split_layers;
   j["config"] = c;
   double program_us = prog >= 0 ? r.ranked[prog].cost.predicted_us : 0;
@@ -130,6 +178,7 @@ Json search_result_to_json(const SearchResult& r, const SearchConfig& config) {
     e["rank"] = i;
     e["is_program"] = cand.is_program;
     if (!cand.derived.empty()) e["derived"] = cand.derived;
+    if (!cand.form.empty()) e["form"] = cand.form;
     e["predicted_us"] = cand.cost.predicted_us;
     e["speedup_vs_program"] =
         cand.cost.predicted_us > 0 ? program_us / cand.cost.predicted_us : 0.0;
@@ -164,7 +213,7 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
     if (!e.is_object() || g == e.end()) return make_error(where + ": missing \"graph\"");
     STRATA_ASSIGN_OR_RETURN(KernelGraph graph, kernel_graph_from_json(*g, where + ".graph"));
     Candidate c{std::move(graph), {}, {}, get_or<bool>(e, "is_program", false),
-                get_or<std::string>(e, "derived", "")};
+                get_or<std::string>(e, "derived", ""), get_or<std::string>(e, "form", "")};
     c.cost = estimate_cost(c.graph, target);
     auto v = e.find("verification");
     if (v != e.end() && v->is_object()) {
@@ -184,11 +233,7 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
       for (auto it = p->begin(); it != p->end(); ++it)
         if (auto n = json_int(it.value(), it.key(), 0, std::numeric_limits<int64_t>::max()); n.ok())
           r.stats.prunes_by_rule[it.key()] = *n;
-    auto rw = s->find("rewrites_by_rule");
-    if (rw != s->end() && rw->is_object())
-      for (auto it = rw->begin(); it != rw->end(); ++it)
-        if (auto n = json_int(it.value(), it.key(), 0, std::numeric_limits<int64_t>::max()); n.ok())
-          r.stats.rewrites_by_rule[it.key()] = *n;
+    r.stats.rewrites_by_rule = rule_counts(*s, "rewrites_by_rule");
     r.stats.candidates_found = get_or<int64_t>(*s, "candidates_found", 0);
     r.stats.candidates_screened = get_or<int64_t>(*s, "candidates_screened", 0);
     r.stats.candidates_verified = get_or<int64_t>(*s, "candidates_verified", 0);
@@ -198,6 +243,31 @@ Result<SearchResult> search_result_from_json(const Json& doc, const Target& targ
     r.stats.setup_s = get_or<double>(*s, "setup_s", 0.0);
     r.stats.screen_s = get_or<double>(*s, "screen_s", 0.0);
     r.stats.verify_s = get_or<double>(*s, "verify_s", 0.0);
+    r.stats.stop = stop_reason_from(get_or<std::string>(*s, "stop", ""));
+    r.stats.stop_phase = search_phase_from(get_or<std::string>(*s, "stop_phase", ""));
+    r.stats.verification_complete = get_or<bool>(*s, "verification_complete", true);
+    auto forms = s->find("forms");
+    if (forms != s->end() && forms->is_array())
+      for (const Json& e : *forms) {
+        if (!e.is_object()) continue;
+        FormStats f;
+        f.name = get_or<std::string>(e, "name", "");
+        f.rewrites_by_rule = rule_counts(e, "rewrites_by_rule");
+        f.searched = get_or<bool>(e, "searched", false);
+        f.note = get_or<std::string>(e, "note", "");
+        f.states = get_or<int64_t>(e, "states", 0);
+        f.candidates_found = get_or<int64_t>(e, "candidates_found", 0);
+        f.candidates_verified = get_or<int64_t>(e, "candidates_verified", 0);
+        f.tasks_total = get_or<int64_t>(e, "tasks_total", 0);
+        f.tasks_done = get_or<int64_t>(e, "tasks_done", 0);
+        f.ranked = get_or<int64_t>(e, "ranked", 0);
+        f.start_s = get_or<double>(e, "start_s", 0.0);
+        f.elapsed_s = get_or<double>(e, "elapsed_s", 0.0);
+        f.checks_s = get_or<double>(e, "checks_s", 0.0);
+        f.stop = stop_reason_from(get_or<std::string>(e, "stop", ""));
+        f.stop_phase = search_phase_from(get_or<std::string>(e, "stop_phase", ""));
+        r.stats.forms.push_back(std::move(f));
+      }
   }
   r.cache_key = get_or<std::string>(doc, "cache_key", "");
   auto notes = doc.find("notes");

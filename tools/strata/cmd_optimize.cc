@@ -177,7 +177,12 @@ std::function<int()> setup(CLI::App& app) {
       "do not prune by abstract subexpressions");
   app.add_flag_callback(
       "--no-canonicalize", [o] { o->config.canonicalize = false; },
-      "search the program as written, without its canonical rewrites (docs/search.md)");
+      "search the program as written, without its canonical rewrites or alternative forms "
+      "(docs/search.md)");
+  app.add_flag_callback(
+      "--no-alternative-forms", [o] { o->config.alternative_forms = false; },
+      "search the canonical form only, not also the alternative forms (docs/search.md, "
+      "\"Alternative forms\")");
   app.add_flag_callback(
       "--no-layer-split", [o] { o->config.split_layers = false; },
       "search a program with many weight layers as a whole only, not layer by layer first "

@@ -20,6 +20,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "strata/cost/cost_model.h"
@@ -58,7 +59,12 @@ struct SearchConfig {
   int top_k = 4;                 ///< (key) candidates verified and returned, besides the program
   /// (key) Search the program's canonical form (canonicalize_program, docs/search.md,
   /// "Canonicalization"); candidates are verified against the program as given either way.
+  /// Off: the program as given is the only form searched (no alternative forms either).
   bool canonicalize = true;
+  /// (key) With canonicalize: also search the program's alternative forms (alternative_forms,
+  /// docs/search.md, "Alternative forms") after the canonical form, in the time it leaves;
+  /// their candidates join the one ranking.
+  bool alternative_forms = true;
   /// (key) Search a program with more weight layers than max_customized_ops in segments, one
   /// per layer, joined, then the whole program with the time left (docs/search.md, "Layers").
   bool split_layers = true;
@@ -79,6 +85,12 @@ struct SearchConfig {
   /// every candidate against the program as given. A search with it neither reads nor writes
   /// the cache.
   std::function<Result<KernelGraph>(const KernelGraph&)> canonicalizer;
+  /// When non-empty (and canonicalize and alternative_forms are on), replaces the alternative
+  /// forms: each is a named form made by its function (a name used before, or "canonical", is
+  /// ignored: names are unique, they name checkpoints). For tests: a failing or wrong form must
+  /// be skipped or caught by verification. A search with it neither reads nor writes the cache.
+  std::vector<std::pair<std::string, std::function<Result<KernelGraph>(const KernelGraph&)>>>
+      alternative_canonicalizers;
 
   SearchConfig& with_threads(int n) {
     threads = n;
@@ -151,6 +163,16 @@ struct SearchConfig {
     canonicalize = on;
     return *this;
   }
+  SearchConfig& with_alternative_forms(bool on) {
+    alternative_forms = on;
+    return *this;
+  }
+  SearchConfig& with_alternative_canonicalizers(
+      std::vector<std::pair<std::string, std::function<Result<KernelGraph>(const KernelGraph&)>>>
+          forms) {
+    alternative_canonicalizers = std::move(forms);
+    return *this;
+  }
   SearchConfig& with_split_layers(bool on) {
     split_layers = on;
     return *this;
@@ -173,10 +195,30 @@ enum class SearchPhase { None, Enumeration, Verification };
 /// "none", "enumeration", "verification".
 std::string_view search_phase_name(SearchPhase p);
 
+/// What one form of the program (docs/search.md, "Alternative forms") contributed to a search.
+struct FormStats {
+  std::string name;  ///< "canonical" (the form searched first), or the alternative-form rule
+  std::map<std::string, int64_t> rewrites_by_rule;  ///< that made the form from the program
+  bool searched = false;  ///< false: skipped (`note` says why) or not reached in the time
+  std::string note;       ///< why a form was not searched; empty when it was
+  int64_t states = 0;
+  int64_t candidates_found = 0;
+  int64_t candidates_verified = 0;
+  int64_t tasks_total = 0;
+  int64_t tasks_done = 0;
+  int64_t ranked = 0;     ///< entries of the ranking that came from this form
+  double start_s = 0;     ///< when its search began, from the start of the whole search
+  double elapsed_s = 0;   ///< how long it ran
+  double checks_s = 0;    ///< of which screening and verification (its own and derived graphs)
+  StopReason stop = StopReason::Exhausted;
+  SearchPhase stop_phase = SearchPhase::None;
+};
+
 struct SearchStats {
   int64_t states = 0;  ///< graph prefixes explored (each op, block-graph opening or closing)
   std::map<std::string, int64_t> prunes_by_rule;  ///< rejected extensions, by rule
-  /// Rewrites of the canonicalization, by rule (empty: the program was searched as given).
+  /// Rewrites of the canonicalization, by rule (empty: the program was searched as given); of
+  /// the canonical form (those of each alternative form are in `forms`).
   std::map<std::string, int64_t> rewrites_by_rule;
   int64_t candidates_found = 0;     ///< complete graphs (with extents) that reached ranking
   int64_t candidates_screened = 0;  ///< of which screened by one field trial
@@ -193,6 +235,9 @@ struct SearchStats {
   /// top_k graphs were verified or the candidates ran out: `ranked` then holds only the graphs
   /// verified so far (and the program).
   bool verification_complete = true;
+  /// The forms searched, canonical form first (docs/search.md, "Alternative forms"); the
+  /// counters above are their sums. Empty for results that predate forms.
+  std::vector<FormStats> forms;
 };
 
 /// One verified graph of the answer.
@@ -206,6 +251,9 @@ struct Candidate {
   /// empty for the enumeration's and the program. The cost model cannot rank these against the others (the loop latency a split
   /// removes), so `strata profile --top K` measures them beside the top K.
   std::string derived;
+  /// The form of the program whose search found or made the graph: "canonical" or an
+  /// alternative-form rule (FormStats::name); empty for the program itself.
+  std::string form;
 };
 
 struct SearchResult {
