@@ -28,9 +28,26 @@ Json verification_json(const VerifyResult& v) {
   return j;
 }
 
+/// The fields a whole search and each of its forms share (SearchStats, FormStats): states,
+/// candidates, tasks, the time and the stop reason. A rule's rewrites go in as given.
+template <class Stats>
+void put_run_fields(const Stats& s, Json& j) {
+  j["states"] = s.states;
+  Json rw = Json::object();
+  for (const auto& [rule, n] : s.rewrites_by_rule) rw[rule] = n;
+  j["rewrites_by_rule"] = rw;
+  j["candidates_found"] = s.candidates_found;
+  j["candidates_verified"] = s.candidates_verified;
+  j["tasks_total"] = s.tasks_total;
+  j["tasks_done"] = s.tasks_done;
+  j["elapsed_s"] = s.elapsed_s;
+  j["stop"] = std::string(stop_reason_name(s.stop));
+  j["stop_phase"] = std::string(search_phase_name(s.stop_phase));
+}
+
 Json stats_json(const SearchStats& s) {
   Json j;
-  j["states"] = s.states;
+  put_run_fields(s, j);
   Json p = Json::object();
   int64_t total = 0;
   for (const auto& [rule, n] : s.prunes_by_rule) {
@@ -39,41 +56,21 @@ Json stats_json(const SearchStats& s) {
   }
   j["pruned"] = total;
   j["prunes_by_rule"] = p;
-  Json rw = Json::object();
-  for (const auto& [rule, n] : s.rewrites_by_rule) rw[rule] = n;
-  j["rewrites_by_rule"] = rw;
-  j["candidates_found"] = s.candidates_found;
   j["candidates_screened"] = s.candidates_screened;
-  j["candidates_verified"] = s.candidates_verified;
-  j["tasks_total"] = s.tasks_total;
-  j["tasks_done"] = s.tasks_done;
-  j["elapsed_s"] = s.elapsed_s;
   j["setup_s"] = s.setup_s;
   j["screen_s"] = s.screen_s;
   j["verify_s"] = s.verify_s;
-  j["stop"] = std::string(stop_reason_name(s.stop));
-  j["stop_phase"] = std::string(search_phase_name(s.stop_phase));
   j["verification_complete"] = s.verification_complete;
   Json forms = Json::array();
   for (const FormStats& f : s.forms) {
     Json e;
     e["name"] = f.name;
-    Json rw = Json::object();
-    for (const auto& [rule, n] : f.rewrites_by_rule) rw[rule] = n;
-    e["rewrites_by_rule"] = rw;
+    put_run_fields(f, e);
     e["searched"] = f.searched;
     if (!f.note.empty()) e["note"] = f.note;
-    e["states"] = f.states;
-    e["candidates_found"] = f.candidates_found;
-    e["candidates_verified"] = f.candidates_verified;
-    e["tasks_total"] = f.tasks_total;
-    e["tasks_done"] = f.tasks_done;
     e["ranked"] = f.ranked;
     e["start_s"] = f.start_s;
-    e["elapsed_s"] = f.elapsed_s;
     e["checks_s"] = f.checks_s;
-    e["stop"] = std::string(stop_reason_name(f.stop));
-    e["stop_phase"] = std::string(search_phase_name(f.stop_phase));
     forms.push_back(e);
   }
   j["forms"] = forms;
