@@ -69,7 +69,7 @@ endforeach()
 add_test(NAME bench_python_test
          COMMAND python3 -m unittest discover -s ${PROJECT_SOURCE_DIR}/bench/tests
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(bench_python_test PROPERTIES TIMEOUT 120
+set_tests_properties(bench_python_test PROPERTIES TIMEOUT 300
                      ENVIRONMENT "STRATA_TOOL=$<TARGET_FILE:strata>")
 
 # The module order (docs/architecture.md, "Module order"): every #include of the sources

@@ -23,6 +23,7 @@
 #include "support/elementwise_graphs.h"
 #include "support/mma_padding_graphs.h"
 #include "support/op_coverage_graphs.h"
+#include "support/routed_graphs.h"
 #include "support/ragged_graphs.h"
 #include "support/test_steps.h"
 
@@ -131,6 +132,8 @@ std::vector<Target> targets() {
   ts.push_back({"cov_layout_views", layout_views()});
   ts.push_back({"cov_rotary", rotary_rotate_half()});
   ts.push_back({"cov_kviews", kernel_level_views()});
+  ts.push_back({"cov_routed", sliced_projection({0, 64, 80}, {64, 80, 96})});
+  ts.push_back({"cov_routed_rows", sliced_norm_rows({0, 2, 6}, {2, 6, 8})});
   ts.push_back({"cov_smstats", softmax_statistics()});
   ts.push_back({"cov_attention", online_attention()});
   ts.push_back({"cov_attention_g", online_attention(DType::f16, true, true, false, 2, 32)});

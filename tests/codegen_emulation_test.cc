@@ -21,6 +21,7 @@
 #include "support/elementwise_graphs.h"
 #include "support/emulation.h"
 #include "support/op_coverage_graphs.h"
+#include "support/routed_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -817,6 +818,44 @@ TEST(EmulationViews, KernelLevelViewsReadInPlace) {
                  p.tensor_cores = false;
                  p.rowwise = false;
                })});
+}
+
+// Slices that cut a customized kernel's result into consecutive parts at tile boundaries of
+// its grid (a fused QKV projection's Q, K and V): the kernel saves each tile into its part
+// (docs/codegen.md, "Routed outputs"), and the slices are no kernels. Where a boundary is not a
+// multiple of the tile the slices stay copies. Tensor-core, SIMT and rowwise savers.
+TEST(EmulationViews, RoutedOutputs) {
+  auto kernels = [](const KernelGraph& g) {
+    auto src = emit_cuda_source(g);
+    EXPECT_TRUE(src.ok()) << src.error().message;
+    std::vector<std::string> ops;
+    if (src.ok())
+      for (const EmittedKernel& k : src->kernels) ops.push_back(k.op);
+    return ops;
+  };
+  const KernelGraph qkv = sliced_projection({0, 64, 80}, {64, 80, 96});
+  EXPECT_EQ(kernels(qkv), std::vector<std::string>{"customized"});
+  check_graph({"routed_tc", qkv, 0.5, 2e-2, {},
+               {"gout0_0, __half* __restrict__ gout0_1, __half* __restrict__ gout0_2)",
+                "if (bx < 4)", "if ((bx >= 4) && (bx < 5))", "if (bx >= 5)",
+                "gout0_2 + (bx - 5) * 16"}});
+  check_graph({"routed_simt", qkv, 0.5, 2e-2, with([](PlanOptions& p) {
+                 p.tensor_cores = false;
+                 p.rowwise = false;
+               })});
+  // Two parts of 32 and 64 columns in tiles of 32.
+  check_graph({"routed_tc32", sliced_projection({0, 32}, {32, 96}, 32), 0.5, 2e-2, {},
+               {"if (bx >= 1)"}});
+  const KernelGraph rows = sliced_norm_rows({0, 2, 6}, {2, 6, 8});
+  EXPECT_EQ(kernels(rows), std::vector<std::string>{"customized"});
+  check_graph({"routed_rows", rows, 0.5, 2e-2, {}, {"rowwise", "gout0_1 + ((bx - 1) * 128"}});
+  // A boundary inside a tile (72 in tiles of 16), or another reader of T: copies.
+  const KernelGraph inside = sliced_projection({0, 72}, {72, 96});
+  EXPECT_EQ(kernels(inside), (std::vector<std::string>{"customized", "slice", "slice"}));
+  check_graph({"unrouted_inside", inside});
+  const KernelGraph shared = sliced_projection({0, 64}, {64, 96}, 16, true);
+  EXPECT_EQ(kernels(shared), (std::vector<std::string>{"customized", "slice", "slice", "relu"}));
+  check_graph({"unrouted_shared", shared});
 }
 
 // The fused safe attention in a matmul chain: running row maxima per warp (quad shuffles),

@@ -16,6 +16,7 @@
 #include "strata/cost/cost_model.h"
 #include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
+#include "support/routed_graphs.h"
 
 namespace strata {
 namespace {
@@ -434,6 +435,19 @@ TEST(CostModel, LayoutViewsCostNothing) {
   ASSERT_EQ(copy.kernels.size(), 3u);  // the transpose, the customized kernel, the relu
   EXPECT_EQ(copy.kernels[0].store_bytes, 256 * 64 * 2);
   EXPECT_GT(copy.predicted_us, view.predicted_us);
+}
+
+// Slices whose source's kernel writes them (routed parts, output_routes.h) are no kernels and
+// move no bytes of their own: the kernel stores T's bytes into the parts. Slices the kernel
+// cannot route (a boundary inside a tile) are copy kernels.
+TEST(CostModel, RoutedSlicesCostNothing) {
+  const Target h200 = *Target::by_name("h200");
+  GraphCost routed = estimate_cost(testing::sliced_projection({0, 64, 80}, {64, 80, 96}), h200);
+  ASSERT_EQ(routed.kernels.size(), 1u);
+  EXPECT_EQ(routed.kernels[0].store_bytes, 16 * 96 * 2);
+  GraphCost copied = estimate_cost(testing::sliced_projection({0, 72}, {72, 96}), h200);
+  ASSERT_EQ(copied.kernels.size(), 3u);
+  EXPECT_GT(copied.predicted_us, routed.predicted_us + 2 * h200.launch_overhead_s * 1e6 * 0.9);
 }
 
 TEST(CostModel, SharedMemoryPruneSlack) {

@@ -11,11 +11,13 @@
 #include "strata/opt/graph_optimizer.h"
 #include "strata/opt/layout.h"
 #include "strata/opt/memory_plan.h"
+#include "strata/opt/output_routes.h"
 #include "strata/opt/plan_invariants.h"
 #include "strata/opt/rowwise.h"
 #include "strata/opt/schedule.h"
 #include "support/op_coverage_graphs.h"
 #include "support/kernel_plans.h"
+#include "support/routed_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -666,6 +668,65 @@ TEST(PlanContract, VerifyPlanNamesTheBrokenInvariant) {
   broken([&](KernelPlan& p) { p.emission.finalize.step_two[0] = StepTwo::SumPartials; },
          "no accumulator");
   broken([&](KernelPlan& p) { p.ops[2].epilogue = 5; }, "does not name it as its host");
+}
+
+// Which kernel tensors are written straight into the slices read from them (output_routes.h):
+// only a customized kernel's result, read by slices alone (none a view) that partition one dim
+// its grid splits, at tile boundaries, into parts stored in its type.
+TEST(OutputRoutes, WhichTensorsAreRouted) {
+  auto route_of_t = [](const KernelGraph& g, const std::vector<DType>& dtypes = {}) {
+    const auto routes = plan_output_routes(g, plan_kernel_views(g), dtypes);
+    std::optional<OutputRoute> r;
+    for (size_t t = 0; t < g.tensors().size(); ++t)
+      if (g.tensor_name(static_cast<int>(t)) == "T") r = routes[t];
+    return r;
+  };
+  const KernelGraph qkv = sliced_projection({64, 0, 80}, {80, 64, 96});  // slices out of order
+  const auto r = route_of_t(qkv);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->dim, 1);
+  ASSERT_EQ(r->parts.size(), 3u);
+  EXPECT_EQ(r->parts[0].start, 0);  // in ascending order
+  EXPECT_EQ(r->parts[1].start, 64);
+  EXPECT_EQ(r->parts[2].end, 96);
+  EXPECT_EQ(qkv.tensor_name(r->parts[0].tensor), "P1");
+  const OutputParts parts = output_parts(qkv.op(2), 0, *r);
+  EXPECT_EQ(parts.axis, 0);
+  EXPECT_EQ(parts.tile, 16);
+  EXPECT_EQ(parts.starts, (std::vector<int64_t>{0, 64, 80}));
+  int routed = 0;
+  for (int i = 0; i < static_cast<int>(qkv.ops().size()); ++i)
+    routed += is_routed_slice(qkv, plan_output_routes(qkv, plan_kernel_views(qkv)), i);
+  EXPECT_EQ(routed, 3);
+  EXPECT_TRUE(route_of_t(sliced_norm_rows({0, 4}, {4, 8})).has_value());
+  // Not a partition: overlapping, a gap, short of the end.
+  EXPECT_FALSE(route_of_t(sliced_projection({0, 48}, {64, 96})).has_value());
+  EXPECT_FALSE(route_of_t(sliced_projection({0, 80}, {64, 96})).has_value());
+  EXPECT_FALSE(route_of_t(sliced_projection({0, 64}, {64, 80})).has_value());
+  // A boundary inside a tile; a tile wider than a part; another reader.
+  EXPECT_FALSE(route_of_t(sliced_projection({0, 72}, {72, 96})).has_value());
+  EXPECT_FALSE(route_of_t(sliced_projection({0, 16}, {16, 96}, 32)).has_value());
+  EXPECT_FALSE(route_of_t(sliced_projection({0, 64}, {64, 96}, 16, true)).has_value());
+  // A part stored in another type than T (an f32 intermediate).
+  std::vector<DType> dtypes(qkv.tensors().size(), DType::f16);
+  EXPECT_TRUE(route_of_t(qkv, dtypes).has_value());
+  dtypes[r->parts[1].tensor] = DType::f32;
+  EXPECT_FALSE(route_of_t(qkv, dtypes).has_value());
+  // A slice read in place by a customized kernel is a view of T: T keeps its memory.
+  KernelGraph viewed = sliced_projection({0}, {64});
+  {
+    const int t = viewed.outputs()[0] - 1;  // T, the slice's source
+    ASSERT_EQ(viewed.tensor_name(t), "T");
+    int s1 = *viewed.add_op(OpKind::Slice, {t}, slice_attr(1, 64, 96), "S1");
+    BlockGraph b = *BlockGraph::make({1, 1, 1}, 128, 1);
+    int si = *b.add_input(Shape{16, 32}, {P, P, P}, P);
+    int e = *b.add_op(OpKind::Exp, {si});
+    int acc = *b.add_op(OpKind::AccumSum, {e});
+    ASSERT_TRUE(b.add_output(acc, {P, P, P}).ok());
+    ASSERT_TRUE(viewed.mark_output((*viewed.add_customized({s1}, std::move(b), {"E"}))[0]).ok());
+  }
+  ASSERT_TRUE(plan_kernel_views(viewed)[viewed.outputs()[1] - 1].has_value());
+  EXPECT_FALSE(route_of_t(viewed).has_value());
 }
 
 }  // namespace

@@ -254,7 +254,8 @@ Status BlockEmitter::emit(const std::string& title) {
     params += (i ? ", " : "") + std::string("const ") + cuda_type(info_.input_dtypes[i]) +
               "* __restrict__ gin" + std::to_string(i);
   for (int i = 0; i < g_.num_outputs(); ++i)
-    params += ", " + cuda_type(info_.output_dtypes[i]) + "* __restrict__ gout" + std::to_string(i);
+    for (const std::string& name : output_params(plan_, i))
+      params += ", " + cuda_type(info_.output_dtypes[i]) + "* __restrict__ " + name;
   if (info_.task_entry) {
     w_.comment("Task entry: block (bx, by, bz) of the kernel's grid, run by threads 0.." +
                std::to_string(plan_.threads - 1) +
@@ -883,20 +884,20 @@ ChunkWalk BlockEmitter::open_chunk_loop(const Shape& chunks) {
 }
 
 void BlockEmitter::emit_save(int i) {
-  const BlockOp& op = g_.op(i);
   int oi = 0;
   while (g_.output_op(oi) != i) ++oi;
+  // A routed output (KernelPlan::output_parts) is saved by the same code once per part, each
+  // under its block-uniform condition; a plain one has a single target.
+  for (const SaveTarget& target : save_targets(plan_, oi)) emit_save_to(i, oi, target);
+}
+
+void BlockEmitter::emit_save_to(int i, int oi, const SaveTarget& target) {
+  const BlockOp& op = g_.op(i);
   const int t = op.inputs[0];
   const Shape& tile = g_.tensor(t).shape;
-  const Shape& full = g_.output_shape(oi);
+  const Shape& full = target.shape;
   const int r = tile.rank();
-  const std::vector<int64_t> gs = dense_strides(full);
-  std::vector<ir::Expr> origin;
-  for (int a = 0; a < 3; ++a)
-    if (g_.grid()[a] > 1) {
-      const int d = op.attrs.omap[a];
-      origin.push_back(ir::var(axis_var(a)) * (tile[d] * gs[d]));
-    }
+  const std::vector<int64_t>& gs = target.strides;
   const DType out_t = info_.output_dtypes[oi];
   const int esize = dtype_size(out_t);
   const int64_t last = r == 0 ? 1 : tile[r - 1];
@@ -904,11 +905,14 @@ void BlockEmitter::emit_save(int i) {
   if (r == 0 || last % vec != 0 || full[r - 1] % vec != 0) vec = 1;
   Shape chunks = tile;
   if (r > 0) chunks[r - 1] = last / vec;
-  w_.open("");
+  if (target.when)
+    w_.open(ir::if_then(target.when));
+  else
+    w_.open("");
   w_.comment("save " + g_.tensor_name(t) + " " + tile.str() + " -> output " + std::to_string(oi) +
-             " " + full.str() + (vec > 1 ? ", 16-byte stores" : ""));
-  w_.add(ir::decl(cuda_type(out_t) + "*", "dst",
-                  pointer_plus(ir::var("gout" + std::to_string(oi)), origin)));
+             (target.when ? " (" + target.pointer + ")" : "") + " " + full.str() +
+             (vec > 1 ? ", 16-byte stores" : ""));
+  w_.add(ir::decl(cuda_type(out_t) + "*", "dst", pointer_plus(ir::var(target.pointer), target.origin)));
   std::vector<ir::Expr> idx = open_chunk_loop(chunks).idx;
   if (r > 0) idx[r - 1] = idx[r - 1] * vec;
   // Ragged tiles: only present elements are written (a vector is wholly present or absent:

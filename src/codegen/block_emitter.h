@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "code_writer.h"
+#include "save_targets.h"
 #include "strata/opt/kernel_plan.h"
 #include "strata/util/status.h"
 
@@ -111,6 +112,8 @@ class BlockEmitter {
   void emit_level(Phase phase, int level);
   void emit_load(int op, const ir::Expr& stage, const ir::Expr& iter);
   void emit_save(int op);
+  /// The saver of output `oi` (op `op`) into one of its targets (save_targets.h).
+  void emit_save_to(int op, int oi, const SaveTarget& target);
   /// Opens a loop over the chunks of a row-major grid `chunks` spread over the cooperating
   /// threads (chunk c = <tid> + k · threads(); unrolled over k when each thread has at most
   /// 32 chunks) and returns where the thread's chunk lies; the caller closes the loop.

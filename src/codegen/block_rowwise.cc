@@ -400,31 +400,31 @@ Status BlockEmitter::emit_rowwise() {
         while (g_.output_op(oi) != i) ++oi;
         const int t = op.inputs[0];
         const Shape& tile = g_.tensor(t).shape;
-        const Shape& D = g_.output_shape(oi);
-        const std::vector<int64_t> gs = dense_strides(D);
-        std::vector<ir::Expr> origin;
-        for (int a = 0; a < 3; ++a)
-          if (g_.grid()[a] > 1) {
-            const int d = op.attrs.omap[a];
-            origin.push_back(ir::var(axis_var(a)) * (tile[d] * gs[d]));
-          }
         const std::string OT = cuda_type(info_.output_dtypes[oi]);
-        const DeviceTile dst{ir::var("gout" + std::to_string(oi)), ir::sum(origin), gs};
-        w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) + " " +
-                   D.str());
         const bool chunks = form(t) == RowwiseForm::Chunks;
-        open_chunks(G, chunks);
-        if (chunks) {
-          w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
-                  {dst.ptr(chunk_offset(tile, gs, G)), held(t)});
-        } else {  // the row's first chunk stores its value
-          const ir::Expr first = ir::eq(chunk % P, 0);
-          w_.add(
-              ir::if_compact(G.busy && !by_chunk ? ir::land(first, G.busy) : first,
-                             ir::assign(dst.at(row_offset(tile, gs, G)),
-                                        ir::call("strata_rt::from_f32<" + OT + ">", {held(t)}))));
+        // A routed output (KernelPlan::output_parts) is saved once per part, each under its
+        // block-uniform condition; a plain one has a single target.
+        for (const SaveTarget& target : save_targets(plan_, oi)) {
+          const Shape& D = target.shape;
+          const std::vector<int64_t>& gs = target.strides;
+          const DeviceTile dst{ir::var(target.pointer), ir::sum(target.origin), gs};
+          if (target.when) w_.open(ir::if_then(target.when));
+          w_.comment("save " + g_.tensor_name(t) + " -> output " + std::to_string(oi) +
+                     (target.when ? " (" + target.pointer + ")" : "") + " " + D.str());
+          open_chunks(G, chunks);
+          if (chunks) {
+            w_.call("strata_rt::store_f32<" + std::to_string(V) + ">",
+                    {dst.ptr(chunk_offset(tile, gs, G)), held(t)});
+          } else {  // the row's first chunk stores its value
+            const ir::Expr first = ir::eq(chunk % P, 0);
+            w_.add(ir::if_compact(
+                G.busy && !by_chunk ? ir::land(first, G.busy) : first,
+                ir::assign(dst.at(row_offset(tile, gs, G)),
+                           ir::call("strata_rt::from_f32<" + OT + ">", {held(t)}))));
+          }
+          close_chunks(G, chunks);
+          if (target.when) w_.close();
         }
-        close_chunks(G, chunks);
         continue;
       }
       if (form(op.output) == RowwiseForm::Gathered) {

@@ -12,6 +12,7 @@
 #include "strata/opt/graph_optimizer.h"
 #include "strata/opt/kernel_views.h"
 #include "strata/opt/matmul_lowering.h"
+#include "strata/opt/output_routes.h"
 
 namespace strata {
 namespace {
@@ -26,7 +27,8 @@ int dtype_code(DType t) {
 
 /// Where a kernel tensor lives at run time.
 struct Buffer {
-  enum Kind { Input, Output, Workspace } kind = Workspace;
+  /// Routed: no memory of its own; its kernel writes the slices read from it (output_routes.h).
+  enum Kind { Input, Output, Workspace, Routed } kind = Workspace;
   int index = 0;       ///< position in inputs / outputs
   int64_t offset = 0;  ///< workspace byte offset
   DType dtype = DType::f16;
@@ -143,6 +145,9 @@ struct BufferPlan {
   /// Predefined layout ops read in place by the customized kernels (kernel_views.h): no kernel,
   /// no memory; their readers get the tensor holding them and the index map.
   std::vector<std::optional<KernelView>> views;
+  /// Kernel tensors their customized kernels write straight into the slices read from them
+  /// (output_routes.h): no memory; the slices are no kernels.
+  std::vector<std::optional<OutputRoute>> routes;
   std::vector<Buffer> buf;
   std::vector<bool> is_input, is_output;
   std::vector<DType> dtypes;  ///< the storage type of every tensor (a view: its storage's)
@@ -210,9 +215,21 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
     if (!bp.is_input[t]) bp.buf[t] = {Buffer::Output, static_cast<int>(i), 0, g.tensor(t).dtype};
   }
   const std::vector<bool> widen = widened_tensors(g, bp, options);
+  // Routes need the parts stored in the routed tensor's type; task entries keep one pointer
+  // per output (a megakernel's tasks address whole tensors).
+  std::vector<DType> stored(ntensors);
+  for (int t = 0; t < ntensors; ++t)
+    stored[t] = bp.is_input[t] || bp.is_output[t] || !widen[t] ? g.tensor(t).dtype : DType::f32;
+  bp.routes = options.task_entry == TaskEntryForm::Off
+                  ? plan_output_routes(g, bp.views, stored)
+                  : std::vector<std::optional<OutputRoute>>(ntensors);
   for (int t = 0; t < ntensors; ++t) {
     if (bp.is_input[t] || bp.is_output[t] || bp.views[t]) continue;
     DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
+    if (bp.routes[t]) {
+      bp.buf[t] = {Buffer::Routed, 0, 0, dt};
+      continue;
+    }
     bp.buf[t] = {Buffer::Workspace, 0, bp.workspace, dt};
     bp.workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
                     kWorkspaceAlign * kWorkspaceAlign;
@@ -221,7 +238,7 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
   for (int t = 0; t < ntensors; ++t) bp.dtypes[t] = bp.buf[bp.storage_of(t)].dtype;
   bp.reads.assign(ntensors, 0);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
-    if (!is_kernel_view(g, bp.views, i))
+    if (!is_kernel_view(g, bp.views, i) && !is_routed_slice(g, bp.routes, i))
       for (int t : g.op(i).inputs) ++bp.reads[bp.storage_of(t)];
   for (int t : g.outputs()) bp.reads[t] += bp.is_input[t] ? 1 : 0;
   return bp;
@@ -264,7 +281,15 @@ Result<KernelPlan> plan_kernel_as_stored(const KernelGraph& g, const KernelOp& o
                                    : std::nullopt);
   }
   for (int t : op.outputs) out_t.push_back(bp.dtypes[t]);
-  return optimize_block_graph(body, in_t, out_t, options, in_views);
+  STRATA_ASSIGN_OR_RETURN(KernelPlan plan,
+                          optimize_block_graph(body, in_t, out_t, options, in_views));
+  for (size_t oi = 0; oi < op.outputs.size(); ++oi) {
+    const std::optional<OutputRoute>& route = bp.routes[op.outputs[oi]];
+    if (!route) continue;
+    plan.output_parts.resize(op.outputs.size());
+    plan.output_parts[oi] = output_parts(op, static_cast<int>(oi), *route);
+  }
+  return plan;
 }
 
 /// The launch of all_reduce op `i` (a collective, docs/tensor-parallel.md): an ncclAllReduce of
@@ -404,7 +429,13 @@ Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
   std::shared_ptr<const BlockGraph> body = kernel_block_graph(g, i);
   Launch L;
   for (int t : op.inputs) L.args.push_back(bp.storage_of(t));
-  L.args.insert(L.args.end(), op.outputs.begin(), op.outputs.end());
+  for (int t : op.outputs) {
+    if (!bp.routes[t]) {
+      L.args.push_back(t);
+      continue;
+    }
+    for (const RoutePart& part : bp.routes[t]->parts) L.args.push_back(part.tensor);  // the parts
+  }
   L.comment = "kernel op #" + std::to_string(i) + ": " + std::string(op_name(op.kind));
   kernels.line("");
   if (body) {
@@ -662,6 +693,7 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
   w.add(ir::eval(ir::c_cast("void", ir::var("outputs"))));
   for (int t = 0; t < ntensors; ++t) {
     if (bp.views[t]) continue;  // read in place: its readers get the tensor holding it
+    if (bp.buf[t].kind == Buffer::Routed) continue;  // written into its parts
     const std::string T = codegen::cuda_type(bp.dtypes[t]);
     const Buffer& b = bp.buf[t];
     if (b.kind == Buffer::Input)
@@ -874,7 +906,9 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   std::vector<Launch> launches;
   EmittedSource result;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
-    if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i)) continue;
+    if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i) ||
+        is_routed_slice(g, bp.routes, i))
+      continue;
     STRATA_ASSIGN_OR_RETURN(std::optional<Launch> blas,
                             library_matmul_launch(g, i, bp, options, result.kernels));
     if (blas) {

@@ -7,6 +7,7 @@
 #include "strata/opt/kernel_views.h"
 #include "strata/opt/layout.h"
 #include "strata/opt/matmul_lowering.h"
+#include "strata/opt/output_routes.h"
 
 namespace strata {
 namespace {
@@ -417,9 +418,13 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
                                     g.tensor(op.outputs[0]).dtype);
   };
   const std::vector<std::optional<KernelView>> views = plan_kernel_views(g, library_reader);
+  // A slice whose source's kernel writes it (a routed part, output_routes.h) is no kernel
+  // either; that kernel stores the same bytes, into the parts instead of one tensor.
+  const std::vector<std::optional<OutputRoute>> routes = plan_output_routes(g, views);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input || is_kernel_view(g, views, i)) continue;
+    if (op.kind == OpKind::Input || is_kernel_view(g, views, i) || is_routed_slice(g, routes, i))
+      continue;
     KernelCost k{};
     k.op_id = i;
     k.forloop =

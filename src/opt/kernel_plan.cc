@@ -301,6 +301,14 @@ std::string format_plan(const KernelPlan& plan) {
   }
   if (plan.scratch_bytes > 0)
     os << "  scratch @" << plan.scratch_offset << "+" << plan.scratch_bytes << "\n";
+  for (size_t oi = 0; oi < plan.output_parts.size(); ++oi) {
+    if (!plan.output_parts[oi]) continue;
+    const OutputParts& p = *plan.output_parts[oi];
+    os << "  output " << oi << " routed along dim " << p.dim << " (grid " << grid_axis_name(p.axis)
+       << ", tiles of " << p.tile << ") into parts";
+    for (size_t k = 0; k < p.starts.size(); ++k) os << " [" << p.starts[k] << ", " << p.ends[k] << ")";
+    os << "\n";
+  }
   for (size_t e = 0; e < plan.ragged.extents.size(); ++e) {
     const RaggedExtent& r = plan.ragged.extents[e];
     os << "  ragged extent " << e << ": tile " << r.tile;

@@ -186,6 +186,19 @@ struct InputView {
   IndexMap map;
 };
 
+/// A kernel output written into parts instead of one tensor (output_routes.h, "routed"): the
+/// saved tile's dim `dim`, which grid axis `axis` splits in tiles of `tile`, goes to part p — a
+/// dense device tensor of the output's shape but for extent ends[p] − starts[p] along `dim` —
+/// in the blocks whose index along `axis` lies in [starts[p] / tile, ends[p] / tile). The parts
+/// partition the dim and every boundary is a multiple of `tile`.
+struct OutputParts {
+  int dim = -1;
+  int axis = -1;
+  int64_t tile = 0;
+  std::vector<int64_t> starts, ends;
+  bool operator==(const OutputParts&) const = default;
+};
+
 /// A tile dim whose present extent can fall short of its nominal extent: the tile of the last
 /// block or iteration of a ragged split (docs/mugraph-semantics.md §3.1; docs/codegen.md,
 /// "Ragged tiles"). In block b and iteration `it` its first
@@ -400,6 +413,9 @@ struct KernelPlan {
   /// Per kernel input: the view of device memory it reads in place, or nullopt (a dense
   /// tensor of the input's shape). Empty: every input dense.
   std::vector<std::optional<InputView>> input_views;
+  /// Per kernel output: the parts it is written into (OutputParts), or nullopt (one dense
+  /// tensor of the output's shape). Empty: none routed.
+  std::vector<std::optional<OutputParts>> output_parts;
   DType mma_dtype = DType::f16;  ///< 16-bit type of tensor-core operands
   bool has_mma_dtype = false;    ///< false when no input is 16-bit (no tensor cores)
   PlanOptions options;
