@@ -1,0 +1,179 @@
+// Warpgroup MMA in emitted kernels (PlanOptions::wgmma; docs/codegen.md, "wgmma"): the emitted
+// sources run on the CPU emulator (runtime/strata_rt/emulate.h models wgmma.mma_async) against
+// the reference interpreter, threads in both orders; matmuls whose tiles do not meet the
+// layout conditions keep mma.sync (the plan says why); and nvcc compiles the wgmma kernels
+// for sm_90a (ptxas verifies the PTX).
+#include <gtest/gtest.h>
+
+#include "support/benchmark_graphs.h"
+#include "support/coverage_graphs.h"
+#include "support/emulation.h"
+
+namespace strata::testing {
+namespace {
+
+EmitOptions wgmma_options(int groups = 1) {
+  EmitOptions o;
+  o.plan.wgmma = true;
+  o.plan.loop_groups = groups;
+  return o;
+}
+
+/// Emits g with `opts`, checks the emitted source contains every `expect` (and none of
+/// `absent`), and compares the emulation with the reference in both thread orders.
+void check(const std::string& name, const KernelGraph& g, const EmitOptions& opts,
+           const std::vector<std::string>& expect, const std::vector<std::string>& absent = {},
+           double amp = 0.5, double rtol = 2e-2) {
+  EmulatedGraph emu(g, opts, name);
+  ASSERT_TRUE(emu.ok()) << name << ": " << emu.log();
+  for (const std::string& text : expect)
+    EXPECT_NE(emu.source().find(text), std::string::npos) << name << ": no `" << text << "`";
+  for (const std::string& text : absent)
+    EXPECT_EQ(emu.source().find(text), std::string::npos) << name << ": `" << text << "`";
+  const std::vector<HostTensor> inputs = rounded_random_inputs(g, 4321, amp);
+  auto reference = run_reference(g, inputs);
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  for (bool reverse : {false, true}) {
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
+    ASSERT_EQ(out.size(), reference->size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Comparison c = compare(out[i], (*reference)[i], rtol);
+      EXPECT_EQ(c.bad, 0) << name << " output " << i << (reverse ? " (reverse)" : "") << ": rel L2 "
+                          << c.rel_l2 << ", max abs " << c.max_abs;
+      EXPECT_LT(c.rel_l2, rtol / 2) << name << " output " << i;
+    }
+  }
+}
+
+/// Y = X · W (+ an epilogue) over a for-loop along K: X [m, k], W [k, n], tiles of kt along K;
+/// `threads` per block, one block.
+KernelGraph plain_matmul(int64_t m, int64_t k, int64_t n, int64_t kt, int threads, bool gelu,
+                         DType dt) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{m, k}, dt));
+  int w = must(g.add_input("W", Shape{k, n}, dt));
+  BlockGraph b = must(BlockGraph::make({1, 1, 1}, threads, static_cast<int>(k / kt)));
+  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, 1));
+  int wi = must(b.add_input(Shape{k, n}, {P, P, P}, 0));
+  int mm = must(b.add_op(OpKind::Matmul, {xi, wi}));
+  if (gelu) mm = must(b.add_op(OpKind::Gelu, {mm}));
+  int acc = must(b.add_op(OpKind::AccumSum, {mm}));
+  must(b.add_output(acc, {P, P, P}));
+  auto outs = must(g.add_customized({x, w}, std::move(b), {"Y"}));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
+TEST(WgmmaEmulation, PlainMatmulRegisterAccumulator) {
+  // 64 rows (one warpgroup), N = 64: B [64][64] MN-major; the product goes into registers.
+  check("wg_mm", plain_matmul(64, 256, 64, 64, 128, false, DType::f16), wgmma_options(),
+        {"strata_rt::warpgroup_mma<", "wgmma: m64n64k16, B MN-major"}, {"strata_rt::warp_mma<"});
+  // 128 rows: two warpgroups of 8 warps.
+  check("wg_mm_bf16", plain_matmul(128, 128, 64, 64, 256, false, DType::bf16), wgmma_options(),
+        {"strata_rt::warpgroup_mma<", "wgmma: m64n64k16"});
+}
+
+TEST(WgmmaEmulation, PlainMatmulEpilogueChunks) {
+  // One iteration (K = 64), the product handed to a gelu epilogue through chunks.
+  check("wg_mm_gelu", plain_matmul(128, 64, 64, 64, 256, true, DType::f16), wgmma_options(),
+        {"strata_rt::warpgroup_mma<"});
+}
+
+/// Y = gelu(X · Wᵀ) with W stored [n, k] (a K-major B read through a transpose in place), one
+/// iteration of K = k.
+KernelGraph plain_matmul_nt(int64_t m, int64_t k, int64_t n, int threads, DType dt) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{m, k}, dt));
+  int w = must(g.add_input("W", Shape{n, k}, dt));
+  BlockGraph b = must(BlockGraph::make({1, 1, 1}, threads, 1));
+  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, P));
+  int wi = must(b.add_input(Shape{n, k}, {P, P, P}, P));
+  int wt = must(b.add_op(OpKind::Transpose, {wi}));
+  int y = must(b.add_op(OpKind::Gelu, {must(b.add_op(OpKind::Matmul, {xi, wt}))}));
+  must(b.add_output(must(b.add_op(OpKind::AccumSum, {y})), {P, P, P}));
+  auto outs = must(g.add_customized({x, w}, std::move(b), {"Y"}));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
+TEST(WgmmaEmulation, PlainMatmulKMajorColumnChunks) {
+  // N = 256 keys-major columns in chunks of 128 (one wgmma m64n128k16 each, the second at
+  // column tile 16), K = 64 halves per 128-byte row.
+  check("wg_nt", plain_matmul_nt(64, 64, 256, 128, DType::f16), wgmma_options(),
+        {"strata_rt::warpgroup_mma<", "B K-major"});
+  check("wg_nt_bf16", plain_matmul_nt(128, 64, 64, 256, DType::bf16), wgmma_options(),
+        {"strata_rt::warpgroup_mma<", "B K-major"});
+}
+
+TEST(WgmmaEmulation, OddExtentsFallBack) {
+  // 48 rows: three row tiles, no 64-row warpgroup tile.
+  check("wg_rows48", plain_matmul(48, 128, 64, 64, 128, false, DType::f16), wgmma_options(),
+        {"mma.sync, not wgmma: ", "strata_rt::warp_mma<"}, {"strata_rt::warpgroup_mma"});
+  // N = 128 with B [K][128]: an MN-major B wider than one 128-byte row.
+  check("wg_n128", plain_matmul(64, 128, 128, 64, 128, false, DType::f16), wgmma_options(),
+        {"not wgmma: the B tile's rows are not swizzled rows of 128 bytes", "strata_rt::warp_mma<"},
+        {"strata_rt::warpgroup_mma"});
+  // B rows of 48 and 32 halves: not the descriptor's 128-byte swizzled rows.
+  check("wg_n48", plain_matmul(64, 128, 48, 64, 128, false, DType::f16), wgmma_options(),
+        {"mma.sync, not wgmma: ", "strata_rt::warp_mma<"}, {"strata_rt::warpgroup_mma"});
+  check("wg_n32", plain_matmul(128, 128, 32, 64, 256, false, DType::bf16), wgmma_options(),
+        {"mma.sync, not wgmma: the B tile's rows", "strata_rt::warp_mma<"},
+        {"strata_rt::warpgroup_mma"});
+}
+
+TEST(WgmmaEmulation, KnobOffKeepsMmaSync) {
+  check("wg_off", plain_matmul(64, 256, 64, 64, 128, false, DType::f16), EmitOptions{},
+        {"strata_rt::warp_mma<"}, {"warpgroup_mma", "wgmma"});
+}
+
+TEST(WgmmaEmulation, AttentionChainHeadDim64) {
+  // FlashDecoding attention, head dim 64, 64 queries per block: S = Q·K with K stored [d, keys]
+  // (MN-major B), O = P·V with V [keys, d] (MN-major), both products as wgmma.
+  const KernelGraph g = attention_graph(2, 64, 64, 1024, 2, 64, 32, false);
+  check("wg_gqa", g, wgmma_options(),
+        {"warpgroup MMA for both products", "strata_rt::warpgroup_mma_rega<",
+         "strata_rt::warpgroup_mma_chained<"},
+        {}, 0.25);
+  check("wg_gqa_g2", g, wgmma_options(2), {"warpgroup MMA for both products"}, {}, 0.25);
+  check("wg_qknorm_bf16", attention_graph(2, 64, 64, 1024, 2, 64, 32, true, DType::bf16),
+        wgmma_options(), {"warpgroup MMA for both products"}, {}, 0.25, 6e-2);
+}
+
+TEST(WgmmaEmulation, AttentionKeysMajorK) {
+  // K read as [keys, d] through a transpose in place: S = Q·Kᵀ has a K-major B (d = 64 halves
+  // per row); rms_norm of K folded into the product as column scales.
+  for (bool norm_first : {false, true})
+    check(std::string("wg_kmajor") + (norm_first ? "_nf" : ""),
+          qknorm_gain_on_q(2, 64, 64, 256, 4, norm_first), wgmma_options(),
+          {"B K-major", "strata_rt::warpgroup_mma"}, {}, 0.25, 6e-2);
+}
+
+TEST(WgmmaCompile, Sm90aPtxas) {
+  const std::string nvcc = find_nvcc();
+  ASSERT_FALSE(nvcc.empty()) << "nvcc not found (this test is registered only with nvcc)";
+  TempDir dir("wgmma_nvcc");
+  const std::pair<std::string, KernelGraph> graphs[] = {
+      {"mm", plain_matmul(64, 256, 64, 64, 128, false, DType::f16)},
+      {"mm_gelu", plain_matmul(128, 64, 64, 64, 256, true, DType::bf16)},
+      {"gqa", attention_graph(2, 64, 64, 1024, 2, 64, 32, false)},
+      {"kmajor", qknorm_gain_on_q(2, 64, 64, 256, 4, false)}};
+  for (const auto& [name, g] : graphs) {
+    EmitOptions opts = wgmma_options();
+    opts.name = name;
+    auto src = emit_cuda_source(g, opts);
+    ASSERT_TRUE(src.ok()) << src.error().message;
+    EXPECT_NE(src->code.find("warpgroup_mma"), std::string::npos) << name;
+    const std::string cu = dir.file(name + ".cu");
+    write_file(cu, src->code);
+    const std::string cmd = nvcc + " -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a" +
+                            " -Xptxas -v -I" + cuda_runtime_include_dir() +
+                            " -shared -Xcompiler -fPIC -o " + dir.file(name + ".so") + " " + cu;
+    std::string log;
+    EXPECT_EQ(run_command(cmd, log), 0) << cmd << "\n" << log;
+    EXPECT_EQ(log.find("error"), std::string::npos) << log;
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing
