@@ -5,9 +5,11 @@
 // for sm_90a (ptxas verifies the PTX).
 #include <gtest/gtest.h>
 
+#include "strata/frontend/graph_loader.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/emulation.h"
+#include "support/wgmma_graphs.h"
 
 namespace strata::testing {
 namespace {
@@ -46,25 +48,6 @@ void check(const std::string& name, const KernelGraph& g, const EmitOptions& opt
   }
 }
 
-/// Y = X · W (+ an epilogue) over a for-loop along K: X [m, k], W [k, n], tiles of kt along K;
-/// `threads` per block, one block.
-KernelGraph plain_matmul(int64_t m, int64_t k, int64_t n, int64_t kt, int threads, bool gelu,
-                         DType dt) {
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{m, k}, dt));
-  int w = must(g.add_input("W", Shape{k, n}, dt));
-  BlockGraph b = must(BlockGraph::make({1, 1, 1}, threads, static_cast<int>(k / kt)));
-  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, 1));
-  int wi = must(b.add_input(Shape{k, n}, {P, P, P}, 0));
-  int mm = must(b.add_op(OpKind::Matmul, {xi, wi}));
-  if (gelu) mm = must(b.add_op(OpKind::Gelu, {mm}));
-  int acc = must(b.add_op(OpKind::AccumSum, {mm}));
-  must(b.add_output(acc, {P, P, P}));
-  auto outs = must(g.add_customized({x, w}, std::move(b), {"Y"}));
-  must(g.mark_output(outs[0]));
-  return g;
-}
-
 TEST(WgmmaEmulation, PlainMatmulRegisterAccumulator) {
   // 64 rows (one warpgroup), N = 64: B [64][64] MN-major; the product goes into registers.
   check("wg_mm", plain_matmul(64, 256, 64, 64, 128, false, DType::f16), wgmma_options(),
@@ -78,23 +61,6 @@ TEST(WgmmaEmulation, PlainMatmulEpilogueChunks) {
   // One iteration (K = 64), the product handed to a gelu epilogue through chunks.
   check("wg_mm_gelu", plain_matmul(128, 64, 64, 64, 256, true, DType::f16), wgmma_options(),
         {"strata_rt::warpgroup_mma<"});
-}
-
-/// Y = gelu(X · Wᵀ) with W stored [n, k] (a K-major B read through a transpose in place), one
-/// iteration of K = k.
-KernelGraph plain_matmul_nt(int64_t m, int64_t k, int64_t n, int threads, DType dt) {
-  KernelGraph g;
-  int x = must(g.add_input("X", Shape{m, k}, dt));
-  int w = must(g.add_input("W", Shape{n, k}, dt));
-  BlockGraph b = must(BlockGraph::make({1, 1, 1}, threads, 1));
-  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, P));
-  int wi = must(b.add_input(Shape{n, k}, {P, P, P}, P));
-  int wt = must(b.add_op(OpKind::Transpose, {wi}));
-  int y = must(b.add_op(OpKind::Gelu, {must(b.add_op(OpKind::Matmul, {xi, wt}))}));
-  must(b.add_output(must(b.add_op(OpKind::AccumSum, {y})), {P, P, P}));
-  auto outs = must(g.add_customized({x, w}, std::move(b), {"Y"}));
-  must(g.mark_output(outs[0]));
-  return g;
 }
 
 TEST(WgmmaEmulation, PlainMatmulKMajorColumnChunks) {
@@ -125,6 +91,17 @@ TEST(WgmmaEmulation, OddExtentsFallBack) {
 TEST(WgmmaEmulation, KnobOffKeepsMmaSync) {
   check("wg_off", plain_matmul(64, 256, 64, 64, 128, false, DType::f16), EmitOptions{},
         {"strata_rt::warp_mma<"}, {"warpgroup_mma", "wgmma"});
+  // wgmma exists on sm_90a only: for another target the knob changes nothing.
+  EmitOptions sm80 = wgmma_options();
+  sm80.arch = "sm_80";
+  EmitOptions off = wgmma_options();
+  off.plan.wgmma = false;
+  off.arch = "sm_80";
+  const KernelGraph g = attention_graph(2, 64, 64, 1024, 2, 64, 32, false);
+  auto a = emit_cuda_source(g, sm80), b = emit_cuda_source(g, off);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->code, b->code);
+  EXPECT_EQ(a->code.find("warpgroup_mma"), std::string::npos);
 }
 
 TEST(WgmmaEmulation, AttentionChainHeadDim64) {
@@ -147,6 +124,33 @@ TEST(WgmmaEmulation, AttentionKeysMajorK) {
     check(std::string("wg_kmajor") + (norm_first ? "_nf" : ""),
           qknorm_gain_on_q(2, 64, 64, 256, 4, norm_first), wgmma_options(),
           {"B K-major", "strata_rt::warpgroup_mma"}, {}, 0.25, 6e-2);
+}
+
+// Suite programs with 64-row tiles (bench/wgmma_rows.py: a search result's graph with one grid
+// axis divided, tests/data/wgmma/<program>.rows64.json) at their real shapes, against the
+// program's float64 reference: ViT-L self-attention (K-major S through the transpose of K,
+// ragged-free online softmax), GEMM chains with both products or only the second as wgmma.
+TEST(WgmmaEmulation, SuiteProgramsWith64RowTiles) {
+  for (const char* name : {"mcfuser_s5", "mcfuser_g8", "mcfuser_g10"}) {
+    auto g = load_graph(std::string("tests/data/wgmma/") + name + ".rows64.json");
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    auto program = load_graph(std::string("bench/suite/") + name + ".strata");
+    ASSERT_TRUE(program.ok()) << program.error().message;
+    EmulatedGraph emu(*g, wgmma_options(0), std::string("wg_") + name);
+    ASSERT_TRUE(emu.ok()) << emu.log();
+    EXPECT_NE(emu.source().find("wgmma: m64n"), std::string::npos) << name;
+    const std::vector<HostTensor> inputs = rounded_random_inputs(*g, 99, 0.5);
+    auto reference = run_reference(*program, inputs);
+    ASSERT_TRUE(reference.ok()) << reference.error().message;
+    for (bool reverse : {false, true}) {
+      std::vector<HostTensor> out;
+      ASSERT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
+      ASSERT_EQ(out.size(), reference->size());
+      const Comparison c = compare(out[0], (*reference)[0], 2e-2);
+      EXPECT_EQ(c.bad, 0) << name << (reverse ? " (reverse)" : "") << ": rel L2 " << c.rel_l2;
+      EXPECT_LT(c.rel_l2, 1e-2) << name;
+    }
+  }
 }
 
 TEST(WgmmaCompile, Sm90aPtxas) {

@@ -1,6 +1,6 @@
 // The nvcc check of tests/wgmma_emulation_test.cc: instantiates every wgmma entry of
 // runtime/strata_rt/wgmma.cuh (both B majors, f16 and bf16, several N) so that ptxas verifies
-// the inline PTX for sm_90a; for other targets the same source must compile (and trap).
+// the inline PTX for sm_90a. For other targets the same source compiles (the calls trap).
 #include "strata_rt/strata_rt.cuh"
 
 template <class T, int N, int K, bool TB>
