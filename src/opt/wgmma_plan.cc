@@ -20,6 +20,16 @@ bool wgmma_tiling(int64_t batch, int64_t m, int64_t n, int warps, bool whole, in
   return true;
 }
 
+bool wgmma_b_rows_fit(const KernelPlan& plan, int i) {
+  const BlockGraph& g = *plan.graph;
+  const int b = matmul_operand(plan, i, 1);
+  const int root = alias_root(plan, b);
+  if (stored_shape(plan, root).dims().back() != 64) return false;
+  const Shape& as = g.tensor(g.op(i).inputs[0]).shape;
+  const Shape& out = g.tensor(g.op(i).output).shape;
+  return alias_map(plan, b).transposed ? as.dims().back() <= 64 : out.dims().back() <= 64;
+}
+
 namespace {
 
 /// Why matmul i cannot run as wgmma, or "" when it can.
@@ -27,17 +37,8 @@ std::string wgmma_refusal(const KernelPlan& plan, int i, bool& k_major) {
   const BlockGraph& g = *plan.graph;
   const OpPlan& p = plan.ops[i];
   const MmaTiling& t = p.tiling;
-  const Shape& out = g.tensor(g.op(i).output).shape;
-  const int64_t mtiles = (out[out.rank() - 2] + 15) / 16;
   if (plan.options.task_entry) return "a task entry's shared memory is only 128-byte aligned";
-  if (t.warps_n != 1 || t.mt != 1 || t.chunk_mt != 1)
-    return "the warp tiling is not one row tile per warp in one warp column";
-  if (mtiles % 4 != 0) return "the rows per batch are not whole 64-row warpgroup tiles";
-  if (t.chunk_nt * 8 > 256) return "more than 256 columns per chunk";
-  const int k_true = static_cast<int>(g.tensor(g.op(i).inputs[0]).shape.dims().back());
-  const bool masked = p.ragged_zero_operands != 0 && !(p.ragged_extent < 0 && p.mma_k == k_true);
-  if (masked && (p.ragged_zero_operands & 2u) != 0)
-    return "a ragged contraction masks the B operand";
+  // B's layout first: what the tiling cannot change.
   const int b = matmul_operand(plan, i, 1);
   const int root = alias_root(plan, b);
   const TensorPlan& rp = plan.tensors[root];
@@ -53,6 +54,17 @@ std::string wgmma_refusal(const KernelPlan& plan, int i, bool& k_major) {
   k_major = map.transposed;
   if (k_major && p.mma_k > 64) return "a K-major B with K > 64 (more than one 128-byte row)";
   if (!k_major && p.mma_n > 64) return "an MN-major B with N > 64 (more than one 128-byte row)";
+  const int k_true = static_cast<int>(g.tensor(g.op(i).inputs[0]).shape.dims().back());
+  const bool masked = p.ragged_zero_operands != 0 && !(p.ragged_extent < 0 && p.mma_k == k_true);
+  if (masked && (p.ragged_zero_operands & 2u) != 0)
+    return "a ragged contraction masks the B operand";
+  // Then the warps: 64-row warpgroup tiles.
+  const Shape& out = g.tensor(g.op(i).output).shape;
+  const int64_t mtiles = (out[out.rank() - 2] + 15) / 16;
+  if (mtiles % 4 != 0) return "the rows per batch are not whole 64-row warpgroup tiles";
+  if (t.warps_n != 1 || t.mt != 1 || t.chunk_mt != 1)
+    return "the warp tiling is not one row tile per warp in one warp column";
+  if (t.chunk_nt * 8 > 256) return "more than 256 columns per chunk";
   return "";
 }
 

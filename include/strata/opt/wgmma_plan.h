@@ -18,6 +18,11 @@ namespace strata {
 bool wgmma_tiling(int64_t batch, int64_t m, int64_t n, int warps, bool whole, int reg_budget,
                   MmaTiling& out);
 
+/// Whether the B tile of matmul i can hold the descriptor's rows, judged before layouts are
+/// chosen: 64 stored columns, and K ≤ 64 (K-major) or N ≤ 64 (MN-major). Plain matmuls take the
+/// wgmma tiling only then (so the knob leaves the tiling of the others alone).
+bool wgmma_b_rows_fit(const KernelPlan& plan, int i);
+
 /// Under PlanOptions::wgmma: decides for every tensor-core matmul whether it runs as wgmma
 /// (OpPlan::wgmma) and records why or why not (OpPlan::wgmma_note); the B tiles of those that
 /// do get 1024-byte aligned offsets and stages (TileLayout::align). The conditions are layout
