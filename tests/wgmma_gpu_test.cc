@@ -1,7 +1,7 @@
 // Warpgroup MMA on the GPU (PlanOptions::wgmma; docs/codegen.md, "wgmma"): the graphs the
 // emulation tests prove (codegen_wgmma_test: plain matmuls with MN- and K-major B, column
 // chunks, the attention chain at head dim 64 in f16 and bf16, QK-norm attention with a
-// keys-major K) and suite programs with 64-row tiles (tests/data/wgmma/*.rows64.json), emitted
+// keys-major K, a ragged contraction with A masked past the present extent) and suite programs with 64-row tiles (tests/data/wgmma/*.rows64.json), emitted
 // with wgmma=1 for the device, checked against the float64 interpreter. On sm_90a every one
 // must take wgmma; on any other GPU the knob must change nothing (and the code still passes).
 // Labelled `gpu`: run by scripts/gpu-wgmma.sh and scripts/gpu-check.sh on a GPU machine.
@@ -38,6 +38,8 @@ std::vector<Named> wgmma_graphs() {
   gs.push_back({"qknorm_d64_bf16", attention_graph(2, 64, 64, 1024, 2, 64, 32, true, DType::bf16),
                 {}});
   gs.push_back({"kmajor_k", qknorm_gain_on_q(2, 64, 64, 256, 4, false, DType::bf16), {}});
+  gs.push_back({"ragged_k", ragged_matmul(64, 1020, 64, 16, false), {}});
+  gs.push_back({"ragged_k_masked_a", ragged_matmul(64, 1020, 64, 16, true), {}});
   for (const char* name : {"mcfuser_s5", "mcfuser_g8", "mcfuser_g10"}) {
     auto g = load_graph(std::string("tests/data/wgmma/") + name + ".rows64.json");
     auto p = load_graph(std::string("bench/suite/") + name + ".strata");

@@ -43,4 +43,23 @@ inline KernelGraph plain_matmul_nt(int64_t m, int64_t k, int64_t n, int threads,
   return g;
 }
 
+/// Y = Σ_it f(X_it) · W_it over a ragged loop: K = k in `loops` iterations whose tile does not
+/// divide it (the last one shorter; loads zero-fill the absent rows). With `computed_a` the A
+/// operand is log(X²), a computed tile that is −inf at absent indices (−inf · 0 is NaN): the
+/// contraction must zero A past the present extent (warpgroup_mma's MASK_A).
+inline KernelGraph ragged_matmul(int64_t m, int64_t k, int64_t n, int loops, bool computed_a) {
+  KernelGraph g;
+  int x = must(g.add_input("X", Shape{m, k}, DType::f16));
+  int w = must(g.add_input("W", Shape{k, n}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({1, 1, 1}, 128, loops));
+  int xi = must(b.add_input(Shape{m, k}, {P, P, P}, 1));
+  int wi = must(b.add_input(Shape{k, n}, {P, P, P}, 0));
+  if (computed_a) xi = must(b.add_op(OpKind::Log, {must(b.add_op(OpKind::Square, {xi}))}));
+  int acc = must(b.add_op(OpKind::AccumSum, {must(b.add_op(OpKind::Matmul, {xi, wi}))}));
+  must(b.add_output(acc, {P, P, P}));
+  auto outs = must(g.add_customized({x, w}, std::move(b), {"Y"}));
+  must(g.mark_output(outs[0]));
+  return g;
+}
+
 }  // namespace strata::testing
