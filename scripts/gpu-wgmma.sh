@@ -24,7 +24,9 @@
 #   STRATA_WGMMA_TOP (candidates per search result, default 5), STRATA_WGMMA_RUNS (timed
 #   replays, default 100), STRATA_WGMMA_STEP_TIMEOUT (seconds per program, default 300),
 #   STRATA_WGMMA_VARIANTS (default 'default;wgmma=1'), STRATA_BUILD_DIR (default build-gpu),
-#   STRATA_SKIP_BUILD=1 (use the strata and tests already built there).
+#   STRATA_SKIP_BUILD=1 (use the strata and tests already built there),
+#   STRATA_WGMMA_COMPILE_ONLY=1 (a dry run without a GPU: no device, no GPU test; every
+#   candidate and variant only emitted and compiled for sm_90a, statuses read "compiled").
 # Exit: 0 every step passed; 1 a test, a profile step or a candidate's check failed; 3 the
 #   build failed.
 set -uo pipefail
@@ -53,17 +55,24 @@ else
     exit 3
   fi
 fi
-timeout 60 "$strata" device || failed+=("strata device")
-arch=$("$strata" device 2>/dev/null | grep -o 'sm_[0-9]*a\?' | head -1)
-echo "gpu-wgmma: device architecture ${arch:-unknown} (wgmma is taken on sm_90a only)"
+compile_only=${STRATA_WGMMA_COMPILE_ONLY:-0}
+mode=()
+if [ "$compile_only" = 1 ]; then
+  echo "gpu-wgmma: dry run (STRATA_WGMMA_COMPILE_ONLY=1): compile only for sm_90a, no GPU test"
+  mode=(--compile-only --arch sm_90a)
+else
+  timeout 60 "$strata" device || failed+=("strata device")
+  arch=$("$strata" device 2>/dev/null | grep -o 'sm_[0-9]*a\?' | head -1)
+  echo "gpu-wgmma: device architecture ${arch:-unknown} (wgmma is taken on sm_90a only)"
+  mode=(--runs "${STRATA_WGMMA_RUNS:-100}" --warmup 10)
 
-step "GPU tests covering wgmma (float64 interpreter)"
-(cd "$build" && timeout -k 10 900 ctest -R wgmma_gpu_test --output-on-failure) ||
-  failed+=("wgmma GPU tests")
+  step "GPU tests covering wgmma (float64 interpreter)"
+  (cd "$build" && timeout -k 10 900 ctest -R wgmma_gpu_test --output-on-failure) ||
+    failed+=("wgmma GPU tests")
+fi
 
 programs=${STRATA_WGMMA_PROGRAMS:-llama32_1b_attn_p4096,llama32_1b_attn_qknorm_p1024,mcfuser_s5,mcfuser_g8,mcfuser_g10}
 top=${STRATA_WGMMA_TOP:-5}
-runs=${STRATA_WGMMA_RUNS:-100}
 limit=${STRATA_WGMMA_STEP_TIMEOUT:-300}
 variants=${STRATA_WGMMA_VARIANTS:-default;wgmma=1}
 IFS=, read -r -a names <<<"$programs"
@@ -87,7 +96,7 @@ for p in "${names[@]}"; do
     failed+=("$p: wgmma_rows.py")
   fi
   timeout -k 10 "$limit" "$strata" profile "$program" "$result" "${rows[@]}" --top "$top" \
-    --variants "$variants" --runs "$runs" --warmup 10 -o "$out/profile/$p.json" </dev/null
+    --variants "$variants" "${mode[@]}" -o "$out/profile/$p.json" </dev/null
   rc=$?
   case $rc in
     0) ;;
