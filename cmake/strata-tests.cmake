@@ -16,7 +16,8 @@ find_package(GTest REQUIRED)
 enable_testing()
 
 set(STRATA_NVCC_TESTS codegen_compile_test codegen_emulation_test mpk_emulation_test codegen_ragged_test
-    codegen_mma_padding_test codegen_task_entry_test codegen_library_matmul_test)
+    codegen_mma_padding_test codegen_task_entry_test codegen_library_matmul_test
+    wgmma_emulation_test codegen_wgmma_test)
 set(STRATA_GPU_LIB_TESTS gpu_jit_test)
 
 set(STRATA_HAVE_NVCC OFF)

@@ -494,6 +494,7 @@ std::vector<KnobCase> knob_cases() {
       {"tc", "", "tc=0", rms},
       {"chain", "", "chain=0", attn},
       {"chainmt", "", "chainmt=2", attn},
+      {"wgmma", "", "wgmma=1", attn},
       {"fold", "", "fold=0", qk},
       {"regacc", "", "regacc=0", accumulators_and_maps},
       {"rowwise", "", "rowwise=0", [] { return ntrans_graph(2, 1024); }},

@@ -14,6 +14,14 @@
 //  - copies (cp.async, copy_sync, vector stores) into ranges registered with add_forbidden
 //    (the harness registers the bytes just past every tensor) abort: a tile was not clipped;
 //    so do copies at addresses not aligned to their size (the GPU faults on those).
+//  - wgmma.mma_async (sm_90a warpgroup MMA, A from registers, B through a shared-memory matrix
+//    descriptor): all 128 threads of the 4 warps of a warpgroup must arrive; the product is
+//    computed then from the shared memory it reads, but the accumulator registers hold NaN until
+//    the issuing thread's wgmma_wait retires the op, so reading D before the wait is caught; so
+//    are a first wgmma without wgmma_fence, a descriptor that differs across the warpgroup, a
+//    B operand overwritten while its op is in flight and a thread exiting with ops in flight.
+//    Shared addresses in descriptors are offsets from the block's shared memory, which starts
+//    1024-byte aligned (as the hardware swizzle patterns are).
 //  - dynamic shared memory starts filled with 0xFF bytes (NaN in f16, bf16 and f32), so reading
 //    an element no thread wrote yields NaN.
 // A deadlock (some fibers waiting at a barrier or collective no other fiber will reach) or a
@@ -27,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -53,12 +62,42 @@ struct Copy {
   long group;
 };
 
+/// One wgmma.mma_async of a warpgroup, computed when its 128 threads arrived: every thread's
+/// D fragment, and the shared-memory bytes of B it read (checked unchanged when it retires).
+struct WgmmaOp {
+  int n = 0;                   // N of m64nNk16: each thread holds N / 2 f32 values
+  std::vector<float> d;        // [128][N / 2]
+  std::vector<std::pair<const unsigned char*, unsigned short>> b_reads;
+  bool checked = false;
+};
+
+/// A thread's share of an in-flight wgmma: its D registers and the commit group it belongs to.
+struct WgmmaPending {
+  std::shared_ptr<WgmmaOp> op;
+  float* d;
+  int slot;  // the thread's index in the warpgroup
+  long group;
+};
+
 struct Fiber {
   ucontext_t ctx;
   uint3 idx;
   bool done = false;
   std::vector<Copy> pending;  // cp.async copies not yet landed
   long committed = 0;         // cp.async groups committed so far
+  std::vector<WgmmaPending> wg_pending;  // wgmma ops issued and not yet retired
+  long wg_committed = 0;                 // wgmma groups committed so far
+  bool wg_fenced = false;                // wgmma.fence since the last retirement of all ops
+};
+
+/// The arrival state of one warpgroup (4 consecutive warps) at a wgmma.mma_async.
+struct WarpGroup {
+  int arrived = 0;
+  unsigned gen = 0;
+  u64 variant = 0, desc = 0;
+  u32 a[128][4];
+  float c[128][128];
+  std::shared_ptr<WgmmaOp> op;
 };
 
 struct Warp {
@@ -74,9 +113,11 @@ struct Block {
   uint3 idx;
   dim3 dim;
   int nthreads = 0;
-  unsigned char* smem = nullptr;
+  unsigned char* smem = nullptr;  // 1024-byte aligned
+  size_t smem_bytes = 0;
   std::vector<Fiber> fibers;
   std::vector<Warp> warps;
+  std::vector<WarpGroup> warpgroups;
   int barrier_arrived = 0;
   unsigned barrier_gen = 0;
   int named_arrived[16] = {};  // named barriers 1..15 (bar.sync id, count)
@@ -373,9 +414,179 @@ inline float expf_host(float x) {
   return std::exp(x);
 }
 
+// ---- wgmma.mma_async (sm_90a) ----
+
+/// The shared-state-space address of p: its offset from the block's shared memory.
+inline u32 shared_address(const void* p) {
+  Block* b = current_block();
+  const unsigned char* q = static_cast<const unsigned char*>(p);
+  if (q < b->smem || q >= b->smem + b->smem_bytes) fail("a shared address outside shared memory");
+  return static_cast<u32>(q - b->smem);
+}
+
+/// The byte offset of element (k, n) of a B operand of k16 described by a matrix descriptor, in
+/// the canonical layouts of the PTX ISA ("Shared Memory Matrix Layout"), before the swizzle.
+/// Units of 16 bytes (T = 8 elements of 16 bits); W = the swizzle atom's width in 16-byte units
+/// (1 without swizzle, 2 / 4 / 8 for 32 / 64 / 128 bytes):
+///   K-major  (trans-b 0), swizzled: ((8,n),2):((W,SBO),1)   unswizzled: ((8,n),2):((1,SBO),LBO)
+///   MN-major (trans-b 1), swizzled: ((W,n),(8,k)):((1,LBO),(W,SBO))
+///                       unswizzled: ((1,n),(8,k)):((X,SBO),(1,LBO))
+/// (the first mode indexes N in 16-byte chunks for MN-major and N rows for K-major; the second
+/// indexes K in 16-byte chunks for K-major and K rows for MN-major).
+inline u32 wgmma_b_offset(int k, int n, bool mn_major, int w, u32 lbo, u32 sbo) {
+  if (!mn_major) {
+    const u32 kin = static_cast<u32>(k % 8) * 2;
+    if (w > 1) return (n % 8) * w * 16 + (n / 8) * sbo + (k / 8) * 16 + kin;
+    return (n % 8) * 16 + (n / 8) * sbo + (k / 8) * lbo + kin;
+  }
+  const u32 nin = static_cast<u32>(n % 8) * 2;
+  const int chunk = n / 8;
+  if (w > 1)
+    return nin + (chunk % w) * 16 + (chunk / w) * lbo + (k % 8) * w * 16 + (k / 8) * sbo;
+  return nin + chunk * sbo + (k % 8) * 16 + (k / 8) * lbo;
+}
+
+/// The swizzle of the descriptor's layout type applied to a shared address: bits 4.. of the
+/// 16-byte chunk XORed with bits 7.. (3 bits for 128 bytes, 2 for 64, 1 for 32).
+inline u32 wgmma_swizzle(u32 addr, int w) {
+  const u32 mask = static_cast<u32>(w - 1);
+  return addr ^ (((addr >> 7) & mask) << 4);
+}
+
+/// wgmma.fence.sync.aligned: orders this thread's register accesses before the wgmma ops
+/// that follow.
+inline void wgmma_fence() {
+  current_fiber().wg_fenced = true;
+}
+
+/// wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16} d, a, b-desc, scale-d, 1, 1,
+/// trans-b: D = A · B + (scale_d ? D : 0) for the warpgroup's 64 × N tile. A from registers:
+/// warp w of the warpgroup supplies rows 16w … 16w+15 in the m16n8k16 A layout (g = lane / 4,
+/// t = lane % 4: a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..), a3 = (g+8, 2t+8..)).
+/// D: thread holds d[4j + i] = row 16w + g + 8(i / 2), column 8j + 2t + (i % 2). B: [16][N]
+/// through the descriptor (trans_b: MN-major). Asynchronous: d is written by the wgmma_wait
+/// that retires the op; until then it holds NaN. A later wgmma on the same d (before the wait)
+/// accumulates onto the pending result, as the hardware chains accumulators.
+inline void wgmma(float* d, int n, const u32 (&a)[4], u64 desc, bool trans_b, bool bf16,
+                  bool scale_d) {
+  Block* b = current_block();
+  Fiber& f = current_fiber();
+  const int tid = linear_tid();
+  if (n < 8 || n > 256 || n % 8 != 0) fail("wgmma: N must be a multiple of 8 in 8..256");
+  if (f.wg_pending.empty() && !f.wg_fenced) fail("wgmma.mma_async without a preceding wgmma.fence");
+  if (tid / 128 >= static_cast<int>(b->warpgroups.size()))
+    fail("wgmma: the block has no whole warpgroup for this thread");
+  WarpGroup& wg = b->warpgroups[tid / 128];
+  const int slot = tid % 128;
+  const u64 variant = static_cast<u64>(n) | (trans_b ? 1ull << 16 : 0) | (bf16 ? 1ull << 17 : 0) |
+                      (scale_d ? 1ull << 18 : 0);
+  if (wg.arrived == 0) {
+    wg.variant = variant;
+    wg.desc = desc;
+  } else if (wg.variant != variant) {
+    fail("threads of one warpgroup reached different wgmma instructions");
+  } else if (wg.desc != desc) {
+    fail("wgmma: the B descriptor differs across the warpgroup");
+  }
+  // The accumulator input: a pending op on the same registers chains onto its result.
+  const float* c = d;
+  for (auto it = f.wg_pending.rbegin(); it != f.wg_pending.rend(); ++it)
+    if (it->d == d) {
+      if (it->op->n != n) fail("wgmma: chained ops on one accumulator with different N");
+      c = &it->op->d[static_cast<size_t>(it->slot) * (n / 2)];
+      break;
+    }
+  for (int i = 0; i < n / 2; ++i) wg.c[slot][i] = scale_d ? c[i] : 0.0f;
+  for (int i = 0; i < 4; ++i) wg.a[slot][i] = a[i];
+  for (int i = 0; i < n / 2; ++i) d[i] = std::nanf("");  // undefined until the wait
+  unsigned gen = wg.gen;
+  b->progress++;
+  if (++wg.arrived == 128) {
+    auto op = std::make_shared<WgmmaOp>();
+    op->n = n;
+    // Decode the descriptor (PTX ISA "Matrix Descriptor Format").
+    const u32 start = static_cast<u32>(desc & 0x3fff) << 4;
+    const u32 lbo = static_cast<u32>((desc >> 16) & 0x3fff) << 4;
+    const u32 sbo = static_cast<u32>((desc >> 32) & 0x3fff) << 4;
+    const int base_offset = static_cast<int>((desc >> 49) & 7);
+    const int layout = static_cast<int>(desc >> 62);
+    const int w = layout == 1 ? 8 : layout == 2 ? 4 : layout == 3 ? 2 : 1;
+    if (base_offset != 0) fail("wgmma: a matrix base offset other than 0 is not modelled");
+    static float A[64][16], B[16][256];
+    for (int s = 0; s < 128; ++s) {
+      const int wr = s / 32, l = s % 32, g = l / 4, t = l % 4;
+      const int rows[4] = {g, g + 8, g, g + 8};
+      const int cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
+      for (int r = 0; r < 4; ++r) {
+        A[16 * wr + rows[r]][cols[r]] =
+            half_bits_to_float(static_cast<unsigned short>(wg.a[s][r] & 0xffff), bf16);
+        A[16 * wr + rows[r]][cols[r] + 1] =
+            half_bits_to_float(static_cast<unsigned short>(wg.a[s][r] >> 16), bf16);
+      }
+    }
+    for (int k = 0; k < 16; ++k)
+      for (int j = 0; j < n; ++j) {
+        const u32 addr = wgmma_swizzle(start + wgmma_b_offset(k, j, trans_b, w, lbo, sbo), w);
+        if (addr % 2 != 0 || addr + 2 > b->smem_bytes)
+          fail("wgmma: the B operand lies outside shared memory");
+        const unsigned char* p = b->smem + addr;
+        const unsigned short bits = load16(p, 0);
+        op->b_reads.push_back({p, bits});
+        B[k][j] = half_bits_to_float(bits, bf16);
+      }
+    op->d.assign(static_cast<size_t>(128) * (n / 2), 0.0f);
+    for (int s = 0; s < 128; ++s) {
+      const int wr = s / 32, l = s % 32, g = l / 4, t = l % 4;
+      for (int i = 0; i < n / 2; ++i) {
+        const int row = 16 * wr + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + (i % 2);
+        float acc = wg.c[s][i];
+        for (int k = 0; k < 16; ++k) acc += A[row][k] * B[k][col];
+        op->d[static_cast<size_t>(s) * (n / 2) + i] = acc;
+      }
+    }
+    wg.op = op;
+    wg.arrived = 0;
+    wg.gen++;
+  } else {
+    while (wg.gen == gen) yield();
+  }
+  f.wg_pending.push_back({wg.op, d, slot, f.wg_committed});
+}
+
+/// wgmma.commit_group.sync.aligned: the ops issued since the last commit form one group.
+inline void wgmma_commit() {
+  current_fiber().wg_committed++;
+}
+
+/// wgmma.wait_group.sync.aligned n: retires the ops of all but the newest n committed groups:
+/// their D registers receive the product. Once no op is in flight, the next wgmma needs a
+/// wgmma_fence again (registers may have been written in between).
+inline void wgmma_wait(int n) {
+  Fiber& f = current_fiber();
+  const long limit = f.wg_committed - n;
+  std::vector<WgmmaPending> keep;
+  for (const WgmmaPending& p : f.wg_pending) {
+    if (p.group >= limit) {
+      keep.push_back(p);
+      continue;
+    }
+    if (!p.op->checked) {
+      for (const auto& r : p.op->b_reads)
+        if (load16(r.first, 0) != r.second)
+          fail("wgmma: shared memory read by an in-flight wgmma was written before its wait");
+      p.op->checked = true;
+    }
+    const int h = p.op->n / 2;
+    for (int i = 0; i < h; ++i) p.d[i] = p.op->d[static_cast<size_t>(p.slot) * h + i];
+  }
+  f.wg_pending.swap(keep);
+  if (f.wg_pending.empty()) f.wg_fenced = false;
+}
+
 inline void fiber_entry() {
   Block* b = current_block();
   b->body();
+  if (!b->fibers[b->current].wg_pending.empty()) fail("a thread exits with wgmma ops in flight");
   b->fibers[b->current].done = true;
   b->progress++;
   swapcontext(&b->fibers[b->current].ctx, &b->scheduler);
@@ -385,7 +596,10 @@ inline void fiber_entry() {
 inline void launch(dim3 grid, dim3 block, size_t smem_bytes, std::function<void()> body) {
   int nthreads = static_cast<int>(block.x * block.y * block.z);
   if (nthreads % 32 != 0) fail("block size must be a multiple of 32");
-  std::vector<unsigned char> smem(smem_bytes + 16);
+  // Shared memory starts 1024-byte aligned (the period of the 128-byte wgmma swizzle).
+  std::vector<unsigned char> smem_store(smem_bytes + 16 + 1024);
+  unsigned char* smem_base = smem_store.data() + (1024 - reinterpret_cast<unsigned long long>(
+                                                             smem_store.data()) % 1024) % 1024;
   std::vector<std::vector<unsigned char>> stacks(
       nthreads, std::vector<unsigned char>(settings().stack_bytes));
   for (unsigned bz = 0; bz < grid.z; ++bz)
@@ -395,10 +609,12 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, std::function<void(
         b.idx = make_uint3(bx, by, bz);
         b.dim = block;
         b.nthreads = nthreads;
-        std::memset(smem.data(), 0xff, smem.size());
-        b.smem = smem.data();
+        std::memset(smem_base, 0xff, smem_bytes + 16);
+        b.smem = smem_base;
+        b.smem_bytes = smem_bytes + 16;
         b.fibers.resize(nthreads);
         b.warps.resize(nthreads / 32);
+        b.warpgroups.resize(nthreads / 128);
         b.body = body;
         current_block() = &b;
         for (int t = 0; t < nthreads; ++t) {

@@ -175,7 +175,13 @@ void BlockEmitter::emit_matmul_chain(int i) {
              ", then #" + std::to_string(m2) + " " + g_.tensor_name(g_.op(m2).output) +
              " = matmul(" + g_.tensor_name(e) + ", " + g_.tensor_name(g_.op(m2).inputs[1]) +
              ") from registers (" + std::to_string(tl.warps_m) + " warps of " + mt +
-             " row tiles, FlashAttention style)");
+             " row tiles, FlashAttention style" +
+             (p.wgmma || p2.wgmma ? std::string(", warpgroup MMA for ") +
+                                        (p.wgmma && p2.wgmma ? "both products"
+                                         : p.wgmma           ? "the first product"
+                                                             : "the second product")
+                                  : "") +
+             ")");
   const ir::Expr warp = ir::var("warp"), sacc = ir::var("sacc"), tm = ir::var("tm");
   w_.add(ir::decl("const int", "warp", ir::binary(">>", tid(), ir::int_lit(5))));
   w_.open(ir::if_then(warp < tl.warps_m));
@@ -183,11 +189,16 @@ void BlockEmitter::emit_matmul_chain(int i) {
   w_.add(ir::decl_array("float", "sacc", {tl.mt, tl.nt, 4}));
   w_.call("strata_rt::mma_zero", {sacc});
   const ir::Expr B1 = access(matmul_operand(plan_, i, 1)).pointer();
+  // Warpgroup MMA (plan_wgmma) takes the same fragments with one row tile per warp.
+  const std::string tiles1 = p.wgmma ? nt1 : mt + ", " + nt1;
+  const std::string tiles2 = p2.wgmma ? nt2 : mt + ", " + nt2;
   if (p.a_in_registers)
-    w_.call("strata_rt::warp_mma_rega<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">",
+    w_.call(std::string(p.wgmma ? "strata_rt::warpgroup_mma_rega<" : "strata_rt::warp_mma_rega<") +
+                spec1 + ", " + T + ", " + tiles1 + ">",
             {ir::var("afrag" + std::to_string(i)), B1, sacc, tm, 0});
   else
-    w_.call("strata_rt::warp_mma<" + spec1 + ", " + T + ", " + mt + ", " + nt1 + ">",
+    w_.call(std::string(p.wgmma ? "strata_rt::warpgroup_mma<" : "strata_rt::warp_mma<") + spec1 +
+                ", " + T + ", " + tiles1 + ">",
             {access(matmul_operand(plan_, i, 0)).pointer(), B1, sacc, tm, 0});
   const bool scaled = p.scale_a >= 0 || p.scale_b >= 0;
   if (scaled || p.epilogue >= 0) {
@@ -228,7 +239,8 @@ void BlockEmitter::emit_matmul_chain(int i) {
                 (red.finalizes() ? " (" + std::string(op_name(g_.op(a).kind)) + ")" : ""));
   }
   w_.call(
-      "strata_rt::warp_mma_chained<" + spec2 + ", " + T + ", " + mt + ", " + nt2 + ">",
+      std::string(p2.wgmma ? "strata_rt::warpgroup_mma_chained<" : "strata_rt::warp_mma_chained<") +
+          spec2 + ", " + T + ", " + tiles2 + ">",
       {sacc, access(g_.op(m2).inputs[1]).pointer(), ir::var("racc" + std::to_string(acc2)), tm, 0});
   w_.close();
   w_.close();

@@ -477,7 +477,7 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
              g_.tensor(op.output).shape.str() + " = matmul(" + g_.tensor_name(op.inputs[0]) + ", " +
              g_.tensor_name(op.inputs[1]) + "): tensor cores, " + std::to_string(tl.warps_m) + "x" +
              std::to_string(tl.warps_n) + " warps of " + std::to_string(tl.mt) + "x" +
-             std::to_string(tl.nt) + " m16n8 tiles" +
+             std::to_string(tl.nt) + " m16n8 tiles" + (p.wgmma ? " as warpgroup MMA (wgmma)" : "") +
              (regs                     ? ", accumulated in registers"
               : p.accumulate_into >= 0 ? ", added into the shared accumulator"
               : p.epilogue >= 0        ? ", epilogue op #" + std::to_string(p.epilogue)
@@ -498,6 +498,23 @@ void BlockEmitter::emit_matmul_tensor_core(int i) {
   auto mma = [&](const ir::Expr& into, int64_t mt, int64_t nt, const ir::Expr& tm,
                  const ir::Expr& tn) {
     const std::string tiles = std::to_string(mt) + ", " + std::to_string(nt);
+    if (p.wgmma) {
+      // Warpgroup MMA (plan_wgmma): one row tile per warp, B through a descriptor; a ragged
+      // contraction masks A only.
+      const std::string wnt = std::to_string(nt);
+      if (p.ragged_zero_operands == 0 || (p.ragged_extent < 0 && p.mma_k == k_true)) {
+        w_.call("strata_rt::warpgroup_mma<" + spec + ", " + T + ", " + wnt + ">",
+                {A, B, into, tm, tn});
+        return;
+      }
+      const ir::Expr klimit = p.ragged_extent >= 0
+                                  ? ragged_present(p.ragged_extent, ragged_iteration())
+                                  : ir::int_lit(k_true);
+      w_.call("strata_rt::warpgroup_mma<" + spec + ", " + T + ", " + wnt + ", " +
+                  (p.ragged_zero_operands & 1u ? "true" : "false") + ">",
+              {A, B, into, tm, tn, klimit});
+      return;
+    }
     if (p.ragged_zero_operands == 0 || (p.ragged_extent < 0 && p.mma_k == k_true)) {
       w_.call("strata_rt::warp_mma<" + spec + ", " + T + ", " + tiles + ">", {A, B, into, tm, tn});
       return;

@@ -877,7 +877,9 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
 
 }  // namespace
 
-Status plan_customized_kernels(const KernelGraph& g, const EmitOptions& options) {
+Status plan_customized_kernels(const KernelGraph& g, const EmitOptions& given) {
+  EmitOptions options = given;
+  if (options.arch != "sm_90a") options.plan.wgmma = false;  // as emit_cuda_source
   const BufferPlan bp = plan_buffers(g, options);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const KernelOp& op = g.op(i);
@@ -893,6 +895,8 @@ Status plan_customized_kernels(const KernelGraph& g, const EmitOptions& options)
 Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& given) {
   STRATA_RETURN_IF_ERROR(g.check_complete());
   EmitOptions options = given;
+  // Warpgroup MMA exists on sm_90a only: for any other target the knob changes nothing.
+  if (options.arch != "sm_90a") options.plan.wgmma = false;
   if (options.task_entry != TaskEntryForm::Off) {
     if (options.task_threads < 32 || options.task_threads > 1024 || options.task_threads % 32)
       return make_error("task entry threads: expected a multiple of 32 in [32, 1024], got " +

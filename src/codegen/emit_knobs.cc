@@ -58,6 +58,8 @@ const std::vector<Knob>& knobs() {
                 "chained matmuls in registers (FlashAttention style)"),
       plan_int("chainmt", &PlanOptions::chain_row_tiles,
                "row tiles per warp of a matmul chain (0 auto)"),
+      plan_bool("wgmma", &PlanOptions::wgmma,
+                "warpgroup MMA (wgmma, sm_90a) for matmuls with 64-row warpgroup tiles"),
       plan_bool("fold", &PlanOptions::fold_norms, "rms_norm folded into a matmul as a scale"),
       plan_bool("regacc", &PlanOptions::register_accums, "non-matmul accumulators in registers"),
       plan_bool("rowwise", &PlanOptions::rowwise, "register-only rowwise kernels (F = 1)"),

@@ -7,8 +7,8 @@
 namespace strata {
 
 const std::vector<std::string>& default_tuning_variants() {
-  static const std::vector<std::string> variants = {"default", "groups=4", "minblocks=2",
-                                                    "regfloats=96,chainmt=2", "groups=4,walk=0"};
+  static const std::vector<std::string> variants = {
+      "default", "groups=4", "minblocks=2", "regfloats=96,chainmt=2", "groups=4,walk=0", "wgmma=1"};
   return variants;
 }
 

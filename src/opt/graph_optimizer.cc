@@ -12,6 +12,7 @@
 #include "strata/opt/ragged_tiles.h"
 #include "strata/opt/register_fusion.h"
 #include "strata/opt/schedule.h"
+#include "strata/opt/wgmma_plan.h"
 
 namespace strata {
 namespace {
@@ -44,6 +45,7 @@ Result<KernelPlan> optimize_block_graph(std::shared_ptr<const BlockGraph> graph,
       {"schedule_block_ops", schedule_block_ops},
       {"choose_layouts", choose_layouts},
       {"plan_ragged_tiles", plan_ragged_tiles},
+      {"plan_wgmma", plan_wgmma},
       {"plan_shared_memory", plan_shared_memory},
       {"plan_emission", plan_emission},
   };

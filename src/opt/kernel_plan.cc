@@ -256,6 +256,8 @@ std::string format_plan(const KernelPlan& plan) {
       if (p.mma_n != b[b.rank() - 1] || p.mma_k != a[a.rank() - 1])
         os << " padded to n " << p.mma_n << " k " << p.mma_k;
     }
+    if (p.matmul == MatmulPath::TensorCore && !p.wgmma_note.empty())
+      os << (p.wgmma ? " wgmma: " : " mma.sync, not wgmma: ") << p.wgmma_note;
     if (p.matmul == MatmulPath::Simt) os << " simt";
     if (p.epilogue >= 0) os << " epilogue op #" << p.epilogue;
     if (p.host >= 0) os << " in epilogue of op #" << p.host;

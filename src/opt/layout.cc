@@ -8,6 +8,7 @@
 #include "strata/opt/register_fusion.h"
 #include "strata/opt/rowwise.h"
 #include "strata/opt/schedule.h"
+#include "strata/opt/wgmma_plan.h"
 
 namespace strata {
 namespace {
@@ -511,6 +512,18 @@ void assign_storage(KernelPlan& plan, int warps, bool grouped) {
         !choose_tiling(bt, m, p.mma_n, warps, plan.options.mma_chunk_floats, 0, p.tiling)) {
       p.matmul = MatmulPath::Simt;
       p.mma_n = p.mma_k = 0;
+    }
+    // Under wgmma a plain matmul whose B rows can be the descriptor's 128-byte rows prefers
+    // one row tile per warp in one warp column, so that its warpgroups own 64-row tiles
+    // (plan_wgmma then checks B's layout).
+    if (plan.options.wgmma && p.matmul == MatmulPath::TensorCore && p.chain_from < 0 &&
+        wgmma_b_rows_fit(plan, i)) {
+      MmaTiling t;
+      const int held = in_registers ? p.tiling.mt * p.tiling.nt * 4 : 0;
+      if (wgmma_tiling(bt, m, p.mma_n, warps, in_registers, reg_budget + held, t)) {
+        if (in_registers) reg_budget += held - t.mt * t.nt * 4;
+        p.tiling = t;
+      }
     }
     if (p.matmul != MatmulPath::TensorCore) continue;
     int dest = p.accumulate_into >= 0 ? g.op(p.accumulate_into).output

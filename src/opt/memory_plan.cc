@@ -10,14 +10,15 @@ struct Item {
   int64_t bytes;
   int begin, end;
   int64_t offset = -1;
+  int64_t align = kSmemAlign;  ///< the offset's alignment (TileLayout::align)
 };
 
 bool overlaps(const Item& a, const Item& b) {
   return a.begin <= b.end && b.begin <= a.end;
 }
 
-int64_t align_up(int64_t v) {
-  return (v + kSmemAlign - 1) / kSmemAlign * kSmemAlign;
+int64_t align_up(int64_t v, int64_t a = kSmemAlign) {
+  return (v + a - 1) / a * a;
 }
 
 /// Live intervals of every tensor (Views included; they are merged into their host later).
@@ -100,7 +101,8 @@ int64_t place(std::vector<Item>& items) {
     Item& it = items[i];
     std::vector<int64_t> candidates{0};
     for (int j : placed)
-      if (overlaps(it, items[j])) candidates.push_back(align_up(items[j].offset + items[j].bytes));
+      if (overlaps(it, items[j]))
+        candidates.push_back(align_up(items[j].offset + items[j].bytes, it.align));
     std::sort(candidates.begin(), candidates.end());
     for (int64_t off : candidates) {
       bool free = true;
@@ -137,7 +139,7 @@ Result<KernelPlan> plan_shared_memory(KernelPlan plan) {
         continue;
       tp.group_elems = tp.layout.stage_elems * tp.stages;
       tp.bytes = tp.group_elems * dtype_size(tp.dtype) * (tp.group_private ? plan.groups : 1);
-      items.push_back({t, tp.bytes, tp.live_begin, tp.live_end});
+      items.push_back({t, tp.bytes, tp.live_begin, tp.live_end, -1, tp.layout.align});
     }
     if (plan.scratch_bytes > 0) items.push_back({-1, plan.scratch_bytes, 0, last_pos});
     int64_t total = place(items);

@@ -203,7 +203,7 @@ std::function<int()> setup(CLI::App& app) {
   app.add_option("--variants", o->variants,
                  "emitter variants profiled per candidate on the GPU, knob specs separated by "
                  "';' (see `strata emit --list-knobs`; \"default\": the emitter's choice only; "
-                 "default: default;groups=4;minblocks=2;chainmt=2;groups=4,walk=0)")
+                 "default: default;groups=4;minblocks=2;regfloats=96,chainmt=2;groups=4,walk=0;wgmma=1)")
       ->delimiter(';');
   app.add_option("--inputs", o->inputs_dir,
                  "directory with <input name>.f64 files (raw little-endian float64) to profile "

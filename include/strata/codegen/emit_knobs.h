@@ -11,7 +11,7 @@
 //   inflight   PlanOptions::bytes_in_flight   regfloats  PlanOptions::register_accum_floats
 //   sms        PlanOptions::sm_count          smem       PlanOptions::smem_limit
 //   tc         PlanOptions::tensor_cores      chain      PlanOptions::chain_matmuls
-//   chainmt    PlanOptions::chain_row_tiles
+//   chainmt    PlanOptions::chain_row_tiles   wgmma      PlanOptions::wgmma
 //   fold       PlanOptions::fold_norms        regacc     PlanOptions::register_accums
 //   rowwise    PlanOptions::rowwise           inline     PlanOptions::inline_elementwise
 //   epilogue   PlanOptions::fuse_epilogues    hoist      PlanOptions::hoist_invariants

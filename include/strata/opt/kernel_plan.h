@@ -94,6 +94,11 @@ struct PlanOptions {
   int min_blocks_per_sm = 0;
   bool chain_matmuls = true;  ///< keep S = A·B (and its epilogue) in registers as the A
                               ///< operand of a following matmul (FlashAttention style)
+  /// Warpgroup MMA (wgmma.mma_async, sm_90a only; docs/codegen.md, "wgmma"): tensor-core
+  /// matmuls whose warpgroups can own 64-row tiles and whose B tile has the descriptor's layout
+  /// run as wgmma (OpPlan::wgmma); plain matmuls prefer a tiling of one row tile per warp and
+  /// one warp column for it. Off: mma.sync everywhere.
+  bool wgmma = false;
   /// Row tiles (16 rows each) per warp of a matmul chain; 0 = choose (the fewest that keep the
   /// chain within 16 warps). n > 1 shares each B fragment between n row tiles (half the
   /// shared-memory reads per product at n = 2) with fewer warps; used when n divides the row
@@ -149,7 +154,10 @@ enum class MatmulPath : uint8_t { None, TensorCore, Simt };
 struct TileLayout {
   int64_t ld = 1;           ///< row stride in elements
   bool swizzle = false;     ///< 16-byte chunks XOR-permuted by (row % 8); 16-bit, ld % 64 == 0
-  int64_t stage_elems = 0;  ///< elements of one stage, padded so a stage is kSmemAlign-aligned
+  int64_t stage_elems = 0;  ///< elements of one stage, padded so a stage is `align`-aligned
+  /// Byte alignment of the tile's offset and stages in shared memory: kSmemAlign, or 1024 for
+  /// the B tile of a wgmma matmul (the period of the 128-byte swizzle).
+  int64_t align = kSmemAlign;
   /// Rows of storage after each matrix's last row (rank ≥ 2): the padded rows of a tensor-core
   /// operand whose padded extent (OpPlan::mma_n / mma_k) lies along its rows. A batch of the
   /// stored tile is (rows + pad_rows) · ld elements. Nothing writes them (docs/codegen.md,
@@ -243,6 +251,10 @@ struct OpPlan {
   /// (ragged_zero_operands) and product columns c ≥ N are never written (docs/codegen.md,
   /// "Ragged tiles": padding to the mma step).
   int64_t mma_n = 0, mma_k = 0;
+  /// TensorCore matmuls under PlanOptions::wgmma: computed by warpgroup MMA (wgmma.cuh) instead
+  /// of mma.sync; wgmma_note says why it was or was not (printed with the plan).
+  bool wgmma = false;
+  std::string wgmma_note;
   int chain_into = -1;  ///< matmul: the matmul that takes its (epilogue) result from registers
                         ///< as its A operand (FlashAttention style)
   int chain_from = -1;  ///< matmul: the matmul whose registers give its A operand
