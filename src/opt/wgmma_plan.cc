@@ -65,6 +65,10 @@ std::string wgmma_refusal(const KernelPlan& plan, int i, bool& k_major) {
   if (t.warps_n != 1 || t.mt != 1 || t.chunk_mt != 1)
     return "the warp tiling is not one row tile per warp in one warp column";
   if (t.chunk_nt * 8 > 256) return "more than 256 columns per chunk";
+  // A's fragments hoisted out of the loop (OpPlan::a_in_registers) passed the emulator but gave
+  // wrong answers on an H200 (h200-2026-11-29-wgmma: prefill attention with Q's fragments held
+  // across the key loop); until that is understood the hoisted form keeps mma.sync.
+  if (p.a_in_registers) return "A's fragments are hoisted out of the loop (wrong on the GPU)";
   return "";
 }
 
