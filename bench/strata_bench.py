@@ -9,7 +9,7 @@ Steps (each logged with its wall time):
   3. candidates: a `strata optimize` result per program (--search-dir, else a time-limited
      search when the tool has `optimize`, else the paper's reference μGraph from examples/);
   4. compile: every candidate emitted once per emitter variant (--variants, default the tuning
-     list of `strata optimize`: default, groups=4, minblocks=2, chainmt=2,regfloats=96, groups=4,walk=0) and compiled into
+     list of `strata optimize`: default, groups=4, minblocks=2, regfloats=96,chainmt=2, groups=4,walk=0, wgmma=1) and compiled into
      the binary cache, all programs at once (`strata profile --compile-only`);
   5. check + profile: `strata profile` checks every candidate against the float64 reference
      interpreter on the same inputs and times those that pass; predicted (cost model) vs
@@ -291,7 +291,7 @@ def main():
     p.add_argument("--top", type=int, default=5, help="candidates profiled per search result")
     p.add_argument("--variants",
                    default=os.environ.get("STRATA_BENCH_VARIANTS",
-                                          "default;groups=4;minblocks=2;regfloats=96,chainmt=2;groups=4,walk=0"),
+                                          "default;groups=4;minblocks=2;regfloats=96,chainmt=2;groups=4,walk=0;wgmma=1"),
                    help="emitter variants profiled per candidate (knob specs separated by ';', "
                         "see `strata emit --list-knobs`; the default is strata optimize's tuning "
                         "list; 'default' = the emitter's own choice only)")

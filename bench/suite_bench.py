@@ -202,7 +202,7 @@ def main():
     p.add_argument("--top", type=int, default=5, help="candidates profiled per search result")
     p.add_argument("--variants",
                    default=os.environ.get("STRATA_BENCH_VARIANTS",
-                                          "default;groups=4;minblocks=2;regfloats=96,chainmt=2;groups=4,walk=0"),
+                                          "default;groups=4;minblocks=2;regfloats=96,chainmt=2;groups=4,walk=0;wgmma=1"),
                    help="emitter variants profiled per candidate (as strata_bench.py)")
     p.add_argument("--search-dir", default=os.environ.get("STRATA_SUITE_SEARCH_DIR", ""),
                    help="directory of precomputed `strata optimize` results <program>.json "
