@@ -45,8 +45,9 @@ for every candidate's features, with the target of the run's GPU where the recor
 with --no-library-matmul for the sources that `--generated-matmuls` names (runs whose strata
 emitted predefined matmuls as generated kernels, before cuBLAS calls).
 `--extract FILE SOURCE...` writes those points as a dataset instead of fitting.
-`--holdout records|programs` also reports the fit out of sample: each record (or each tenth of
-the programs) predicted by constants fitted without it.
+`--holdout records|programs|configs` also reports the fit out of sample: each record (or each
+tenth of the programs, or of the configs with all their records) predicted by constants fitted
+without it.
 `--per-program` prints the Spearman correlation of every program; `--subset NAME,...` the
 quality on some records' points alone (of the fit on all). `--no-serial` and `--no-code` hold
 t_serial and the code terms at 0; `--code-terms simt,...` fits only the code terms named, and
@@ -55,7 +56,7 @@ with `--on-table` only those, on top of the dataset's own predictions.
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
                                   [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code] [--code-terms NAME,...]
-                                  [--holdout records|programs] [--per-program]
+                                  [--holdout records|programs|configs] [--per-program]
                                   [--subset NAME,...]
                                   [--json calibration.json]
        python3 bench/calibrate.py --extract FILE [--generated-matmuls NAME,...]
@@ -521,14 +522,17 @@ def within_programs(pred, meas, configs):
 
 
 def holdout_groups(points, by):
-    """The held-out groups of a cross-validation: one per record (by="records"), or the
-    programs (record and config) dealt in sorted order into ten folds (by="programs")."""
+    """The held-out groups of a cross-validation: one per record (by="records"), the programs
+    (record and config) dealt in sorted order into ten folds (by="programs"), or the configs
+    dealt so into ten folds with all their records (by="configs": a suite program timed in
+    several records is held out from all of them at once, so none of its times trains the
+    fit that predicts it)."""
     if by == "records":
         names = sorted({p["record"] for p in points})
         return [[i for i, p in enumerate(points) if p["record"] == n] for n in names]
-    programs = sorted({(p["record"], p["config"]) for p in points})
-    fold = {prog: i % 10 for i, prog in enumerate(programs)}
-    return [g for g in ([i for i, p in enumerate(points) if fold[(p["record"], p["config"])] == f]
+    key = (lambda p: p["config"]) if by == "configs" else (lambda p: (p["record"], p["config"]))
+    fold = {k: i % 10 for i, k in enumerate(sorted({key(p) for p in points}))}
+    return [g for g in ([i for i, p in enumerate(points) if fold[key(p)] == f]
                         for f in range(10)) if g]
 
 
@@ -737,9 +741,10 @@ def main():
     ap.add_argument("--generated-matmuls", default="", metavar="NAME,...",
                     help="records whose runs emitted predefined matmuls as generated kernels "
                          "(before cuBLAS calls): costed with strata cost --no-library-matmul")
-    ap.add_argument("--holdout", choices=["records", "programs"], default=None,
-                    help="also report out-of-sample quality: each record, or each tenth of the "
-                         "programs, predicted by a fit without it")
+    ap.add_argument("--holdout", choices=["records", "programs", "configs"], default=None,
+                    help="also report out-of-sample quality: each record, each tenth of the "
+                         "programs, or each tenth of the configs with all their records, "
+                         "predicted by a fit without it")
     ap.add_argument("--per-program", action="store_true",
                     help="print the Spearman correlation within every program")
     a = ap.parse_args()

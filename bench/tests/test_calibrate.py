@@ -197,6 +197,15 @@ class Holdout(unittest.TestCase):
             progs = {(points[i]["record"], points[i]["config"]) for i in g}
             self.assertTrue(all((points[j]["record"], points[j]["config"]) not in progs
                                 for f in folds if f is not g for j in f))
+        # By config, a config's points of every record (here each config has one in each of
+        # the two records) are held out together.
+        by_config = calibrate.holdout_groups(points, "configs")
+        self.assertEqual(sorted(i for g in by_config for i in g), list(range(24)))
+        for g in by_config:
+            cfgs = {points[i]["config"] for i in g}
+            self.assertTrue(all(points[j]["config"] not in cfgs
+                                for f in by_config if f is not g for j in f))
+        self.assertTrue(any(len({points[i]["record"] for i in g}) == 2 for g in by_config))
 
     def test_exact_points_are_predicted_out_of_sample(self):
         points = synthetic_points(60, 0.1, seed=9, configs=20)
