@@ -375,15 +375,15 @@ def thread_bytes(k):
 
 def latency_features(k):
     """The coefficients of (t_barrier, t_tbyte, t_rbyte) in a kernel's latency bound (the
-    model's KernelCost::t_latency_s): waves · ⌈F / loop groups⌉ · loop barriers (loop groups run
-    their iterations side by side), and thread_bytes — charged at t_rbyte for a kernel that loads
-    into registers (a rowwise kernel), at t_tbyte for the others."""
+    model's KernelCost::t_latency_s): (waves · ⌈F / loop groups⌉ − 1) · loop barriers (loop
+    groups run their iterations side by side; the first iteration waits on the loads of the
+    kernel's prologue, which the launch term charges), and thread_bytes — charged at t_rbyte for
+    a kernel that loads into registers (a rowwise kernel), at t_tbyte for the others."""
     groups = max(1, int(k.get("loop_groups", 1)))
-    dependent = -(-int(k["forloop"]) // groups)
+    dependent = max(0, k.get("waves", 1) * -(-int(k["forloop"]) // groups) - 1)
     tb = thread_bytes(k)
     reg = bool(k.get("register_loads", 0))
-    return (k.get("waves", 1) * dependent * k.get("loop_barriers", 0), 0.0 if reg else tb,
-            tb if reg else 0.0)
+    return (dependent * k.get("loop_barriers", 0), 0.0 if reg else tb, tb if reg else 0.0)
 
 
 def features(point, c, n_sm):
@@ -599,7 +599,7 @@ def fit_on_table_log(points, n_sm, terms):
 
 def fit_latency(points):
     """(t_barrier, t_tbyte, t_rbyte) of the model's latency bound, each kernel max(t_throughput,
-    t_barrier · waves · ⌈F / G⌉ · loop barriers + t_tbyte or t_rbyte · thread_bytes) + launch
+    t_barrier · (waves · ⌈F / G⌉ − 1) · loop barriers + t_tbyte or t_rbyte · thread_bytes) + launch
     (docs/cost-model.md, "Latency bound and the last wave's tail"), fitted on top of the
     dataset's throughput bounds (the kernels' t_throughput_us, from the model of the commit that
     extracted it): the mean squared log(pred / measured) (descend_on_grid)."""

@@ -410,7 +410,7 @@ class CommittedDataset(unittest.TestCase):
     def test_the_predictions_hold_the_simt_term(self):
         # docs/cost-model.md, "SIMT matmul chains": t_simt fitted alone on the table's
         # predictions gave 9.3 ns before the dataset held the term; now that its predictions
-        # include it, a fit on top of them finds little left to add: 1.61 ns on the 2509 H200
+        # include it, a fit on top of them finds little left to add: 1.63 ns on the 2509 H200
         # points (under 0.93 ns on the 1484 before h200-2026-11-28-suite-latency and -whole2).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         x = calibrate.fit_on_table(points, N_SM, {calibrate.CODE_TERMS["simt"]})
@@ -419,27 +419,29 @@ class CommittedDataset(unittest.TestCase):
     def test_the_predictions_hold_the_pass_term(self):
         # docs/cost-model.md, "Passes outside the matmuls": t_pass fitted alone on predictions
         # without it gave 46.4 ns with blocks per SM from the plan (the table's 46 ns); on the
-        # dataset's predictions, which now include it, a fit on top finds under 3 ns more.
+        # dataset's predictions, which now include it, a fit on top finds 6.8 ns more since the
+        # latency bound leaves the first iteration to the launch term ("The ranking within
+        # programs"; adding it ranks worse, so the table stays).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         x = calibrate.fit_on_table_log(points, N_SM, [calibrate.CODE_TERMS["pass"]])
-        self.assertLess(x[calibrate.CODE_TERMS["pass"]], 0.1 * 46e-9)
+        self.assertLess(x[calibrate.CODE_TERMS["pass"]], 0.2 * 46e-9)
         self.assertTrue(any(k["loop_pass_steps"] or k["once_pass_steps"]
                             for p in points for k in p["kernels"]))
 
     def test_reproduces_the_documented_latency_bound(self):
-        # docs/cost-model.md, "Latency bound …", "Loads into registers" and "Passes outside the
-        # matmuls": the table holds t_barrier 464 ns, t_tbyte 1.0 ns and t_rbyte 10 ns; on the
-        # 2509 H200 points with t_pass in the throughput bound and blocks per SM from the plan
-        # the fit gives 287 ns, 1.21 ns and 10 ns and ranks about the same (within-program mean
-        # 0.620 without the bound -> 0.648 with the table's constants, 0.649 fitted; top-1 regret
-        # 1.065 -> 1.046), so the table stays.
+        # docs/cost-model.md, "Latency bound …", "Loads into registers" and "The ranking within
+        # programs": with the barriers counted after the first iteration, the fit on the 2509
+        # H200 points (t_pass in the throughput bound, blocks per SM from the plan) gives
+        # t_barrier 287 ns, t_tbyte 1.33 ns and t_rbyte 10 ns, the table's constants
+        # (within-program mean 0.620 without the bound -> 0.665 with it; top-1 regret 1.065 ->
+        # 1.045; with the first iteration counted, 0.648 and 1.046).
         # The dataset's predictions are the table's (the bound included).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         coef = calibrate.fit_latency(points)
         self.assertAlmostEqual(coef[0] / 287e-9, 1.0, delta=0.01)
-        self.assertAlmostEqual(coef[1] / 1.21e-9, 1.0, delta=0.01)
+        self.assertAlmostEqual(coef[1] / 1.33e-9, 1.0, delta=0.01)
         self.assertAlmostEqual(coef[2] / 10e-9, 1.0, delta=0.01)
-        table = (464e-9, 1.0e-9, 10e-9)
+        table = (287e-9, 1.33e-9, 10e-9)
         meas = [p["measured_s"] for p in points]
         configs = [f"{p['record']}:{p['config']}" for p in points]
         rows = [calibrate.latency_rows(p) for p in points]
@@ -453,10 +455,18 @@ class CommittedDataset(unittest.TestCase):
         def within(pred):
             return calibrate.quality(pred, meas, configs)["mean_spearman_within_program"]
         self.assertAlmostEqual(within(before), 0.620, delta=0.0005)
-        self.assertAlmostEqual(within(now), 0.648, delta=0.0005)
-        self.assertAlmostEqual(within(after), 0.649, delta=0.0005)
+        self.assertAlmostEqual(within(now), 0.665, delta=0.0005)
+        self.assertAlmostEqual(within(after), 0.665, delta=0.0005)
         self.assertAlmostEqual(calibrate.top1_regret(before, meas, configs), 1.065, delta=0.0005)
-        self.assertAlmostEqual(calibrate.top1_regret(now, meas, configs), 1.046, delta=0.0005)
+        self.assertAlmostEqual(calibrate.top1_regret(now, meas, configs), 1.045, delta=0.0005)
+        # A kernel's first iteration waits on the prologue (the launch term): a one-iteration
+        # loop in one wave has no barrier coefficient, two iterations one iteration's barriers.
+        k = {"forloop": 1, "loop_groups": 1, "waves": 1, "loop_barriers": 5, "threads": 128,
+             "blocks": 64, "load_bytes": 0, "l2_bytes": 0}
+        self.assertEqual(calibrate.latency_features(k)[0], 0)
+        self.assertEqual(calibrate.latency_features(dict(k, forloop=2))[0], 5)
+        self.assertEqual(calibrate.latency_features(dict(k, forloop=8, loop_groups=4,
+                                                         waves=3))[0], 5 * (3 * 2 - 1))
         # Rowwise kernels are marked: their bytes go to t_rbyte, nobody else's.
         marked = [k for p in points for k in p["kernels"] if k["register_loads"]]
         self.assertTrue(marked)

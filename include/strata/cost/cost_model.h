@@ -62,8 +62,9 @@ struct CostConstants {
   /// docs/cost-model.md, "SIMT matmul chains").
   double simt_mm_step_s;
   /// t_barrier: per block-level barrier of one loop iteration, per dependent iteration an SM
-  /// runs (waves · ⌈F / loop groups⌉ · loop barriers; docs/cost-model.md, "Latency bound and
-  /// the last wave's tail").
+  /// runs after the first ((waves · ⌈F / loop groups⌉ − 1) · loop barriers; the first waits on
+  /// the prologue, which the launch term charges; docs/cost-model.md, "Latency bound and the
+  /// last wave's tail").
   double barrier_latency_s;
   /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
   /// with many bytes to load waits when few threads share the work (same section).
@@ -130,9 +131,8 @@ struct KernelCost {
   /// passes over tiles outside the matmuls (elementwise ops, reductions and norms on their own;
   /// a loop group's team passes over its own iterations).
   double t_pass_s = 0;
-  /// waves · ⌈F / loop groups⌉ · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks ·
-  /// threads) ·
-  /// t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
+  /// (waves · ⌈F / loop groups⌉ − 1) · loop barriers · t_barrier + waves · (load + L2 bytes) /
+  /// (blocks · threads) · t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
   /// or a generic predefined kernel).
   double t_latency_s = 0;
   /// (t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s) · tail, tail = waves ·
