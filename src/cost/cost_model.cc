@@ -72,21 +72,25 @@ const std::vector<Target>& target_table() {
       // "Library matmuls on unaligned rows"): h200 from 17 cuBLAS calls timed on an H200
       // (bench/blas_alignment.py, bench/results/h200-2026-11-28-blas-alignment.md); h100 the
       // same SM, so the same; a100 β scaled by the SM clock, not measured.
-      // The last column, t_pass (per element a thread handles in a pass outside the matmuls,
+      // The next column, t_pass (per element a thread handles in a pass outside the matmuls,
       // per wave, a loop group's own iterations; docs/cost-model.md, "Passes outside the
       // matmuls"): h200 fitted alone on top of the other constants (log loss) to the 2364 H200
       // points of bench/calibration/points.json, blocks per SM from the plan (`bench/calibrate.py
       // --on-table --code-terms pass --loss log`: 46.4 ns); h100 the same SM and clock, so the
       // same; a100 scaled by the SM clock, not measured.
+      // The last column, the launch of a cuBLAS call (docs/cost-model.md, "The launch of a
+      // cuBLAS call"): h200 fitted alone on top of the other constants (log loss) to the 2509
+      // H200 points of bench/calibration/points.json (`bench/calibrate.py --library-launch`);
+      // h100 the same; a100 the h200's fraction (0.75) of its launch term, not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9}},
+        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9}},
+        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6}},
       {arch("a100"),
        {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 403e-9,
-        1.87e-9, 14e-9, 2.5, 4.06e9, 65e-9}},
+        1.87e-9, 14e-9, 2.5, 4.06e9, 65e-9, 1.5e-6}},
   };
   return table;
 }
@@ -321,7 +325,7 @@ bool rows_aligned(const KernelGraph& g, int t, const std::optional<KernelView>& 
 // A predefined matmul the emitter writes as a cuBLAS call (library_matmul_supported, on the
 // graph's dtypes): every operand moved once (cuBLAS's tiles re-read from L2) at cuBLAS's
 // sustained DRAM rate, compute at its sustained tensor rate, the two overlapped (a library kernel
-// streams its operands while it computes): max(t_mem, t_comp) + launch. cuBLAS chooses its own grid
+// streams its operands while it computes): max(t_mem, t_comp) + the cuBLAS launch. cuBLAS chooses its own grid
 // (split-K for few output tiles), so no underfill term. With rows that are not 16-byte aligned
 // (rows_aligned) cuBLAS runs alignment-1 kernels: γ times that bound, and with an unaligned A or
 // B and fewer 32 × 32 output tiles than SMs (no split-K there), and more than one row, at least
@@ -364,7 +368,7 @@ bool library_cost(const KernelGraph& g, const KernelOp& op,
       k.t_throughput_s = std::max(k.t_throughput_s, per_tile / t.blas_unaligned_block_Bps);
     }
   }
-  k.predicted_s = k.t_throughput_s + t.launch_overhead_s;
+  k.predicted_s = k.t_throughput_s + t.blas_launch_s;
   return true;
 }
 

@@ -21,7 +21,7 @@
 // L2 when the blocks run in one wave or the kernel's inputs fit in half the L2, else all but 1 /
 // waves of them go to DRAM. A predefined kernel op is one library-like kernel reading each input
 // once and writing its output once (a matmul re-reads A per column of blocks and B per row of
-// blocks); a predefined f16/bf16 matmul emitted as a cuBLAS call is max(t_mem, t_comp) + launch
+// blocks); a predefined f16/bf16 matmul emitted as a cuBLAS call is max(t_mem, t_comp) + its launch
 // with t_comp at cuBLAS's sustained rate.
 #pragma once
 
@@ -85,6 +85,10 @@ struct CostConstants {
   /// (KernelCodeFeatures::loop_pass_steps, once_pass_steps), per wave (docs/cost-model.md,
   /// "Passes outside the matmuls").
   double pass_step_s;
+  /// The launch term of a predefined matmul run as a cuBLAS call, in place of
+  /// launch_overhead_s (which also absorbs a generated kernel's prologue and drain),
+  /// seconds (docs/cost-model.md, "The launch of a cuBLAS call").
+  double blas_launch_s;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
