@@ -21,7 +21,8 @@ iterations each SM runs; barriers, reduce_steps and loop_ops those of one iterat
 kernel's loop; loop_simt and once_simt the dependent multiply-adds of a thread's SIMT matmul
 chains in one iteration and after the loop; (bytes + l2_bytes) / (N_blocks · threads) the bytes
 each thread loads) for generated kernels, and max(bytes / BW_blas, tensor_flops / TP_blas)
-+ L for a predefined matmul run as a cuBLAS call (`library`), whose two rates are not fitted
++ L_blas for a predefined matmul run as a cuBLAS call (`library`), whose two rates and launch
+are not fitted
 
 (the model's α is c = 1) by least squares on the relative error (each point weighted by
 1 / measured), with every rate and L non-negative, for c on a grid. It prints the fit, the error
@@ -45,17 +46,19 @@ for every candidate's features, with the target of the run's GPU where the recor
 with --no-library-matmul for the sources that `--generated-matmuls` names (runs whose strata
 emitted predefined matmuls as generated kernels, before cuBLAS calls).
 `--extract FILE SOURCE...` writes those points as a dataset instead of fitting.
-`--holdout records|programs` also reports the fit out of sample: each record (or each tenth of
-the programs) predicted by constants fitted without it.
+`--holdout records|programs|configs` also reports the fit out of sample: each record (or each
+tenth of the programs, or of the configs with all their records) predicted by constants fitted
+without it.
 `--per-program` prints the Spearman correlation of every program; `--subset NAME,...` the
 quality on some records' points alone (of the fit on all). `--no-serial` and `--no-code` hold
 t_serial and the code terms at 0; `--code-terms simt,...` fits only the code terms named, and
-with `--on-table` only those, on top of the dataset's own predictions.
+with `--on-table` only those, on top of the dataset's own predictions. `--library-launch` fits
+the launch term of a cuBLAS call alone on the dataset's predictions.
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
                                   [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code] [--code-terms NAME,...]
-                                  [--holdout records|programs] [--per-program]
+                                  [--holdout records|programs|configs] [--per-program] [--latency | --library-launch]
                                   [--subset NAME,...]
                                   [--json calibration.json]
        python3 bench/calibrate.py --extract FILE [--generated-matmuls NAME,...]
@@ -94,9 +97,11 @@ SERIAL = 7  # index of t_serial
 CODE = (8, 9, 10, 11, 12, 13)
 CODE_TERMS = {"barrier": 8, "reduce": 9, "op": 10, "simt": 11,
               "thread_bytes": 12, "pass": 13}  # --code-terms names
-# cuBLAS's sustained (tensor FLOP/s, DRAM B/s) per target: held, not fitted (the model's
-# blas_tensor_flops and blas_bandwidth_Bps, src/cost/cost_model.cc).
-BLAS = {"h100": (600e12, 2.5e12), "h200": (600e12, 3.6e12), "a100": (190e12, 1.5e12)}
+# cuBLAS's sustained (tensor FLOP/s, DRAM B/s) and its launch term (s) per target: held, not
+# fitted by the full fit (the model's blas_tensor_flops, blas_bandwidth_Bps and blas_launch_s,
+# src/cost/cost_model.cc; --library-launch fits the last on the dataset's predictions).
+BLAS = {"h100": (600e12, 2.5e12, 2.53e-6), "h200": (600e12, 3.6e12, 2.53e-6),
+        "a100": (190e12, 1.5e12, 1.5e-6)}
 # Per-kernel features of `strata cost --json`, in the order the dataset stores them.
 KERNEL_FIELDS = ["load_bytes", "l2_bytes", "narrow_bytes", "store_bytes", "tensor_flops",
                  "simt_flops", "blocks", "forloop", "waves", "library", "t_throughput_us",
@@ -374,21 +379,21 @@ def thread_bytes(k):
 
 def latency_features(k):
     """The coefficients of (t_barrier, t_tbyte, t_rbyte) in a kernel's latency bound (the
-    model's KernelCost::t_latency_s): waves · ⌈F / loop groups⌉ · loop barriers (loop groups run
-    their iterations side by side), and thread_bytes — charged at t_rbyte for a kernel that loads
-    into registers (a rowwise kernel), at t_tbyte for the others."""
+    model's KernelCost::t_latency_s): (waves · ⌈F / loop groups⌉ − 1) · loop barriers (loop
+    groups run their iterations side by side; the first iteration waits on the loads of the
+    kernel's prologue, which the launch term charges), and thread_bytes — charged at t_rbyte for
+    a kernel that loads into registers (a rowwise kernel), at t_tbyte for the others."""
     groups = max(1, int(k.get("loop_groups", 1)))
-    dependent = -(-int(k["forloop"]) // groups)
+    dependent = max(0, k.get("waves", 1) * -(-int(k["forloop"]) // groups) - 1)
     tb = thread_bytes(k)
     reg = bool(k.get("register_loads", 0))
-    return (k.get("waves", 1) * dependent * k.get("loop_barriers", 0), 0.0 if reg else tb,
-            tb if reg else 0.0)
+    return (dependent * k.get("loop_barriers", 0), 0.0 if reg else tb, tb if reg else 0.0)
 
 
 def features(point, c, n_sm):
     """Coefficients of (1/BW, 1/BW_L2, 1/BW_narrow, 1/TP, 1/SP, L, t_iter, t_serial, t_barrier,
     t_reduce, t_op, t_simt, t_tbyte, t_pass) in the predicted time of one graph. A cuBLAS kernel
-    contributes only its launch (L); the rest of its time is fixed_time's. The code terms charge
+    contributes nothing: its time, launch included, is fixed_time's. The code terms charge
     each dependent iteration an SM runs (waves · F) per block-level barrier, per serial reduction
     step and per op of the loop body, each wave per dependent multiply-add of a thread's SIMT
     matmul chains (F times those in the loop, plus those after it), each wave per byte one
@@ -398,7 +403,6 @@ def features(point, c, n_sm):
     f = [0.0] * len(KEYS)
     for k in point["kernels"]:
         if k.get("library"):
-            f[5] += 1.0
             continue
         alpha = 1.0 + c * n_sm / max(1, k["blocks"])
         f[0] += (k["load_bytes"] + k["store_bytes"]) * alpha
@@ -425,10 +429,11 @@ def features(point, c, n_sm):
 
 def fixed_time(point):
     """Seconds of a graph's time that no fitted constant scales: its cuBLAS kernels'
-    max(bytes / BW_blas, tensor FLOPs / TP_blas), at the held rates of the point's target."""
-    flops, bandwidth = BLAS[point.get("target") or "h200"]
+    max(bytes / BW_blas, tensor FLOPs / TP_blas) + L_blas, at the held rates and launch of the
+    point's target."""
+    flops, bandwidth, launch = BLAS[point.get("target") or "h200"]
     return sum(max((k["load_bytes"] + k["store_bytes"]) / bandwidth, k["tensor_flops"] / flops)
-               for k in point["kernels"] if k.get("library"))
+               + launch for k in point["kernels"] if k.get("library"))
 
 
 def predict(point, c, x, n_sm):
@@ -521,14 +526,17 @@ def within_programs(pred, meas, configs):
 
 
 def holdout_groups(points, by):
-    """The held-out groups of a cross-validation: one per record (by="records"), or the
-    programs (record and config) dealt in sorted order into ten folds (by="programs")."""
+    """The held-out groups of a cross-validation: one per record (by="records"), the programs
+    (record and config) dealt in sorted order into ten folds (by="programs"), or the configs
+    dealt so into ten folds with all their records (by="configs": a suite program timed in
+    several records is held out from all of them at once, so none of its times trains the
+    fit that predicts it)."""
     if by == "records":
         names = sorted({p["record"] for p in points})
         return [[i for i, p in enumerate(points) if p["record"] == n] for n in names]
-    programs = sorted({(p["record"], p["config"]) for p in points})
-    fold = {prog: i % 10 for i, prog in enumerate(programs)}
-    return [g for g in ([i for i, p in enumerate(points) if fold[(p["record"], p["config"])] == f]
+    key = (lambda p: p["config"]) if by == "configs" else (lambda p: (p["record"], p["config"]))
+    fold = {k: i % 10 for i, k in enumerate(sorted({key(p) for p in points}))}
+    return [g for g in ([i for i, p in enumerate(points) if fold[key(p)] == f]
                         for f in range(10)) if g]
 
 
@@ -595,7 +603,7 @@ def fit_on_table_log(points, n_sm, terms):
 
 def fit_latency(points):
     """(t_barrier, t_tbyte, t_rbyte) of the model's latency bound, each kernel max(t_throughput,
-    t_barrier · waves · ⌈F / G⌉ · loop barriers + t_tbyte or t_rbyte · thread_bytes) + launch
+    t_barrier · (waves · ⌈F / G⌉ − 1) · loop barriers + t_tbyte or t_rbyte · thread_bytes) + launch
     (docs/cost-model.md, "Latency bound and the last wave's tail"), fitted on top of the
     dataset's throughput bounds (the kernels' t_throughput_us, from the model of the commit that
     extracted it): the mean squared log(pred / measured) (descend_on_grid)."""
@@ -682,6 +690,56 @@ def fit_and_report_latency(points, meas, configs, a, where):
               f"{top1_regret(pred, meas, configs):.3f}")
 
 
+def library_launches(point):
+    """The number of cuBLAS calls among a point's kernels (the coefficient of L_blas)."""
+    return sum(1 for k in point["kernels"] if k.get("library"))
+
+
+def fit_library_launch(points):
+    """L_blas, the launch term of a cuBLAS call (the model's blas_launch_s), fitted alone on top
+    of the dataset's predictions (made with the held L_blas of BLAS): the value on a grid of
+    0.01 µs steps up to 6 µs minimizing the mean squared log(pred / measured)."""
+    rows = [(p["predicted_s"] - library_launches(p) * BLAS[p.get("target") or "h200"][2],
+             library_launches(p), p["measured_s"]) for p in points]
+
+    def loss(v):
+        return sum(math.log((rest + n * v) / m) ** 2 for rest, n, m in rows) / len(rows)
+
+    return min((i * 1e-8 for i in range(601)), key=loss)
+
+
+def predict_library_launch(point, launch):
+    """The dataset's prediction of `point` with each cuBLAS call's launch term `launch`."""
+    held = BLAS[point.get("target") or "h200"][2]
+    return point["predicted_s"] + library_launches(point) * (launch - held)
+
+
+def fit_and_report_library_launch(points, meas, configs, a, where):
+    """--library-launch: the fit of fit_library_launch and its quality (with --holdout also out
+    of sample)."""
+    value = fit_library_launch(points)
+    held = BLAS[a.target][2]
+    preds = [(f"current ({held * 1e6:.2f} µs)", [p["predicted_s"] for p in points]),
+             ("fitted", [predict_library_launch(p, value) for p in points])]
+    if a.holdout:
+        out = [0.0] * len(points)
+        for group in holdout_groups(points, a.holdout):
+            drop = set(group)
+            v = fit_library_launch([p for i, p in enumerate(points) if i not in drop])
+            for i in group:
+                out[i] = predict_library_launch(points[i], v)
+        preds.append((f"held out ({a.holdout})", out))
+    print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where}), "
+          f"{sum(library_launches(p) for p in points)} cuBLAS calls")
+    print(f"  L_blas (s/cuBLAS call)           {value:.4g}")
+    for label, pred in preds:
+        q = quality(pred, meas, configs)
+        print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, Spearman "
+              f"{q['spearman']:.3f}, within programs (mean) "
+              f"{q['mean_spearman_within_program']:.4f}, top-1 regret "
+              f"{top1_regret(pred, meas, configs):.4f}")
+
+
 def top1_regret(pred, meas, configs):
     """Geometric mean over programs of measured(model's pick) / measured(fastest timed)."""
     best, pick = {}, {}
@@ -728,6 +786,9 @@ def main():
     ap.add_argument("--latency", action="store_true",
                     help="fit the model's latency bound (t_barrier, t_tbyte; each kernel "
                          "max(throughput, latency)) on top of the dataset's throughput bounds")
+    ap.add_argument("--library-launch", action="store_true",
+                    help="fit the launch term of a cuBLAS call alone on top of the dataset's "
+                         "predictions (log loss)")
     ap.add_argument("--loss", choices=["relative", "log"], default="relative",
                     help="what --on-table minimizes: the squared relative error (least squares) "
                          "or the squared log(pred / measured) (a grid per term)")
@@ -737,9 +798,10 @@ def main():
     ap.add_argument("--generated-matmuls", default="", metavar="NAME,...",
                     help="records whose runs emitted predefined matmuls as generated kernels "
                          "(before cuBLAS calls): costed with strata cost --no-library-matmul")
-    ap.add_argument("--holdout", choices=["records", "programs"], default=None,
-                    help="also report out-of-sample quality: each record, or each tenth of the "
-                         "programs, predicted by a fit without it")
+    ap.add_argument("--holdout", choices=["records", "programs", "configs"], default=None,
+                    help="also report out-of-sample quality: each record, each tenth of the "
+                         "programs, or each tenth of the configs with all their records, "
+                         "predicted by a fit without it")
     ap.add_argument("--per-program", action="store_true",
                     help="print the Spearman correlation within every program")
     a = ap.parse_args()
@@ -790,6 +852,9 @@ def main():
     current = quality([p["predicted_s"] for p in points], meas, configs)
     if a.latency:
         fit_and_report_latency(points, meas, configs, a, where)
+        return
+    if a.library_launch:
+        fit_and_report_library_launch(points, meas, configs, a, where)
         return
     if a.on_table and not isinstance(code, set):
         ap.error("--on-table needs --code-terms (the terms to fit on the dataset's predictions)")

@@ -142,8 +142,8 @@ TEST(CodeFeatures, SimtMatmulChainsCountedByHand) {
 
 /// X [16, 4096] · W [4096, 128] in two blocks of 64 columns, looping over K in 256 steps of 16:
 /// few blocks, a long loop, little data — a kernel whose loop latency bounds it.
-KernelGraph two_block_long_loop() {
-  BlockGraph b = *BlockGraph::make({2, 1, 1}, 128, 256);
+KernelGraph two_block_long_loop(int64_t forloop = 256) {
+  BlockGraph b = *BlockGraph::make({2, 1, 1}, 128, forloop);
   int bx = *b.add_input(Shape{kM, kK}, kAllReplicated, 1);
   int bw = *b.add_input(Shape{kK, 128}, {1, kReplicate, kReplicate}, 0);
   int mm = *b.add_op(OpKind::Matmul, {bx, bw});
@@ -158,10 +158,12 @@ KernelGraph two_block_long_loop() {
   return g;
 }
 
-// The latency bound (docs/cost-model.md, "Latency bound …"): waves · ⌈F / G⌉ · loop barriers ·
-// t_barrier + waves · bytes per thread · t_tbyte, from the plan's features, and the prediction the larger
-// of it and the throughput bound. The paper's fused RMSNorm streams 50 MB in 96 blocks: its
-// throughput bound is the larger; two blocks looping 256 times over 1 MB are latency bound.
+// The latency bound (docs/cost-model.md, "Latency bound …"): (waves · ⌈F / G⌉ − 1) · loop
+// barriers · t_barrier + waves · bytes per thread · t_tbyte, from the plan's features, and the
+// prediction the larger of it and the throughput bound. The paper's fused RMSNorm streams 50 MB
+// in 96 blocks: its throughput bound is the larger; two blocks looping 256 times over 1 MB are
+// latency bound; in 32 iterations they wait on the barriers of the 31 after the first, whose loads
+// are the prologue's.
 // With both constants at 0 no bound is charged.
 // A loop whose exp of each [64, 64] X tile has two readers (a sum of it and a row sum), so it is
 // stored and passed over on its own (not inlined): 4096 elements per iteration; the reference
@@ -211,11 +213,13 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
     const KernelCost& k = cost.kernels[0];
     ASSERT_TRUE(k.code.has_value());
     const double waves = static_cast<double>(k.waves);
-    // Loop groups run their iterations side by side: ⌈F / G⌉ one after another.
+    // Loop groups run their iterations side by side: ⌈F / G⌉ one after another in each wave;
+    // the first iteration of all waits on the prologue, which the launch term charges.
     const int64_t groups = std::max(1, k.code->loop_groups);
-    const int64_t dependent = (k.forloop + groups - 1) / groups;
+    const int64_t rounds = (k.forloop + groups - 1) / groups;
+    const double dependent = std::max(0.0, waves * static_cast<double>(rounds) - 1.0);
     const double latency =
-        waves * static_cast<double>(dependent * k.code->loop_barriers) * t.barrier_latency_s +
+        dependent * static_cast<double>(k.code->loop_barriers) * t.barrier_latency_s +
         waves * static_cast<double>(k.load_bytes + k.l2_bytes) /
             static_cast<double>(k.blocks * k.code->threads) * t.thread_byte_latency_s;
     EXPECT_DOUBLE_EQ(k.t_latency_s, latency);
@@ -228,14 +232,28 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   EXPECT_GT(fused.t_throughput_s, fused.t_latency_s);
   const KernelCost looped = estimate_cost(two_block_long_loop(), t).kernels[0];
   ASSERT_TRUE(estimate_cost(two_block_long_loop(), t, with_code()).kernels[0].code.has_value());
-  const int groups =
-      std::max(1, estimate_cost(two_block_long_loop(), t, with_code()).kernels[0].code->loop_groups);
+  const int groups = std::max(
+      1, estimate_cost(two_block_long_loop(), t, with_code()).kernels[0].code->loop_groups);
   EXPECT_GT(looped.t_latency_s, looped.t_throughput_s);
-  EXPECT_GE(looped.t_latency_s, (256 + groups - 1) / groups * t.barrier_latency_s);
+  EXPECT_GE(looped.t_latency_s, ((256 + groups - 1) / groups - 1) * t.barrier_latency_s);
   Json j = graph_cost_to_json(estimate_cost(two_block_long_loop(), t), t);
   EXPECT_DOUBLE_EQ(j["kernels"][0]["t_latency_us"].get<double>(), looped.t_latency_s * 1e6);
-  EXPECT_DOUBLE_EQ(j["kernels"][0]["t_throughput_us"].get<double>(),
-                   looped.t_throughput_s * 1e6);
+  EXPECT_DOUBLE_EQ(j["kernels"][0]["t_throughput_us"].get<double>(), looped.t_throughput_s * 1e6);
+  // 32 iterations in one wave: the first waits on the prologue's loads (charged by the launch
+  // term), so 31 iterations' barriers remain, beside the bytes per thread.
+  const KernelCost short_loop = estimate_cost(two_block_long_loop(32), t, with_code()).kernels[0];
+  ASSERT_TRUE(short_loop.code.has_value());
+  ASSERT_EQ(short_loop.forloop, 32);
+  ASSERT_EQ(short_loop.waves, 1);
+  ASSERT_GT(short_loop.code->loop_barriers, 0);
+  const int64_t short_rounds = (32 + std::max(1, short_loop.code->loop_groups) - 1) /
+                               std::max(1, short_loop.code->loop_groups);
+  EXPECT_DOUBLE_EQ(short_loop.t_latency_s,
+                   static_cast<double>((short_rounds - 1) * short_loop.code->loop_barriers) *
+                           t.barrier_latency_s +
+                       static_cast<double>(short_loop.load_bytes + short_loop.l2_bytes) /
+                           static_cast<double>(short_loop.blocks * short_loop.code->threads) *
+                           t.thread_byte_latency_s);
   Target off = t;
   off.barrier_latency_s = 0;
   off.thread_byte_latency_s = 0;
@@ -265,10 +283,11 @@ output Y
   ASSERT_TRUE(k.code.has_value());
   EXPECT_TRUE(k.code->register_loads);
   const double waves = static_cast<double>(k.waves);
-  const double latency =
-      waves * static_cast<double>(k.forloop * k.code->loop_barriers) * t.barrier_latency_s +
-      waves * static_cast<double>(k.load_bytes + k.l2_bytes) /
-          static_cast<double>(k.blocks * k.code->threads) * t.register_byte_latency_s;
+  const double latency = std::max(0.0, waves * static_cast<double>(k.forloop) - 1.0) *
+                             static_cast<double>(k.code->loop_barriers) * t.barrier_latency_s +
+                         waves * static_cast<double>(k.load_bytes + k.l2_bytes) /
+                             static_cast<double>(k.blocks * k.code->threads) *
+                             t.register_byte_latency_s;
   EXPECT_DOUBLE_EQ(k.t_latency_s, latency);
   EXPECT_EQ(graph_cost_to_json(cost, t)["kernels"][0]["register_loads"], true);
   const KernelCost tiled = estimate_cost(two_block_long_loop(), t, with_code()).kernels[0];

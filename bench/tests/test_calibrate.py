@@ -90,16 +90,32 @@ class Fit(unittest.TestCase):
         self.assertTrue(any(k["library"] for p in points for k in p["kernels"]))
         _, x, _ = calibrate.fit(points, N_SM, 0.0, alpha=0.1)
         self.assert_constants(x, TRUE)
-        # A cuBLAS kernel: max(bytes / 3.6e12, FLOPs / 600e12) at h200's held rates, plus L.
+        # A cuBLAS kernel: max(bytes / 3.6e12, FLOPs / 600e12) at h200's held rates, plus its
+        # held launch term (2.53 µs), none of it fitted.
         p = {"target": "h200", "kernels": [
             {"load_bytes": 3.0e6, "l2_bytes": 0, "narrow_bytes": 0, "store_bytes": 0.6e6,
              "tensor_flops": 1.2e9, "simt_flops": 0, "blocks": 132, "forloop": 1, "waves": 1,
              "library": 1}]}
-        self.assertAlmostEqual(calibrate.fixed_time(p), 2e-6)
-        self.assertEqual(calibrate.features(p, 0.1, N_SM),
-                         [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0])
+        self.assertAlmostEqual(calibrate.fixed_time(p), 2e-6 + 2.53e-6)
+        self.assertEqual(calibrate.features(p, 0.1, N_SM), [0] * 14)
         p["kernels"][0]["tensor_flops"] = 6e9
-        self.assertAlmostEqual(calibrate.fixed_time(p), 1e-5)
+        self.assertAlmostEqual(calibrate.fixed_time(p), 1e-5 + 2.53e-6)
+
+    def test_library_launch_is_fitted_on_the_predictions(self):
+        # Points predicted with the held 2.53 µs per cuBLAS call, measured as if a call cost
+        # 1.5 µs: the fit finds 1.5 µs, and predicting with it gives the measured times.
+        points = []
+        for i in range(12):
+            calls = i % 3
+            kernels = [{"library": 1}] * calls + [{"library": 0}]
+            true = 10e-6 + i * 1e-6 + calls * 1.5e-6
+            points.append({"target": "h200", "kernels": kernels, "measured_s": true,
+                           "predicted_s": true + calls * (2.53e-6 - 1.5e-6)})
+        value = calibrate.fit_library_launch(points)
+        self.assertAlmostEqual(value, 1.5e-6, delta=1e-12)
+        for p in points:
+            self.assertAlmostEqual(calibrate.predict_library_launch(p, value) / p["measured_s"],
+                                   1.0)
 
     def test_serial_term_can_be_held_at_zero(self):
         consts = TRUE[:7] + [0.0] + TRUE[8:]
@@ -197,6 +213,15 @@ class Holdout(unittest.TestCase):
             progs = {(points[i]["record"], points[i]["config"]) for i in g}
             self.assertTrue(all((points[j]["record"], points[j]["config"]) not in progs
                                 for f in folds if f is not g for j in f))
+        # By config, a config's points of every record (here each config has one in each of
+        # the two records) are held out together.
+        by_config = calibrate.holdout_groups(points, "configs")
+        self.assertEqual(sorted(i for g in by_config for i in g), list(range(24)))
+        for g in by_config:
+            cfgs = {points[i]["config"] for i in g}
+            self.assertTrue(all(points[j]["config"] not in cfgs
+                                for f in by_config if f is not g for j in f))
+        self.assertTrue(any(len({points[i]["record"] for i in g}) == 2 for g in by_config))
 
     def test_exact_points_are_predicted_out_of_sample(self):
         points = synthetic_points(60, 0.1, seed=9, configs=20)
@@ -401,7 +426,7 @@ class CommittedDataset(unittest.TestCase):
     def test_the_predictions_hold_the_simt_term(self):
         # docs/cost-model.md, "SIMT matmul chains": t_simt fitted alone on the table's
         # predictions gave 9.3 ns before the dataset held the term; now that its predictions
-        # include it, a fit on top of them finds little left to add: 1.61 ns on the 2509 H200
+        # include it, a fit on top of them finds little left to add: 1.63 ns on the 2509 H200
         # points (under 0.93 ns on the 1484 before h200-2026-11-28-suite-latency and -whole2).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         x = calibrate.fit_on_table(points, N_SM, {calibrate.CODE_TERMS["simt"]})
@@ -410,27 +435,29 @@ class CommittedDataset(unittest.TestCase):
     def test_the_predictions_hold_the_pass_term(self):
         # docs/cost-model.md, "Passes outside the matmuls": t_pass fitted alone on predictions
         # without it gave 46.4 ns with blocks per SM from the plan (the table's 46 ns); on the
-        # dataset's predictions, which now include it, a fit on top finds under 3 ns more.
+        # dataset's predictions, which now include it, a fit on top finds 8.3 ns more since the
+        # latency bound leaves the first iteration to the launch term ("The ranking within
+        # programs"; adding it ranks worse, so the table stays).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         x = calibrate.fit_on_table_log(points, N_SM, [calibrate.CODE_TERMS["pass"]])
-        self.assertLess(x[calibrate.CODE_TERMS["pass"]], 0.1 * 46e-9)
+        self.assertLess(x[calibrate.CODE_TERMS["pass"]], 0.2 * 46e-9)
         self.assertTrue(any(k["loop_pass_steps"] or k["once_pass_steps"]
                             for p in points for k in p["kernels"]))
 
     def test_reproduces_the_documented_latency_bound(self):
-        # docs/cost-model.md, "Latency bound …", "Loads into registers" and "Passes outside the
-        # matmuls": the table holds t_barrier 464 ns, t_tbyte 1.0 ns and t_rbyte 10 ns; on the
-        # 2509 H200 points with t_pass in the throughput bound and blocks per SM from the plan
-        # the fit gives 287 ns, 1.21 ns and 10 ns and ranks about the same (within-program mean
-        # 0.620 without the bound -> 0.648 with the table's constants, 0.649 fitted; top-1 regret
-        # 1.065 -> 1.046), so the table stays.
+        # docs/cost-model.md, "Latency bound …", "Loads into registers" and "The ranking within
+        # programs": with the barriers counted after the first iteration and cuBLAS calls at
+        # their own launch term, the fit on the 2509 H200 points (t_pass in the throughput
+        # bound, blocks per SM from the plan) gives t_barrier 287 ns, t_tbyte 1.33 ns and
+        # t_rbyte 10 ns, the table's constants (within-program mean 0.670 without the bound ->
+        # 0.703 with it; top-1 regret 1.045 -> 1.036; before both changes 0.669 and 1.039).
         # The dataset's predictions are the table's (the bound included).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         coef = calibrate.fit_latency(points)
         self.assertAlmostEqual(coef[0] / 287e-9, 1.0, delta=0.01)
-        self.assertAlmostEqual(coef[1] / 1.21e-9, 1.0, delta=0.01)
+        self.assertAlmostEqual(coef[1] / 1.33e-9, 1.0, delta=0.01)
         self.assertAlmostEqual(coef[2] / 10e-9, 1.0, delta=0.01)
-        table = (464e-9, 1.0e-9, 10e-9)
+        table = (287e-9, 1.33e-9, 10e-9)
         meas = [p["measured_s"] for p in points]
         configs = [f"{p['record']}:{p['config']}" for p in points]
         rows = [calibrate.latency_rows(p) for p in points]
@@ -443,11 +470,21 @@ class CommittedDataset(unittest.TestCase):
 
         def within(pred):
             return calibrate.quality(pred, meas, configs)["mean_spearman_within_program"]
-        self.assertAlmostEqual(within(before), 0.620, delta=0.0005)
-        self.assertAlmostEqual(within(now), 0.648, delta=0.0005)
-        self.assertAlmostEqual(within(after), 0.649, delta=0.0005)
-        self.assertAlmostEqual(calibrate.top1_regret(before, meas, configs), 1.065, delta=0.0005)
-        self.assertAlmostEqual(calibrate.top1_regret(now, meas, configs), 1.046, delta=0.0005)
+        self.assertAlmostEqual(within(before), 0.670, delta=0.0005)
+        self.assertAlmostEqual(within(now), 0.703, delta=0.0005)
+        self.assertAlmostEqual(within(after), 0.703, delta=0.0005)
+        self.assertAlmostEqual(calibrate.top1_regret(before, meas, configs), 1.045, delta=0.0005)
+        self.assertAlmostEqual(calibrate.top1_regret(now, meas, configs), 1.036, delta=0.0005)
+        # The cuBLAS calls' launch term refits to the table's (the predictions hold it).
+        self.assertAlmostEqual(calibrate.fit_library_launch(points), 2.53e-6, delta=1e-12)
+        # A kernel's first iteration waits on the prologue (the launch term): a one-iteration
+        # loop in one wave has no barrier coefficient, two iterations one iteration's barriers.
+        k = {"forloop": 1, "loop_groups": 1, "waves": 1, "loop_barriers": 5, "threads": 128,
+             "blocks": 64, "load_bytes": 0, "l2_bytes": 0}
+        self.assertEqual(calibrate.latency_features(k)[0], 0)
+        self.assertEqual(calibrate.latency_features(dict(k, forloop=2))[0], 5)
+        self.assertEqual(calibrate.latency_features(dict(k, forloop=8, loop_groups=4,
+                                                         waves=3))[0], 5 * (3 * 2 - 1))
         # Rowwise kernels are marked: their bytes go to t_rbyte, nobody else's.
         marked = [k for p in points for k in p["kernels"] if k["register_loads"]]
         self.assertTrue(marked)

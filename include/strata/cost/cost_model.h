@@ -21,7 +21,7 @@
 // L2 when the blocks run in one wave or the kernel's inputs fit in half the L2, else all but 1 /
 // waves of them go to DRAM. A predefined kernel op is one library-like kernel reading each input
 // once and writing its output once (a matmul re-reads A per column of blocks and B per row of
-// blocks); a predefined f16/bf16 matmul emitted as a cuBLAS call is max(t_mem, t_comp) + launch
+// blocks); a predefined f16/bf16 matmul emitted as a cuBLAS call is max(t_mem, t_comp) + its launch
 // with t_comp at cuBLAS's sustained rate.
 #pragma once
 
@@ -62,8 +62,9 @@ struct CostConstants {
   /// docs/cost-model.md, "SIMT matmul chains").
   double simt_mm_step_s;
   /// t_barrier: per block-level barrier of one loop iteration, per dependent iteration an SM
-  /// runs (waves · ⌈F / loop groups⌉ · loop barriers; docs/cost-model.md, "Latency bound and
-  /// the last wave's tail").
+  /// runs after the first ((waves · ⌈F / loop groups⌉ − 1) · loop barriers; the first waits on
+  /// the prologue, which the launch term charges; docs/cost-model.md, "Latency bound and the
+  /// last wave's tail").
   double barrier_latency_s;
   /// t_tbyte: per byte one thread loads (DRAM or L2) over the kernel, per wave: what a thread
   /// with many bytes to load waits when few threads share the work (same section).
@@ -84,6 +85,10 @@ struct CostConstants {
   /// (KernelCodeFeatures::loop_pass_steps, once_pass_steps), per wave (docs/cost-model.md,
   /// "Passes outside the matmuls").
   double pass_step_s;
+  /// The launch term of a predefined matmul run as a cuBLAS call, in place of
+  /// launch_overhead_s (which also absorbs a generated kernel's prologue and drain),
+  /// seconds (docs/cost-model.md, "The launch of a cuBLAS call").
+  double blas_launch_s;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -130,9 +135,8 @@ struct KernelCost {
   /// passes over tiles outside the matmuls (elementwise ops, reductions and norms on their own;
   /// a loop group's team passes over its own iterations).
   double t_pass_s = 0;
-  /// waves · ⌈F / loop groups⌉ · loop barriers · t_barrier + waves · (load + L2 bytes) / (blocks ·
-  /// threads) ·
-  /// t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
+  /// (waves · ⌈F / loop groups⌉ − 1) · loop barriers · t_barrier + waves · (load + L2 bytes) /
+  /// (blocks · threads) · t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
   /// or a generic predefined kernel).
   double t_latency_s = 0;
   /// (t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s) · tail, tail = waves ·
