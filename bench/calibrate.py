@@ -671,23 +671,37 @@ def fit_and_report_latency(points, meas, configs, a, where):
              ("current constants", [p["predicted_s"] for p in points]),
              ("fitted constants", [predict_latency(r, coef) for r in rows])]
     if a.holdout:
-        held = [0.0] * len(points)
-        for group in holdout_groups(points, a.holdout):
-            out = set(group)
-            c = fit_latency([p for i, p in enumerate(points) if i not in out])
-            for i in group:
-                held[i] = predict_latency(rows[i], c)
-        preds.append((f"held out ({a.holdout})", held))
+        preds.append((f"held out ({a.holdout})",
+                       held_out_predictions(points, a.holdout, fit_latency,
+                                            lambda i, c: predict_latency(rows[i], c))))
     print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
     print(f"  t_barrier (s/SM it. barrier)     {coef[0]:.4g}")
     print(f"  t_tbyte (s/byte a thread loads)  {coef[1]:.4g}")
     print(f"  t_rbyte (the same, into registers) {coef[2]:.4g}")
+    print_quality(preds, meas, configs, 3)
+
+
+def held_out_predictions(points, by, fit, predict):
+    """Out-of-sample predictions: for each group of holdout_groups(points, by), `fit` on the
+    other points and `predict(i, fitted)` for each point i of the group."""
+    held = [0.0] * len(points)
+    for group in holdout_groups(points, by):
+        out = set(group)
+        fitted = fit([p for i, p in enumerate(points) if i not in out])
+        for i in group:
+            held[i] = predict(i, fitted)
+    return held
+
+
+def print_quality(preds, meas, configs, digits):
+    """One line per (label, predictions): log error, Spearman, within programs, top-1 regret
+    (the last two with `digits` decimals)."""
     for label, pred in preds:
         q = quality(pred, meas, configs)
         print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, Spearman "
               f"{q['spearman']:.3f}, within programs (mean) "
-              f"{q['mean_spearman_within_program']:.3f}, top-1 regret "
-              f"{top1_regret(pred, meas, configs):.3f}")
+              f"{q['mean_spearman_within_program']:.{digits}f}, top-1 regret "
+              f"{top1_regret(pred, meas, configs):.{digits}f}")
 
 
 def library_launches(point):
@@ -722,22 +736,13 @@ def fit_and_report_library_launch(points, meas, configs, a, where):
     preds = [(f"current ({held * 1e6:.2f} µs)", [p["predicted_s"] for p in points]),
              ("fitted", [predict_library_launch(p, value) for p in points])]
     if a.holdout:
-        out = [0.0] * len(points)
-        for group in holdout_groups(points, a.holdout):
-            drop = set(group)
-            v = fit_library_launch([p for i, p in enumerate(points) if i not in drop])
-            for i in group:
-                out[i] = predict_library_launch(points[i], v)
-        preds.append((f"held out ({a.holdout})", out))
+        preds.append((f"held out ({a.holdout})",
+                       held_out_predictions(points, a.holdout, fit_library_launch,
+                                            lambda i, v: predict_library_launch(points[i], v))))
     print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where}), "
           f"{sum(library_launches(p) for p in points)} cuBLAS calls")
     print(f"  L_blas (s/cuBLAS call)           {value:.4g}")
-    for label, pred in preds:
-        q = quality(pred, meas, configs)
-        print(f"{label:18s} median |log(pred/meas)| {q['median_abs_log_ratio']:.3f}, Spearman "
-              f"{q['spearman']:.3f}, within programs (mean) "
-              f"{q['mean_spearman_within_program']:.4f}, top-1 regret "
-              f"{top1_regret(pred, meas, configs):.4f}")
+    print_quality(preds, meas, configs, 4)
 
 
 def top1_regret(pred, meas, configs):
