@@ -232,6 +232,26 @@ TEST(DimClasses, SplitCandidatesComeFromExtents) {
   EXPECT_EQ(loop_extent_candidates(67, 67, policy), (std::vector<int64_t>{2, 3, 5}));
 }
 
+// A matmul's batch dims form batch classes (one index per block is offered whatever the
+// extent); its rows, columns and contraction do not.
+TEST(DimClasses, MatmulBatchClasses) {
+  KernelGraph g = parse(kGqa);
+  ClassTable t = analyze(g);
+  EXPECT_TRUE(t.info(cls(t, g, "Q", 0)).matmul_batch);
+  for (int d : {1, 2}) EXPECT_FALSE(t.info(cls(t, g, "Q", d)).matmul_batch) << d;
+  EXPECT_FALSE(t.info(cls(t, g, "K", 2)).matmul_batch);
+  KernelGraph rows = parse(kRmsNorm);
+  ClassTable rt = analyze(rows);
+  for (int d : {0, 1}) EXPECT_FALSE(rt.info(cls(rt, rows, "X", d)).matmul_batch) << d;
+  SplitPolicy policy;
+  DimClassInfo heads;  // decode attention's batch × KV heads
+  heads.extent = 128;
+  heads.matmul_batch = true;
+  EXPECT_EQ(grid_extent_candidates(heads, policy), (std::vector<int64_t>{2, 4, 8, 128}));
+  heads.extent = 2048;  // one block per index only within max_blocks
+  EXPECT_EQ(grid_extent_candidates(heads, policy), (std::vector<int64_t>{16, 32, 64, 128}));
+}
+
 TEST(DimClasses, CustomizedProgramsAreRejected) {
   KernelGraph g;
   int x = *g.add_input("X", Shape{4, 64}, DType::f16);

@@ -51,6 +51,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
   std::vector<bool> sum_red(static_cast<size_t>(nt) * kMaxRank, false);
   std::vector<bool> norm_red(static_cast<size_t>(nt) * kMaxRank, false);
   std::vector<bool> max_red(static_cast<size_t>(nt) * kMaxRank, false);
+  std::vector<bool> batch_dim(static_cast<size_t>(nt) * kMaxRank, false);  // a matmul's batch
   auto ext = [&](int t, int d) { return program.tensor(t).shape[d]; };
   auto link_if = [&](int ta, int da, int tb, int db) {
     if (ext(ta, da) > 1 && ext(ta, da) == ext(tb, db)) uf.link(node(ta, da), node(tb, db));
@@ -73,6 +74,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
         for (int i = 0; i < r - 2; ++i) {
           link_if(a, i, out, i);
           link_if(b, i, out, i);
+          for (int t : {a, b, out}) batch_dim[node(t, i)] = true;
         }
         link_if(a, r - 2, out, r - 2);
         link_if(b, r - 1, out, r - 1);
@@ -180,6 +182,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
     if (sum_red[n]) table.classes_[c].sum_reduced = true;
     if (norm_red[n]) table.classes_[c].norm_reduced = true;
     if (max_red[n]) table.classes_[c].max_reduced = true;
+    if (batch_dim[n]) table.classes_[c].matmul_batch = true;
   }
   for (const Derivation& d : derivations) {
     int root = uf.find(d.target);
@@ -500,7 +503,7 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
   auto split_by = [&](const std::vector<int64_t>& tiles) {
     for (int64_t t : tiles) {
       if (t < 1 || t >= e || e % t != 0) continue;
-      if (t == 1 && e > policy.max_unit_tile_extent) continue;
+      if (t == 1 && e > policy.max_unit_tile_extent && !info.matmul_batch) continue;
       int64_t g = e / t;
       if (g > policy.max_blocks) continue;
       out.push_back(g);

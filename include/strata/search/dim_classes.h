@@ -53,6 +53,9 @@ struct DimClassInfo {
   bool sum_reduced = false;   ///< Plain: summed over in the program (matmul k, sum, mean)
   bool norm_reduced = false;  ///< Plain: normalized over in the program (rms_norm)
   bool max_reduced = false;   ///< Plain: maxed over in the program (max, softmax)
+  /// Plain: a batch dim of some matmul (attention's heads): a block may take one index of it
+  /// whatever the extent, since the matmul's tensor-core tiles come from its other dims.
+  bool matmul_batch = false;
   std::string label;          ///< Plain: "X.1", the first program dim in the class
   DimClass a = kNoClass;      ///< Concat: first part; Partial, Grouped: the split class
   DimClass b = kNoClass;      ///< Concat: second part; Partial: class of the tile dim
@@ -200,7 +203,8 @@ int dim_of_class(const DimClassVec& classes, int rank, DimClass c);
 struct SplitPolicy {
   /// Per-block tile extents for a grid split of a class that is not reduced in the program;
   /// tile 1 (one block per index) only for classes of extent ≤ max_unit_tile_extent, which
-  /// may also be split in two halves (grid extent 2) whatever their tile.
+  /// may also be split in two halves (grid extent 2) whatever their tile, and for matmul
+  /// batch classes (DimClassInfo::matmul_batch) of any extent within max_blocks.
   std::vector<int64_t> grid_tiles{1, 16, 32, 64, 128};
   int64_t max_unit_tile_extent = 64;
   /// Per-block tile extents for a grid split of a reduced class (split-K, FlashDecoding):
