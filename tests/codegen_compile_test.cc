@@ -207,9 +207,9 @@ TEST(CodegenCompile, ReferenceAndCoverageGraphsCompileWithoutSpills) {
 }
 
 /// A graph whose predefined matmuls are cuBLAS calls (EmitOptions::library_matmul) compiles
-/// into a shared library that links with -lcublas and with nothing left undefined; without
-/// -lcublas the link fails (the calls are real), and with the knob blas=0 the same graph links
-/// without cuBLAS.
+/// into a shared library that links with -lcublas -lcublasLt and with nothing left undefined
+/// (one call has a library epilogue: cublasLtMatmul); without them the link fails (the calls
+/// are real), and with the knob blas=0 the same graph links without cuBLAS.
 TEST(CodegenCompile, LibraryMatmulSourceLinksCublas) {
   const std::string nvcc = find_nvcc();
   ASSERT_FALSE(nvcc.empty()) << "nvcc not found (set NVCC or put it on PATH)";
@@ -218,7 +218,8 @@ TEST(CodegenCompile, LibraryMatmulSourceLinksCublas) {
 input W: bf16[2, 3, 64, 40]
 input V: bf16[2, 3, 40, 24]
 input U: f16[1024, 3072]
-Y = matmul(X, U)
+input B: f16[3072]
+Y = gelu(add(matmul(X, U), B))
 Z = matmul(W, V)
 output Y, Z
 )",
@@ -235,8 +236,10 @@ output Y, Z
                              " -shared -Xcompiler -fPIC -Xlinker --no-undefined -o " + cu + ".so " +
                              cu;
     std::string log;
-    EXPECT_EQ(run_command(base + (library ? " -lcublas" : ""), log), 0) << base << "\n" << log;
+    EXPECT_EQ(run_command(base + (library ? " -lcublas -lcublasLt" : ""), log), 0)
+        << base << "\n" << log;
     if (library) {
+      EXPECT_NE(src->code.find("gemm_epilogue("), std::string::npos);
       EXPECT_NE(run_command(base, log), 0) << "linked without -lcublas:\n" << log;
       EXPECT_NE(log.find("cublas"), std::string::npos) << log;
     }

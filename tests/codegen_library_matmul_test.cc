@@ -308,5 +308,58 @@ output Y
   EXPECT_EQ(wide.find("gemm_strided_batched(false, false, 24,"), std::string::npos) << wide;
 }
 
+// Library epilogues (docs/codegen.md, "Library epilogues"): a bias along the columns, then relu
+// or gelu, applied by the call (gemm_epilogue, cublasLtMatmul on the GPU) to its accumulators;
+// the absorbed ops are no kernels and the product is never stored. On the emulator against the
+// float64 interpreter: f16 bias + gelu, bf16 batched with a shared bias, relu alone, odd
+// extents, a residual add after the epilogue (a kernel of its own reading the call's result).
+TEST(LibraryMatmulEmulation, Epilogues) {
+  struct Case {
+    const char* name;
+    const char* text;
+    int kernels;  // generated kernels besides the call
+  };
+  const Case cases[] = {
+      {"bias_gelu",
+       "input X: f16[64, 128]\ninput W: f16[128, 96]\ninput B: f16[96]\nY = matmul(X, W)\n"
+       "O = gelu(add(Y, B))\noutput O\n",
+       0},
+      {"bf16_batched_bias",
+       "input X: bf16[3, 33, 64]\ninput W: bf16[3, 64, 40]\ninput B: bf16[1, 40]\n"
+       "Y = matmul(X, W)\nO = add(B, Y)\noutput O\n",
+       0},
+      {"relu", "input X: f16[17, 72]\ninput W: f16[72, 56]\nY = matmul(X, W)\nO = relu(Y)\n"
+               "output O\n",
+       0},
+      {"bias_then_residual",
+       "input X: f16[64, 128]\ninput W: f16[128, 96]\ninput B: f16[96]\ninput R: f16[64, 96]\n"
+       "Y = matmul(X, W)\nZ = add(Y, B)\nO = add(Z, R)\noutput O\n",
+       1},
+  };
+  for (const Case& c : cases) {
+    const KernelGraph g = parse(c.text);
+    auto src = emit_cuda_source(g);
+    ASSERT_TRUE(src.ok()) << c.name << ": " << src.error().message;
+    EXPECT_EQ(library_calls(*src), 1) << c.name;
+    int kernels = 0;
+    for (const EmittedKernel& k : src->kernels) kernels += !k.library;
+    EXPECT_EQ(kernels, c.kernels) << c.name;
+    EXPECT_NE(src->code.find("strata_rt::host::gemm_epilogue("), std::string::npos) << c.name;
+    EXPECT_NE(src->code.find("-lcublasLt"), std::string::npos) << c.name;
+    const std::string code = check_emulated(c.name, g, EmitOptions{});
+    EXPECT_NE(code.find("gemm_epilogue("), std::string::npos) << c.name;
+  }
+  // The epilogue's bits: bias 1, relu 2, gelu 4; the call's workspace slot past the tensors.
+  auto src = emit_cuda_source(parse(cases[0].text));
+  ASSERT_TRUE(src.ok());
+  EXPECT_NE(src->code.find(", t2, 5, ws + 0, 4194304ULL, stream)"), std::string::npos)
+      << src->code;
+  EXPECT_EQ(src->workspace_bytes, 4194304);
+  // With blas=0 the add and the gelu are kernels again.
+  auto off = emit_cuda_source(parse(cases[0].text), knobs("blas=0"));
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->code.find("gemm_epilogue"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::testing

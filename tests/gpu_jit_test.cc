@@ -390,6 +390,7 @@ TEST(Jit, CublasSourcesLinkCublas) {
   const std::vector<std::string> link = source_link_flags(*source, o);
   ASSERT_FALSE(link.empty());
   EXPECT_EQ(link[0], "-lcublas");
+  EXPECT_EQ(link[1], "-lcublasLt");  // library epilogues (cublasLtMatmul)
   EXPECT_TRUE(source_link_flags(testing::add_source(), o).empty());
   EmitOptions kernels;
   kernels.library_matmul = false;

@@ -11,6 +11,7 @@
 #include "predefined_emitter.h"
 #include "strata/opt/graph_optimizer.h"
 #include "strata/opt/kernel_views.h"
+#include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
 #include "strata/opt/output_routes.h"
 
@@ -20,6 +21,9 @@ namespace {
 using codegen::CodeWriter;
 
 constexpr int64_t kWorkspaceAlign = 256;
+/// The workspace of each cuBLASLt call with an epilogue (library_epilogues.h): a slot of its own
+/// in strata's workspace, so that calls never share one.
+constexpr int64_t kLibraryWorkspaceBytes = int64_t{4} << 20;
 
 int dtype_code(DType t) {
   return t == DType::f16 ? 0 : t == DType::bf16 ? 1 : 2;
@@ -28,7 +32,9 @@ int dtype_code(DType t) {
 /// Where a kernel tensor lives at run time.
 struct Buffer {
   /// Routed: no memory of its own; its kernel writes the slices read from it (output_routes.h).
-  enum Kind { Input, Output, Workspace, Routed } kind = Workspace;
+  /// Absorbed: no memory; a library matmul's result or epilogue intermediate that the call
+  /// never stores (library_epilogues.h).
+  enum Kind { Input, Output, Workspace, Routed, Absorbed } kind = Workspace;
   int index = 0;       ///< position in inputs / outputs
   int64_t offset = 0;  ///< workspace byte offset
   DType dtype = DType::f16;
@@ -50,6 +56,12 @@ struct Launch {
   struct Gemm {
     int64_t m = 0, n = 0, k = 0, batch = 1;
     GemmOperand a, b;  ///< how the call reads A and B (dense, or a view read in place)
+    /// The library epilogue (library_epilogues.h): strata_rt::host::BlasEpilogue bits (0:
+    /// none, a plain cublasGemmStridedBatchedEx), the bias tensor or -1, and the call's
+    /// cuBLASLt workspace slot in strata's workspace.
+    int epilogue = 0;
+    int bias = -1;
+    int64_t workspace_offset = 0, workspace_bytes = 0;
   } gemm;
 };
 
@@ -148,6 +160,10 @@ struct BufferPlan {
   /// Kernel tensors their customized kernels write straight into the slices read from them
   /// (output_routes.h): no memory; the slices are no kernels.
   std::vector<std::optional<OutputRoute>> routes;
+  /// Per op: the epilogue a library matmul absorbs (library_epilogues.h), and the offset of its
+  /// cuBLASLt workspace slot.
+  std::vector<std::optional<LibraryEpilogue>> epilogues;
+  std::vector<int64_t> epilogue_workspace;
   std::vector<Buffer> buf;
   std::vector<bool> is_input, is_output;
   std::vector<DType> dtypes;  ///< the storage type of every tensor (a view: its storage's)
@@ -223,6 +239,17 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
   bp.routes = options.task_entry == TaskEntryForm::Off
                   ? plan_output_routes(g, bp.views, stored)
                   : std::vector<std::optional<OutputRoute>>(ntensors);
+  // Epilogues of the matmuls that are cuBLAS calls on their storage types.
+  bp.epilogues = plan_library_epilogues(
+      g,
+      [&](int i) {
+        const KernelOp& op = g.op(i);
+        return !no_library[i] && library_matmul_candidate(g, i, options) &&
+               library_matmul_supported(g.tensor(op.inputs[0]).shape,
+                                        g.tensor(op.inputs[1]).shape, stored[op.inputs[0]],
+                                        stored[op.inputs[1]], stored[op.outputs[0]]);
+      },
+      bp.views, stored);
   for (int t = 0; t < ntensors; ++t) {
     if (bp.is_input[t] || bp.is_output[t] || bp.views[t]) continue;
     DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
@@ -230,15 +257,26 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
       bp.buf[t] = {Buffer::Routed, 0, 0, dt};
       continue;
     }
+    if (is_epilogue_intermediate(bp.epilogues, g, t)) {
+      bp.buf[t] = {Buffer::Absorbed, 0, 0, dt};
+      continue;
+    }
     bp.buf[t] = {Buffer::Workspace, 0, bp.workspace, dt};
     bp.workspace += (g.tensor(t).shape.numel() * dtype_size(dt) + kWorkspaceAlign - 1) /
                     kWorkspaceAlign * kWorkspaceAlign;
   }
+  bp.epilogue_workspace.assign(g.ops().size(), 0);
+  for (size_t i = 0; i < g.ops().size(); ++i)
+    if (bp.epilogues[i]) {
+      bp.epilogue_workspace[i] = bp.workspace;
+      bp.workspace += kLibraryWorkspaceBytes;
+    }
   bp.dtypes.resize(ntensors);
   for (int t = 0; t < ntensors; ++t) bp.dtypes[t] = bp.buf[bp.storage_of(t)].dtype;
   bp.reads.assign(ntensors, 0);
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
-    if (!is_kernel_view(g, bp.views, i) && !is_routed_slice(g, bp.routes, i))
+    if (!is_kernel_view(g, bp.views, i) && !is_routed_slice(g, bp.routes, i) &&
+        !is_absorbed_epilogue(bp.epilogues, i))
       for (int t : g.op(i).inputs) ++bp.reads[bp.storage_of(t)];
   for (int t : g.outputs()) bp.reads[t] += bp.is_input[t] ? 1 : 0;
   return bp;
@@ -393,11 +431,25 @@ Result<std::optional<Launch>> library_matmul_launch(const KernelGraph& g, int i,
   L.gemm.a = *ga;
   L.gemm.b = *gb;
   L.args = {ga->storage, gb->storage, c};
+  // A library epilogue: the call also reads the bias and writes the last absorbed op's result.
+  const std::optional<LibraryEpilogue>& epilogue = bp.epilogues[i];
+  if (epilogue) {
+    L.gemm.bias = epilogue->bias;
+    L.gemm.epilogue = (epilogue->bias >= 0 ? 1 : 0) |
+                      (epilogue->activation == EpilogueActivation::Relu   ? 2
+                       : epilogue->activation == EpilogueActivation::Gelu ? 4
+                                                                          : 0);
+    L.gemm.workspace_offset = bp.epilogue_workspace[i];
+    L.gemm.workspace_bytes = kLibraryWorkspaceBytes;
+    L.args = {ga->storage, gb->storage};
+    if (epilogue->bias >= 0) L.args.push_back(epilogue->bias);
+    L.args.push_back(epilogue->result);
+  }
   L.gemm.m = as[r - 2];
   L.gemm.k = as[r - 1];
   L.gemm.n = bs[r - 1];
   for (int d = 0; d + 2 < r; ++d) L.gemm.batch *= as[d];
-  L.name = "cublasGemmStridedBatchedEx";
+  L.name = epilogue ? "cublasLtMatmul" : "cublasGemmStridedBatchedEx";
   L.grid = Dim3{1, 1, 1};
   L.comment = "kernel op #" + std::to_string(i) + ": matmul " + std::to_string(L.gemm.batch) +
               " × [" + std::to_string(L.gemm.m) + ", " + std::to_string(L.gemm.k) + "] · [" +
@@ -407,12 +459,21 @@ Result<std::optional<Launch>> library_matmul_launch(const KernelGraph& g, int i,
     if (bp.views[t])
       L.comment += "; " + std::string(name) + " = " + g.tensor_name(t) + " read in place in " +
                    g.tensor_name(bp.views[t]->storage);
+  if (epilogue) {
+    L.comment += "; epilogue:";
+    if (epilogue->bias >= 0) L.comment += " + " + g.tensor_name(epilogue->bias);
+    if (epilogue->activation != EpilogueActivation::None)
+      L.comment += epilogue->activation == EpilogueActivation::Relu ? ", relu" : ", gelu";
+    L.comment += " (kernel op";
+    for (int o : epilogue->absorbed) L.comment += " #" + std::to_string(o);
+    L.comment += ") into " + g.tensor_name(epilogue->result);
+  }
   EmittedKernel ek = emitted_kernel(L.name, std::string(op_name(op.kind)), L.grid, 0, 0);
   ek.library = true;
   ek.kernel_op = i;
   ek.args = L.args;
   for (int t : L.args) ek.arg_dtypes.push_back(bp.dtypes[t]);
-  ek.num_inputs = 2;
+  ek.num_inputs = static_cast<int>(L.args.size()) - 1;
   emitted.push_back(std::move(ek));
   return std::optional<Launch>(std::move(L));
 }
@@ -544,7 +605,7 @@ void emit_header(const KernelGraph& g, const nlohmann::ordered_json& meta,
   w.comment("  nvcc -std=c++17 -O3 -arch=" + options.arch +
             " -I <strata>/runtime -shared -Xcompiler -fPIC -o graph.so graph.cu" +
             (nccl ? " -I <nccl>/include -L <nccl>/lib -l:libnccl.so.2" : "") +
-            (cublas ? " -lcublas" : ""));
+            (cublas ? " -lcublas -lcublasLt" : ""));
   w.comment("strata-meta: " + meta.dump());
   w.line("//");
   std::istringstream listing(kernel_graph_listing(g));
@@ -629,7 +690,7 @@ codegen::ir::Expr blas_type(DType t) {
 /// CUBLAS_OP_T. A view starts at its storage's pointer plus its offset.
 void emit_blas_gemm(const BufferPlan& bp, const Launch& l, CodeWriter& w) {
   namespace ir = codegen::ir;
-  const int c = l.args[2];
+  const int c = l.args.back();
   const Launch::Gemm& G = l.gemm;
   auto ll = [](int64_t v) { return ir::int_lit(v, "LL"); };
   auto pointer = [&](const GemmOperand& o) {
@@ -637,14 +698,38 @@ void emit_blas_gemm(const BufferPlan& bp, const Launch& l, CodeWriter& w) {
                          : ir::binary("+", ir::var(var(o.storage)), ll(o.offset));
   };
   auto trans = [](const GemmOperand& o) { return ir::var(o.transposed ? "true" : "false"); };
+  std::vector<ir::Expr> args = {trans(G.b),
+                                trans(G.a),
+                                G.n,
+                                G.m,
+                                G.k,
+                                pointer(G.b),
+                                blas_type(bp.dtypes[G.b.storage]),
+                                G.b.ld,
+                                ll(G.b.stride),
+                                pointer(G.a),
+                                blas_type(bp.dtypes[G.a.storage]),
+                                G.a.ld,
+                                ll(G.a.stride),
+                                ir::var(var(c)),
+                                blas_type(bp.dtypes[c]),
+                                G.n,
+                                ll(G.m * G.n),
+                                G.batch};
+  // With an epilogue: the bias (N elements: cuBLAS's rows), the epilogue's bits and the call's
+  // workspace slot (cuBLASLt).
+  if (G.epilogue != 0) {
+    args.push_back(G.bias >= 0 ? ir::var(var(G.bias)) : ir::var("nullptr"));
+    args.push_back(G.epilogue);
+    args.push_back(ir::binary("+", ir::var("ws"), ir::int_lit(G.workspace_offset)));
+    args.push_back(ir::int_lit(G.workspace_bytes, "ULL"));
+  }
+  args.push_back(ir::var("stream"));
   w.open("");
-  w.add(ir::decl(
-      "const int", "err",
-      ir::call("strata_rt::host::gemm_strided_batched",
-               {trans(G.b), trans(G.a), G.n, G.m, G.k, pointer(G.b),
-                blas_type(bp.dtypes[G.b.storage]), G.b.ld, ll(G.b.stride), pointer(G.a),
-                blas_type(bp.dtypes[G.a.storage]), G.a.ld, ll(G.a.stride), ir::var(var(c)),
-                blas_type(bp.dtypes[c]), G.n, ll(G.m * G.n), G.batch, ir::var("stream")})));
+  w.add(ir::decl("const int", "err",
+                 ir::call(G.epilogue != 0 ? "strata_rt::host::gemm_epilogue"
+                                          : "strata_rt::host::gemm_strided_batched",
+                          args)));
   w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
   w.close();
 }
@@ -685,6 +770,7 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
   bool uses_workspace = false;
   for (int t = 0; t < ntensors; ++t)
     uses_workspace |= bp.buf[t].kind == Buffer::Workspace && !bp.views[t];
+  for (const Launch& l : launches) uses_workspace |= l.blas && l.gemm.epilogue != 0;
   if (uses_workspace)
     w.add(ir::decl("unsigned char*", "ws",
                    ir::static_cast_to("unsigned char*", ir::var("workspace"))));
@@ -694,6 +780,7 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
   for (int t = 0; t < ntensors; ++t) {
     if (bp.views[t]) continue;  // read in place: its readers get the tensor holding it
     if (bp.buf[t].kind == Buffer::Routed) continue;  // written into its parts
+    if (bp.buf[t].kind == Buffer::Absorbed) continue;  // never stored: a library epilogue's
     const std::string T = codegen::cuda_type(bp.dtypes[t]);
     const Buffer& b = bp.buf[t];
     if (b.kind == Buffer::Input)
@@ -911,7 +998,7 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   EmittedSource result;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i) ||
-        is_routed_slice(g, bp.routes, i))
+        is_routed_slice(g, bp.routes, i) || is_absorbed_epilogue(bp.epilogues, i))
       continue;
     STRATA_ASSIGN_OR_RETURN(std::optional<Launch> blas,
                             library_matmul_launch(g, i, bp, options, result.kernels));

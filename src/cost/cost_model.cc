@@ -8,6 +8,7 @@
 #include "strata/opt/layout.h"
 #include "strata/opt/matmul_lowering.h"
 #include "strata/opt/output_routes.h"
+#include "strata/opt/library_epilogues.h"
 
 namespace strata {
 namespace {
@@ -331,8 +332,12 @@ bool rows_aligned(const KernelGraph& g, int t, const std::optional<KernelView>& 
 // B and fewer 32 × 32 output tiles than SMs (no split-K there), and more than one row, at least
 // the time one tile's block takes to stream its A and B panels at β (docs/cost-model.md, "Library matmuls on
 // unaligned rows"). False (and `k` untouched) for any other op.
+//
+// With a library epilogue (library_epilogues.h) the call also reads the bias and stores the
+// epilogue's result instead of its own (the same elements and type): the epilogue itself is free.
 bool library_cost(const KernelGraph& g, const KernelOp& op,
-                  const std::vector<std::optional<KernelView>>& views, const Target& t,
+                  const std::vector<std::optional<KernelView>>& views,
+                  const std::optional<LibraryEpilogue>& epilogue, const Target& t,
                   KernelCost& k) {
   if (op_category(op.kind) != Category::Matmul) return false;
   const KernelTensor& a = g.tensor(op.inputs[0]);
@@ -341,7 +346,9 @@ bool library_cost(const KernelGraph& g, const KernelOp& op,
   if (!library_matmul_supported(a.shape, b.shape, a.dtype, b.dtype, c.dtype)) return false;
   k.library = true;
   k.load_bytes = saturating_add(tensor_bytes(a), tensor_bytes(b));
-  k.store_bytes = tensor_bytes(c);
+  if (epilogue && epilogue->bias >= 0)
+    k.load_bytes = saturating_add(k.load_bytes, tensor_bytes(g.tensor(epilogue->bias)));
+  k.store_bytes = tensor_bytes(epilogue ? g.tensor(epilogue->result) : c);
   k.tensor_flops = op_flops({a.shape, b.shape}, c.shape, op.kind, op.attrs, {}).tensor;
   k.blocks = t.sm_count;
   k.forloop = 1;
@@ -426,16 +433,21 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
   // A slice whose source's kernel writes it (a routed part, output_routes.h) is no kernel
   // either; that kernel stores the same bytes, into the parts instead of one tensor.
   const std::vector<std::optional<OutputRoute>> routes = plan_output_routes(g, views);
+  // The elementwise ops a cuBLAS call applies as its epilogue are no kernels either.
+  const std::vector<std::optional<LibraryEpilogue>> epilogues =
+      options.library_matmul ? plan_library_epilogues(g, library_reader, views)
+                             : std::vector<std::optional<LibraryEpilogue>>(g.ops().size());
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input || is_kernel_view(g, views, i) || is_routed_slice(g, routes, i))
+    if (op.kind == OpKind::Input || is_kernel_view(g, views, i) ||
+        is_routed_slice(g, routes, i) || is_absorbed_epilogue(epilogues, i))
       continue;
     KernelCost k{};
     k.op_id = i;
     k.forloop =
         op.kind == OpKind::Customized ? op.body->forloop() : 1;  // a predefined matmul sets its own
     k.label = label_of(g, op);
-    if (options.library_matmul && library_cost(g, op, views, t, k)) {
+    if (options.library_matmul && library_cost(g, op, views, epilogues[i], t, k)) {
       gc.predicted_us += k.predicted_s * 1e6;
       gc.kernels.push_back(std::move(k));
       continue;

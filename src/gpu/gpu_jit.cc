@@ -200,7 +200,7 @@ std::vector<std::string> source_link_flags(const std::string& source, const JitO
   const Json meta = source_meta(source);
   const auto it = meta.is_object() ? meta.find("cublas") : meta.end();
   if (!meta.is_object() || it == meta.end() || !it->is_boolean() || !it->get<bool>()) return {};
-  std::vector<std::string> flags = {"-lcublas"};
+  std::vector<std::string> flags = {"-lcublas", "-lcublasLt"};
   const std::string dir = toolkit_blas_dir(nvcc_executable(options));
   if (!dir.empty()) flags.insert(flags.end(), {"-Xlinker", "-rpath=" + dir});
   return flags;

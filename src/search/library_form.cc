@@ -7,6 +7,7 @@
 #include <set>
 
 #include "search/pointwise_seed.h"
+#include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
 #include "strata/opt/thread_fusion.h"
 
@@ -102,10 +103,11 @@ Result<KernelGraph> push_slices(const KernelGraph& program, int& pushed) {
   return out;
 }
 
-/// How the ops of the (pushed) program are grouped: matmuls and views stay predefined; the
-/// others carry their level (library_form.h).
+/// How the ops of the (pushed) program are grouped: matmuls, views and the ops a cuBLAS call
+/// absorbs as its epilogue stay predefined; the others carry their level (library_form.h).
 struct Partition {
-  std::vector<bool> kept;  ///< per op: a matmul, a view read only by matmuls, or an input
+  /// per op: a matmul, a view read only by matmuls, an op of a library epilogue, or an input
+  std::vector<bool> kept;
   std::vector<int> level;  ///< per op: matmuls on the longest path from the inputs
 };
 
@@ -132,6 +134,20 @@ Partition partition(const KernelGraph& g) {
              (is_matmul(g.op(r)) || (op_category(g.op(r).kind) == Category::Layout && p.kept[r]));
     p.kept[i] = view;
   }
+  // The ops a cuBLAS call applies as its epilogue (library_epilogues.h: a bias, then relu or
+  // gelu) are no kernels: they stay as the program has them. Like a matmul they raise the
+  // level, so that no region reaches around them (a region's kernels run in one place).
+  const std::vector<std::optional<LibraryEpilogue>> epilogues = plan_library_epilogues(
+      g,
+      [&](int i) {
+        const KernelOp& op = g.op(i);
+        const KernelTensor &a = g.tensor(op.inputs[0]), &b = g.tensor(op.inputs[1]);
+        return library_matmul_supported(a.shape, b.shape, a.dtype, b.dtype,
+                                        g.tensor(op.outputs[0]).dtype);
+      },
+      {});
+  std::vector<bool> absorbed(nops, false);
+  for (int i = 0; i < nops; ++i) absorbed[i] = is_absorbed_epilogue(epilogues, i);
   std::vector<int> tensor_level(g.tensors().size(), 0);
   p.level.assign(nops, 0);
   for (int i = 0; i < nops; ++i) {
@@ -139,7 +155,8 @@ Partition partition(const KernelGraph& g) {
     int level = 0;
     for (int t : op.inputs) level = std::max(level, tensor_level[t]);
     p.level[i] = level;
-    for (int t : op.outputs) tensor_level[t] = level + (is_matmul(op) ? 1 : 0);
+    if (absorbed[i]) p.kept[i] = true;
+    for (int t : op.outputs) tensor_level[t] = level + (is_matmul(op) || absorbed[i] ? 1 : 0);
   }
   return p;
 }
