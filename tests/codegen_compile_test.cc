@@ -23,8 +23,8 @@
 #include "support/elementwise_graphs.h"
 #include "support/mma_padding_graphs.h"
 #include "support/op_coverage_graphs.h"
-#include "support/routed_graphs.h"
 #include "support/ragged_graphs.h"
+#include "support/routed_graphs.h"
 #include "support/test_steps.h"
 
 namespace strata::testing {
@@ -236,8 +236,8 @@ output Y, Z
                              " -shared -Xcompiler -fPIC -Xlinker --no-undefined -o " + cu + ".so " +
                              cu;
     std::string log;
-    EXPECT_EQ(run_command(base + (library ? " -lcublas -lcublasLt" : ""), log), 0)
-        << base << "\n" << log;
+    EXPECT_EQ(run_command(base + (library ? " -lcublas -lcublasLt" : ""), log), 0) << base << "\n"
+                                                                                   << log;
     if (library) {
       EXPECT_NE(src->code.find("gemm_epilogue("), std::string::npos);
       EXPECT_NE(run_command(base, log), 0) << "linked without -lcublas:\n" << log;

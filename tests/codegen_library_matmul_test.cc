@@ -328,8 +328,9 @@ TEST(LibraryMatmulEmulation, Epilogues) {
        "input X: bf16[3, 33, 64]\ninput W: bf16[3, 64, 40]\ninput B: bf16[1, 40]\n"
        "Y = matmul(X, W)\nO = add(B, Y)\noutput O\n",
        0},
-      {"relu", "input X: f16[17, 72]\ninput W: f16[72, 56]\nY = matmul(X, W)\nO = relu(Y)\n"
-               "output O\n",
+      {"relu",
+       "input X: f16[17, 72]\ninput W: f16[72, 56]\nY = matmul(X, W)\nO = relu(Y)\n"
+       "output O\n",
        0},
       {"bias_then_residual",
        "input X: f16[64, 128]\ninput W: f16[128, 96]\ninput B: f16[96]\ninput R: f16[64, 96]\n"
@@ -352,8 +353,7 @@ TEST(LibraryMatmulEmulation, Epilogues) {
   // The epilogue's bits: bias 1, relu 2, gelu 4; the call's workspace slot past the tensors.
   auto src = emit_cuda_source(parse(cases[0].text));
   ASSERT_TRUE(src.ok());
-  EXPECT_NE(src->code.find(", t2, 5, ws + 0, 4194304ULL, stream)"), std::string::npos)
-      << src->code;
+  EXPECT_NE(src->code.find(", t2, 5, ws + 0, 4194304ULL, stream)"), std::string::npos) << src->code;
   EXPECT_EQ(src->workspace_bytes, 4194304);
   // With blas=0 the add and the gelu are kernels again.
   auto off = emit_cuda_source(parse(cases[0].text), knobs("blas=0"));

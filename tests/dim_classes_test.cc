@@ -3,8 +3,8 @@
 // rejections), derived classes, and the split candidates.
 #include <gtest/gtest.h>
 
-#include "strata/search/dim_classes.h"
 #include "strata/frontend/program_parser.h"
+#include "strata/search/dim_classes.h"
 
 namespace strata {
 namespace {

@@ -63,10 +63,11 @@ output O
 TEST(LibraryEpilogues, BiasShapesAndOperandOrder) {
   // The bias as [1, N] and as the add's first operand; batched with a shared [1, 1, N] bias;
   // relu alone.
-  for (const char* text : {"input X: f16[64, 128]\ninput W: f16[128, 96]\ninput B: f16[1, 96]\n"
-                           "Y = matmul(X, W)\nO = add(B, Y)\noutput O\n",
-                           "input X: bf16[2, 64, 128]\ninput W: bf16[2, 128, 96]\n"
-                           "input B: bf16[1, 1, 96]\nY = matmul(X, W)\nO = add(Y, B)\noutput O\n"}) {
+  for (const char* text :
+       {"input X: f16[64, 128]\ninput W: f16[128, 96]\ninput B: f16[1, 96]\n"
+        "Y = matmul(X, W)\nO = add(B, Y)\noutput O\n",
+        "input X: bf16[2, 64, 128]\ninput W: bf16[2, 128, 96]\n"
+        "input B: bf16[1, 1, 96]\nY = matmul(X, W)\nO = add(Y, B)\noutput O\n"}) {
     const KernelGraph g = parse(text);
     const auto e = only(g);
     ASSERT_TRUE(e) << text;
@@ -74,9 +75,9 @@ TEST(LibraryEpilogues, BiasShapesAndOperandOrder) {
     EXPECT_EQ(e->activation, EpilogueActivation::None) << text;
     EXPECT_EQ(e->result, g.find_tensor("O")) << text;
   }
-  const KernelGraph relu =
-      parse("input X: f16[64, 128]\ninput W: f16[128, 96]\nY = matmul(X, W)\nO = relu(Y)\n"
-            "output O\n");
+  const KernelGraph relu = parse(
+      "input X: f16[64, 128]\ninput W: f16[128, 96]\nY = matmul(X, W)\nO = relu(Y)\n"
+      "output O\n");
   const auto e = only(relu);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->bias, -1);
@@ -118,8 +119,8 @@ TEST(LibraryEpilogues, WhatStaysAKernel) {
 }
 
 TEST(LibraryEpilogues, CostModelChargesTheCallAlone) {
-  const KernelGraph plain = parse(
-      "input X: f16[512, 1024]\ninput W: f16[1024, 3072]\nY = matmul(X, W)\noutput Y\n");
+  const KernelGraph plain =
+      parse("input X: f16[512, 1024]\ninput W: f16[1024, 3072]\nY = matmul(X, W)\noutput Y\n");
   const KernelGraph fused = parse(
       "input X: f16[512, 1024]\ninput W: f16[1024, 3072]\ninput B: f16[3072]\n"
       "Y = matmul(X, W)\nZ = add(Y, B)\nO = gelu(Z)\noutput O\n");

@@ -58,7 +58,6 @@ enum BlasType { kBlasF16 = 0, kBlasBf16 = 1, kBlasF32 = 2 };
 /// activation.
 enum BlasEpilogue { kEpilogueBias = 1, kEpilogueRelu = 2, kEpilogueGelu = 4 };
 
-
 #if defined(STRATA_RT_EMULATE)
 
 namespace emu_blas {
@@ -104,12 +103,11 @@ inline int blas_init() {
 /// op(A) is m × k (A stored k × m when trans_a), op(B) k × n, C m × n with leading dimension
 /// ldc; the bias (kEpilogueBias) has m elements of C's type, shared by the batch. The
 /// workspace is unused here (cuBLASLt's).
-inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
-                         int a_type, int lda, long long stride_a, const void* B, int b_type,
-                         int ldb, long long stride_b, void* C, int c_type, int ldc,
-                         long long stride_c, int batch, const void* bias, int epilogue,
-                         void* workspace, unsigned long long workspace_bytes,
-                         cudaStream_t stream) {
+inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const void* A, int a_type,
+                         int lda, long long stride_a, const void* B, int b_type, int ldb,
+                         long long stride_b, void* C, int c_type, int ldc, long long stride_c,
+                         int batch, const void* bias, int epilogue, void* workspace,
+                         unsigned long long workspace_bytes, cudaStream_t stream) {
   (void)stream;
   (void)workspace;
   (void)workspace_bytes;
@@ -171,8 +169,8 @@ struct BlasHandles {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo = {};
   };
-  using LtKey = std::tuple<int, bool, bool, int, int, int, int, int, long long, int, long long,
-                           int, int, long long, int, int, unsigned long long, int>;
+  using LtKey = std::tuple<int, bool, bool, int, int, int, int, int, long long, int, long long, int,
+                           int, long long, int, int, unsigned long long, int>;
   std::map<LtKey, LtPlan> lt_plans;
 };
 inline BlasHandles& blas_handles() {
@@ -218,8 +216,8 @@ inline int blas_alignment(const void* p) {
 /// a cublasStatus_t (CUBLAS_STATUS_NOT_SUPPORTED when no algorithm fits).
 inline cublasStatus_t make_lt_plan(cublasLtHandle_t lt, const BlasHandles::LtKey& key,
                                    BlasHandles::LtPlan& plan) {
-  const auto [device, trans_a, trans_b, m, n, k, a_type, lda, stride_a, ldb, stride_b, c_type,
-              ldc, stride_c, batch_, epilogue, workspace_bytes, align] = key;
+  const auto [device, trans_a, trans_b, m, n, k, a_type, lda, stride_a, ldb, stride_b, c_type, ldc,
+              stride_c, batch_, epilogue, workspace_bytes, align] = key;
   (void)device;
   const int batch = batch_;  // the layouts' lambda captures it (no structured binding)
   cublasStatus_t s = cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
@@ -227,23 +225,22 @@ inline cublasStatus_t make_lt_plan(cublasLtHandle_t lt, const BlasHandles::LtKey
   const cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasLtEpilogue_t epi =
-      (epilogue & kEpilogueGelu)   ? ((epilogue & kEpilogueBias) ? CUBLASLT_EPILOGUE_GELU_BIAS
-                                                                 : CUBLASLT_EPILOGUE_GELU)
-      : (epilogue & kEpilogueRelu) ? ((epilogue & kEpilogueBias) ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                                                 : CUBLASLT_EPILOGUE_RELU)
+      (epilogue & kEpilogueGelu)
+          ? ((epilogue & kEpilogueBias) ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+      : (epilogue & kEpilogueRelu)
+          ? ((epilogue & kEpilogueBias) ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
       : (epilogue & kEpilogueBias) ? CUBLASLT_EPILOGUE_BIAS
                                    : CUBLASLT_EPILOGUE_DEFAULT;
   const cudaDataType_t bias_type = blas_data_type(c_type);
-  if ((s = cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                          sizeof(ta))) != CUBLAS_STATUS_SUCCESS ||
-      (s = cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                          sizeof(tb))) != CUBLAS_STATUS_SUCCESS ||
+  if ((s = cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta))) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (s = cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb))) !=
+          CUBLAS_STATUS_SUCCESS ||
       (s = cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
                                           sizeof(epi))) != CUBLAS_STATUS_SUCCESS ||
       ((epilogue & kEpilogueBias) &&
-       (s = cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                           &bias_type, sizeof(bias_type))) !=
-           CUBLAS_STATUS_SUCCESS))
+       (s = cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                           sizeof(bias_type))) != CUBLAS_STATUS_SUCCESS))
     return s;
   // Column-major layouts as stored: A is m × k (k × m when transposed), B k × n (n × k).
   auto layout = [&](cublasLtMatrixLayout_t& l, int type, int rows, int cols, int ld,
@@ -255,8 +252,8 @@ inline cublasStatus_t make_lt_plan(cublasLtHandle_t lt, const BlasHandles::LtKey
     if ((st = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                                sizeof(count))) != CUBLAS_STATUS_SUCCESS)
       return st;
-    return cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                            &offset, sizeof(offset));
+    return cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset,
+                                            sizeof(offset));
   };
   if ((s = layout(plan.a, a_type, trans_a ? k : m, trans_a ? m : k, lda, stride_a)) !=
           CUBLAS_STATUS_SUCCESS ||
@@ -316,14 +313,14 @@ inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k,
 /// (BlasEpilogue bits; the bias: m elements of C's type, shared by the batch) applied before C
 /// is rounded, on `stream`, with `workspace_bytes` of `workspace`; the plan (descriptors and the
 /// heuristic's algorithm for the pointers' alignment) is made once per device and shape.
-inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
-                         int a_type, int lda, long long stride_a, const void* B, int b_type,
-                         int ldb, long long stride_b, void* C, int c_type, int ldc,
-                         long long stride_c, int batch, const void* bias, int epilogue,
-                         void* workspace, unsigned long long workspace_bytes,
-                         cudaStream_t stream) {
+inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const void* A, int a_type,
+                         int lda, long long stride_a, const void* B, int b_type, int ldb,
+                         long long stride_b, void* C, int c_type, int ldc, long long stride_c,
+                         int batch, const void* bias, int epilogue, void* workspace,
+                         unsigned long long workspace_bytes, cudaStream_t stream) {
   if (a_type != b_type) return kBlasError + CUBLAS_STATUS_NOT_SUPPORTED;
-  if ((epilogue & kEpilogueBias) && bias == nullptr) return kBlasError + CUBLAS_STATUS_INVALID_VALUE;
+  if ((epilogue & kEpilogueBias) && bias == nullptr)
+    return kBlasError + CUBLAS_STATUS_INVALID_VALUE;
   if (const int err = blas_init()) return err;
   int device = 0;
   const cudaError_t derr = cudaGetDevice(&device);
@@ -331,9 +328,9 @@ inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const 
   int align = blas_alignment(A);
   for (const void* p : {B, static_cast<const void*>(C), bias})
     if (p != nullptr) align = blas_alignment(p) < align ? blas_alignment(p) : align;
-  const BlasHandles::LtKey key{device, trans_a,  trans_b,  m,        n,        k,
-                               a_type, lda,      stride_a, ldb,      stride_b, c_type,
-                               ldc,    stride_c, batch,    epilogue, workspace_bytes, align};
+  const BlasHandles::LtKey key{
+      device,   trans_a, trans_b, m,        n,     k,        a_type,          lda,  stride_a, ldb,
+      stride_b, c_type,  ldc,     stride_c, batch, epilogue, workspace_bytes, align};
   BlasHandles& h = blas_handles();
   std::lock_guard<std::mutex> lock(h.mu);
   auto it = h.lt_plans.find(key);

@@ -245,9 +245,9 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
       [&](int i) {
         const KernelOp& op = g.op(i);
         return !no_library[i] && library_matmul_candidate(g, i, options) &&
-               library_matmul_supported(g.tensor(op.inputs[0]).shape,
-                                        g.tensor(op.inputs[1]).shape, stored[op.inputs[0]],
-                                        stored[op.inputs[1]], stored[op.outputs[0]]);
+               library_matmul_supported(g.tensor(op.inputs[0]).shape, g.tensor(op.inputs[1]).shape,
+                                        stored[op.inputs[0]], stored[op.inputs[1]],
+                                        stored[op.outputs[0]]);
       },
       bp.views, stored);
   for (int t = 0; t < ntensors; ++t) {
@@ -435,10 +435,10 @@ Result<std::optional<Launch>> library_matmul_launch(const KernelGraph& g, int i,
   const std::optional<LibraryEpilogue>& epilogue = bp.epilogues[i];
   if (epilogue) {
     L.gemm.bias = epilogue->bias;
-    L.gemm.epilogue = (epilogue->bias >= 0 ? 1 : 0) |
-                      (epilogue->activation == EpilogueActivation::Relu   ? 2
-                       : epilogue->activation == EpilogueActivation::Gelu ? 4
-                                                                          : 0);
+    L.gemm.epilogue =
+        (epilogue->bias >= 0 ? 1 : 0) | (epilogue->activation == EpilogueActivation::Relu   ? 2
+                                         : epilogue->activation == EpilogueActivation::Gelu ? 4
+                                                                                            : 0);
     L.gemm.workspace_offset = bp.epilogue_workspace[i];
     L.gemm.workspace_bytes = kLibraryWorkspaceBytes;
     L.args = {ga->storage, gb->storage};
@@ -779,7 +779,7 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
   w.add(ir::eval(ir::c_cast("void", ir::var("outputs"))));
   for (int t = 0; t < ntensors; ++t) {
     if (bp.views[t]) continue;  // read in place: its readers get the tensor holding it
-    if (bp.buf[t].kind == Buffer::Routed) continue;  // written into its parts
+    if (bp.buf[t].kind == Buffer::Routed) continue;    // written into its parts
     if (bp.buf[t].kind == Buffer::Absorbed) continue;  // never stored: a library epilogue's
     const std::string T = codegen::cuda_type(bp.dtypes[t]);
     const Buffer& b = bp.buf[t];
@@ -973,8 +973,8 @@ Status plan_customized_kernels(const KernelGraph& g, const EmitOptions& given) {
     if (op.kind != OpKind::Customized) continue;
     auto plan = plan_kernel_as_stored(g, op, op.body, bp, options.plan);
     if (!plan.ok())
-      return make_error("kernel op #" + std::to_string(i) + " (customized): " +
-                        plan.error().message);
+      return make_error("kernel op #" + std::to_string(i) +
+                        " (customized): " + plan.error().message);
   }
   return Status::success();
 }

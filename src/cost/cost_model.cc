@@ -6,9 +6,9 @@
 #include "strata/ir/shape_infer.h"
 #include "strata/opt/kernel_views.h"
 #include "strata/opt/layout.h"
+#include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
 #include "strata/opt/output_routes.h"
-#include "strata/opt/library_epilogues.h"
 
 namespace strata {
 namespace {

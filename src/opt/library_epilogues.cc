@@ -49,8 +49,7 @@ std::vector<std::optional<LibraryEpilogue>> plan_library_epilogues(
       const int u = add.outputs[0];
       // The call runs where the matmul is: the bias must be ready by then.
       const int bias_op = g.tensor(other).producer;
-      if (other != t && !viewed(other) && bias_op < i && dtype(other) == type &&
-          dtype(u) == type &&
+      if (other != t && !viewed(other) && bias_op < i && dtype(other) == type && dtype(u) == type &&
           column_bias(g.tensor(other).shape, g.tensor(t).shape) &&
           g.tensor(u).shape == g.tensor(t).shape) {
         e.bias = other;

@@ -20,8 +20,8 @@ enum class EpilogueActivation { None, Relu, Gelu };
 
 /// The epilogue of library matmul `matmul`: D = act(A·B + bias), written into `result`.
 struct LibraryEpilogue {
-  int matmul = -1;     ///< the matmul op
-  int bias = -1;       ///< kernel tensor of N elements added along the columns, or -1
+  int matmul = -1;  ///< the matmul op
+  int bias = -1;    ///< kernel tensor of N elements added along the columns, or -1
   EpilogueActivation activation = EpilogueActivation::None;
   std::vector<int> absorbed;  ///< the ops absorbed, in order (the add, the activation)
   int result = -1;            ///< the tensor the call writes: the last absorbed op's result
