@@ -95,7 +95,8 @@ Json search_model_fingerprint(const std::string& target) {
     f["wgmma_tensor_flops"] = rate(wgmma_tensor_flops);
   }
   const auto& [grid_tiles, max_unit_tile_extent, reduce_tiles, loop_tiles, max_blocks,
-               max_ragged_waste, large_grid_tiles] = SplitPolicy{};
+               max_ragged_waste, large_grid_tiles, wgmma_grid_tiles, wgmma_tile_min_extent] =
+      SplitPolicy{};
   f["grid_tiles"] = grid_tiles;
   f["max_unit_tile_extent"] = max_unit_tile_extent;
   f["reduce_tiles"] = reduce_tiles;
@@ -103,6 +104,8 @@ Json search_model_fingerprint(const std::string& target) {
   f["max_blocks"] = max_blocks;
   f["max_ragged_waste"] = max_ragged_waste;
   f["large_grid_tiles"] = large_grid_tiles;
+  f["wgmma_grid_tiles"] = wgmma_grid_tiles;
+  f["wgmma_tile_min_extent"] = wgmma_tile_min_extent;
   return f;
 }
 

@@ -53,6 +53,7 @@ struct DimClassInfo {
   bool sum_reduced = false;   ///< Plain: summed over in the program (matmul k, sum, mean)
   bool norm_reduced = false;  ///< Plain: normalized over in the program (rms_norm)
   bool max_reduced = false;   ///< Plain: maxed over in the program (max, softmax)
+  bool matmul_rows = false;   ///< Plain: the rows (M) of a matmul's output in the program
   std::string label;          ///< Plain: "X.1", the first program dim in the class
   DimClass a = kNoClass;      ///< Concat: first part; Partial, Grouped: the split class
   DimClass b = kNoClass;      ///< Concat: second part; Partial: class of the tile dim
@@ -219,6 +220,14 @@ struct SplitPolicy {
   /// or 152064): tried in order by the same rules (dividing, else ragged with bounded
   /// padding), and the first that gives a split is offered.
   std::vector<int64_t> large_grid_tiles{256, 512, 1024};
+  /// Tiles offered beside grid_tiles, where they divide, to a class of matmul rows
+  /// (DimClassInfo::matmul_rows) that is not reduced in the program and has at least
+  /// wgmma_tile_min_extent elements (16 blocks along it or more): 256 rows are four warpgroups of
+  /// 64, the most a block of 16 warps gives warpgroup MMA with one row tile per warp
+  /// (docs/codegen.md, "wgmma"). The search clears the list for a target without wgmma
+  /// (ArchTraits::wgmma).
+  std::vector<int64_t> wgmma_grid_tiles{256};
+  int64_t wgmma_tile_min_extent = 4096;
 };
 
 /// Candidate grid extents (≥ 2, ascending) for splitting class `info` across blocks.
