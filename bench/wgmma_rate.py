@@ -19,7 +19,7 @@ variants, before (the model without a wgmma term: both variants predicted alike)
 fitted rate. The 64-row forms that h200-2026-11-29-wgmma timed (`OUT/…/rows64/NAME.rI.kK_axisA_divF
 .json`) are derived again from the search result (bench/wgmma_rows.py `regridded`).
 
-    python3 bench/wgmma_rate.py [--strata build/strata] [--json FILE]
+    python3 bench/wgmma_rate.py [RECORD.json@REV ...] [--strata build/strata] [--json FILE]
 """
 
 import argparse
@@ -37,30 +37,36 @@ from calibrate import top1_regret  # noqa: E402
 from report import spearman  # noqa: E402
 from wgmma_rows import regridded  # noqa: E402
 
-RECORDS = ["bench/results/h200-2026-11-29-wgmma.json",
-           "bench/results/h200-2026-11-29-suite-wgmma.json"]
-# The revision of the search results (bench/search/suite/) both records profiled.
+# The records (RECORD.json@REV: REV the revision of the search results, bench/search/suite/,
+# that the record profiled) fitted by default.
 GRAPHS_REV = "6817fcb"
+RECORDS = [f"bench/results/h200-2026-11-29-wgmma.json@{GRAPHS_REV}",
+           f"bench/results/h200-2026-11-29-suite-wgmma.json@{GRAPHS_REV}"]
 VARIANTS = ("default", "wgmma=1")
 SM_COUNT = 132
 # The rates tried (FLOP/s); inf charges the wgmma FLOPs nothing.
 GRID = [r * 1e12 for r in range(600, 4001, 50)] + [6e15, 8e15, 12e15, 20e15, math.inf]
 
 
-def timed(record):
-    """(program, origin, variant, measured µs) of every correct candidate of the two variants."""
+def timed(spec):
+    """(program, origin@REV, variant, measured µs) of every correct candidate of the two
+    variants in the record `spec` (RECORD.json@REV; without @REV, GRAPHS_REV)."""
+    record, sep, rev = spec.rpartition("@")
+    if not sep:
+        record, rev = spec, GRAPHS_REV
     doc = json.loads((ROOT / record).read_text())
     out = []
     for prof in (doc.get("profiles") or {}).values():  # strata profile reports
         program = Path(prof["program"]).stem
         for c in prof.get("candidates", []):
             if c.get("status") == "ok" and c.get("variant") in VARIANTS and c.get("timing"):
-                out.append((program, c["origin"], c["variant"], c["timing"]["median_us"]))
+                out.append((program, f"{c['origin']}@{rev}", c["variant"],
+                            c["timing"]["median_us"]))
     for r in doc.get("results") or []:  # a suite record
         for c in r.get("strata_candidates", []):
             if c.get("ok") and c.get("variant") in VARIANTS:
                 us = c.get("profiler_median_us") or c.get("median_us")
-                out.append((r["config"], c["origin"], c["variant"], us))
+                out.append((r["config"], f"{c['origin']}@{rev}", c["variant"], us))
     return out
 
 
@@ -74,18 +80,21 @@ def search_result(path, rev=GRAPHS_REV):
 def graph_of(origin, scratch):
     """A μGraph file for a candidate's origin: `RESULT.json: ranked[i].graph`, or a 64-row form
     `…/rows64/STEM.rI.kK_axisA_divF.json` derived again from bench/search/suite/STEM.json; the
-    search results as the records profiled them (GRAPHS_REV)."""
+    search results as the record profiled them (`origin@REV`; without it GRAPHS_REV)."""
+    origin, sep, rev = origin.rpartition("@")
+    if not sep:
+        origin, rev = rev, GRAPHS_REV
     path, _, member = origin.partition(": ")
     m = re.search(r"/rows64/(.+)\.r(\d+)\.k(\d+)_axis(\d+)_div(\d+)\.json$", path)
     if m:
         stem, rank, k, axis, f = m.group(1), *map(int, m.groups()[1:])
-        doc = search_result(f"bench/search/suite/{stem}.json")
+        doc = search_result(f"bench/search/suite/{stem}.json", rev)
         g = regridded(doc["ranked"][rank]["graph"], k, axis, f)
-        name = f"{stem}.r{rank}.k{k}_axis{axis}_div{f}.json"
+        name = f"{rev}.{stem}.r{rank}.k{k}_axis{axis}_div{f}.json"
     else:
         rank = int(member.split("[", 1)[1].split("]", 1)[0])
-        g = search_result(path)["ranked"][rank]["graph"]
-        name = f"{Path(path).stem}.rank{rank}.json"
+        g = search_result(path, rev)["ranked"][rank]["graph"]
+        name = f"{rev}.{Path(path).stem}.rank{rank}.json"
     out = scratch / name
     out.write_text(json.dumps(g))
     return out
@@ -120,11 +129,14 @@ def predicted_us(doc, rate):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("records", nargs="*", default=RECORDS, metavar="RECORD.json@REV",
+                    help="records that timed both variants, each with the revision of the "
+                         "search results it profiled (default: the two of 2026-11-29)")
     ap.add_argument("--strata", default=str(ROOT / "build" / "strata"))
     ap.add_argument("--json", default="", help="write the points and the fit here")
     a = ap.parse_args()
 
-    points = [p for rec in RECORDS for p in timed(rec)]
+    points = [p for rec in a.records for p in timed(rec)]
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         docs = {}
@@ -171,7 +183,7 @@ def main():
     print("|---|---|---:|---:|")
     for pr, o, m in pairs:
         p = pred((pr, o, "wgmma=1", 0), best) / pred((pr, o, "default", 0), best)
-        print(f"| {pr} | {o.split('/')[-1]} | {m:.3f} | {p:.3f} |")
+        print(f"| {pr} | {o.rpartition('@')[0].split('/')[-1]} | {m:.3f} | {p:.3f} |")
 
     configs = [p[0] for p in points]
     meas = [p[3] for p in points]
