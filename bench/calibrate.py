@@ -233,8 +233,9 @@ def load_points(spec, strata, target, scratch, info=None):
         if graph is None:
             print(f"calibrate: no μGraph for {key} #{c['index']}, point skipped", file=sys.stderr)
             continue
-        r = subprocess.run([str(strata), "cost", "--json", "--target", info["target"]] +
-                           info.get("cost_flags", []) + [str(graph)],
+        # The points are times of the default emitter variant: mma.sync code (--no-wgmma).
+        r = subprocess.run([str(strata), "cost", "--json", "--target", info["target"],
+                            "--no-wgmma"] + info.get("cost_flags", []) + [str(graph)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             print(f"calibrate: strata cost {graph}: {r.stderr.strip()}", file=sys.stderr)

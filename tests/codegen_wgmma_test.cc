@@ -128,6 +128,22 @@ TEST(WgmmaEmulation, AttentionChainHeadDim64) {
         wgmma_options(), {"warpgroup MMA for"}, {}, 0.25, 6e-2);
 }
 
+TEST(WgmmaEmulation, AttentionChain256RowsOver128Keys) {
+  // The tiling the search now ranks first for prefill attention at head dim 64 (docs/search.md,
+  // "Dimension classes"): 256 query rows per block (16 warps, four warpgroups) over key tiles
+  // of 128. P·V takes wgmma (m64n64k16) with A from S's 128-column registers, eight k-steps
+  // per call; S keeps mma.sync here (K stored [d, keys]: rows of 128 keys are 256 bytes).
+  const KernelGraph g = attention_graph(2, 256, 64, 512, 2, 128, 64, false);
+  check("wg_gqa_256x128", g, wgmma_options(),
+        {"warpgroup MMA for the second product", "wgmma: m64n64k16", "512 threads",
+         "not wgmma: the B tile's rows are not swizzled rows of 128 bytes"},
+        {}, 0.25);
+  // K read as [keys, d] through a transpose (as the suite's programs store it): S takes wgmma
+  // too, m64n128k16 with a K-major B of 128 rows of 64 halves.
+  check("wg_kmajor_256x128", qknorm_gain_on_q(2, 256, 64, 512, 4, false), wgmma_options(),
+        {"wgmma: m64n128k16, B K-major", "wgmma: m64n64k16", "512 threads"}, {}, 0.25, 6e-2);
+}
+
 TEST(WgmmaEmulation, AttentionKeysMajorK) {
   // K read as [keys, d] through a transpose in place: S = Q·Kᵀ has a K-major B (d = 64 halves
   // per row); rms_norm of K folded into the product as column scales.
@@ -172,7 +188,8 @@ TEST(WgmmaCompile, Sm90aPtxas) {
       {"mm", plain_matmul(64, 256, 64, 64, 128, false, DType::f16)},
       {"mm_gelu", plain_matmul(128, 64, 64, 64, 256, true, DType::bf16)},
       {"gqa", attention_graph(2, 64, 64, 1024, 2, 64, 32, false)},
-      {"kmajor", qknorm_gain_on_q(2, 64, 64, 256, 4, false)}};
+      {"kmajor", qknorm_gain_on_q(2, 64, 64, 256, 4, false)},
+      {"kmajor256", qknorm_gain_on_q(2, 256, 64, 512, 4, false)}};
   for (const auto& [name, g] : graphs) {
     EmitOptions opts = wgmma_options();
     opts.name = name;

@@ -17,6 +17,7 @@
 #include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
 #include "support/routed_graphs.h"
+#include "support/wgmma_graphs.h"
 
 namespace strata {
 namespace {
@@ -77,7 +78,12 @@ void expect_formula(const KernelCost& k, const Target& t) {
   double t_mem = static_cast<double>(k.load_bytes + k.store_bytes) / t.mem_bandwidth_Bps +
                  static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
                  static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
-  double t_comp = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
+  // Matmuls run as warpgroup MMA at the wgmma rate (only on a target with wgmma).
+  double t_comp = (k.tensor_flops - k.wgmma_flops) / t.tensor_peak_flops +
+                  (k.wgmma_flops > 0 ? k.wgmma_flops / t.wgmma_tensor_flops : 0.0) +
+                  k.simt_flops / t.simt_peak_flops;
+  EXPECT_LE(k.wgmma_flops, k.tensor_flops);
+  if (!t.wgmma) EXPECT_EQ(k.wgmma_flops, 0.0);
   EXPECT_DOUBLE_EQ(k.alpha, alpha);
   EXPECT_DOUBLE_EQ(k.t_mem_s, t_mem);
   EXPECT_DOUBLE_EQ(k.t_comp_s, t_comp);
@@ -465,6 +471,52 @@ TEST(CostModel, SharedMemoryPruneSlack) {
 
 // Every reference μGraph of examples/ (the graphs the search must rediscover) gets a finite,
 // positive prediction and a shared-memory estimate that pruning keeps on every target.
+// Warpgroup MMA (docs/cost-model.md, "Warpgroup MMA"): on a target with wgmma a kernel whose
+// plan under the knob runs a matmul as wgmma is charged those FLOPs at the wgmma rate; a target
+// without wgmma, the default-variant prediction (CostOptions::wgmma off) and a kernel no matmul
+// of which can take wgmma are predicted as before.
+TEST(CostModel, WgmmaOnTargetsThatHaveIt) {
+  const Target h200 = *Target::by_name("h200");
+  EXPECT_TRUE(h200.wgmma);
+  EXPECT_TRUE(h100().wgmma);
+  EXPECT_GT(h200.wgmma_tensor_flops, h200.tensor_peak_flops);
+  const Target a100 = *Target::by_name("a100");
+  EXPECT_FALSE(a100.wgmma);
+  EXPECT_EQ(a100.wgmma_tensor_flops, 0.0);
+  Target no_wgmma = h200;  // the same constants on an architecture without wgmma
+  no_wgmma.wgmma = false;
+  CostOptions mma_sync;
+  mma_sync.wgmma = false;
+  // Attention with 64 query rows per block (one warpgroup): O = P·V takes wgmma, S = Q·K keeps
+  // mma.sync (Q's fragments are hoisted); with QK norms in bf16 both take it (the normalized Q
+  // is a computed tile, read per step). A matmul of 48 rows cannot.
+  const KernelGraph attention = testing::attention_graph(8, 64, 64, 4096, 4, 64, 32, false);
+  const KernelGraph qknorm =
+      testing::attention_graph(8, 64, 64, 4096, 4, 64, 32, true, DType::bf16);
+  const KernelGraph rows48 = testing::plain_matmul(48, 1024, 64, 64, 128, false, DType::f16);
+  for (const KernelGraph* g : {&attention, &qknorm}) {
+    const GraphCost with = estimate_cost(*g, h200);
+    const GraphCost without = estimate_cost(*g, no_wgmma);
+    const GraphCost default_variant = estimate_cost(*g, h200, mma_sync);
+    EXPECT_LT(with.predicted_us, without.predicted_us);
+    EXPECT_DOUBLE_EQ(without.predicted_us, default_variant.predicted_us);
+    ASSERT_EQ(with.kernels.size(), without.kernels.size());
+    // The first kernel's P·V (half its matmul FLOPs), or both products, at the wgmma rate.
+    const KernelCost& k = with.kernels[0];
+    EXPECT_DOUBLE_EQ(k.wgmma_flops, g == &attention ? k.tensor_flops / 2 : k.tensor_flops);
+    EXPECT_LT(k.t_comp_s, without.kernels[0].t_comp_s);
+    for (const KernelCost& c : without.kernels) EXPECT_EQ(c.wgmma_flops, 0.0);
+    for (const KernelCost& c : default_variant.kernels) EXPECT_EQ(c.wgmma_flops, 0.0);
+    for (const KernelCost& c : with.kernels) expect_formula(c, h200);
+    // No wgmma on the a100: the knob changes nothing there.
+    EXPECT_DOUBLE_EQ(estimate_cost(*g, a100).predicted_us,
+                     estimate_cost(*g, a100, mma_sync).predicted_us);
+  }
+  const GraphCost r48 = estimate_cost(rows48, h200);
+  EXPECT_EQ(r48.kernels[0].wgmma_flops, 0.0);
+  EXPECT_DOUBLE_EQ(r48.predicted_us, estimate_cost(rows48, h200, mma_sync).predicted_us);
+}
+
 TEST(CostModel, ReferenceExamplesArePredictedAndKept) {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator("examples/reference")) {

@@ -161,5 +161,47 @@ TEST(SearchExtents, LargeVocabulariesGetLargerTiles) {
   }
 }
 
+// Long classes of matmul rows also take tiles of 256 rows, four 64-row warpgroups for wgmma
+// (SplitPolicy::wgmma_grid_tiles): prefill attention's 16384 query rows of one KV head in 64
+// blocks beside the list's 128 … 1024 (tiles of 128 … 16); other classes, short ones and a target without wgmma
+// (the search clears the list) keep the list alone.
+TEST(SearchExtents, MatmulRowsGetWarpgroupTiles) {
+  SplitPolicy policy;
+  DimClassInfo rows;
+  rows.extent = 16384;
+  rows.matmul_rows = true;
+  EXPECT_EQ(grid_extent_candidates(rows, policy),
+            (std::vector<int64_t>{64, 128, 256, 512, 1024}));
+  DimClassInfo columns = rows;  // not a matmul's rows: no 256-row tiles
+  columns.matmul_rows = false;
+  EXPECT_EQ(grid_extent_candidates(columns, policy),
+            (std::vector<int64_t>{128, 256, 512, 1024}));
+  DimClassInfo short_rows = rows;  // fewer than 16 blocks of 256 rows
+  short_rows.extent = 2048;
+  EXPECT_EQ(grid_extent_candidates(short_rows, policy),
+            (std::vector<int64_t>{16, 32, 64, 128}));
+  DimClassInfo summed = rows;  // a split-K class keeps its reduce tiles
+  summed.sum_reduced = true;
+  EXPECT_EQ(grid_extent_candidates(summed, policy), (std::vector<int64_t>{16, 32, 64, 128}));
+  policy.wgmma_grid_tiles.clear();  // a target without wgmma
+  EXPECT_EQ(grid_extent_candidates(rows, policy), (std::vector<int64_t>{128, 256, 512, 1024}));
+  // The query rows of GQA attention packed as Q[KV heads, G·T, d] are the rows of S = Q·Kᵀ.
+  auto prog = parse_program(
+      "input Q: f16[8, 16384, 64]\ninput K: f16[8, 4096, 64]\ninput V: f16[8, 4096, 64]\n"
+      "S = matmul(Q, transpose(K))\nP = softmax(S, dim=-1)\nO = matmul(P, V)\noutput O\n",
+      "gqa.strata");
+  ASSERT_TRUE(prog.ok()) << prog.error().message;
+  auto classes = ClassTable::analyze(*prog);
+  ASSERT_TRUE(classes.ok()) << classes.error().message;
+  int matmul_rows = 0;
+  for (int c = 0; c < classes->num_plain(); ++c) {
+    const DimClassInfo& info = classes->info(c);
+    if (!info.matmul_rows) continue;
+    ++matmul_rows;
+    EXPECT_EQ(info.extent, 16384) << info.label;
+  }
+  EXPECT_EQ(matmul_rows, 1);
+}
+
 }  // namespace
 }  // namespace strata

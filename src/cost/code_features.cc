@@ -48,6 +48,12 @@ KernelCodeFeatures code_features_of_plan(const KernelPlan& plan) {
       const int64_t steps = (outputs + threads - 1) / threads * a[a.rank() - 1];
       (loop ? f.loop_simt_mm_steps : f.once_simt_mm_steps) += steps;
     }
+    if (op_category(op.kind) == Category::Matmul && plan.op(i).wgmma) {
+      const Shape& a = g.tensor(op.inputs[0]).shape;
+      const double flops = 2.0 * static_cast<double>(g.tensor(op.output).shape.numel()) *
+                           static_cast<double>(a[a.rank() - 1]);
+      (loop ? f.loop_wgmma_flops : f.once_wgmma_flops) += flops;
+    }
     if (!is_reduction(op) || op.inputs.empty()) continue;
     const ReductionShape r = reduction_shape(op, g.tensor(op.inputs[0]).shape);
     (loop ? f.loop_reduce_steps : f.once_reduce_steps) += ceil_log2(r.group());

@@ -11,6 +11,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["narrow_bytes"] = k.narrow_bytes;
   j["store_bytes"] = k.store_bytes;
   j["tensor_flops"] = k.tensor_flops;
+  j["wgmma_flops"] = k.wgmma_flops;
   j["simt_flops"] = k.simt_flops;
   j["blocks"] = k.blocks;
   j["forloop"] = k.forloop;
@@ -49,6 +50,8 @@ Json graph_cost_to_json(const GraphCost& c, const Target& t) {
   Json j;
   j["target"] = t.name;
   j["predicted_us"] = c.predicted_us;
+  // The rate the kernels' wgmma_flops were charged at (0: a target without wgmma).
+  j["wgmma_tensor_flops"] = t.wgmma_tensor_flops;
   Json ks = Json::array();
   for (const KernelCost& k : c.kernels) ks.push_back(kernel_cost_to_json(k));
   j["kernels"] = ks;

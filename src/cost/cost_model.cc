@@ -28,6 +28,9 @@ constexpr int64_t kElementsPerBlock = 1024;  // every other (memory-bound) op
 
 // A rate the calibration found no cost for (bytes / kFree = 0).
 constexpr double kFree = std::numeric_limits<double>::infinity();
+// The effective rate of matmuls run as warpgroup MMA on an H100/H200 (Target::
+// wgmma_tensor_flops; docs/cost-model.md, "Warpgroup MMA").
+constexpr double kWgmmaTensorFlops = 3.6e15;
 
 /// The built-in architecture of that name (every target's name is one).
 const ArchTraits& arch(std::string_view name) {
@@ -83,15 +86,19 @@ const std::vector<Target>& target_table() {
       // cuBLAS call"): h200 fitted alone on top of the other constants (log loss) to the 2509
       // H200 points of bench/calibration/points.json (`bench/calibrate.py --library-launch`);
       // h100 the same; a100 the h200's fraction (0.75) of its launch term, not measured.
+      // The last column, the rate of matmuls run as warpgroup MMA (docs/cost-model.md,
+      // "Warpgroup MMA"): h200 fitted to the time ratios of the graphs timed with and without
+      // the knob `wgmma` on an H200 (bench/calibrate.py --wgmma); h100 the same SM, so the same;
+      // a100 has no wgmma (0).
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6}},
+        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6}},
+        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops}},
       {arch("a100"),
        {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 403e-9,
-        1.87e-9, 14e-9, 2.5, 4.06e9, 65e-9, 1.5e-6}},
+        1.87e-9, 14e-9, 2.5, 4.06e9, 65e-9, 1.5e-6, 0.0}},
   };
   return table;
 }
@@ -396,6 +403,25 @@ bool may_have_simt_matmul(const KernelGraph& g, int i) {
   return false;
 }
 
+// Whether customized kernel op `i` may have a matmul that the wgmma plan runs as warpgroup
+// MMA: a 16-bit input type for the tensor cores and a matmul whose rows per batch are whole
+// 64-row warpgroup tiles (⌈M / 16⌉ a multiple of 4, plan_wgmma's first condition on the warps).
+// A cheap test that spares the second plan of the kernels that cannot take it.
+bool may_take_wgmma(const KernelGraph& g, int i) {
+  const KernelOp& op = g.op(i);
+  if (op.kind != OpKind::Customized || !op.body) return false;
+  std::vector<DType> input_dtypes;
+  for (int t : op.inputs) input_dtypes.push_back(g.tensor(t).dtype);
+  if (!mma_input_dtype(input_dtypes).has_value()) return false;
+  const BlockGraph& b = *op.body;
+  for (int j = 0; j < static_cast<int>(b.ops().size()); ++j) {
+    if (op_category(b.op(j).kind) != Category::Matmul) continue;
+    const Shape& out = b.tensor(b.op(j).output).shape;
+    if (out.rank() >= 2 && ((out[out.rank() - 2] + 15) / 16) % 4 == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::vector<Target>& known_targets() {
@@ -461,8 +487,22 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     const bool latency_bound = t.barrier_latency_s > 0 || t.thread_byte_latency_s > 0 ||
                                t.register_byte_latency_s > 0;
     std::optional<KernelCodeFeatures> code;
-    if (options.code_features || latency_bound || may_have_simt_matmul(g, i))
+    // On a target with wgmma, a kernel whose plan under the knob runs a matmul as warpgroup MMA
+    // is predicted as that plan (the tuning variant `wgmma=1`, profiled beside the default);
+    // any other kernel as the default plan.
+    if (options.wgmma && t.wgmma && t.wgmma_tensor_flops > 0 && may_take_wgmma(g, i)) {
+      PlanOptions wgmma_plan = PlanOptions::for_arch(t);
+      wgmma_plan.wgmma = true;
+      code = kernel_code_features(g, i, views, wgmma_plan);
+      if (code && code->loop_wgmma_flops + code->once_wgmma_flops <= 0) code.reset();
+    }
+    if (!code && (options.code_features || latency_bound || may_have_simt_matmul(g, i)))
       code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
+    if (code)
+      k.wgmma_flops = std::min(
+          k.tensor_flops, static_cast<double>(k.blocks) *
+                              (static_cast<double>(k.forloop) * code->loop_wgmma_flops +
+                               code->once_wgmma_flops));
     // Blocks per SM follow the planned kernel's threads and shared memory where it is planned;
     // else the block graph's threads and the sum of its tiles (a predefined matmul block holds
     // two stages of a 64-row A and a 64-column B tile, 16-bit).
@@ -481,7 +521,9 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
                     t.mem_bandwidth_Bps +
                 static_cast<double>(k.l2_bytes) / t.l2_bandwidth_Bps +
                 static_cast<double>(k.narrow_bytes) / t.narrow_bandwidth_Bps;
-    k.t_comp_s = k.tensor_flops / t.tensor_peak_flops + k.simt_flops / t.simt_peak_flops;
+    k.t_comp_s = (k.tensor_flops - k.wgmma_flops) / t.tensor_peak_flops +
+                 (k.wgmma_flops > 0 ? k.wgmma_flops / t.wgmma_tensor_flops : 0.0) +
+                 k.simt_flops / t.simt_peak_flops;
     k.underfill = std::max(1.0, static_cast<double>(t.sm_count) / static_cast<double>(k.blocks));
     if (code) {
       const double waves = static_cast<double>(k.waves);

@@ -47,6 +47,7 @@ Result<DeviceInfo> query_device(int ordinal) {
   t.cc_major = prop.major;
   t.cc_minor = prop.minor;
   t.sm_arch = arch_for_compute_capability(prop.major, prop.minor);
+  t.wgmma = t.sm_arch == "sm_90a";
   t.sm_count = prop.multiProcessorCount;
   t.smem_per_block_bytes = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
   t.smem_per_sm_bytes = static_cast<int64_t>(prop.sharedMemPerMultiprocessor);

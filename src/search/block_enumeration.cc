@@ -585,7 +585,7 @@ bool Enumerator::Impl::try_complete() {
     ++stats->candidates;
     stop.live_found.fetch_add(1, std::memory_order_relaxed);
     if (sink) sink->offer(std::move(graph));
-  });
+  }, &space.plan);
   return true;
 }
 

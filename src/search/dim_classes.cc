@@ -52,6 +52,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
   std::vector<bool> norm_red(static_cast<size_t>(nt) * kMaxRank, false);
   std::vector<bool> max_red(static_cast<size_t>(nt) * kMaxRank, false);
   std::vector<bool> batch_dim(static_cast<size_t>(nt) * kMaxRank, false);  // a matmul's batch
+  std::vector<bool> matmul_rows(static_cast<size_t>(nt) * kMaxRank, false);
   auto ext = [&](int t, int d) { return program.tensor(t).shape[d]; };
   auto link_if = [&](int ta, int da, int tb, int db) {
     if (ext(ta, da) > 1 && ext(ta, da) == ext(tb, db)) uf.link(node(ta, da), node(tb, db));
@@ -80,6 +81,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
         link_if(b, r - 1, out, r - 1);
         link_if(a, r - 1, b, r - 2);
         sum_red[node(a, r - 1)] = true;
+        matmul_rows[node(out, r - 2)] = true;
         break;
       }
       case Category::Unary:
@@ -183,6 +185,7 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
     if (norm_red[n]) table.classes_[c].norm_reduced = true;
     if (max_red[n]) table.classes_[c].max_reduced = true;
     if (batch_dim[n]) table.classes_[c].matmul_batch = true;
+    if (matmul_rows[n]) table.classes_[c].matmul_rows = true;
   }
   for (const Derivation& d : derivations) {
     int root = uf.find(d.target);
@@ -522,6 +525,11 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
   // that fit.
   for (size_t k = 0; out.empty() && !info.sum_reduced && k < policy.large_grid_tiles.size(); ++k)
     split_by({policy.large_grid_tiles[k]});
+  // A long class of matmul rows also takes the tiles of four 64-row warpgroups (wgmma), where
+  // they divide it.
+  if (info.matmul_rows && !info.sum_reduced && e >= policy.wgmma_tile_min_extent)
+    for (int64_t t : policy.wgmma_grid_tiles)
+      if (t > 1 && t < e && e % t == 0 && e / t <= policy.max_blocks) out.push_back(e / t);
   // A small class also splits in two halves (X's 8 rows of a batch-1 matvec as two blocks of
   // 4, each block re-reading W's tile from L2 while it streams).
   if (!info.sum_reduced && e <= policy.max_unit_tile_extent && e % 2 == 0 && e > 2)

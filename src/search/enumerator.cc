@@ -224,6 +224,8 @@ Result<std::unique_ptr<SearchSetup>> SearchSetup::make(const KernelGraph& progra
   space.max_block_outputs = config.max_block_outputs;
   space.smem_limit = static_cast<int64_t>(kSmemPruneSlack * target.smem_per_block_bytes);
   space.policy.max_blocks = 8 * static_cast<int64_t>(target.sm_count);
+  if (!target.wgmma) space.policy.wgmma_grid_tiles.clear();
+  space.plan = PlanOptions::for_arch(target);
   return setup;
 }
 

@@ -103,6 +103,9 @@ struct SearchSpace {
   ClassTable classes;  ///< program classes; each enumerator extends its own copy
   SplitPolicy policy;
   int64_t smem_limit = 0;
+  /// The emitter's plan options for the target: an extent choice whose shared-memory estimate
+  /// exceeds smem_limit is kept when its plan fits (expand_recipe).
+  PlanOptions plan;
   ExprPool* pool = nullptr;
   SubexprOracle* oracle = nullptr;  ///< null: no abstract pruning
   /// Targets: the expressions of every program tensor, by tensor id (null: no abstract

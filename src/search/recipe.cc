@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "strata/cost/code_features.h"
+
 namespace strata::search {
 namespace {
 
@@ -16,13 +18,14 @@ class Expander {
  public:
   Expander(const GraphRecipe& r, const KernelGraph& program, const ClassTable& classes,
            const SplitPolicy& policy, int64_t smem_limit,
-           const std::function<void(KernelGraph&&)>& emit)
+           const std::function<void(KernelGraph&&)>& emit, const PlanOptions* plan)
       : r_(r),
         program_(program),
         classes_(classes),
         policy_(policy),
         smem_limit_(smem_limit),
-        emit_(emit) {}
+        emit_(emit),
+        plan_(plan) {}
 
   int64_t run() {
     KernelGraph g;
@@ -63,8 +66,14 @@ class Expander {
       if (!b.ok()) continue;
       std::vector<DType> dtypes;
       for (int t : c.inputs) dtypes.push_back(g.tensor(t).dtype);
-      if (block_smem_bytes(*b, dtypes) > smem_limit_) continue;
+      const bool over = block_smem_bytes(*b, dtypes) > smem_limit_;
+      if (over && !plan_) continue;
       if (!g.add_customized(c.inputs, std::move(b).value()).ok()) continue;
+      // Over the estimate: kept when the emitter's plan fits (inputs read as stored, no views).
+      if (over && !kernel_code_features(g, static_cast<int>(g.ops().size()) - 1, {}, *plan_)) {
+        g.pop_op();
+        continue;
+      }
       chosen_[i] = e;
       step(i + 1, g);
       g.pop_op();
@@ -91,6 +100,7 @@ class Expander {
   const SplitPolicy& policy_;
   int64_t smem_limit_;
   const std::function<void(KernelGraph&&)>& emit_;
+  const PlanOptions* plan_;
   int base_ops_ = 0;
   std::vector<Extents> chosen_;
   int64_t emitted_ = 0;
@@ -183,8 +193,8 @@ Result<BlockGraph> build_block_graph(const CustomRecipe& r, const Extents& e,
 
 int64_t expand_recipe(const GraphRecipe& recipe, const KernelGraph& program,
                       const ClassTable& classes, const SplitPolicy& policy, int64_t smem_limit,
-                      const std::function<void(KernelGraph&&)>& emit) {
-  return Expander(recipe, program, classes, policy, smem_limit, emit).run();
+                      const std::function<void(KernelGraph&&)>& emit, const PlanOptions* plan) {
+  return Expander(recipe, program, classes, policy, smem_limit, emit, plan).run();
 }
 
 }  // namespace strata::search

@@ -17,6 +17,7 @@
 #include "strata/cost/cost_model.h"
 #include "strata/search/dim_classes.h"
 #include "strata/ir/kernel_graph.h"
+#include "strata/opt/kernel_plan.h"
 
 namespace strata::search {
 
@@ -82,9 +83,13 @@ Result<BlockGraph> build_block_graph(const CustomRecipe& r, const Extents& e,
 /// Rebuilds the recipe on the program's inputs for every extent combination of its
 /// customized ops whose block graphs fit `smem_limit` bytes, calling `emit` with each
 /// complete graph (outputs marked with the program's output names). Returns the number of
-/// graphs emitted.
+/// graphs emitted. The fit is block_smem_bytes, an upper bound; with `plan` a block graph above
+/// it is kept when the plan the emitter makes for it with those options succeeds (its shared
+/// memory fits plan->smem_limit: matmul chains and accumulators in registers, tiles reused),
+/// as a block of 256 query rows of attention does (docs/search.md, "Dimension classes").
 int64_t expand_recipe(const GraphRecipe& recipe, const KernelGraph& program,
                       const ClassTable& classes, const SplitPolicy& policy, int64_t smem_limit,
-                      const std::function<void(KernelGraph&&)>& emit);
+                      const std::function<void(KernelGraph&&)>& emit,
+                      const PlanOptions* plan = nullptr);
 
 }  // namespace strata::search

@@ -53,12 +53,12 @@ Json search_model_fingerprint(const std::string& target) {
   if (auto t = Target::by_name(target); t.ok()) {
     const auto& [name, sm_arch, cc_major, cc_minor, sm_count, smem_per_block_bytes,
                  smem_per_sm_bytes, registers_per_sm, max_threads_per_sm, l2_bytes, peak_dram_Bps,
-                 peak_tensor_flops] = static_cast<const ArchTraits&>(*t);
+                 peak_tensor_flops, wgmma] = static_cast<const ArchTraits&>(*t);
     const auto& [mem_bandwidth_Bps, l2_bandwidth_Bps, narrow_bandwidth_Bps, tensor_peak_flops,
                  simt_peak_flops, launch_overhead_s, alpha_sm_factor, iteration_latency_s,
                  blas_tensor_flops, blas_bandwidth_Bps, simt_mm_step_s, barrier_latency_s,
                  thread_byte_latency_s, register_byte_latency_s, blas_unaligned_factor,
-                 blas_unaligned_block_Bps, pass_step_s, blas_launch_s] =
+                 blas_unaligned_block_Bps, pass_step_s, blas_launch_s, wgmma_tensor_flops] =
         static_cast<const CostConstants&>(*t);
     (void)name;  // the target's name is in the key beside the fingerprint
     // Non-finite rates ("free") are written as strings: JSON has no infinity.
@@ -91,9 +91,12 @@ Json search_model_fingerprint(const std::string& target) {
     f["blas_unaligned_block_Bps"] = rate(blas_unaligned_block_Bps);
     f["pass_step_s"] = pass_step_s;
     f["blas_launch_s"] = blas_launch_s;
+    f["wgmma"] = wgmma;
+    f["wgmma_tensor_flops"] = rate(wgmma_tensor_flops);
   }
   const auto& [grid_tiles, max_unit_tile_extent, reduce_tiles, loop_tiles, max_blocks,
-               max_ragged_waste, large_grid_tiles] = SplitPolicy{};
+               max_ragged_waste, large_grid_tiles, wgmma_grid_tiles, wgmma_tile_min_extent] =
+      SplitPolicy{};
   f["grid_tiles"] = grid_tiles;
   f["max_unit_tile_extent"] = max_unit_tile_extent;
   f["reduce_tiles"] = reduce_tiles;
@@ -101,6 +104,8 @@ Json search_model_fingerprint(const std::string& target) {
   f["max_blocks"] = max_blocks;
   f["max_ragged_waste"] = max_ragged_waste;
   f["large_grid_tiles"] = large_grid_tiles;
+  f["wgmma_grid_tiles"] = wgmma_grid_tiles;
+  f["wgmma_tile_min_extent"] = wgmma_tile_min_extent;
   return f;
 }
 

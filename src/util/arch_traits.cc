@@ -10,10 +10,10 @@ const std::vector<ArchTraits>& known_archs() {
   // per SM); the A100 has 108 SMs and 163 KB per block, 164 KB per SM.
   static const std::vector<ArchTraits> table = {
       // name  sm_arch  cc  SMs  smem/block  smem/SM  regs/SM  threads/SM  L2  DRAM B/s
-      //   tensor FLOP/s
-      {"h100", "sm_90a", 9, 0, 132, 232448, 233472, 65536, 2048, 50 << 20, 3.35e12, 989e12},
-      {"h200", "sm_90a", 9, 0, 132, 232448, 233472, 65536, 2048, 60 << 20, 4.8e12, 989e12},
-      {"a100", "sm_80", 8, 0, 108, 166912, 167936, 65536, 2048, 40 << 20, 2.039e12, 312e12},
+      //   tensor FLOP/s  wgmma (sm_90a)
+      {"h100", "sm_90a", 9, 0, 132, 232448, 233472, 65536, 2048, 50 << 20, 3.35e12, 989e12, true},
+      {"h200", "sm_90a", 9, 0, 132, 232448, 233472, 65536, 2048, 60 << 20, 4.8e12, 989e12, true},
+      {"a100", "sm_80", 8, 0, 108, 166912, 167936, 65536, 2048, 40 << 20, 2.039e12, 312e12, false},
   };
   return table;
 }

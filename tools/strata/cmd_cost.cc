@@ -1,4 +1,5 @@
-// `strata cost GRAPH [--target T] [--json] [--rank N] [--no-library-matmul]`: the analytical cost model's prediction
+// `strata cost GRAPH [--target T] [--json] [--rank N] [--no-library-matmul] [--no-wgmma]`: the
+// analytical cost model's prediction
 // for every kernel of a program, μGraph or result entry (docs/cost-model.md).
 #include <cstdio>
 #include <iostream>
@@ -91,6 +92,7 @@ std::function<int()> setup(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto rank = std::make_shared<int64_t>(-1);
   auto no_library = std::make_shared<bool>(false);
+  auto no_wgmma = std::make_shared<bool>(false);
   app.add_option("graph", *path, "program (.strata), μGraph (.json) or search result document")
       ->required();
   add_rank_option(app, *rank);
@@ -102,9 +104,14 @@ std::function<int()> setup(CLI::App& app) {
   app.add_flag("--no-library-matmul", *no_library,
                "predict predefined matmuls as generated kernels, not cuBLAS calls (code emitted "
                "with --no-library-matmul, or by a strata without library matmuls)");
+  app.add_flag("--no-wgmma", *no_wgmma,
+               "predict every kernel as the default variant emits it (mma.sync), also on a "
+               "target with warpgroup MMA (by default a kernel whose plan under the knob `wgmma` "
+               "takes it is predicted as that variant)");
   return [=] {
     CostOptions options;
     options.library_matmul = !*no_library;
+    options.wgmma = !*no_wgmma;
     options.code_features = *json;  // the calibration's per-kernel code features
     return run_cost(*path, *target, *json, *rank, options);
   };

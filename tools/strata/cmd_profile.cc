@@ -258,6 +258,9 @@ int run_profile(const ProfileArgs& a) {
     CostOptions cost;
     cost.library_matmul =
         run.variant >= 0 ? variants[run.variant].second.library_matmul : base.library_matmul;
+    // … and for its matmuls: as warpgroup MMA where the variant's knob `wgmma` lets the plan
+    // take it, else mma.sync.
+    cost.wgmma = run.variant >= 0 ? variants[run.variant].second.plan.wgmma : base.plan.wgmma;
     r["predicted_us"] = estimate_cost(e.graph, *target, cost).predicted_us;
     r["result_predicted_us"] = e.predicted_us ? Json(*e.predicted_us) : Json(nullptr);
     if (!run.selected) {

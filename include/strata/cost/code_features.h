@@ -54,6 +54,10 @@ struct KernelCodeFeatures {
   /// straight into registers, one batch in flight, where the other kernels keep tiles of
   /// cp.async copies in flight (docs/cost-model.md, "Loads into registers").
   bool register_loads = false;
+  /// Tensor-core FLOPs per block of the matmuls the plan runs as warpgroup MMA (OpPlan::wgmma,
+  /// only under PlanOptions::wgmma): per iteration of the loop, and outside it.
+  double loop_wgmma_flops = 0;
+  double once_wgmma_flops = 0;
 };
 
 /// The features of `plan` (a plan optimize_block_graph has completed).

@@ -89,6 +89,12 @@ struct CostConstants {
   /// launch_overhead_s (which also absorbs a generated kernel's prologue and drain),
   /// seconds (docs/cost-model.md, "The launch of a cuBLAS call").
   double blas_launch_s;
+  /// The rate at which a matmul that the wgmma plan runs as warpgroup MMA (plan_wgmma,
+  /// wgmma_plan.h) is charged its tensor FLOPs, in place of tensor_peak_flops, FLOP/s; 0 on a
+  /// target without wgmma (ArchTraits::wgmma false: every matmul at tensor_peak_flops). An
+  /// effective rate of the model's additive form, fitted to the ratio of each graph's time with
+  /// and without the knob (docs/cost-model.md, "Warpgroup MMA").
+  double wgmma_tensor_flops;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -114,6 +120,9 @@ struct KernelCost {
                          ///< of a longer row: every row a separate, partly used L2 line)
   int64_t store_bytes;   ///< DRAM bytes written
   double tensor_flops;   ///< matmul FLOPs (tensor cores)
+  /// Of tensor_flops, those of the matmuls the kernel's wgmma plan runs as warpgroup MMA
+  /// (CostOptions::wgmma on a target with wgmma; charged at Target::wgmma_tensor_flops).
+  double wgmma_flops = 0;
   double simt_flops;     ///< all other FLOPs (CUDA cores)
   int64_t blocks;        ///< thread blocks of the launch (N_blocks in α)
   int64_t forloop;       ///< for-loop trip count F (1 for predefined ops)
@@ -127,7 +136,9 @@ struct KernelCost {
   double alpha;          ///< 1 + c_α · N_SM / N_blocks (underfill of the memory stream)
   double underfill;      ///< max(1, N_SM / N_blocks) (compute runs on min(N_blocks, N_SM) SMs)
   double t_mem_s;        ///< (load_bytes + store_bytes) / bandwidth + l2_bytes / L2 bandwidth
-  double t_comp_s;       ///< tensor_flops / tensor peak + simt_flops / SIMT peak
+  /// (tensor_flops − wgmma_flops) / tensor peak + wgmma_flops / wgmma rate + simt_flops / SIMT
+  /// peak
+  double t_comp_s;
   /// waves · (F · loop + once SIMT matmul steps per thread) · t_simt: the serial chains of the
   /// kernel's SIMT matmuls (0 when every matmul runs on the tensor cores).
   double t_simt_s = 0;
@@ -168,6 +179,12 @@ struct CostOptions {
   /// prediction, and the search predicts every candidate (it asks for the features only of the
   /// graphs whose predictions tie, docs/search.md "Ties of the model").
   bool code_features = false;
+  /// On a target with wgmma (ArchTraits::wgmma, a wgmma rate in the constants), predict each
+  /// customized kernel as the tuning variant `wgmma=1` emits it (PlanOptions::wgmma: plan_wgmma
+  /// decides per matmul) when that plan runs one of its matmuls as wgmma, else as the default
+  /// variant; false: every kernel as the default variant (mma.sync), the code a profile of the
+  /// default variant timed (`strata cost --no-wgmma`; docs/cost-model.md, "Warpgroup MMA").
+  bool wgmma = true;
 };
 
 /// The prediction for a whole kernel graph: kernels in op order, and their sum.

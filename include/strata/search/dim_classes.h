@@ -56,6 +56,7 @@ struct DimClassInfo {
   /// Plain: a batch dim of some matmul (attention's heads): a block may take one index of it
   /// whatever the extent, since the matmul's tensor-core tiles come from its other dims.
   bool matmul_batch = false;
+  bool matmul_rows = false;   ///< Plain: the rows (M) of a matmul's output in the program
   std::string label;          ///< Plain: "X.1", the first program dim in the class
   DimClass a = kNoClass;      ///< Concat: first part; Partial, Grouped: the split class
   DimClass b = kNoClass;      ///< Concat: second part; Partial: class of the tile dim
@@ -223,6 +224,14 @@ struct SplitPolicy {
   /// or 152064): tried in order by the same rules (dividing, else ragged with bounded
   /// padding), and the first that gives a split is offered.
   std::vector<int64_t> large_grid_tiles{256, 512, 1024};
+  /// Tiles offered beside grid_tiles, where they divide, to a class of matmul rows
+  /// (DimClassInfo::matmul_rows) that is not reduced in the program and has at least
+  /// wgmma_tile_min_extent elements (16 blocks along it or more): 256 rows are four warpgroups of
+  /// 64, the most a block of 16 warps gives warpgroup MMA with one row tile per warp
+  /// (docs/codegen.md, "wgmma"). The search clears the list for a target without wgmma
+  /// (ArchTraits::wgmma).
+  std::vector<int64_t> wgmma_grid_tiles{256};
+  int64_t wgmma_tile_min_extent = 4096;
 };
 
 /// Candidate grid extents (≥ 2, ascending) for splitting class `info` across blocks.

@@ -28,6 +28,10 @@ struct ArchTraits {
   int64_t l2_bytes = 0;              ///< L2 cache size
   double peak_dram_Bps = 0;          ///< data-sheet DRAM bandwidth, bytes/s (0: unknown)
   double peak_tensor_flops = 0;  ///< data-sheet dense fp16 tensor-core rate, FLOP/s (0: unknown)
+  /// Warpgroup MMA (wgmma.mma_async): the architecture is compiled for sm_90a, where the code
+  /// generator can emit it under the knob `wgmma` (docs/codegen.md, "wgmma"), and the cost model
+  /// plans the kernels as that tuning variant does (docs/cost-model.md, "Warpgroup MMA").
+  bool wgmma = false;
 
   /// The built-in architecture of that name; the error lists the valid names.
   static Result<ArchTraits> by_name(std::string_view name);
