@@ -28,6 +28,7 @@
 #include "search/search_monitor.h"
 #include "search/segments.h"
 #include "search/pointwise_seed.h"
+#include "search/prologue_fold.h"
 #include "search/split_kv.h"
 #include "strata/codegen/cuda_emitter.h"
 #include "strata/expr/abstract_expr.h"
@@ -724,6 +725,21 @@ std::vector<DerivedEntry> derive_split_kv(const SearchJob& job, const search::Ca
   return out;
 }
 
+/// Phase 5d, prologue folds (docs/search.md, "Prologue folding"): the pool's graphs and the
+/// derived forms so far (split-KV forms, seeds) with their prologue kernels folded into the
+/// kernels that read them; the best that the code generator can emit, verified beside them.
+void add_prologue_folds(const SearchJob& job, const search::CandidatePool& pool,
+                        std::vector<DerivedEntry>& derived) {
+  search::CandidatePool folds(job.target, kDerivedVerified);
+  auto offer = [&](const KernelGraph& g) {
+    if (std::optional<KernelGraph> f = search::fold_prologues(g))
+      if (not_emittable(*f, job.target).empty()) folds.offer(std::move(*f));
+  };
+  for (const search::PoolEntry& e : pool.entries()) offer(e.graph);
+  for (const DerivedEntry& d : derived) offer(d.entry.graph);
+  for (const search::PoolEntry& e : folds.entries()) derived.push_back({e, "prologue_fold"});
+}
+
 /// Phase 5c, seeds: the pointwise seeds of the canonical program (docs/search.md, "Pointwise
 /// seeds") the code generator can emit, costed like the derived forms and verified beside them.
 void add_pointwise_seeds(const SearchJob& job, std::vector<DerivedEntry>& derived) {
@@ -1000,6 +1016,7 @@ Result<FormRun> search_form(SearchJob job, const KernelGraph& program, bool libr
   run.all_done = enumerate(job, en, stop, monitor, progress, pool, result);
   std::vector<DerivedEntry> derived = derive_split_kv(job, pool, offered_forms);
   add_pointwise_seeds(job, derived);
+  add_prologue_folds(job, pool, derived);
   std::vector<Candidate> proved_forms;
   if (library_forms) {
     LibraryFormJob forms = library_form_job(job, program);

@@ -38,7 +38,7 @@ struct ResultGraph {
   int rank = -1;      ///< index in the document's ranked list; -1 when not from a ranked list
   bool best = false;  ///< the entry the document's "best" names
   /// The entry's "derived" field: how a graph the enumeration did not find was made
-  /// ("split_kv", "pointwise_seed"; docs/search.md); empty otherwise.
+  /// ("split_kv", "pointwise_seed", "prologue_fold"; docs/search.md); empty otherwise.
   std::string derived;
 };
 

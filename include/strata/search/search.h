@@ -247,7 +247,8 @@ struct Candidate {
   VerifyResult verification;  ///< for the program itself: equivalent, 0 trials, -inf bound
   bool is_program = false;    ///< the input program itself
   /// How a graph not found by the enumeration was made: "split_kv" (docs/search.md,
-  /// "Split-KV"), "pointwise_seed" ("Pointwise seeds"), "library_form" ("Library forms");
+  /// "Split-KV"), "pointwise_seed" ("Pointwise seeds"), "prologue_fold" ("Prologue
+  /// folding"), "library_form" ("Library forms");
   /// empty for the enumeration's and the program. The cost model cannot rank these against the others (the loop latency a split
   /// removes), so `strata profile --top K` measures them beside the top K.
   std::string derived;
