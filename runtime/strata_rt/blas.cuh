@@ -9,8 +9,12 @@
 // larger than its rows (a slice), or a transposed operation (a transpose):
 //   - on the GPU it is cublasGemmStridedBatchedEx with f32 compute (CUBLAS_COMPUTE_32F, float
 //     alpha = 1 and beta = 0), the inputs in f16 or bf16, the output in its own type, on the
-//     launch stream; one handle per device, created by blas_init (strata_init calls it, so no
-//     handle is created during a CUDA-graph capture), bound to the stream at every call. The
+//     launch stream; one handle per device and plan stream (slot: 0 the caller's stream, s the
+//     side stream s of strata_rt/streams.cuh), created by blas_init (strata_init calls it, so no
+//     handle is created during a CUDA-graph capture), bound to the stream at every call. Calls
+//     that may run at once never share a handle: cuBLAS's documentation (results
+//     reproducibility) says that calls in parallel streams through one handle may pick their
+//     internal workspaces non-deterministically, and recommends one handle per stream. The
 //     workspace is cuBLAS's default: from CUDA 12.2 on cuBLAS allocates it stream-ordered, so
 //     captured calls replay without a workspace of ours.
 //   - under STRATA_RT_EMULATE it is a CPU gemm with the same arguments, checked as cuBLAS
@@ -40,6 +44,10 @@ constexpr int kBlasError = 20000;
 /// Element types of the gemm's operands: the host API's dtype codes (0 f16, 1 bf16, 2 f32).
 enum BlasType { kBlasF16 = 0, kBlasBf16 = 1, kBlasF32 = 2 };
 
+/// Handles per device: slot s serves the launch plan's stream s (0 the caller's, 1 … the side
+/// streams of strata_rt/streams.cuh), so that calls running at once never share a handle.
+constexpr int kBlasSlots = 5;
+
 #if defined(STRATA_RT_EMULATE)
 
 namespace emu_blas {
@@ -68,8 +76,8 @@ inline void store(void* p, int type, long long i, float v) {
 
 }  // namespace emu_blas
 
-inline int blas_init() {
-  return 0;
+inline int blas_init(int slots = 1) {
+  return slots >= 1 && slots <= kBlasSlots ? 0 : kBlasError + 7;  // CUBLAS_STATUS_INVALID_VALUE
 }
 
 /// C[b] = op(A[b]) · op(B[b]) for b < batch, column-major as cuBLAS defines it: op(A) is m × k
@@ -77,8 +85,7 @@ inline int blas_init() {
 inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
                                 int a_type, int lda, long long stride_a, const void* B, int b_type,
                                 int ldb, long long stride_b, void* C, int c_type, int ldc,
-                                long long stride_c, int batch, cudaStream_t stream) {
-  (void)stream;
+                                long long stride_c, int batch, cudaStream_t stream, int slot = 0) {
   const int invalid = kBlasError + 7;         // CUBLAS_STATUS_INVALID_VALUE
   const int not_supported = kBlasError + 15;  // CUBLAS_STATUS_NOT_SUPPORTED
   if (m < 0 || n < 0 || k < 0 || batch < 0) return invalid;
@@ -87,21 +94,24 @@ inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k,
   if (ldc < (m > 1 ? m : 1)) return invalid;
   if (a_type != b_type || a_type == kBlasF32 || (c_type != a_type && c_type != kBlasF32))
     return not_supported;
-  for (int b = 0; b < batch; ++b) {
-    const long long a0 = b * stride_a, b0 = b * stride_b, c0 = b * stride_c;
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        float acc = 0.0f;
-        for (int l = 0; l < k; ++l) {
-          const long long ai =
-              trans_a ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda;
-          const long long bi =
-              trans_b ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb;
-          acc += emu_blas::load(A, a_type, a0 + ai) * emu_blas::load(B, b_type, b0 + bi);
+  if (slot < 0 || slot >= kBlasSlots) return invalid;
+  emu::enqueue(stream, [=] {
+    for (int b = 0; b < batch; ++b) {
+      const long long a0 = b * stride_a, b0 = b * stride_b, c0 = b * stride_c;
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          float acc = 0.0f;
+          for (int l = 0; l < k; ++l) {
+            const long long ai =
+                trans_a ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda;
+            const long long bi =
+                trans_b ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb;
+            acc += emu_blas::load(A, a_type, a0 + ai) * emu_blas::load(B, b_type, b0 + bi);
+          }
+          emu_blas::store(C, c_type, c0 + i + static_cast<long long>(j) * ldc, acc);
         }
-        emu_blas::store(C, c_type, c0 + i + static_cast<long long>(j) * ldc, acc);
-      }
-  }
+    }
+  });
   return 0;
 }
 
@@ -117,46 +127,51 @@ inline cudaDataType_t blas_data_type(int type) {
 struct BlasHandles {
   static constexpr int kDevices = 64;
   std::mutex mu;
-  cublasHandle_t handle[kDevices] = {};
+  cublasHandle_t handle[kDevices][kBlasSlots] = {};
 };
 inline BlasHandles& blas_handles() {
   static BlasHandles h;
   return h;
 }
 
-/// Creates the current device's cuBLAS handle if it has none; a cudaError_t or
-/// kBlasError + cublasStatus_t.
-inline int blas_init() {
+/// Creates the current device's cuBLAS handles of slots 0 … slots - 1 that it has none of; a
+/// cudaError_t or kBlasError + cublasStatus_t.
+inline int blas_init(int slots = 1) {
   int device = 0;
   const cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return static_cast<int>(err);
   if (device < 0 || device >= BlasHandles::kDevices)
     return kBlasError + CUBLAS_STATUS_NOT_SUPPORTED;
+  if (slots < 1 || slots > kBlasSlots) return kBlasError + CUBLAS_STATUS_INVALID_VALUE;
   BlasHandles& h = blas_handles();
   std::lock_guard<std::mutex> lock(h.mu);
-  if (h.handle[device]) return 0;
-  const cublasStatus_t s = cublasCreate(&h.handle[device]);
-  if (s != CUBLAS_STATUS_SUCCESS) {
-    h.handle[device] = nullptr;
-    return kBlasError + static_cast<int>(s);
+  for (int k = 0; k < slots; ++k) {
+    if (h.handle[device][k]) continue;
+    const cublasStatus_t s = cublasCreate(&h.handle[device][k]);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      h.handle[device][k] = nullptr;
+      return kBlasError + static_cast<int>(s);
+    }
   }
   return 0;
 }
 
 /// cublasGemmStridedBatchedEx(trans_a, trans_b, m, n, k, 1, A, lda, stride_a, B, ldb, stride_b,
 /// 0, C, ldc, stride_c, batch) with f32 compute on `stream`, through the current device's handle
-/// (blas_init creates it when it is missing, outside a capture as strata_init runs it first).
+/// of `slot` (blas_init creates it when it is missing, outside a capture as strata_init runs it
+/// first).
 inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
                                 int a_type, int lda, long long stride_a, const void* B, int b_type,
                                 int ldb, long long stride_b, void* C, int c_type, int ldc,
-                                long long stride_c, int batch, cudaStream_t stream) {
-  if (const int err = blas_init()) return err;
+                                long long stride_c, int batch, cudaStream_t stream, int slot = 0) {
+  if (slot < 0 || slot >= kBlasSlots) return kBlasError + CUBLAS_STATUS_INVALID_VALUE;
+  if (const int err = blas_init(slot + 1)) return err;
   int device = 0;
   const cudaError_t derr = cudaGetDevice(&device);
   if (derr != cudaSuccess) return static_cast<int>(derr);
   BlasHandles& h = blas_handles();
   std::lock_guard<std::mutex> lock(h.mu);
-  cublasHandle_t handle = h.handle[device];
+  cublasHandle_t handle = h.handle[device][slot];
   cublasStatus_t s = cublasSetStream(handle, stream);
   if (s != CUBLAS_STATUS_SUCCESS) return kBlasError + static_cast<int>(s);
   const float alpha = 1.0f, beta = 0.0f;
