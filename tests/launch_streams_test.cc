@@ -2,7 +2,8 @@
 // hand-made launch lists (a chain, QKV's three products, a diamond, a barrier, write-after-read),
 // random launch lists checked against the plan's contract, the checker itself on broken plans,
 // the plans of the suite's kept searches, and emitted sources with side streams: their text and
-// runs on the CPU emulator, whose streams run each queue as late as the events allow.
+// runs on the CPU emulator, whose streams run each queue as late as the events allow (and a
+// probe of those emulated streams with missing waits and joins).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -266,6 +267,38 @@ output A
 output B
 )"),
                  1);
+}
+
+// The emulated streams themselves (tests/data/streams/probe.cc): a consumer that does not wait
+// for its producer's event reads the buffer before the producer wrote it — on the caller's
+// stream in the forward order, on a side stream in the reversed one — and a side stream nothing
+// joins, or a wait on an event never recorded, aborts the run.
+TEST(LaunchStreams, EmulatorCatchesMissingWaitsAndJoins) {
+  const std::string nvcc = find_nvcc(), inc = cuda_include_dir(nvcc);
+  ASSERT_FALSE(inc.empty()) << "CUDA headers (cuda_fp16.h) not found";
+  TempDir dir("streams_probe");
+  const char* cxx = std::getenv("CXX");
+  const std::string cmd = std::string(cxx && *cxx ? cxx : "c++") +
+                          " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -x c++ -Iruntime -I" + inc +
+                          " tests/data/streams/probe.cc -o " + dir.file("probe");
+  std::string log;
+  ASSERT_EQ(run_command(cmd, log), 0) << cmd << "\n" << log;
+  auto probe = [&](const std::string& args, std::string& out) {
+    return run_command(dir.file("probe") + " " + args, out);
+  };
+  std::string out;
+  for (const char* order : {"", " reverse"}) {
+    EXPECT_EQ(probe(std::string("ok") + order, out), 0) << order << "\n" << out;
+    EXPECT_EQ(probe(std::string("side_ok") + order, out), 0) << order << "\n" << out;
+  }
+  EXPECT_NE(probe("no_wait", out), 0) << out;
+  EXPECT_NE(out.find("read 0"), std::string::npos) << out;
+  EXPECT_NE(probe("side_no_wait reverse", out), 0) << out;
+  EXPECT_NE(out.find("read 0"), std::string::npos) << out;
+  EXPECT_NE(probe("no_join", out), 0) << out;
+  EXPECT_NE(out.find("not joined"), std::string::npos) << out;
+  EXPECT_NE(probe("unrecorded", out), 0) << out;
+  EXPECT_NE(out.find("never recorded"), std::string::npos) << out;
 }
 
 }  // namespace
