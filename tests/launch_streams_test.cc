@@ -205,6 +205,17 @@ TEST(LaunchStreams, EmittedQkvForksAndJoinsTheCallersStream) {
   EXPECT_EQ(seq->code.find("fork"), std::string::npos);
   EXPECT_EQ(seq->code.find("streams.cuh"), std::string::npos);
   EXPECT_FALSE(apply_emit_knobs("streams=5", off).ok());
+  // cuBLAS on the caller's stream only (the kernel on the side stream): one handle.
+  auto one = emit_cuda_source(parse(R"(input X: f16[40, 48]
+input W: f16[48, 32]
+Y = matmul(X, W)
+Z = exp(X)
+output Y
+output Z
+)"));
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->launch_streams.stream, (std::vector<int>{0, 1}));
+  EXPECT_NE(one->code.find("err = strata_rt::host::blas_init();"), std::string::npos) << one->code;
 }
 
 TEST(LaunchStreams, EmittedChainHasNoStreams) {

@@ -696,21 +696,31 @@ void emit_blas_gemm(const BufferPlan& bp, const Launch& l, int stream, CodeWrite
   w.close();
 }
 
-/// strata_init: creates the cuBLAS handles where the graph has cuBLAS calls (one per plan
-/// stream) and the side streams and events of `plan`, raises the dynamic shared-memory limit of
-/// every kernel above 48 KB.
-void emit_init(const std::vector<Launch>& launches, const LaunchStreamPlan& plan, CodeWriter& w) {
+/// The cuBLAS handles strata_init creates: one per plan stream up to the last stream a cuBLAS
+/// call of `launches` (planned by `plan`) runs on; 0 without cuBLAS calls.
+int blas_slots(const std::vector<Launch>& launches, const LaunchStreamPlan& plan) {
+  int slots = 0;
+  for (size_t j = 0; j < launches.size(); ++j)
+    if (launches[j].blas) slots = std::max(slots, plan.stream[j] + 1);
+  return slots;
+}
+
+/// strata_init: creates the cuBLAS handles where the graph has cuBLAS calls (`blas_slots`: one
+/// per plan stream that has them, blas.cuh) and the side streams and events of `plan`, raises
+/// the dynamic shared-memory limit of every kernel above 48 KB.
+void emit_init(const std::vector<Launch>& launches, const LaunchStreamPlan& plan, int blas_slots,
+               CodeWriter& w) {
   namespace ir = codegen::ir;
   const ir::Expr err = ir::var("err");
   w.open("extern \"C\" int strata_init(void)");
   w.add(ir::decl("int", "err", 0));
   if (uses_cublas(launches)) {
     w.comment("the current device's cuBLAS handle, created here, before any CUDA-graph capture");
-    if (plan.side_streams == 0)
+    if (blas_slots <= 1)
       w.add(ir::assign(err, ir::call("strata_rt::host::blas_init")));
     else
-      w.add(ir::assign(err, ir::call("strata_rt::host::blas_init", {plan.side_streams + 1}), "=",
-                       "one per plan stream"));
+      w.add(ir::assign(err, ir::call("strata_rt::host::blas_init", {blas_slots}), "=",
+                       "one per plan stream calling cuBLAS"));
   }
   if (plan.side_streams > 0) {
     w.comment("the current device's side streams and events (concurrent launches)");
@@ -949,7 +959,7 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
   }
   std::vector<Launch> all = launches;
   all.insert(all.end(), tasks.begin(), tasks.end());
-  emit_init(all, plan, w);
+  emit_init(all, plan, blas_slots(launches, plan), w);
   w.line("");
   emit_launch(g, bp, launches, plan, w);
   w.line("");
