@@ -52,11 +52,13 @@ struct LaunchStreamPlan {
 };
 
 /// The plan: greedy in program order, at most `max_side_streams` side streams (0: everything
-/// on the caller's stream, no events). A launch continues the stream of one of its direct
-/// producers whose last launch it is; else the caller's stream, else a side stream, when that
-/// stream's last launch is already ordered before it (no false serialization); else a new
-/// side stream while fewer than max_side_streams exist; else the stream whose last launch is
-/// the earliest (a serialization the cap forces). Barriers always run on stream 0.
+/// on the caller's stream, no events). A launch runs on the caller's stream when that stream's
+/// last launch is already ordered before it (one of its producers, transitively: no false
+/// serialization; a chain stays there); else on the side stream with the latest such last
+/// launch; else on a new side stream while fewer than max_side_streams exist; else on the
+/// stream whose last launch is the earliest (a serialization the cap forces). Barriers always
+/// run on stream 0. The waits of a launch are taken latest producer first, each only when the
+/// stream is not yet ordered after that producer.
 LaunchStreamPlan plan_launch_streams(const std::vector<LaunchAccess>& launches,
                                      int max_side_streams);
 
