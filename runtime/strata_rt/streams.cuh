@@ -53,7 +53,7 @@ class LaunchStreams {
 
 class StreamFork {
  public:
-  StreamFork(LaunchStreams& ls, cudaStream_t caller) : ls_(ls), err_(ls.init()) {
+  StreamFork(LaunchStreams& ls, cudaStream_t caller) : err_(ls.init()) {
     streams_.push_back(caller);
     for (int s = 1; s <= ls.side(); ++s) streams_.push_back(ls.token(s));
     marks_.assign(ls.events(), emu::StreamMark{-1, 0});
@@ -76,7 +76,6 @@ class StreamFork {
   }
 
  private:
-  LaunchStreams& ls_;
   int err_;
   bool finished_ = false;
   std::vector<cudaStream_t> streams_;
