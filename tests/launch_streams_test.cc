@@ -1,4 +1,4 @@
-// Tests of the launch plan (include/strata/codegen/launch_streams.h): streams and events of
+// Tests of the launch plan (include/strata/opt/launch_streams.h): streams and events of
 // hand-made launch lists (a chain, QKV's three products, a diamond, a barrier, write-after-read),
 // random launch lists checked against the plan's contract, the checker itself on broken plans,
 // the plans of the suite's kept searches, and emitted sources with side streams: their text and
@@ -11,7 +11,7 @@
 
 #include "strata/codegen/cuda_emitter.h"
 #include "strata/codegen/emit_knobs.h"
-#include "strata/codegen/launch_streams.h"
+#include "strata/opt/launch_streams.h"
 #include "strata/frontend/graph_loader.h"
 #include "search/library_form.h"
 #include "support/emulation.h"

@@ -9,7 +9,7 @@
 #include "block_emitter.h"
 #include "code_writer.h"
 #include "predefined_emitter.h"
-#include "strata/codegen/launch_streams.h"
+#include "strata/opt/launch_streams.h"
 #include "strata/opt/graph_optimizer.h"
 #include "strata/opt/kernel_views.h"
 #include "strata/opt/matmul_lowering.h"

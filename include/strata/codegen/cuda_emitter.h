@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "strata/codegen/launch_streams.h"
+#include "strata/opt/launch_streams.h"
 #include "strata/ir/kernel_graph.h"
 #include "strata/opt/kernel_plan.h"
 #include "strata/util/status.h"
@@ -95,7 +95,7 @@ struct EmitOptions {
   /// Concurrent launches (docs/codegen.md, "Concurrent launches"): strata_launch runs launches
   /// that do not depend on each other on up to this many side streams, forked from the
   /// caller's stream and joined back to it through events (plan_launch_streams,
-  /// include/strata/codegen/launch_streams.h); at most strata_rt::host::kMaxSideStreams (4).
+  /// include/strata/opt/launch_streams.h); at most strata_rt::host::kMaxSideStreams (4).
   /// 0 (knob streams=0): every launch on the caller's stream. A graph whose launches form a
   /// chain gets no side streams whatever this is.
   int max_side_streams = 3;

@@ -1,4 +1,4 @@
-#include "strata/codegen/launch_streams.h"
+#include "strata/opt/launch_streams.h"
 
 #include <algorithm>
 #include <functional>
