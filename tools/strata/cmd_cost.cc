@@ -102,9 +102,14 @@ std::function<int()> setup(CLI::App& app) {
   app.add_flag("--no-library-matmul", *no_library,
                "predict predefined matmuls as generated kernels, not cuBLAS calls (code emitted "
                "with --no-library-matmul, or by a strata without library matmuls)");
+  auto concurrent = std::make_shared<bool>(false);
+  app.add_flag("--concurrent-launches", *concurrent,
+               "predict launches that do not depend on each other as running at the same time "
+               "(side streams; not adopted: the default is their sum)");
   return [=] {
     CostOptions options;
     options.library_matmul = !*no_library;
+    options.concurrent_launches = *concurrent;
     options.code_features = *json;  // the calibration's per-kernel code features
     return run_cost(*path, *target, *json, *rank, options);
   };
