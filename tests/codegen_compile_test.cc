@@ -209,7 +209,9 @@ TEST(CodegenCompile, ReferenceAndCoverageGraphsCompileWithoutSpills) {
 /// A graph whose predefined matmuls are cuBLAS calls (EmitOptions::library_matmul) compiles
 /// into a shared library that links with -lcublas -lcublasLt and with nothing left undefined
 /// (one call has a library epilogue: cublasLtMatmul); without them the link fails (the calls
-/// are real), and with the knob blas=0 the same graph links without cuBLAS.
+/// are real), and with the knob blas=0 the same graph links without cuBLAS. Its two products
+/// are independent: both forms run the second on a side stream (docs/codegen.md, "Concurrent
+/// launches"), so the runtime's streams.cuh compiles and links too.
 TEST(CodegenCompile, LibraryMatmulSourceLinksCublas) {
   const std::string nvcc = find_nvcc();
   ASSERT_FALSE(nvcc.empty()) << "nvcc not found (set NVCC or put it on PATH)";
@@ -230,6 +232,8 @@ output Y, Z
     opts.library_matmul = library;
     auto src = emit_cuda_source(*g, opts);
     ASSERT_TRUE(src.ok()) << src.error().message;
+    EXPECT_EQ(src->launch_streams.side_streams, 1);
+    EXPECT_NE(src->code.find("fork.stream(1)"), std::string::npos);
     const std::string cu = dir.file(library ? "blas.cu" : "kernels.cu");
     write_file(cu, src->code);
     const std::string base = nvcc + " -std=c++17 -O3 -arch=sm_90a -I" + cuda_runtime_include_dir() +

@@ -508,6 +508,16 @@ std::vector<KnobCase> knob_cases() {
        [] { return rmsnorm_graph(4, 1024, 512); }},
       {"evictmin", "evictmin=2048k", "evictmin=1024k", [] { return rmsnorm_graph(4, 1024, 512); }},
       {"blas", "", "blas=0", predefined_ops},
+      {"streams", "", "streams=0", [] {
+         return parse(R"(input X: f16[40, 48]
+input Wq: f16[48, 32]
+input Wk: f16[48, 16]
+Q = matmul(X, Wq)
+K = exp(matmul(X, Wk))
+output Q
+output K
+)");
+       }},
   };
 }
 

@@ -16,6 +16,7 @@
 #include "strata/cost/cost_model.h"
 #include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
+#include "strata/frontend/program_parser.h"
 #include "support/routed_graphs.h"
 #include "support/wgmma_graphs.h"
 
@@ -606,6 +607,48 @@ TEST(CostCommand, PrintsTableAndRejectsBadInput) {
   EXPECT_NE(out.find("cannot open"), std::string::npos) << out;
   std::filesystem::remove(path);
 }
+
+// Concurrent launches (CostOptions::concurrent_launches, off by default): a chain is predicted
+// as the sum of its kernels either way; QKV's three prefill products, K's and V's 64 output
+// tiles each on half of the SMs beside Q, are predicted shorter than the sum and no shorter than
+// the longest kernel; a LoRA's X·W beside X·A too; with the option off the prediction is the sum.
+namespace concurrent {
+
+KernelGraph program(const char* text) {
+  auto g = parse_program(text, "concurrent.strata");
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message);
+  return g.ok() ? std::move(g).value() : KernelGraph{};
+}
+
+TEST(CostModelConcurrent, ChainsAreSumsAndIndependentLaunchesOverlap) {
+  const Target t = *Target::by_name("h200");
+  CostOptions on;
+  on.concurrent_launches = true;
+  const KernelGraph chain = program(
+      "input X: f16[2048, 2048]\ninput W: f16[2048, 2048]\ninput U: f16[2048, 512]\n"
+      "Y = matmul(silu(matmul(X, W)), U)\noutput Y\n");
+  const GraphCost c_on = estimate_cost(chain, t, on), c_off = estimate_cost(chain, t);
+  EXPECT_NEAR(c_on.predicted_us, c_on.sequential_us, 1e-9);
+  EXPECT_NEAR(c_off.predicted_us, c_off.sequential_us, 1e-9);
+  EXPECT_NEAR(c_on.sequential_us, c_off.predicted_us, 1e-9);
+  for (const char* text :
+       {"input X: f16[2048, 2048]\ninput Wq: f16[2048, 2048]\ninput Wk: f16[2048, 512]\n"
+        "input Wv: f16[2048, 512]\nQ = matmul(X, Wq)\nK = matmul(X, Wk)\nV = matmul(X, Wv)\n"
+        "output Q, K, V\n",
+        "input X: f16[2048, 2048]\ninput W: f16[2048, 512]\ninput A: f16[2048, 32]\n"
+        "input B: f16[32, 512]\nY = add(matmul(X, W), matmul(matmul(X, A), B))\noutput Y\n"}) {
+    const KernelGraph g = program(text);
+    const GraphCost off = estimate_cost(g, t), conc = estimate_cost(g, t, on);
+    EXPECT_NEAR(off.predicted_us, off.sequential_us, 1e-9) << text;
+    double longest = 0;
+    for (const KernelCost& k : conc.kernels) longest = std::max(longest, k.predicted_s * 1e6);
+    EXPECT_LT(conc.predicted_us, 0.95 * off.predicted_us) << text;
+    EXPECT_GE(conc.predicted_us, longest) << text;
+    EXPECT_NEAR(conc.sequential_us, off.predicted_us, 1e-9) << text;
+  }
+}
+
+}  // namespace concurrent
 
 }  // namespace
 }  // namespace strata

@@ -9,8 +9,12 @@
 // larger than its rows (a slice), or a transposed operation (a transpose):
 //   - on the GPU it is cublasGemmStridedBatchedEx with f32 compute (CUBLAS_COMPUTE_32F, float
 //     alpha = 1 and beta = 0), the inputs in f16 or bf16, the output in its own type, on the
-//     launch stream; one handle per device, created by blas_init (strata_init calls it, so no
-//     handle is created during a CUDA-graph capture), bound to the stream at every call. The
+//     launch stream; one handle per device and plan stream (slot: 0 the caller's stream, s the
+//     side stream s of strata_rt/streams.cuh), created by blas_init (strata_init calls it, so no
+//     handle is created during a CUDA-graph capture), bound to the stream at every call. Calls
+//     that may run at once never share a handle: cuBLAS's documentation (results
+//     reproducibility) says that calls in parallel streams through one handle may pick their
+//     internal workspaces non-deterministically, and recommends one handle per stream. The
 //     workspace is cuBLAS's default: from CUDA 12.2 on cuBLAS allocates it stream-ordered, so
 //     captured calls replay without a workspace of ours.
 //   - under STRATA_RT_EMULATE it is a CPU gemm with the same arguments, checked as cuBLAS
@@ -58,6 +62,10 @@ enum BlasType { kBlasF16 = 0, kBlasBf16 = 1, kBlasF32 = 2 };
 /// activation.
 enum BlasEpilogue { kEpilogueBias = 1, kEpilogueRelu = 2, kEpilogueGelu = 4 };
 
+/// Handles per device: slot s serves the launch plan's stream s (0 the caller's, 1 … the side
+/// streams of strata_rt/streams.cuh), so that calls running at once never share a handle.
+constexpr int kBlasSlots = 5;
+
 #if defined(STRATA_RT_EMULATE)
 
 namespace emu_blas {
@@ -95,8 +103,8 @@ inline float apply_epilogue(float acc, int epilogue, const void* bias, int type,
 
 }  // namespace emu_blas
 
-inline int blas_init() {
-  return 0;
+inline int blas_init(int slots = 1) {
+  return slots >= 1 && slots <= kBlasSlots ? 0 : kBlasError + 7;  // CUBLAS_STATUS_INVALID_VALUE
 }
 
 /// C[b] = epilogue(op(A[b]) · op(B[b])) for b < batch, column-major as cuBLAS defines it:
@@ -107,8 +115,7 @@ inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const 
                          int lda, long long stride_a, const void* B, int b_type, int ldb,
                          long long stride_b, void* C, int c_type, int ldc, long long stride_c,
                          int batch, const void* bias, int epilogue, void* workspace,
-                         unsigned long long workspace_bytes, cudaStream_t stream) {
-  (void)stream;
+                         unsigned long long workspace_bytes, cudaStream_t stream, int slot = 0) {
   (void)workspace;
   (void)workspace_bytes;
   const int invalid = kBlasError + 7;         // CUBLAS_STATUS_INVALID_VALUE
@@ -121,22 +128,25 @@ inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const 
     return not_supported;
   if ((epilogue & kEpilogueBias) && bias == nullptr) return invalid;
   if ((epilogue & kEpilogueRelu) && (epilogue & kEpilogueGelu)) return invalid;
-  for (int b = 0; b < batch; ++b) {
-    const long long a0 = b * stride_a, b0 = b * stride_b, c0 = b * stride_c;
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        float acc = 0.0f;
-        for (int l = 0; l < k; ++l) {
-          const long long ai =
-              trans_a ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda;
-          const long long bi =
-              trans_b ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb;
-          acc += emu_blas::load(A, a_type, a0 + ai) * emu_blas::load(B, b_type, b0 + bi);
+  if (slot < 0 || slot >= kBlasSlots) return invalid;
+  emu::enqueue(stream, [=] {
+    for (int b = 0; b < batch; ++b) {
+      const long long a0 = b * stride_a, b0 = b * stride_b, c0 = b * stride_c;
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          float acc = 0.0f;
+          for (int l = 0; l < k; ++l) {
+            const long long ai =
+                trans_a ? l + static_cast<long long>(i) * lda : i + static_cast<long long>(l) * lda;
+            const long long bi =
+                trans_b ? j + static_cast<long long>(l) * ldb : l + static_cast<long long>(j) * ldb;
+            acc += emu_blas::load(A, a_type, a0 + ai) * emu_blas::load(B, b_type, b0 + bi);
+          }
+          acc = emu_blas::apply_epilogue(acc, epilogue, bias, c_type, i);
+          emu_blas::store(C, c_type, c0 + i + static_cast<long long>(j) * ldc, acc);
         }
-        acc = emu_blas::apply_epilogue(acc, epilogue, bias, c_type, i);
-        emu_blas::store(C, c_type, c0 + i + static_cast<long long>(j) * ldc, acc);
-      }
-  }
+    }
+  });
   return 0;
 }
 
@@ -144,9 +154,10 @@ inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const 
 inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
                                 int a_type, int lda, long long stride_a, const void* B, int b_type,
                                 int ldb, long long stride_b, void* C, int c_type, int ldc,
-                                long long stride_c, int batch, cudaStream_t stream) {
+                                long long stride_c, int batch, cudaStream_t stream, int slot = 0) {
   return gemm_epilogue(trans_a, trans_b, m, n, k, A, a_type, lda, stride_a, B, b_type, ldb,
-                       stride_b, C, c_type, ldc, stride_c, batch, nullptr, 0, nullptr, 0, stream);
+                       stride_b, C, c_type, ldc, stride_c, batch, nullptr, 0, nullptr, 0, stream,
+                       slot);
 }
 
 #else
@@ -161,7 +172,9 @@ inline cudaDataType_t blas_data_type(int type) {
 struct BlasHandles {
   static constexpr int kDevices = 64;
   std::mutex mu;
-  cublasHandle_t handle[kDevices] = {};
+  cublasHandle_t handle[kDevices][kBlasSlots] = {};
+  /// One cuBLASLt handle per device serves every slot: cublasLtMatmul takes its stream and its
+  /// workspace per call (each call has a workspace slot of its own).
   cublasLtHandle_t lt[kDevices] = {};
   /// cuBLASLt's descriptors and chosen algorithm per device and call shape (LtKey).
   struct LtPlan {
@@ -178,9 +191,9 @@ inline BlasHandles& blas_handles() {
   return h;
 }
 
-/// Creates the current device's cuBLAS handle if it has none; a cudaError_t or
-/// kBlasError + cublasStatus_t.
-inline int blas_init() {
+/// Creates the current device's cuBLAS handles of slots 0 … slots - 1 that it has none of, and
+/// its cuBLASLt handle; a cudaError_t or kBlasError + cublasStatus_t.
+inline int blas_init(int slots = 1) {
   int device = 0;
   const cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return static_cast<int>(err);
@@ -188,14 +201,16 @@ inline int blas_init() {
     return kBlasError + CUBLAS_STATUS_NOT_SUPPORTED;
   BlasHandles& h = blas_handles();
   std::lock_guard<std::mutex> lock(h.mu);
-  if (h.handle[device] && h.lt[device]) return 0;
-  if (!h.handle[device]) {
-    const cublasStatus_t s = cublasCreate(&h.handle[device]);
+  if (slots < 1 || slots > kBlasSlots) return kBlasError + CUBLAS_STATUS_INVALID_VALUE;
+  for (int k = 0; k < slots; ++k) {
+    if (h.handle[device][k]) continue;
+    const cublasStatus_t s = cublasCreate(&h.handle[device][k]);
     if (s != CUBLAS_STATUS_SUCCESS) {
-      h.handle[device] = nullptr;
+      h.handle[device][k] = nullptr;
       return kBlasError + static_cast<int>(s);
     }
   }
+  if (h.lt[device]) return 0;
   const cublasStatus_t s = cublasLtCreate(&h.lt[device]);
   if (s != CUBLAS_STATUS_SUCCESS) {
     h.lt[device] = nullptr;
@@ -286,18 +301,20 @@ inline cublasStatus_t make_lt_plan(cublasLtHandle_t lt, const BlasHandles::LtKey
 
 /// cublasGemmStridedBatchedEx(trans_a, trans_b, m, n, k, 1, A, lda, stride_a, B, ldb, stride_b,
 /// 0, C, ldc, stride_c, batch) with f32 compute on `stream`, through the current device's handle
-/// (blas_init creates it when it is missing, outside a capture as strata_init runs it first).
+/// of `slot` (blas_init creates it when it is missing, outside a capture as strata_init runs it
+/// first).
 inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k, const void* A,
                                 int a_type, int lda, long long stride_a, const void* B, int b_type,
                                 int ldb, long long stride_b, void* C, int c_type, int ldc,
-                                long long stride_c, int batch, cudaStream_t stream) {
-  if (const int err = blas_init()) return err;
+                                long long stride_c, int batch, cudaStream_t stream, int slot = 0) {
+  if (slot < 0 || slot >= kBlasSlots) return kBlasError + CUBLAS_STATUS_INVALID_VALUE;
+  if (const int err = blas_init(slot + 1)) return err;
   int device = 0;
   const cudaError_t derr = cudaGetDevice(&device);
   if (derr != cudaSuccess) return static_cast<int>(derr);
   BlasHandles& h = blas_handles();
   std::lock_guard<std::mutex> lock(h.mu);
-  cublasHandle_t handle = h.handle[device];
+  cublasHandle_t handle = h.handle[device][slot];
   cublasStatus_t s = cublasSetStream(handle, stream);
   if (s != CUBLAS_STATUS_SUCCESS) return kBlasError + static_cast<int>(s);
   const float alpha = 1.0f, beta = 0.0f;
@@ -312,12 +329,14 @@ inline int gemm_strided_batched(bool trans_a, bool trans_b, int m, int n, int k,
 /// cublasLtMatmul of the product gemm_strided_batched computes with epilogue `epilogue`
 /// (BlasEpilogue bits; the bias: m elements of C's type, shared by the batch) applied before C
 /// is rounded, on `stream`, with `workspace_bytes` of `workspace`; the plan (descriptors and the
-/// heuristic's algorithm for the pointers' alignment) is made once per device and shape.
+/// heuristic's algorithm for the pointers' alignment) is made once per device and shape. The
+/// device's one cuBLASLt handle serves every `slot` (checked only for range).
 inline int gemm_epilogue(bool trans_a, bool trans_b, int m, int n, int k, const void* A, int a_type,
                          int lda, long long stride_a, const void* B, int b_type, int ldb,
                          long long stride_b, void* C, int c_type, int ldc, long long stride_c,
                          int batch, const void* bias, int epilogue, void* workspace,
-                         unsigned long long workspace_bytes, cudaStream_t stream) {
+                         unsigned long long workspace_bytes, cudaStream_t stream, int slot = 0) {
+  if (slot < 0 || slot >= kBlasSlots) return kBlasError + CUBLAS_STATUS_INVALID_VALUE;
   if (a_type != b_type) return kBlasError + CUBLAS_STATUS_NOT_SUPPORTED;
   if ((epilogue & kEpilogueBias) && bias == nullptr)
     return kBlasError + CUBLAS_STATUS_INVALID_VALUE;

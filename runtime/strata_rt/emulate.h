@@ -644,6 +644,95 @@ inline void launch(dim3 grid, dim3 block, size_t smem_bytes, std::function<void(
       }
 }
 
+// Streams (runtime/strata_rt/streams.cuh). Outside a StreamFork every launch, gemm and copy
+// runs when it is enqueued. Inside one, each of the fork's streams has a queue; nothing runs
+// until a wait or the end forces it, so work runs as late as the plan's events allow and a
+// consumer that does not wait for its producer runs first. At the end the queues run in stream
+// order (settings().reverse: the last side stream first, the caller's stream last), so a
+// missing wait in either direction between the caller's stream and a side stream is caught by
+// one of the two orders.
+
+/// A point in a stream's queue: an event's record.
+struct StreamMark {
+  int queue;
+  size_t pos;
+};
+
+struct StreamQueues {
+  bool active = false;
+  std::vector<cudaStream_t> streams;
+  std::vector<std::vector<std::function<void()>>> items;
+  std::vector<size_t> done;
+};
+inline StreamQueues& stream_queues() {
+  static StreamQueues q;
+  return q;
+}
+
+inline void streams_begin(const std::vector<cudaStream_t>& streams) {
+  StreamQueues& q = stream_queues();
+  if (q.active) fail("a launch with streams inside another");
+  q.active = true;
+  q.streams = streams;
+  q.items.assign(streams.size(), {});
+  q.done.assign(streams.size(), 0);
+}
+
+/// Runs queue `k` up to position `pos`.
+inline void stream_run(int k, size_t pos) {
+  StreamQueues& q = stream_queues();
+  while (q.done[k] < pos) {
+    std::function<void()> f = q.items[k][q.done[k]++];
+    f();
+  }
+}
+
+/// Enqueues f on `stream` (runs it now outside a StreamFork).
+inline void enqueue(cudaStream_t stream, std::function<void()> f) {
+  StreamQueues& q = stream_queues();
+  if (!q.active) {
+    f();
+    return;
+  }
+  for (size_t k = 0; k < q.streams.size(); ++k)
+    if (q.streams[k] == stream) {
+      q.items[k].push_back(std::move(f));
+      return;
+    }
+  fail("a launch on a stream that is neither the caller's nor one of the side streams");
+}
+
+/// The current end of queue k (an event recorded there).
+inline StreamMark stream_mark(int k) {
+  return StreamMark{k, stream_queues().items[k].size()};
+}
+
+/// Queue k waits for `m`: when it gets there, m's queue runs up to m.
+inline void stream_wait(int k, StreamMark m) {
+  stream_queues().items[k].push_back([m] { stream_run(m.queue, m.pos); });
+}
+
+/// Runs every queue to its end; fails when a side stream's work was not ordered before the end
+/// of the caller's stream (queue 0) by its waits.
+inline void streams_end() {
+  StreamQueues& q = stream_queues();
+  const int n = static_cast<int>(q.items.size());
+  std::vector<size_t> joined(n);
+  if (settings().reverse) {
+    for (int k = n - 1; k > 0; --k) stream_run(k, q.items[k].size());
+    stream_run(0, q.items[0].size());
+  } else {
+    stream_run(0, q.items[0].size());
+    for (int k = 1; k < n; ++k) joined[k] = q.done[k];
+    for (int k = 1; k < n; ++k) stream_run(k, q.items[k].size());
+  }
+  q.active = false;
+  if (!settings().reverse)
+    for (int k = 1; k < n; ++k)
+      if (joined[k] != q.items[k].size())
+        fail("a side stream's launches are not joined to the caller's stream");
+}
+
 }  // namespace emu
 }  // namespace strata_rt
 

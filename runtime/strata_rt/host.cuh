@@ -1,7 +1,8 @@
 // strata device runtime: host-side helpers of the generated launcher (nvcc builds only; the
 // device part of a generated file never includes this header, so NVRTC never sees it).
 //
-// Under STRATA_RT_EMULATE the same calls run the kernels on the CPU emulator instead.
+// Under STRATA_RT_EMULATE the same calls run the kernels on the CPU emulator instead, through
+// emu::enqueue: at once, or queued on their stream inside a StreamFork (strata_rt/streams.cuh).
 #pragma once
 
 #if !defined(__CUDACC_RTC__)
@@ -34,8 +35,7 @@ inline int allow_dynamic_smem(Kernel* kernel, int bytes) {
 /// Asynchronous device-to-device copy on `stream`; returns a cudaError_t value.
 inline int copy_device(void* dst, const void* src, unsigned long long bytes, cudaStream_t stream) {
 #if defined(STRATA_RT_EMULATE)
-  (void)stream;
-  emu::copy_bytes(dst, src, bytes);
+  emu::enqueue(stream, [=] { emu::copy_bytes(dst, src, bytes); });
   return 0;
 #else
   return static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
@@ -86,10 +86,9 @@ inline int launch_streaming(void (*kernel)(Params...), dim3 grid, dim3 block, in
                             cudaStream_t stream, const void* base, unsigned long long bytes,
                             Args... args) {
 #if defined(STRATA_RT_EMULATE)
-  (void)stream;
   (void)base;
   (void)bytes;
-  emu::launch(grid, block, smem, [=] { kernel(args...); });
+  emu::enqueue(stream, [=] { emu::launch(grid, block, smem, [=] { kernel(args...); }); });
   return 0;
 #else
   int max_window = 0;
@@ -119,7 +118,8 @@ inline int launch_streaming(void (*kernel)(Params...), dim3 grid, dim3 block, in
 /// Launches `kernel` on `grid` × `block` threads with `smem` bytes of dynamic shared memory.
 #if defined(STRATA_RT_EMULATE)
 #define STRATA_RT_LAUNCH(kernel, grid, block, smem, stream, ...) \
-  ::strata_rt::emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); })
+  ::strata_rt::emu::enqueue(                                     \
+      stream, [=] { ::strata_rt::emu::launch(grid, block, smem, [=] { kernel(__VA_ARGS__); }); })
 #else
 #define STRATA_RT_LAUNCH(kernel, grid, block, smem, stream, ...) \
   kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)

@@ -9,6 +9,7 @@
 #include "block_emitter.h"
 #include "code_writer.h"
 #include "predefined_emitter.h"
+#include "strata/opt/launch_streams.h"
 #include "strata/opt/graph_optimizer.h"
 #include "strata/opt/kernel_views.h"
 #include "strata/opt/library_epilogues.h"
@@ -46,6 +47,7 @@ struct Launch {
   int threads = 0;
   int64_t smem = 0;
   std::vector<int> args;  ///< kernel tensor ids: inputs then outputs
+  int num_inputs = 0;     ///< of args (the storages it reads; the rest it writes)
   std::string comment;
   std::string task_wrapper;  ///< EmitOptions::task_entry Beside: the task entry's wrapper
   int streamed = -1;         ///< kernel tensor launched with a streaming L2 window, or -1
@@ -95,6 +97,26 @@ bool uses_cublas(const std::vector<Launch>& launches) {
 
 std::string var(int t) {
   return "t" + std::to_string(t);
+}
+
+/// What each launch reads and writes, for the launch plan (launch_streams.h): the storages of
+/// its arguments (a view's storage, a routed result's parts); an all_reduce is a barrier.
+std::vector<LaunchAccess> launch_accesses(const std::vector<Launch>& launches) {
+  std::vector<LaunchAccess> acc;
+  for (const Launch& l : launches) {
+    LaunchAccess a;
+    a.reads.assign(l.args.begin(), l.args.begin() + l.num_inputs);
+    a.writes.assign(l.args.begin() + l.num_inputs, l.args.end());
+    a.barrier = l.all_reduce;
+    acc.push_back(std::move(a));
+  }
+  return acc;
+}
+
+/// The stream of plan stream `s` in strata_launch: the caller's, or the fork's side stream s.
+codegen::ir::Expr stream_expr(int s) {
+  namespace ir = codegen::ir;
+  return s == 0 ? ir::var("stream") : ir::call("fork.stream", {ir::int_lit(s)});
 }
 
 nlohmann::ordered_json tensor_meta(const KernelGraph& g, int t, DType dt) {
@@ -358,6 +380,7 @@ Result<Launch> all_reduce_launch(const KernelGraph& g, int i, const BufferPlan& 
   Launch L;
   L.all_reduce = true;
   L.args = {in, out};
+  L.num_inputs = 1;
   L.name = "ncclAllReduce";
   L.comment = "kernel op #" + std::to_string(i) + ": all_reduce (NCCL, sum over " +
               std::to_string(g.ranks()) + " ranks)";
@@ -445,6 +468,7 @@ Result<std::optional<Launch>> library_matmul_launch(const KernelGraph& g, int i,
     if (epilogue->bias >= 0) L.args.push_back(epilogue->bias);
     L.args.push_back(epilogue->result);
   }
+  L.num_inputs = static_cast<int>(L.args.size()) - 1;  // A, B and the bias; then C
   L.gemm.m = as[r - 2];
   L.gemm.k = as[r - 1];
   L.gemm.n = bs[r - 1];
@@ -490,6 +514,7 @@ Result<Launch> emit_kernel(const KernelGraph& g, int i, const BufferPlan& bp,
   std::shared_ptr<const BlockGraph> body = kernel_block_graph(g, i);
   Launch L;
   for (int t : op.inputs) L.args.push_back(bp.storage_of(t));
+  L.num_inputs = static_cast<int>(L.args.size());
   for (int t : op.outputs) {
     if (!bp.routes[t]) {
       L.args.push_back(t);
@@ -613,10 +638,17 @@ void emit_header(const KernelGraph& g, const nlohmann::ordered_json& meta,
 }
 
 /// The tables of tensor names, ranks, dims and dtypes the query functions read; with `nccl`,
-/// before them the communicator of the tensor-parallel group.
-void emit_tensor_tables(const KernelGraph& g, const BufferPlan& bp, bool nccl, CodeWriter& w) {
+/// before them the communicator of the tensor-parallel group; with side streams in `plan`, the
+/// graph's LaunchStreams.
+void emit_tensor_tables(const KernelGraph& g, const BufferPlan& bp, bool nccl,
+                        const LaunchStreamPlan& plan, CodeWriter& w) {
   namespace ir = codegen::ir;
   w.open("namespace");
+  if (plan.side_streams > 0) {
+    w.comment("The side streams and events of the concurrent launches, per device.");
+    w.line("strata_rt::host::LaunchStreams g_streams(" + std::to_string(plan.side_streams) + ", " +
+           std::to_string(plan.events) + ");");
+  }
   if (nccl) {
     w.comment("The communicator of the tensor-parallel group (docs/tensor-parallel.md).");
     w.add(ir::decl("ncclComm_t", "g_comm", ir::var("nullptr")));
@@ -687,8 +719,9 @@ codegen::ir::Expr blas_type(DType t) {
 /// row-major operand with ld elements between rows is its transpose in column-major terms with
 /// leading dimension ld: not transposed for cuBLAS (CUBLAS_OP_N). An operand stored transposed
 /// (a transpose view, GemmOperand::transposed) is the operand itself in column-major terms:
-/// CUBLAS_OP_T. A view starts at its storage's pointer plus its offset.
-void emit_blas_gemm(const BufferPlan& bp, const Launch& l, CodeWriter& w) {
+/// CUBLAS_OP_T. A view starts at its storage's pointer plus its offset. On plan stream `stream`
+/// (launch_streams.h) through that stream's handle.
+void emit_blas_gemm(const BufferPlan& bp, const Launch& l, int stream, CodeWriter& w) {
   namespace ir = codegen::ir;
   const int c = l.args.back();
   const Launch::Gemm& G = l.gemm;
@@ -724,7 +757,8 @@ void emit_blas_gemm(const BufferPlan& bp, const Launch& l, CodeWriter& w) {
     args.push_back(ir::binary("+", ir::var("ws"), ir::int_lit(G.workspace_offset)));
     args.push_back(ir::int_lit(G.workspace_bytes, "ULL"));
   }
-  args.push_back(ir::var("stream"));
+  args.push_back(stream_expr(stream));
+  if (stream > 0) args.push_back(ir::int_lit(stream));  // the handle of side stream `stream`
   w.open("");
   w.add(ir::decl("const int", "err",
                  ir::call(G.epilogue != 0 ? "strata_rt::host::gemm_epilogue"
@@ -734,16 +768,35 @@ void emit_blas_gemm(const BufferPlan& bp, const Launch& l, CodeWriter& w) {
   w.close();
 }
 
-/// strata_init: creates the cuBLAS handle where the graph has cuBLAS calls, raises the dynamic
-/// shared-memory limit of every kernel above 48 KB.
-void emit_init(const std::vector<Launch>& launches, CodeWriter& w) {
+/// The cuBLAS handles strata_init creates: one per plan stream up to the last stream a cuBLAS
+/// call of `launches` (planned by `plan`) runs on; 0 without cuBLAS calls.
+int blas_slots(const std::vector<Launch>& launches, const LaunchStreamPlan& plan) {
+  int slots = 0;
+  for (size_t j = 0; j < launches.size(); ++j)
+    if (launches[j].blas) slots = std::max(slots, plan.stream[j] + 1);
+  return slots;
+}
+
+/// strata_init: creates the cuBLAS handles where the graph has cuBLAS calls (`blas_slots`: one
+/// per plan stream that has them, blas.cuh) and the side streams and events of `plan`, raises
+/// the dynamic shared-memory limit of every kernel above 48 KB.
+void emit_init(const std::vector<Launch>& launches, const LaunchStreamPlan& plan, int blas_slots,
+               CodeWriter& w) {
   namespace ir = codegen::ir;
   const ir::Expr err = ir::var("err");
   w.open("extern \"C\" int strata_init(void)");
   w.add(ir::decl("int", "err", 0));
   if (uses_cublas(launches)) {
     w.comment("the current device's cuBLAS handle, created here, before any CUDA-graph capture");
-    w.add(ir::assign(err, ir::call("strata_rt::host::blas_init")));
+    if (blas_slots <= 1)
+      w.add(ir::assign(err, ir::call("strata_rt::host::blas_init")));
+    else
+      w.add(ir::assign(err, ir::call("strata_rt::host::blas_init", {blas_slots}), "=",
+                       "one per plan stream calling cuBLAS"));
+  }
+  if (plan.side_streams > 0) {
+    w.comment("the current device's side streams and events (concurrent launches)");
+    w.add(ir::if_compact(ir::eq(err, 0), ir::assign(err, ir::call("g_streams.init"))));
   }
   for (const Launch& l : launches)
     if (l.smem > 48 * 1024)
@@ -754,10 +807,46 @@ void emit_init(const std::vector<Launch>& launches, CodeWriter& w) {
   w.close();
 }
 
+/// One launch on plan stream `stream` (stream_expr): an all_reduce (always stream 0, a barrier),
+/// a cuBLAS call, a kernel (with its L2 streaming window where one is marked).
+void emit_one_launch(const KernelGraph& g, const BufferPlan& bp, const Launch& l, int stream,
+                     CodeWriter& w) {
+  namespace ir = codegen::ir;
+  if (l.all_reduce) {
+    emit_all_reduce(g, bp, l, w);
+    return;
+  }
+  if (l.blas) {
+    emit_blas_gemm(bp, l, stream, w);
+    return;
+  }
+  std::vector<ir::Expr> args = {ir::var(l.name), ir::call("dim3", {l.grid.x, l.grid.y, l.grid.z}),
+                                ir::call("dim3", {l.threads}), l.smem, stream_expr(stream)};
+  if (l.streamed < 0) {
+    for (int t : l.args) args.push_back(ir::var(var(t)));
+    w.call("STRATA_RT_LAUNCH", args);
+    return;
+  }
+  const int t = l.streamed;
+  const int64_t bytes = g.tensor(t).shape.numel() * dtype_size(bp.dtypes[t]);
+  w.comment(g.tensor_name(t) + " (" + std::to_string(bytes) +
+            " bytes) is read once, each byte by one block: L2 evicts its lines first");
+  w.open("");
+  args.push_back(ir::var(var(t)));
+  args.push_back(ir::int_lit(bytes, "ULL"));
+  for (int a : l.args) args.push_back(ir::var(var(a)));
+  w.add(ir::decl("const int", "err", ir::call("strata_rt::host::launch_streaming", args)));
+  w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
+  w.close();
+}
+
 /// strata_launch: the tensors' pointers (inputs, outputs, workspace slots), every kernel's launch
-/// (with the L2 streaming window where one is marked), the copies of outputs that are inputs.
+/// (with the L2 streaming window where one is marked) on its plan stream with the plan's event
+/// records and waits (launch_streams.h; none when every launch is on the caller's stream), the
+/// join of the side streams, the copies of outputs that are inputs.
 void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
-                 CodeWriter& w, const std::string& function = "strata_launch") {
+                 const LaunchStreamPlan& plan, CodeWriter& w,
+                 const std::string& function = "strata_launch") {
   namespace ir = codegen::ir;
   const int ntensors = static_cast<int>(g.tensors().size());
   w.open("extern \"C\" int " + function +
@@ -801,34 +890,26 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
   if (uses_nccl(launches))
     w.add(ir::if_compact(ir::eq(ir::var("g_comm"), ir::var("nullptr")),
                          ir::ret(nccl_error(ir::var("ncclInvalidUsage")))));
-  for (const Launch& l : launches) {
-    w.comment(l.comment);
-    if (l.all_reduce) {
-      emit_all_reduce(g, bp, l, w);
-      continue;
-    }
-    if (l.blas) {
-      emit_blas_gemm(bp, l, w);
-      continue;
-    }
-    std::vector<ir::Expr> args = {ir::var(l.name), ir::call("dim3", {l.grid.x, l.grid.y, l.grid.z}),
-                                  ir::call("dim3", {l.threads}), l.smem, ir::var("stream")};
-    if (l.streamed < 0) {
-      for (int t : l.args) args.push_back(ir::var(var(t)));
-      w.call("STRATA_RT_LAUNCH", args);
-      continue;
-    }
-    const int t = l.streamed;
-    const int64_t bytes = g.tensor(t).shape.numel() * dtype_size(bp.dtypes[t]);
-    w.comment(g.tensor_name(t) + " (" + std::to_string(bytes) +
-              " bytes) is read once, each byte by one block: L2 evicts its lines first");
-    w.open("");
-    args.push_back(ir::var(var(t)));
-    args.push_back(ir::int_lit(bytes, "ULL"));
-    for (int a : l.args) args.push_back(ir::var(var(a)));
-    w.add(ir::decl("const int", "err", ir::call("strata_rt::host::launch_streaming", args)));
-    w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
-    w.close();
+  const bool fork = plan.side_streams > 0;
+  if (fork) {
+    w.comment("concurrent launches (docs/codegen.md): " + std::to_string(plan.side_streams) +
+              " side stream(s) forked from the caller's stream, " + std::to_string(plan.events) +
+              " event(s)");
+    w.line("strata_rt::host::StreamFork fork(g_streams, stream);");
+    w.add(ir::if_compact(ir::ne(ir::call("fork.error"), 0), ir::ret(ir::call("fork.error"))));
+    if (plan.entry_event >= 0) w.call("fork.record", {plan.entry_event, 0});
+  }
+  for (size_t j = 0; j < launches.size(); ++j) {
+    const Launch& l = launches[j];
+    const int s = plan.stream[j];
+    w.comment(l.comment + (fork ? " [stream " + std::to_string(s) + "]" : ""));
+    for (int e : plan.waits[j]) w.call("fork.wait", {s, e});
+    emit_one_launch(g, bp, l, s, w);
+    if (plan.records[j] >= 0) w.call("fork.record", {plan.records[j], s});
+  }
+  if (!plan.joins.empty()) {
+    w.comment("the side streams join the caller's stream");
+    for (int e : plan.joins) w.call("fork.wait", {0, e});
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     int t = g.outputs()[i];
@@ -844,7 +925,10 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
     w.add(ir::if_compact(ir::ne(ir::var("err"), 0), ir::ret(ir::var("err"))));
     w.close();
   }
-  w.add(ir::ret(ir::call("strata_rt::host::last_error")));
+  if (fork)
+    w.add(ir::ret(ir::call("fork.finish", {ir::call("strata_rt::host::last_error")})));
+  else
+    w.add(ir::ret(ir::call("strata_rt::host::last_error")));
   w.close();
 }
 
@@ -921,7 +1005,7 @@ void emit_queries(const KernelGraph& g, const BufferPlan& bp, bool nccl, CodeWri
 
 /// The host API (guarded from NVRTC): tables, strata_init, strata_launch, the queries.
 void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
-                   int task_threads, CodeWriter& w) {
+                   const LaunchStreamPlan& plan, int task_threads, CodeWriter& w) {
   w.line("");
   w.comment("---- host API (see include/strata/codegen/cuda_emitter.h) ----");
   w.line("#if !defined(__CUDACC_RTC__)");
@@ -932,8 +1016,9 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
     w.line("#include <cstring>");
   }
   if (uses_cublas(launches)) w.line("#include \"strata_rt/blas.cuh\"");
+  if (plan.side_streams > 0) w.line("#include \"strata_rt/streams.cuh\"");
   w.line("");
-  emit_tensor_tables(g, bp, nccl, w);
+  emit_tensor_tables(g, bp, nccl, plan, w);
   w.line("");
   // EmitOptions::task_entry Beside: the task entries' wrappers, launched like the kernels.
   std::vector<Launch> tasks;
@@ -948,14 +1033,19 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
   }
   std::vector<Launch> all = launches;
   all.insert(all.end(), tasks.begin(), tasks.end());
-  emit_init(all, w);
+  emit_init(all, plan, blas_slots(launches, plan), w);
   w.line("");
-  emit_launch(g, bp, launches, w);
+  emit_launch(g, bp, launches, plan, w);
   w.line("");
   if (!tasks.empty()) {
     w.comment("strata_launch with every kernel's task entry in blocks of " +
               std::to_string(task_threads) + " threads (EmitOptions::task_entry).");
-    emit_launch(g, bp, tasks, w, "strata_launch_tasks");
+    // The wrappers are the launches one for one (every kernel op of a task-entry graph is a
+    // customized kernel), so they keep the launches' plan.
+    emit_launch(
+        g, bp, tasks,
+        tasks.size() == launches.size() ? plan : plan_launch_streams(launch_accesses(tasks), 0), w,
+        "strata_launch_tasks");
     w.line("");
   }
   emit_queries(g, bp, nccl, w);
@@ -984,6 +1074,9 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   EmitOptions options = given;
   // Warpgroup MMA exists on sm_90a only: for any other target the knob changes nothing.
   if (options.arch != "sm_90a") options.plan.wgmma = false;
+  if (options.max_side_streams < 0 || options.max_side_streams > 4)
+    return make_error("side streams: expected 0 to 4 (strata_rt::host::kMaxSideStreams), got " +
+                      std::to_string(options.max_side_streams));
   if (options.task_entry != TaskEntryForm::Off) {
     if (options.task_threads < 32 || options.task_threads > 1024 || options.task_threads % 32)
       return make_error("task entry threads: expected a multiple of 32 in [32, 1024], got " +
@@ -1017,8 +1110,11 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
               uses_cublas(launches), w);
   w.line("#include \"strata_rt/strata_rt.cuh\"");
   w.add(kernels.root());
-  if (options.task_entry != TaskEntryForm::Only)
-    emit_host_api(g, bp, launches, options.task_threads, w);
+  if (options.task_entry != TaskEntryForm::Only) {
+    result.launch_accesses = launch_accesses(launches);
+    result.launch_streams = plan_launch_streams(result.launch_accesses, options.max_side_streams);
+    emit_host_api(g, bp, launches, result.launch_streams, options.task_threads, w);
+  }
   result.code = w.str();
   result.workspace_bytes = bp.workspace;
   return result;

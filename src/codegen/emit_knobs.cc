@@ -83,6 +83,9 @@ const std::vector<Knob>& knobs() {
       {"blas", "predefined f16/bf16 matmuls as cuBLAS calls (0: generated kernels)",
        [](EmitOptions& o, int64_t v) { o.library_matmul = v != 0; },
        [](const EmitOptions& o) { return static_cast<int64_t>(o.library_matmul); }, true},
+      {"streams", "side streams for independent launches (0: all on the caller's stream)",
+       [](EmitOptions& o, int64_t v) { o.max_side_streams = static_cast<int>(v); },
+       [](const EmitOptions& o) { return static_cast<int64_t>(o.max_side_streams); }, false, 4},
   };
   return k;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "cost/launch_overlap.h"
 #include "strata/ir/shape_infer.h"
 #include "strata/opt/kernel_views.h"
 #include "strata/opt/layout.h"
@@ -577,6 +578,10 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     gc.predicted_us += k.predicted_s * 1e6;
     gc.kernels.push_back(std::move(k));
   }
+  gc.sequential_us = gc.predicted_us;
+  if (options.concurrent_launches)
+    gc.predicted_us =
+        concurrent_graph_seconds(g, views, routes, gc.kernels, t, options.max_side_streams) * 1e6;
   return gc;
 }
 

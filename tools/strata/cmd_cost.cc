@@ -108,10 +108,15 @@ std::function<int()> setup(CLI::App& app) {
                "predict every kernel as the default variant emits it (mma.sync), also on a "
                "target with warpgroup MMA (by default a kernel whose plan under the knob `wgmma` "
                "takes it is predicted as that variant)");
+  auto concurrent = std::make_shared<bool>(false);
+  app.add_flag("--concurrent-launches", *concurrent,
+               "predict launches that do not depend on each other as running at the same time "
+               "(side streams; not adopted: the default is their sum)");
   return [=] {
     CostOptions options;
     options.library_matmul = !*no_library;
     options.wgmma = !*no_wgmma;
+    options.concurrent_launches = *concurrent;
     options.code_features = *json;  // the calibration's per-kernel code features
     return run_cost(*path, *target, *json, *rank, options);
   };

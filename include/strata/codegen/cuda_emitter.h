@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/opt/launch_streams.h"
 #include "strata/ir/kernel_graph.h"
 #include "strata/opt/kernel_plan.h"
 #include "strata/util/status.h"
@@ -91,6 +92,13 @@ struct EmitOptions {
   /// matmuls are generated kernels (the tiled block graph of lower_matmul_to_block_graph, else
   /// the generic kernel).
   bool library_matmul = true;
+  /// Concurrent launches (docs/codegen.md, "Concurrent launches"): strata_launch runs launches
+  /// that do not depend on each other on up to this many side streams, forked from the
+  /// caller's stream and joined back to it through events (plan_launch_streams,
+  /// include/strata/opt/launch_streams.h); at most strata_rt::host::kMaxSideStreams (4).
+  /// 0 (knob streams=0): every launch on the caller's stream. A graph whose launches form a
+  /// chain gets no side streams whatever this is.
+  int max_side_streams = 3;
   /// Task entries (TaskEntryForm). With Beside or Only every kernel op must be a customized
   /// kernel or a matmul lowered to one (a generic kernel or an all_reduce is refused), and is
   /// planned with PlanOptions::task_entry and max_threads = task_threads.
@@ -126,6 +134,10 @@ struct EmittedSource {
   std::string code;
   std::vector<EmittedKernel> kernels;
   int64_t workspace_bytes = 0;
+  /// strata_launch's launches (kernels, cuBLAS calls, all_reduces, in order) as the launch plan
+  /// sees them, and the plan it prints (launch_streams.h); empty with TaskEntryForm::Only.
+  std::vector<LaunchAccess> launch_accesses;
+  LaunchStreamPlan launch_streams;
 };
 
 /// Emits CUDA for a complete kernel graph. Fails (with the op and the reason) when a

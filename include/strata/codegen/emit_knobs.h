@@ -18,7 +18,7 @@
 //   views      PlanOptions::concat_views      f32mid     EmitOptions::f32_intermediates
 //   walk       PlanOptions::split_chunk_walks
 //   evict      EmitOptions::l2_streaming     evictmin   EmitOptions::l2_streaming_min_bytes
-//   blas       EmitOptions::library_matmul
+//   blas       EmitOptions::library_matmul    streams    EmitOptions::max_side_streams
 #pragma once
 
 #include <string>

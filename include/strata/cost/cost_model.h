@@ -2,7 +2,8 @@
 // source
 // of every constant in docs/cost-model.md.
 //
-// Every kernel of a kernel graph is predicted independently and the predictions are summed:
+// Every kernel of a kernel graph is predicted independently and the predictions are summed
+// (CostOptions::concurrent_launches: overlapped where the launches run concurrently):
 //   t = max((t_mem · α + t_comp · u + F · t_iter + t_simt + t_pass) · tail, t_latency) + launch,
 //   α = 1 + c_α · N_SM / N_blocks,   u = max(1, N_SM / N_blocks),
 // tail the last wave's empty slots and t_latency the latency bound of a planned kernel
@@ -185,12 +186,23 @@ struct CostOptions {
   /// variant; false: every kernel as the default variant (mma.sync), the code a profile of the
   /// default variant timed (`strata cost --no-wgmma`; docs/cost-model.md, "Warpgroup MMA").
   bool wgmma = true;
+  /// Predict the graph with the launches that do not depend on each other running at the same
+  /// time, on the side streams of the emitter's launch plan (docs/codegen.md, "Concurrent
+  /// launches"; the model: concurrent_graph_seconds, src/cost/launch_overlap.h). Off by
+  /// default: the sum of the kernels, as every calibration record was timed (one launch after
+  /// another) — not adopted until GPU records with side streams are fitted
+  /// (docs/cost-model.md, "Concurrent launches"). `strata cost --concurrent-launches`.
+  bool concurrent_launches = false;
+  /// The side streams the plan may use (EmitOptions::max_side_streams).
+  int max_side_streams = 3;
 };
 
-/// The prediction for a whole kernel graph: kernels in op order, and their sum.
+/// The prediction for a whole kernel graph: kernels in op order, and the graph's time.
 struct GraphCost {
-  double predicted_us;  ///< Σ kernels' predicted_s, in microseconds
+  double predicted_us;  ///< Σ kernels' predicted_s, in microseconds (with
+                        ///< CostOptions::concurrent_launches: the concurrent prediction)
   std::vector<KernelCost> kernels;
+  double sequential_us = 0;  ///< Σ kernels' predicted_s, in microseconds, always
 };
 
 /// Predicts the run time of every kernel of `g` on `t` (see the file comment).
