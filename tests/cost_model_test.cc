@@ -516,6 +516,12 @@ TEST(CostModel, WgmmaOnTargetsThatHaveIt) {
   const GraphCost r48 = estimate_cost(rows48, h200);
   EXPECT_EQ(r48.kernels[0].wgmma_flops, 0.0);
   EXPECT_DOUBLE_EQ(r48.predicted_us, estimate_cost(rows48, h200, mma_sync).predicted_us);
+  // A plain matmul with whole 64-row tiles is no attention chain: the term, fitted on
+  // attention, is not applied (on GEMM chains it predicted wgmma forms far too fast).
+  const KernelGraph rows64 = testing::plain_matmul(64, 1024, 64, 64, 128, false, DType::f16);
+  const GraphCost r64 = estimate_cost(rows64, h200);
+  EXPECT_EQ(r64.kernels[0].wgmma_flops, 0.0);
+  EXPECT_DOUBLE_EQ(r64.predicted_us, estimate_cost(rows64, h200, mma_sync).predicted_us);
 }
 
 TEST(CostModel, ReferenceExamplesArePredictedAndKept) {

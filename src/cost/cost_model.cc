@@ -404,13 +404,26 @@ bool may_have_simt_matmul(const KernelGraph& g, int i) {
   return false;
 }
 
-// Whether customized kernel op `i` may have a matmul that the wgmma plan runs as warpgroup
-// MMA: a 16-bit input type for the tensor cores and a matmul whose rows per batch are whole
-// 64-row warpgroup tiles (⌈M / 16⌉ a multiple of 4, plan_wgmma's first condition on the warps).
-// A cheap test that spares the second plan of the kernels that cannot take it.
+// Whether customized kernel op `i` is predicted with the wgmma term: an attention chain (two
+// matmuls and an exp between them, with or without a running max: the kind of kernel the rate
+// was fitted and measured on; on GEMM chains — LoRA, MCFuser's G4 — it predicted the wgmma
+// forms 1.4–2.6× too fast, h200-2026-11-29-fold, docs/cost-model.md "Warpgroup MMA"), a 16-bit
+// input type for the tensor cores and a matmul whose rows per batch are whole 64-row
+// warpgroup tiles (⌈M / 16⌉ a multiple of 4, plan_wgmma's first condition on the warps). A
+// cheap test that spares the second plan of the kernels it leaves out.
 bool may_take_wgmma(const KernelGraph& g, int i) {
   const KernelOp& op = g.op(i);
   if (op.kind != OpKind::Customized || !op.body) return false;
+  const BlockGraph& body = *op.body;
+  int matmuls = 0;
+  bool exp = false;
+  for (const BlockOp& o : body.ops()) {
+    matmuls += op_category(o.kind) == Category::Matmul;
+    exp = exp || o.kind == OpKind::Exp ||
+          std::any_of(o.chain.begin(), o.chain.end(),
+                      [](const ThreadStep& t) { return t.kind == OpKind::Exp; });
+  }
+  if (matmuls < 2 || !exp) return false;
   std::vector<DType> input_dtypes;
   for (int t : op.inputs) input_dtypes.push_back(g.tensor(t).dtype);
   if (!mma_input_dtype(input_dtypes).has_value()) return false;
