@@ -306,9 +306,11 @@ TEST(GpuRuntime, LibraryMatmulsMatchTheInterpreterAndCapture) {
 /// Library epilogues (docs/codegen.md, "Library epilogues") on the GPU: cuBLASLt's gelu is the
 /// tanh form that strata's `gelu` is. X is the identity, so the product is W exactly, and the
 /// bias is exact in f16: each result is act(W + B) rounded once, which the host computes in
-/// f32 as the runtime does (op_gelu). The tanh form must match (all but a few elements at a
-/// rounding boundary), the erf form must not (it differs by up to 5e-4 near |x| = 2); relu and
-/// the bias alone must match exactly.
+/// f32 as the runtime does (op_gelu). cuBLASLt evaluates the tanh form with a tanh of its own:
+/// on an H200 9.8 % of the f16 results differed by a rounding from the correctly rounded tanh
+/// form and 48 % from the erf form (h200-2026-11-29-fold), so the test asks for at most 1/8 of
+/// them off the tanh form and three times as many off the erf form; relu and the bias alone
+/// must match exactly.
 TEST(GpuRuntime, LibraryEpiloguesAreStrataOps) {
   REQUIRE_GPU();
   auto dev = query_device();
@@ -383,8 +385,8 @@ TEST(GpuRuntime, LibraryEpiloguesAreStrataOps) {
     std::printf("%s: %d of %zu differ from strata's op (%d from the erf form)\n", expr.c_str(),
                 differ, got.size(), differ_erf);
     if (std::string(c.op) == "gelu") {
-      EXPECT_LE(differ, static_cast<int>(got.size() / 200)) << expr;
-      EXPECT_GE(differ_erf, static_cast<int>(got.size() / 50)) << expr;
+      EXPECT_LE(differ, static_cast<int>(got.size() / 8)) << expr;
+      EXPECT_GE(differ_erf, 3 * differ) << expr;
     } else {
       EXPECT_EQ(differ, 0) << expr;
     }
@@ -411,7 +413,7 @@ TEST(GpuRuntime, ConcurrentLaunchesMatchTheInterpreterAndCapture) {
       {"input X: f16[2048, 2048]\ninput W: f16[2048, 512]\ninput A: f16[2048, 32]\n"
        "input B: f16[32, 512]\nY = add(matmul(X, W), matmul(matmul(X, A), B))\noutput Y\n",
        "default"},
-      {"input X: f16[4096, 1024]\ninput Y: f16[4096, 1024]\nA = silu(X)\nB = exp(mul(Y, 0.25))\n"
+      {"input X: f16[4096, 1024]\ninput Y: f16[4096, 1024]\nA = silu(X)\nB = exp(mul_scalar(Y, 0.25))\n"
        "output A, B\n",
        "default"},
   };
