@@ -52,6 +52,25 @@ std::vector<double> sum_of(const std::vector<std::vector<double>>& in) {
   return out;
 }
 
+/// Profiles `graphs` (emitted as `sources`) and expects each correct against float64 (relative
+/// L2 error below 1e-2) and timed from a captured CUDA graph; prints the medians.
+void expect_profiled_ok(const std::vector<KernelGraph>& graphs,
+                        const std::vector<std::string>& sources,
+                        const std::vector<std::string>& names) {
+  ProfileOptions o;
+  o.timing.runs = 20;
+  auto out = profile_candidates(graphs, sources, o);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    const ProfiledCandidate& r = (*out)[i];
+    EXPECT_EQ(r.status, CandidateStatus::Ok)
+        << names[i] << ": " << candidate_status_name(r.status) << ": " << r.error;
+    EXPECT_LT(r.rel_l2_error, 1e-2) << names[i];
+    EXPECT_TRUE(r.timing.has_value()) << names[i];
+    if (r.timing) std::printf("%s: median %.2f us\n", names[i].c_str(), r.timing->median_us);
+  }
+}
+
 CompiledGraph load_source(const std::string& source) {
   auto cg = CompiledGraph::from_source(source);
   EXPECT_TRUE(cg.ok()) << cg.error().message;
@@ -289,18 +308,7 @@ TEST(GpuRuntime, LibraryMatmulsMatchTheInterpreterAndCapture) {
       sources.push_back(*src);
       names.push_back(std::string(text) + " [" + knobs + "]");
     }
-  ProfileOptions o;
-  o.timing.runs = 20;
-  auto out = profile_candidates(graphs, sources, o);
-  ASSERT_TRUE(out.ok()) << out.error().message;
-  for (size_t i = 0; i < graphs.size(); ++i) {
-    const ProfiledCandidate& r = (*out)[i];
-    EXPECT_EQ(r.status, CandidateStatus::Ok)
-        << names[i] << ": " << candidate_status_name(r.status) << ": " << r.error;
-    EXPECT_LT(r.rel_l2_error, 1e-2) << names[i];
-    EXPECT_TRUE(r.timing.has_value()) << names[i];
-    if (r.timing) std::printf("%s: median %.2f us\n", names[i].c_str(), r.timing->median_us);
-  }
+  expect_profiled_ok(graphs, sources, names);
 }
 
 /// Library epilogues (docs/codegen.md, "Library epilogues") on the GPU: cuBLASLt's gelu is the
@@ -433,18 +441,7 @@ TEST(GpuRuntime, ConcurrentLaunchesMatchTheInterpreterAndCapture) {
       sources.push_back(*src);
       names.push_back(std::string(text).substr(0, 40) + "… [" + spec + "]");
     }
-  ProfileOptions o;
-  o.timing.runs = 20;
-  auto out = profile_candidates(graphs, sources, o);
-  ASSERT_TRUE(out.ok()) << out.error().message;
-  for (size_t i = 0; i < graphs.size(); ++i) {
-    const ProfiledCandidate& r = (*out)[i];
-    EXPECT_EQ(r.status, CandidateStatus::Ok)
-        << names[i] << ": " << candidate_status_name(r.status) << ": " << r.error;
-    EXPECT_LT(r.rel_l2_error, 1e-2) << names[i];
-    EXPECT_TRUE(r.timing.has_value()) << names[i];
-    if (r.timing) std::printf("%s: median %.2f us\n", names[i].c_str(), r.timing->median_us);
-  }
+  expect_profiled_ok(graphs, sources, names);
 }
 
 /// `strata profile` end to end on a reference graph: JSON report with an ok, timed candidate.
