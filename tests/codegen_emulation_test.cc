@@ -1145,7 +1145,9 @@ output O
     ASSERT_FALSE(lf.forms.empty()) << name;
     for (size_t i = 0; i < lf.forms.size(); ++i) {
       Case c{"form_" + name + "_" + std::to_string(i), lf.forms[i].graph};
-      c.expect = {"gemm_strided_batched("};
+      // LayerNorm + FFN's bias and gelu are the call's epilogue (docs/codegen.md, "Library
+      // epilogues"): cuBLASLt's gemm_epilogue; the others plain calls.
+      c.expect = {name == "layernorm_ffn" ? "gemm_epilogue(" : "gemm_strided_batched("};
       if (name == "norm_qkv") c.expect.push_back("read in place in W");
       if (name == "norm_wt") c.expect.push_back("gemm_strided_batched(true, false, 20, 18, 37,");
       check_graph(c, &program);
