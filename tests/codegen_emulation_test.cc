@@ -13,9 +13,12 @@
 #include "strata/opt/thread_fusion.h"
 #include "search/library_form.h"
 #include "search/pointwise_seed.h"
+#include "search/prologue_fold.h"
+#include "strata/ir/graph_json.h"
 #include "support/parse.h"
 #include "support/library_form_programs.h"
 #include "support/pointwise_programs.h"
+#include "support/prologue_graphs.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/elementwise_graphs.h"
@@ -973,6 +976,19 @@ namespace {
 // Pointwise seeds (docs/search.md, "Pointwise seeds") as the code generator emits them:
 // rotary with slices, a concat and a broadcast cos/sin; a residual add + RMSNorm with two
 // outputs over more rows than blocks of other graphs have.
+// Prologue folding (docs/search.md, "Prologue folding"): a norm and a gain kernel folded into
+// the matmul kernel that reads their result, at one and two row blocks, emitted and run on the
+// emulator against the float64 interpreter of the unfolded graph.
+TEST(EmulationPrologueFold, NormAndGainInTheConsumer) {
+  for (int grid : {1, 2}) {
+    auto g = kernel_graph_from_json(Json::parse(testing::prologue_graph(grid, grid)), "fold");
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    const std::optional<KernelGraph> folded = search::fold_prologues(*g);
+    ASSERT_TRUE(folded);
+    check_graph(Case{"fold_" + std::to_string(grid), *folded, 0.5, 2e-2, {}, {}}, &*g);
+  }
+}
+
 TEST(EmulationPointwiseSeed, RotaryAndResidualNorm) {
   const KernelGraph rope = parse(kRotaryProgram);
   const KernelGraph norm = parse(residual_norm_program(528, 24));  // 1, 2 and 4 rows per block

@@ -9,9 +9,12 @@
 #include "strata/codegen/cuda_emitter.h"
 #include "strata/ir/graph_json.h"
 #include "strata/verify/verifier.h"
+#include "support/prologue_graphs.h"
 
 namespace strata {
 namespace {
+
+using testing::prologue_graph;
 
 KernelGraph load(const std::string& text) {
   auto g = kernel_graph_from_json(Json::parse(text), "test");
@@ -23,61 +26,9 @@ int kernels(const KernelGraph& g) {
   return static_cast<int>(g.ops().size() - g.inputs().size());
 }
 
-/// rms_norm(X) · (G1·G2), then a matmul with W, as the prologues and the consumer are given:
-/// a predefined norm, a loop-free gain kernel over `gain_grid` row blocks, and a matmul kernel
-/// over `grid` row blocks whose X tile is `x_fmap` (null: loop-invariant) with `forloop`
-/// iterations over W's columns. `extra` adds ops after the consumer; `outputs` names the
-/// outputs.
-std::string graph(int gain_grid, int grid, const std::string& x_fmap = "null", int forloop = 2,
-                  const std::string& extra = "", const std::string& outputs = R"(["O"])") {
-  // An axis of one block maps to φ.
-  auto rows = [](int n) { return std::string(n > 1 ? "[0, null, null]" : "[null, null, null]"); };
-  return R"({"format": "strata-mugraph", "version": 1,
-  "inputs": [{"name": "X", "shape": [16, 64], "dtype": "f16"},
-             {"name": "G1", "shape": [64], "dtype": "f16"},
-             {"name": "G2", "shape": [64], "dtype": "f16"},
-             {"name": "W", "shape": [64, 32], "dtype": "f16"}],
-  "ops": [
-    {"op": "rms_norm", "inputs": ["X"], "output": "N", "dim": 1, "eps": 1e-06},
-    {"op": "customized", "inputs": ["G1", "G2", "N"], "outputs": ["Y"], "block_graph": {
-      "grid": [)" +
-         std::to_string(gain_grid) + R"(, 1, 1], "block": 128, "forloop": 1, "ops": [
-        {"op": "input", "input": 0, "imap": [null, null, null], "fmap": null, "output": "g1"},
-        {"op": "input", "input": 1, "imap": [null, null, null], "fmap": null, "output": "g2"},
-        {"op": "input", "input": 2, "imap": )" +
-         rows(gain_grid) + R"(, "fmap": null, "output": "n"},
-        {"op": "thread_graph", "inputs": ["g1", "g2", "n"], "output": "y",
-         "steps": [{"op": "mul", "args": [0, 1]}, {"op": "mul", "args": [2, 3]}]},
-        {"op": "accum", "inputs": ["y"], "output": "a", "fmap": null},
-        {"op": "output", "inputs": ["a"], "omap": )" +
-         rows(gain_grid) + R"(}]}},
-    {"op": "customized", "inputs": ["Y", "W"], "outputs": ["O"], "block_graph": {
-      "grid": [)" +
-         std::to_string(grid) + R"(, 1, 1], "block": 128, "forloop": )" + std::to_string(forloop) +
-         R"(, "ops": [
-        {"op": "input", "input": 0, "imap": )" +
-         rows(grid) + R"(, "fmap": )" + x_fmap +
-         R"(, "output": "x"},
-        {"op": "input", "input": 1, "imap": [null, null, null], "fmap": 1, "output": "w"},
-        {"op": "matmul", "inputs": ["x", "w"], "output": "m"},
-        {"op": "accum", "inputs": ["m"], "output": "acc", "fmap": 1},
-        {"op": "output", "inputs": ["acc"], "omap": )" +
-         rows(grid) + R"(}]}})" + extra + R"(],
-  "outputs": )" +
-         outputs + "}";
-}
-
-const char* kProgram = R"(input X: f16[16, 64]
-input G1: f16[64]
-input G2: f16[64]
-input W: f16[64, 32]
-O = matmul(mul(rms_norm(X, eps=1e-06), mul(G1, G2)), W)
-output O
-)";
-
 TEST(PrologueFold, NormAndGainFoldIntoTheConsumer) {
   for (int grid : {1, 2}) {
-    const KernelGraph g = load(graph(grid, grid));
+    const KernelGraph g = load(prologue_graph(grid, grid));
     ASSERT_EQ(kernels(g), 3);
     const std::optional<KernelGraph> f = search::fold_prologues(g);
     ASSERT_TRUE(f) << grid;
@@ -111,14 +62,14 @@ TEST(PrologueFold, WhatStaysAKernel) {
   // The gain kernel's grid splits rows in 2 but the consumer holds all 16: the gain stays (the
   // norm before it is read by the gain kernel, not by a loop-invariant input of a kernel that
   // holds its dim: it stays too).
-  const std::optional<KernelGraph> mismatch = search::fold_prologues(load(graph(2, 1)));
+  const std::optional<KernelGraph> mismatch = search::fold_prologues(load(prologue_graph(2, 1)));
   EXPECT_FALSE(mismatch && kernels(*mismatch) == 1);
   // Y is also a graph output, or read by a second op: the gain kernel stays.
   for (const auto& [extra, outputs] :
        {std::pair<std::string, std::string>{"", R"(["O", "Y"])"},
         std::pair<std::string, std::string>{R"(, {"op": "exp", "inputs": ["Y"], "output": "E"})",
                                             R"(["O", "E"])"}}) {
-    const KernelGraph g = load(graph(1, 1, "null", 2, extra, outputs));
+    const KernelGraph g = load(prologue_graph(1, 1, "null", 2, extra, outputs));
     const std::optional<KernelGraph> f = search::fold_prologues(g);
     ASSERT_TRUE(f);  // the norm still folds into the gain kernel
     EXPECT_EQ(kernels(*f), kernels(g) - 1) << extra << outputs;
