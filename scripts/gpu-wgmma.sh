@@ -97,24 +97,7 @@ for p in "${names[@]}"; do
   fi
   timeout -k 10 "$limit" "$strata" profile "$program" "$result" "${rows[@]}" --top "$top" \
     --variants "$variants" "${mode[@]}" -o "$out/profile/$p.json" </dev/null
-  rc=$?
-  case $rc in
-    0) ;;
-    124 | 137) echo "gpu-wgmma: $p: TIMED OUT after $limit s"; failed+=("$p: timed out") ;;
-    *) echo "gpu-wgmma: $p: strata profile exited with $rc"; failed+=("$p: profile exit $rc") ;;
-  esac
+  profile_rc gpu-wgmma "$p" $?
 done
 
-step "summary (µs: median of CUDA-graph replays)"
-python3 bench/wgmma_rows.py report "$out/profile" >"$out/summary.md" || failed+=("summary")
-cat "$out/summary.md"
-if grep -l '"status": "wrong_answer"' "$out"/profile/*.json 2>/dev/null; then
-  failed+=("candidates with wrong answers in the profile reports above")
-fi
-
-step "done in $((SECONDS - start)) s; outputs in $out"
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "gpu-wgmma: FAILED: ${failed[*]}"
-  exit 1
-fi
-echo "gpu-wgmma: all steps passed"
+profile_summary_and_exit gpu-wgmma

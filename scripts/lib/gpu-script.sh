@@ -42,3 +42,34 @@ build_strata_tool() {
     exit 3
   fi
 }
+
+#   profile_rc NAME PROGRAM RC
+# records in `failed` a `strata profile` run of PROGRAM that exited with RC (124 or 137: timed
+# out), printing why; nothing for RC 0.
+profile_rc() {
+  case $3 in
+    0) ;;
+    124 | 137) echo "$1: $2: TIMED OUT after ${limit:-?} s"; failed+=("$2: timed out") ;;
+    *) echo "$1: $2: strata profile exited with $3"; failed+=("$2: profile exit $3") ;;
+  esac
+}
+
+#   profile_summary_and_exit NAME
+# the profile reports of $out/profile as one table ($out/summary.md, bench/wgmma_rows.py report),
+# a failure for any wrong answer among them, then the script's exit: 1 when `failed` holds
+# anything, else 0.
+profile_summary_and_exit() {
+  step "summary (µs: median of CUDA-graph replays)"
+  python3 bench/wgmma_rows.py report "$out/profile" >"$out/summary.md" || failed+=("summary")
+  cat "$out/summary.md"
+  if grep -l '"status": "wrong_answer"' "$out"/profile/*.json 2>/dev/null; then
+    failed+=("candidates with wrong answers in the profile reports above")
+  fi
+  step "done in $((SECONDS - start)) s; outputs in $out"
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "$1: FAILED: ${failed[*]}"
+    exit 1
+  fi
+  echo "$1: all steps passed"
+  exit 0
+}
