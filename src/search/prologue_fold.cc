@@ -88,7 +88,7 @@ std::optional<std::vector<Json>> predefined_prologue(const Json& p,
 /// The block ops of customized prologue `p` (grid `pgrid`) moved into a consumer with grid
 /// `cgrid` that reads T with `imap`, the value saved written as `result`; nullopt where the
 /// grids do not tile T alike or the body is not one loop-free value saved once.
-std::optional<std::vector<Json>> customized_prologue(const Json& p, const Shape& t,
+std::optional<std::vector<Json>> customized_prologue(const Json& p,
                                                      const std::vector<int64_t>& cgrid,
                                                      const std::vector<int>& imap,
                                                      const std::string& result, int first_input,
@@ -129,7 +129,6 @@ std::optional<std::vector<Json>> customized_prologue(const Json& p, const Shape&
     for (int a = 0; a < kAxes; ++a) matched = matched || to_consumer[a] == b;
     if (!matched) return std::nullopt;  // the consumer splits a dim the prologue holds whole
   }
-  (void)t;
   auto rename = [&](const std::string& n) { return n == value ? result : prefix + n; };
   std::vector<Json> ops;
   for (const Json& op : bg["ops"]) {
@@ -193,7 +192,7 @@ bool fold_one(Json& doc, const KernelGraph& g, int& serial) {
       const std::string prefix = "f" + std::to_string(serial) + "_";
       std::optional<std::vector<Json>> body =
           prologue["op"] == "customized"
-              ? customized_prologue(prologue, shapes.at(t), cgrid, imap, result, first, prefix)
+              ? customized_prologue(prologue, cgrid, imap, result, first, prefix)
               : predefined_prologue(prologue, shapes, imap, result, first, prefix);
       if (!body) continue;
       // The consumer reads the prologue's inputs instead of T: T's index leaves (the indices
