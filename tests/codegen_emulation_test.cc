@@ -980,12 +980,17 @@ namespace {
 // the matmul kernel that reads their result, at one and two row blocks, emitted and run on the
 // emulator against the float64 interpreter of the unfolded graph.
 TEST(EmulationPrologueFold, NormAndGainInTheConsumer) {
-  for (int grid : {1, 2}) {
-    auto g = kernel_graph_from_json(Json::parse(testing::prologue_graph(grid, grid)), "fold");
+  // (gain kernel blocks, consumer blocks): (2, 1) absorbs the gain kernel's row blocks, (4, 2)
+  // computes its rows in the consumer's larger tiles.
+  for (const auto& [gain_grid, grid] :
+       {std::pair{1, 1}, std::pair{2, 2}, std::pair{2, 1}, std::pair{4, 2}}) {
+    auto g = kernel_graph_from_json(Json::parse(testing::prologue_graph(gain_grid, grid)), "fold");
     ASSERT_TRUE(g.ok()) << g.error().message;
     const std::optional<KernelGraph> folded = search::fold_prologues(*g);
     ASSERT_TRUE(folded);
-    check_graph(Case{"fold_" + std::to_string(grid), *folded, 0.5, 2e-2, {}, {}}, &*g);
+    check_graph(Case{"fold_" + std::to_string(gain_grid) + "_" + std::to_string(grid), *folded,
+                     0.5, 2e-2, {}, {}},
+                &*g);
   }
 }
 

@@ -85,12 +85,34 @@ std::optional<std::vector<Json>> predefined_prologue(const Json& p,
   return ops;
 }
 
+/// Whether block graph `bg` computes each index of dim `dim` of its rank-`rank` result from
+/// that index alone: its ops are elementwise (unary, binary, fused thread graphs) or norms and
+/// reductions over another dim. Then its blocks along that dim can be one block holding the
+/// dim whole.
+bool independent_along(const Json& bg, int dim, int rank) {
+  for (const Json& op : bg["ops"]) {
+    const std::string name = op["op"].get<std::string>();
+    if (name == "input" || name == "output" || name == "accum") continue;
+    const std::optional<OpKind> kind = parse_op_kind(name);
+    if (!kind) return false;
+    const Category c = op_category(*kind);
+    if (c == Category::Unary || c == Category::Binary || c == Category::Fused) continue;
+    if (c != Category::Norm && c != Category::Reduce) return false;
+    int d = op.value("dim", rank - 1);
+    if (d < 0) d += rank;
+    if (d == dim) return false;
+  }
+  return true;
+}
+
 /// The block ops of customized prologue `p` (grid `pgrid`) moved into a consumer with grid
-/// `cgrid` that reads T with `imap`, the value saved written as `result`; nullopt where the
-/// grids do not tile T alike or the body is not one loop-free value saved once.
+/// `cgrid` that reads T (of rank `rank`) with `imap`, the value saved written as `result`;
+/// nullopt where the grids do not tile T alike or the body is not one loop-free value saved
+/// once. Where the body is independent along a dim of T (`independent_along`), the consumer
+/// may tile that dim otherwise: into parts of another size, or not at all.
 std::optional<std::vector<Json>> customized_prologue(const Json& p,
                                                      const std::vector<int64_t>& cgrid,
-                                                     const std::vector<int>& imap,
+                                                     const std::vector<int>& imap, int rank,
                                                      const std::string& result, int first_input,
                                                      const std::string& prefix) {
   const Json& bg = p["block_graph"];
@@ -112,16 +134,24 @@ std::optional<std::vector<Json>> customized_prologue(const Json& p,
   if (!accum || (*accum)["op"] != "accum" || !(*accum)["fmap"].is_null()) return std::nullopt;
   const std::string value = (*accum)["inputs"][0].get<std::string>();
   // Axis matching: each prologue axis that splits T is a consumer axis splitting the same dim
-  // into as many parts; the tiles are then equal where no other axis splits T.
+  // into as many parts; where the body computes each index of that dim alone, a consumer axis
+  // splitting it into other parts, or none (the axis is absorbed: the consumer holds the dim
+  // whole). The tiles are then equal where no other axis splits T.
   std::vector<int> omap;
   for (const Json& m : (*saver)["omap"]) omap.push_back(map_dim(m));
   std::vector<int> to_consumer(kAxes, -1);
+  std::vector<bool> absorbed(kAxes, false);
   for (int a = 0; a < kAxes; ++a) {
     if (pgrid[a] == 1) continue;
     if (omap[a] < 0) return std::nullopt;
     for (int b = 0; b < kAxes; ++b)
       if (imap[b] == omap[a] && cgrid[b] == pgrid[a]) to_consumer[a] = b;
-    if (to_consumer[a] < 0) return std::nullopt;
+    if (to_consumer[a] >= 0) continue;
+    // Parts of another size: the same values where each index of the dim is computed alone.
+    if (!independent_along(bg, omap[a], rank)) return std::nullopt;
+    for (int b = 0; b < kAxes; ++b)
+      if (imap[b] == omap[a] && cgrid[b] > 1) to_consumer[a] = b;
+    absorbed[a] = to_consumer[a] < 0;
   }
   for (int b = 0; b < kAxes; ++b) {
     if (imap[b] < 0 || cgrid[b] == 1) continue;
@@ -143,9 +173,11 @@ std::optional<std::vector<Json>> customized_prologue(const Json& p,
           if (to_consumer[a] == b) d = map_dim(op["imap"][a]);
         imap_o.push_back(map_json(d));
       }
-      // Axes of the prologue that do not split T (grid 1) map nothing; the others moved.
+      // Axes of the prologue that do not split T (grid 1) map nothing; the others moved, or
+      // absorbed: the consumer reads their dims whole.
       for (int a = 0; a < kAxes; ++a)
-        if (pgrid[a] > 1 && to_consumer[a] < 0 && !op["imap"][a].is_null()) return std::nullopt;
+        if (pgrid[a] > 1 && to_consumer[a] < 0 && !absorbed[a] && !op["imap"][a].is_null())
+          return std::nullopt;
       o["imap"] = imap_o;
       o["input"] = first_input + op["input"].get<int>();
     }
@@ -192,7 +224,8 @@ bool fold_one(Json& doc, const KernelGraph& g, int& serial) {
       const std::string prefix = "f" + std::to_string(serial) + "_";
       std::optional<std::vector<Json>> body =
           prologue["op"] == "customized"
-              ? customized_prologue(prologue, cgrid, imap, result, first, prefix)
+              ? customized_prologue(prologue, cgrid, imap, shapes.at(t).rank(), result,
+                                    first, prefix)
               : predefined_prologue(prologue, shapes, imap, result, first, prefix);
       if (!body) continue;
       // The consumer reads the prologue's inputs instead of T: T's index leaves (the indices

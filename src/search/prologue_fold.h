@@ -13,8 +13,10 @@
 //    by the consumer with T's grid maps, aligned from the right (a broadcast dim maps to φ); a
 //    norm needs its dim whole in the consumer's tile (no grid axis splits it);
 //  - a customized kernel with one output and a for-loop of 1 (its accumulator is its value)
-//    whose grid tiles T exactly as the consumer reads it: equal tiles, every axis that splits
-//    T in the prologue matched by a consumer axis splitting the same dim into as many parts.
+//    whose grid tiles T as the consumer reads it: every axis that splits T in the prologue
+//    matched by a consumer axis splitting the same dim into as many parts -- or, where the
+//    prologue's body computes each index of that dim alone (elementwise ops, norms and
+//    reductions over other dims), into other parts or none (the consumer holds it whole).
 //    Its block ops move into the consumer, their input maps carried over to the matched axes.
 // The result is a candidate like any other: costed, screened and verified against the program.
 #pragma once
