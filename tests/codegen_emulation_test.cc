@@ -441,7 +441,8 @@ TEST(EmulationChain, FoldedKNormThroughATransposeWithTheGainOnQ) {
                  0.25,
                  2e-2,
                  with([](PlanOptions& p) { p.loop_groups = 1; }),
-                 {"FlashAttention style", "folded into a matmul", "v0 *= "}});
+                 {"FlashAttention style", "folded into a matmul", "v0 *= ",
+                  "acc += v[j] * v[j];"}});  // K's rows read 16 bytes at a time
     check_graph({n + "_g",
                  g,
                  0.25,
@@ -654,8 +655,8 @@ TEST(EmitStreaming, MarksInputsEachBlockReadsOnce) {
   EXPECT_EQ(streamed(rows, "evictmin=1024k"), -1);
 }
 
-// The reduction family beyond sums (max, rms with eps) in every path, and the elementwise ops
-// without a fast path of their own.
+// The reduction family beyond sums (max, rms with eps) in every path (one element or 16 bytes
+// per read), and the elementwise ops without a fast path of their own.
 TEST(EmulationReductions, RowwiseMaxEpsAndElementwiseOps) {
   check_graph({"rw_max",
                rowwise_max_eps(),
@@ -669,7 +670,7 @@ TEST(EmulationReductions, RowwiseMaxEpsAndElementwiseOps) {
                1.0,
                2e-2,
                with([](PlanOptions& p) { p.rowwise = false; }),
-               {"acc = fmaxf(acc, v);"}});
+               {"acc = fmaxf(acc, v"}});
 }
 TEST(EmulationReductions, LoopedMaxEps) {
   const KernelGraph g = looped_max_eps();
@@ -785,7 +786,7 @@ TEST(EmulationOnlineSoftmax, StatisticsKernel) {
                80.0,
                2e-2,
                {},
-               {"rprev", "strata_rt::rescale_factor(", "running_max(", "acc = fmaxf(acc, v);"}});
+               {"rprev", "strata_rt::rescale_factor(", "running_max(", "acc = fmaxf(acc, v"}});
   check_graph({"sm_stats_shared",
                g,
                80.0,

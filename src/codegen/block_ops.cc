@@ -173,7 +173,7 @@ void BlockEmitter::emit_reduction(int i) {
   const Shape& in = g_.tensor(x).shape;
   const ReductionShape rs = reduction_shape(op, in);
   const int64_t group = rs.group(), outs = rs.outputs();
-  int team = reduction_team(group, outs, threads());
+  int team = block_reduction_team(group, outs, threads());
   if (team == 0 && group_scope_) team = 32;  // a loop group never reduces block-wide
   const bool folded = plan_.ops[i].fold_into >= 0;
   const ReductionCode red(op.kind, op.attrs);
@@ -229,14 +229,33 @@ void BlockEmitter::emit_reduction(int i) {
   if (in.rank() > 0) xidx[rs.dim] = rs.to == 1 ? tv : ir::binary("+", oidx[rs.dim] * group, tv);
   w_.add(ir::decl("float", "acc", ir::verbatim(red.identity())));
   auto element_loop = [&](const ir::Expr& end) { return ir::for_loop("t", lane, tv < end, lanes); };
+  // Whole groups along the innermost dim of a tile in shared memory are read 16 bytes at a time:
+  // lane k takes chunks k, k + lanes, … of `vec` consecutive elements.
+  const TensorPlan& xp = plan_.tensors[x];
+  const int64_t vec = 16 / dtype_size(xp.dtype);
+  const bool vector = team != 0 && rs.to == 1 && rs.inner == 1 && rp.ragged_extent < 0 &&
+                      xp.home != TensorHome::Inline && !xp.summed_at_read && group % vec == 0 &&
+                      group / vec >= lanes && vector_readable(x, vec);
   w_.open(ir::if_then(active));
-  w_.open(element_loop(group_end));
-  const ir::Expr xv = plan_.tensors[x].home == TensorHome::Inline
-                          ? ir::verbatim(operand_value(x, in, texts(xidx)))
-                          : xa.load(xidx);
-  w_.add(ir::decl("const float", "v", xv));
-  w_.add(ir::verbatim_stmt(red.update("acc", red.premap("v"))));
-  w_.close();
+  if (vector) {
+    std::vector<ir::Expr> vidx = oidx;
+    vidx[rs.dim] = tv * vec;
+    w_.open(element_loop(group / vec));
+    w_.add(ir::decl_array("float", "v", {vec}, {}, ""));
+    w_.call("strata_rt::load_f32<" + std::to_string(vec) + ">",
+            {ir::addr(xa.ref(vidx)), ir::var("v")});
+    w_.open(ir::for_loop("j", 0, ir::var("j") < vec, 1, "unroll"));
+    w_.add(ir::verbatim_stmt(red.update("acc", red.premap("v[j]"))));
+    w_.close();
+    w_.close();
+  } else {
+    w_.open(element_loop(group_end));
+    const ir::Expr xv =
+        xp.home == TensorHome::Inline ? ir::verbatim(operand_value(x, in, texts(xidx))) : xa.load(xidx);
+    w_.add(ir::decl("const float", "v", xv));
+    w_.add(ir::verbatim_stmt(red.update("acc", red.premap("v"))));
+    w_.close();
+  }
   w_.close();
   if (team == 0)
     w_.add(ir::assign(acc, ir::verbatim(red.block(threads(), "acc", "scratch", barrier_id()))));

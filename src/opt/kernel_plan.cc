@@ -229,6 +229,12 @@ int reduction_team(int64_t group, int64_t outputs, int threads) {
   return lanes;
 }
 
+int block_reduction_team(int64_t group, int64_t outputs, int threads) {
+  int lanes = reduction_team(group, outputs, threads);
+  while (lanes > 1 && outputs * lanes > threads) lanes /= 2;
+  return lanes;
+}
+
 std::string format_plan(const KernelPlan& plan) {
   const BlockGraph& g = *plan.graph;
   std::ostringstream os;

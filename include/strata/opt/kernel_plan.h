@@ -520,4 +520,12 @@ ReductionShape reduction_shape(const BlockOp& op, const Shape& input);
 /// through the scratch area). `outputs` is the number of reduced values, `threads` the block size.
 int reduction_team(int64_t group, int64_t outputs, int threads);
 
+/// The team of a block-level reduction in a customized kernel: `reduction_team`'s, halved while
+/// its teams would need more than one round over the outputs (outputs · lanes > threads), so
+/// that every output is reduced in the first round: a lane then sums more elements with
+/// independent loads rather than the block looping over rounds of loads and shuffles (a K tile
+/// of 64 keys × 128 normalized per iteration: 2 lanes per key, not 16 lanes in 8 rounds). 0
+/// stays 0 (block-wide).
+int block_reduction_team(int64_t group, int64_t outputs, int threads);
+
 }  // namespace strata
