@@ -212,10 +212,16 @@ TEST(DimClasses, SplitCandidatesComeFromExtents) {
   kv.extent = 4096;
   kv.sum_reduced = true;
   EXPECT_EQ(grid_extent_candidates(kv, policy), (std::vector<int64_t>{4, 8, 16, 32}));
-  DimClassInfo normed;  // normalized only: parts of a norm do not combine
+  // Normalized only: split like a kept class (the enumeration offers the split only to kernels
+  // reading a weight, and no block normalizes a part: rule reduce_class).
+  DimClassInfo normed;
   normed.extent = 4096;
   normed.norm_reduced = true;
-  EXPECT_TRUE(grid_extent_candidates(normed, policy).empty());
+  EXPECT_EQ(grid_extent_candidates(normed, policy), (std::vector<int64_t>{32, 64, 128, 256}));
+  DimClassInfo maxed;  // maxed only: not split (per-block maxima need the softmax's sums)
+  maxed.extent = 4096;
+  maxed.max_reduced = true;
+  EXPECT_TRUE(grid_extent_candidates(maxed, policy).empty());
   DimClassInfo prime;
   prime.extent = 97;
   EXPECT_TRUE(grid_extent_candidates(prime, policy).empty());

@@ -1,6 +1,8 @@
 // Tests of the search (docs/search.md) on the ops of real programs: constants do not change
 // the fused structure that is found, safe attention fuses into one online-softmax kernel, and
-// a kernel may save a tensor that it also reads when that tensor is a program output.
+// a kernel may save a tensor that it also reads when that tensor is a program output; a
+// product before a row-wide norm gets GEMV kernels that split its columns, and no kernel
+// normalizes a part of a row.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -260,6 +262,159 @@ TEST(SearchPrograms, BiasIsAddedAfterTheLoop) {
       bias_after_loop |= b->op(b->tensor(t).producer).kind == OpKind::Input && b->loop_invariant(t);
   }
   EXPECT_TRUE(bias_after_loop);
+}
+
+// ---- a product before a row-wide norm ----------------------------------------------------
+
+// A decode projection, its residual added and the sum normalized with a gain (H and O are
+// outputs): the norm needs whole rows of H, so no kernel that normalizes splits H's columns,
+// but the product before it may — the decode GEMV kernel (column tiles over the grid, K in the
+// loop, the residual after it), with the norm in a second kernel (docs/search.md, "Dimension
+// classes"); kernels without the product keep whole rows.
+const char* kProjectionNorm =
+    "input A: f16[8, 256]\ninput W: f16[256, 512]\ninput R: f16[8, 512]\ninput G: f16[512]\n"
+    "H = add(matmul(A, W), R)\nO = mul(rms_norm(H, eps=1e-5), G)\noutput H\noutput O\n";
+
+/// Whether some customized kernel of g normalizes over a part of a row: an rms_norm of a
+/// tile holding fewer than `row` elements of the normalized dim, or an accum_rms_ld whose
+/// iterations cover fewer.
+bool normalizes_a_part(const KernelGraph& g, int64_t row) {
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized) continue;
+    const BlockGraph& b = *op.body;
+    for (const BlockOp& o : b.ops()) {
+      if (o.inputs.empty()) continue;
+      const Shape& s = b.tensor(o.inputs[0]).shape;
+      if (o.kind == OpKind::RmsNorm) {
+        const int d = o.attrs.dim < 0 ? o.attrs.dim + s.rank() : o.attrs.dim;
+        if (s[d] < row) return true;
+      }
+      if (o.kind == OpKind::AccumRmsLd && s[s.rank() - 1] * b.forloop() < row) return true;
+    }
+  }
+  return false;
+}
+
+/// Whether g computes the product in a customized kernel whose grid splits W's columns (a
+/// block matmul, W's iterator mapping a grid axis of more than one block to dim 1) and
+/// normalizes in another kernel.
+bool gemv_then_norm(const KernelGraph& g, int w) {
+  bool gemv = false, norm_elsewhere = false;
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind == OpKind::RmsNorm) norm_elsewhere = true;
+    if (op.kind != OpKind::Customized) continue;
+    const BlockGraph& b = *op.body;
+    bool matmul = false, split_columns = false, norm = false;
+    for (const BlockOp& o : b.ops()) {
+      matmul |= o.kind == OpKind::Matmul;
+      norm |= o.kind == OpKind::RmsNorm || o.kind == OpKind::AccumRmsLd;
+    }
+    for (int i = 0; i < b.num_inputs(); ++i) {
+      if (op.inputs[i] != w) continue;
+      const BlockOp& in = b.op(b.input_op(i));
+      for (int a = 0; a < 3; ++a) split_columns |= in.attrs.imap[a] == 1 && b.grid()[a] > 1;
+    }
+    if (matmul && split_columns && !norm) gemv = true;
+    if (norm && !matmul) norm_elsewhere = true;
+  }
+  return gemv && norm_elsewhere;
+}
+
+/// Whether some customized kernel of g without a product splits the `row` columns over its
+/// grid (an input iterator mapping a grid axis of more than one block to a dim of that extent).
+bool splits_columns_without_product(const KernelGraph& g, int64_t row) {
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind != OpKind::Customized) continue;
+    const BlockGraph& b = *op.body;
+    bool matmul = false, split = false;
+    for (const BlockOp& o : b.ops()) matmul |= o.kind == OpKind::Matmul;
+    for (int i = 0; i < b.num_inputs(); ++i) {
+      const BlockOp& in = b.op(b.input_op(i));
+      for (int a = 0; a < 3; ++a) {
+        const int d = in.attrs.imap[a];
+        split |= d >= 0 && b.grid()[a] > 1 && b.input_shape(i)[d] == row;
+      }
+    }
+    if (split && !matmul) return true;
+  }
+  return false;
+}
+
+TEST(SearchPrograms, ProductBeforeARowNormSplitsItsColumns) {
+  KernelGraph program = parse(kProjectionNorm);
+  const int w = 1;  // W's tensor id: the second input
+  std::mutex mu;
+  int found = 0, partial_norms = 0, elementwise_splits = 0;
+  std::vector<KernelGraph> gemvs;
+  auto r =
+      superoptimize(program, config("projection_norm").with_observer([&](const KernelGraph& g) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++found;
+        partial_norms += normalizes_a_part(g, 512);
+        elementwise_splits += splits_columns_without_product(g, 512);
+        if (gemv_then_norm(g, w) && gemvs.size() < 2) gemvs.push_back(g);
+      }));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+  EXPECT_GT(found, 0);
+  EXPECT_EQ(partial_norms, 0);
+  // Only the product's kernel splits the normalized columns; the residual add or the gain
+  // alone do not (docs/search.md, "Dimension classes").
+  EXPECT_EQ(elementwise_splits, 0);
+  ASSERT_FALSE(gemvs.empty()) << "no graph with a GEMV kernel before the norm";
+  for (const KernelGraph& g : gemvs) {
+    auto v = verify_equivalent(program, g);
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    EXPECT_TRUE(v->equivalent) << v->detail;
+  }
+}
+
+// Between two norms of the same rows (nGPT's update, rms_norm(X + α ⊙ (rms_norm(H) − X))) no
+// kernel reads a weight: no kernel splits the normalized columns, and the search is the one of
+// whole rows (docs/search.md, "Dimension classes").
+TEST(SearchPrograms, ElementwiseKernelsKeepNormalizedRowsWhole) {
+  KernelGraph program = parse(
+      "input H: f16[2, 256]\ninput X: f16[2, 256]\ninput Alpha: f16[2, 256]\n"
+      "N = rms_norm(H)\nD = sub(N, X)\nM = mul(Alpha, D)\nS = add(X, M)\nO = rms_norm(S)\n"
+      "output O\n");
+  std::mutex mu;
+  int found = 0, splits = 0;
+  auto r = superoptimize(program, config("ntrans").with_observer([&](const KernelGraph& g) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++found;
+    splits += splits_columns_without_product(g, 256);
+  }));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+  EXPECT_GT(found, 0);
+  EXPECT_EQ(splits, 0) << "of " << found << " graphs";
+}
+
+// The rule alone, without the abstract expressions (whose norm counts would refuse a norm of a
+// part as well): the one-kernel graphs of a product normalized along its columns, enumerated
+// unpruned (by shape alone, with every grid split of the columns offered), include none that
+// normalizes a part of a row.
+TEST(SearchPrograms, NoKernelNormalizesColumnsItsGridSplits) {
+  KernelGraph program = parse(
+      "input A: f16[8, 64]\ninput W: f16[64, 512]\nO = rms_norm(matmul(A, W), eps=1e-5)\n"
+      "output O\n");
+  std::mutex mu;
+  int found = 0, partial_norms = 0;
+  auto cfg = config("norm_unpruned")
+                 .with_abstract_pruning(false)
+                 .with_max_kernel_ops(1)
+                 .with_max_block_ops(6)
+                 .with_top_k(1)
+                 .with_observer([&](const KernelGraph& g) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   ++found;
+                   partial_norms += normalizes_a_part(g, 512);
+                 });
+  auto r = superoptimize(program, cfg);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->stats.stop, StopReason::Exhausted);
+  EXPECT_GT(found, 0);
+  EXPECT_EQ(partial_norms, 0) << "of " << found << " graphs";
 }
 
 }  // namespace

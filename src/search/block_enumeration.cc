@@ -47,6 +47,16 @@ ClassMask partial_after(OpKind kind, const std::array<const BTensor*, 2>& in, Cl
   return 0;
 }
 
+/// Whether a grid axis of the open block splits class c (or a class c is made of): a block
+/// then holds a part of c only, and a norm over its part is not the norm of the whole.
+bool grid_splits(const OpenBlock& ob, const ClassTable& classes, DimClass c) {
+  if (c == kNoClass) return false;
+  const Dim3 grid = ob.b.grid();
+  for (int a = 0; a < 3; ++a)
+    if (grid[a] > 1 && (classes.plain_mask(c) & class_bit(ob.recipe.grid_class[a]))) return true;
+  return false;
+}
+
 }  // namespace
 
 void Enumerator::Impl::block_level(OpenBlock& ob) {
@@ -203,6 +213,9 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
     ClassMask lmask = classes.plain_mask(ob.loop_class);
     if (op_reduction(kind) && !reducible(in[0]->cls[last], reduction_kind(kind), in[0]->prov[last]))
       return prune(Prune::ReduceClass);
+    if (op_reduction(kind) && reduction_kind(kind) == RedKind::Norm &&
+        grid_splits(ob, classes, in[0]->cls[last]))
+      return prune(Prune::ReduceClass);
     switch (kind) {
       case OpKind::AccumSumLd:
       case OpKind::AccumMeanLd:
@@ -295,6 +308,8 @@ void Enumerator::Impl::try_block_op(OpenBlock& ob, OpKind kind, Ins ins, OpAttrs
                                std::span(cls.data(), ins.n), std::span(prov.data(), ins.n), *out);
     if (!f.mismatch.empty()) return prune(Prune::ClassMismatch);
     if (!reducible(f.reduced, f.red, f.reduced_prov)) return prune(Prune::ReduceClass);
+    if (f.red == RedKind::Norm && f.reduced != kNoClass && grid_splits(ob, classes, f.reduced))
+      return prune(Prune::ReduceClass);
     nt.cls = f.out;
     nt.prov = f.prov;
     const bool linear = f.red == RedKind::Linear;

@@ -493,9 +493,11 @@ ClassFlow flow_classes(ClassTable& table, OpKind kind, const OpAttrs& attrs,
 std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const SplitPolicy& policy) {
   std::vector<int64_t> out;
   if (!info.splittable()) return out;
-  // A class that is only normalized over cannot be split across blocks: per-block norms of
-  // parts do not combine into the norm of the whole.
-  if (info.norm_reduced && !info.sum_reduced) return out;
+  // A class that is only normalized over is split like a kept class: per-block norms of parts
+  // do not combine into the norm of the whole, so no block normalizes over a class its grid
+  // splits (the enumeration's rule `reduce_class`), but a kernel before the norm may split it
+  // (the columns of a decode GEMV whose result a row-wide norm reads in a later kernel; the
+  // enumeration offers the split only to kernels that read such a weight, Impl::patterns).
   // A class that is maxed over (softmax's keys) is also summed over in every program that
   // uses it; a max-only class is not split: its per-block maxima are combined only by the
   // rescaling of the online softmax, which needs the sums beside them.

@@ -634,6 +634,27 @@ void Enumerator::Impl::patterns(const std::vector<int>& ins, const RankKey& pref
   };
   uniq(gridable);
   uniq(loopable);
+  // A class the program only normalizes over is split across blocks only by a kernel that
+  // reads an operand contracting another class beside it (a weight W[k, n] whose columns n
+  // the norm runs over: the decode GEMV before a row-wide norm). Elementwise kernels gain
+  // nothing from such a split that a predefined op or a kernel of whole rows does not give.
+  std::erase_if(gridable, [&](DimClass c) {
+    const DimClassInfo& info = classes.info(c);
+    if (!info.norm_reduced || info.sum_reduced) return false;
+    for (int t : ins) {
+      int r = g.tensor(t).shape.rank();
+      bool has_c = false, contracts = false;
+      for (int d = 0; d < r; ++d) {
+        DimClass e = kt[t].cls[d];
+        if (e == kNoClass) continue;
+        has_c |= e == c;
+        contracts |=
+            e != c && classes.info(e).kind == ClassKind::Plain && classes.info(e).sum_reduced;
+      }
+      if (has_c && contracts) return false;
+    }
+    return true;
+  });
   loopable.insert(loopable.begin(), kNoClass);
   // Grid axes take classes in increasing id order (x < y < z): permuting the axes of a grid
   // only renames its blocks.
