@@ -152,6 +152,9 @@ TEST(WgmmaEmulation, AttentionChainHeadDim128) {
   check("wg_gqa_d128", attention_graph(2, 64, 128, 512, 2, 64, 32, false), wgmma_options(),
         {"warpgroup MMA for both products", "wgmma: m64n64k16 x2, B MN-major", "B in 2 atoms"}, {},
         0.25);
+  // Two loop groups: each group's copies of the K and V tiles in atoms, 1024-byte aligned.
+  check("wg_gqa_d128_g2", attention_graph(2, 64, 128, 512, 2, 64, 32, false), wgmma_options(2),
+        {"B in 2 atoms", "one copy per loop group"}, {}, 0.25);
   check("wg_qknorm_d128_bf16", attention_graph(2, 64, 128, 512, 2, 64, 32, true, DType::bf16),
         wgmma_options(), {"warpgroup MMA for", "B in 2 atoms"}, {}, 0.25, 6e-2);
   // K read as [keys, d] through a transpose (as the suite's programs store it): S = Q·Kᵀ with
