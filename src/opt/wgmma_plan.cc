@@ -45,10 +45,11 @@ std::string wgmma_refusal(const KernelPlan& plan, int i, bool& k_major, int64_t&
   const IndexMap map = alias_map(plan, b);
   for (int64_t o : map.origin)
     if (o != 0) return "B is read through a slice";
-  if (dtype_size(rp.dtype) != 2 || !rp.layout.swizzle || rp.layout.atoms != 1 ||
-      rp.layout.ld % 64 != 0)
+  const int64_t width = rp.layout.row_elems();  // (already in atoms when planned again)
+  if (dtype_size(rp.dtype) != 2 || !rp.layout.swizzle || width % 64 != 0 ||
+      (rp.layout.atoms > 1 && rp.layout.ld != 64))
     return "the B tile's rows are not swizzled rows of a multiple of 128 bytes";
-  atoms = rp.layout.ld / 64;
+  atoms = width / 64;
   const Shape s = stored_shape(plan, root);
   const int64_t rows = s[s.rank() - 2] + rp.layout.pad_rows;
   if (s.rank() > 2 && rows % 8 != 0) return "the B tile's batches are not whole 8-row groups";
