@@ -4,10 +4,11 @@
 #   1. build strata (Release) with its tests in build-gpu/ like scripts/gpu-check.sh (with
 #      .devdeps/ when present);
 #   2. the GPU tests that cover wgmma against the float64 interpreter (ctest -R wgmma_gpu_test:
-#      plain matmuls with MN- and K-major B, the attention chain at head dim 64, suite programs
-#      with 64-row tiles; on sm_90a each must take wgmma);
+#      plain matmuls with MN- and K-major B, B tiles in 64-column atoms, the attention chain at
+#      head dim 64 and 128, suite programs with 64-row tiles; on sm_90a each must take wgmma);
 #   3. for each program (default llama32_1b_attn_p4096, llama32_1b_attn_qknorm_p1024,
-#      mcfuser_s5 and the GEMM chains mcfuser_g8, mcfuser_g10): `strata profile` of the top K
+#      qwen25_7b_attn_p1024, llama3_8b_attn_p2048 (head dim 128), mcfuser_s5 and the GEMM
+#      chains mcfuser_g8, mcfuser_g10): `strata profile` of the top K
 #      candidates of its search result (bench/search/suite/<program>.json) and of the same
 #      graphs with 64-row tiles (bench/wgmma_rows.py), every candidate emitted with and
 #      without the knob (--variants 'default;wgmma=1'), checked against the float64 reference
@@ -71,7 +72,7 @@ else
     failed+=("wgmma GPU tests")
 fi
 
-programs=${STRATA_WGMMA_PROGRAMS:-llama32_1b_attn_p4096,llama32_1b_attn_qknorm_p1024,mcfuser_s5,mcfuser_g8,mcfuser_g10}
+programs=${STRATA_WGMMA_PROGRAMS:-llama32_1b_attn_p4096,llama32_1b_attn_qknorm_p1024,qwen25_7b_attn_p1024,llama3_8b_attn_p2048,mcfuser_s5,mcfuser_g8,mcfuser_g10}
 top=${STRATA_WGMMA_TOP:-5}
 limit=${STRATA_WGMMA_STEP_TIMEOUT:-300}
 variants=${STRATA_WGMMA_VARIANTS:-default;wgmma=1}

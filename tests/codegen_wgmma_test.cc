@@ -1,9 +1,12 @@
 // Warpgroup MMA in emitted kernels (PlanOptions::wgmma; docs/codegen.md, "wgmma"): the emitted
 // sources run on the CPU emulator (runtime/strata_rt/emulate.h models wgmma.mma_async) against
-// the reference interpreter, threads in both orders; matmuls whose tiles do not meet the
-// layout conditions keep mma.sync (the plan says why); and nvcc compiles the wgmma kernels
-// for sm_90a (ptxas verifies the PTX).
+// the reference interpreter, threads in both orders (B in 128-byte rows, and wider rows in
+// 64-column atoms: head dim 128); matmuls whose tiles do not meet the layout conditions keep
+// mma.sync (the plan says why); and nvcc compiles the wgmma kernels for sm_90a (ptxas verifies
+// the PTX).
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "strata/frontend/graph_loader.h"
 #include "support/benchmark_graphs.h"
@@ -28,8 +31,17 @@ void check(const std::string& name, const KernelGraph& g, const EmitOptions& opt
            double amp = 0.5, double rtol = 2e-2) {
   EmulatedGraph emu(g, opts, name);
   ASSERT_TRUE(emu.ok()) << name << ": " << emu.log();
+  // The plan's lines on warpgroup MMA, for the failure messages.
+  std::string notes;
+  for (size_t at = emu.source().find("wgmma"); at != std::string::npos;
+       at = emu.source().find("wgmma", emu.source().find('\n', at))) {
+    const size_t begin = emu.source().rfind('\n', at) + 1;
+    notes += emu.source().substr(begin, emu.source().find('\n', at) - begin) + "\n";
+    if (notes.size() > 4000) break;
+  }
   for (const std::string& text : expect)
-    EXPECT_NE(emu.source().find(text), std::string::npos) << name << ": no `" << text << "`";
+    EXPECT_NE(emu.source().find(text), std::string::npos) << name << ": no `" << text << "` in\n"
+                                                          << notes;
   for (const std::string& text : absent)
     EXPECT_EQ(emu.source().find(text), std::string::npos) << name << ": `" << text << "`";
   const std::vector<HostTensor> inputs = rounded_random_inputs(g, 4321, amp);
@@ -85,16 +97,98 @@ TEST(WgmmaEmulation, OddExtentsFallBack) {
   // 48 rows: three row tiles, no 64-row warpgroup tile.
   check("wg_rows48", plain_matmul(48, 128, 64, 64, 128, false, DType::f16), wgmma_options(),
         {"mma.sync, not wgmma: ", "strata_rt::warp_mma<"}, {"strata_rt::warpgroup_mma"});
-  // N = 128 with B [K][128]: an MN-major B wider than one 128-byte row.
-  check("wg_n128", plain_matmul(64, 128, 128, 64, 128, false, DType::f16), wgmma_options(),
-        {"not wgmma: the B tile's rows are not swizzled rows of 128 bytes", "strata_rt::warp_mma<"},
-        {"strata_rt::warpgroup_mma"});
-  // B rows of 48 and 32 halves: not the descriptor's 128-byte swizzled rows.
+  // B rows of 48, 32 and 96 halves: neither the descriptor's 128-byte swizzled rows nor whole
+  // 64-column atoms of them.
   check("wg_n48", plain_matmul(64, 128, 48, 64, 128, false, DType::f16), wgmma_options(),
         {"mma.sync, not wgmma: ", "strata_rt::warp_mma<"}, {"strata_rt::warpgroup_mma"});
   check("wg_n32", plain_matmul(128, 128, 32, 64, 256, false, DType::bf16), wgmma_options(),
         {"mma.sync, not wgmma: the B tile's rows", "strata_rt::warp_mma<"},
         {"strata_rt::warpgroup_mma"});
+  check("wg_n96", plain_matmul(64, 128, 96, 64, 128, false, DType::f16), wgmma_options(),
+        {"not wgmma: the B tile's rows are not swizzled rows of a multiple of 128 bytes",
+         "strata_rt::warp_mma<"},
+        {"strata_rt::warpgroup_mma", "atoms"});
+}
+
+// B tiles whose rows are wider than 128 bytes, stored as 64-column atoms (TileLayout::atoms;
+// docs/codegen.md, "wgmma"): every writer and reader goes through the tile's address function.
+TEST(WgmmaEmulation, PlainMatmulBInAtomsMnMajor) {
+  // B [64][128] and [64][256] MN-major: one m64n64k16 per atom on the accumulators of its
+  // columns; the product in registers (128 columns) or handed to an epilogue through chunks
+  // of 128 columns (256).
+  check("wg_n128", plain_matmul(64, 128, 128, 64, 128, false, DType::f16), wgmma_options(),
+        {"wgmma: m64n64k16 x2, B MN-major", "B in 2 atoms of 64 columns",
+         "rows in 2 atoms of 64 columns", "strata_rt::warpgroup_mma<"},
+        {"strata_rt::warp_mma<"});
+  check("wg_n256_bf16", plain_matmul(128, 64, 256, 64, 256, true, DType::bf16), wgmma_options(),
+        {"B in 4 atoms of 64 columns", "strata_rt::warpgroup_mma<"}, {"strata_rt::warp_mma<"});
+  check("wg_n256_gelu", plain_matmul(64, 64, 256, 64, 128, true, DType::f16), wgmma_options(),
+        {"wgmma: m64n64k16 x2, B MN-major", "B in 4 atoms of 64 columns"},
+        {"strata_rt::warp_mma<"});
+}
+
+TEST(WgmmaEmulation, PlainMatmulBInAtomsKMajor) {
+  // W stored [n][k] with K = 128 and 256 halves per row, read through a transpose: the k-step's
+  // descriptor starts in atom k / 64.
+  check("wg_nt_k128", plain_matmul_nt(64, 128, 64, 128, DType::f16), wgmma_options(),
+        {"wgmma: m64n64k16, B K-major", "B in 2 atoms of 64 columns"}, {"strata_rt::warp_mma<"});
+  check("wg_nt_k256_bf16", plain_matmul_nt(128, 256, 128, 256, DType::bf16), wgmma_options(),
+        {"wgmma: m64n128k16, B K-major", "B in 4 atoms of 64 columns"}, {"strata_rt::warp_mma<"});
+}
+
+TEST(WgmmaEmulation, RaggedContractionBInAtoms) {
+  // K = 1020 over 16 iterations of 64 with B [64][128] in atoms: zero-filled loads of the
+  // absent rows in both atoms; a computed A zeroed past the present extent.
+  check("wg_ragged_n128", ragged_matmul(64, 1020, 128, 16, false), wgmma_options(),
+        {"wgmma: m64n64k16 x2", "B in 2 atoms"});
+  check("wg_ragged_n128_masked", ragged_matmul(64, 1020, 128, 16, true), wgmma_options(),
+        {", true>(", "B in 2 atoms"}, {}, 0.5, 5e-2);
+}
+
+TEST(WgmmaEmulation, AttentionChainHeadDim128) {
+  // Head dim 128 (Llama-3-8B, Qwen2.5-7B, Mistral): V [keys, 128] in two atoms for O = P·V
+  // (MN-major, two m64n64k16 per k-step from S's registers); S = Q·K with K stored [d, keys]
+  // (MN-major rows of 64 keys, Q's fragments loaded per step).
+  check("wg_gqa_d128", attention_graph(2, 64, 128, 512, 2, 64, 32, false), wgmma_options(),
+        {"warpgroup MMA for both products", "wgmma: m64n64k16 x2, B MN-major", "B in 2 atoms"}, {},
+        0.25);
+  // Two loop groups: each group's copies of the K and V tiles in atoms, 1024-byte aligned.
+  check("wg_gqa_d128_g2", attention_graph(2, 64, 128, 512, 2, 64, 32, false), wgmma_options(2),
+        {"B in 2 atoms", "one copy per loop group"}, {}, 0.25);
+  check("wg_qknorm_d128_bf16", attention_graph(2, 64, 128, 512, 2, 64, 32, true, DType::bf16),
+        wgmma_options(), {"warpgroup MMA for", "B in 2 atoms"}, {}, 0.25, 6e-2);
+  // K read as [keys, d] through a transpose (as the suite's programs store it): S = Q·Kᵀ with
+  // a K-major B whose contraction spans both atoms, and O = P·V with V in atoms; f16 and bf16,
+  // 64 and 256 query rows per block.
+  check("wg_kmajor_d128", qknorm_gain_on_q(2, 64, 128, 256, 4, false), wgmma_options(),
+        {"wgmma: m64n64k16, B K-major", "wgmma: m64n64k16 x2, B MN-major",
+         "warpgroup MMA for both products"},
+        {}, 0.25, 6e-2);
+  check("wg_kmajor_d128_bf16", qknorm_gain_on_q(2, 64, 128, 256, 4, true, DType::bf16),
+        wgmma_options(), {"warpgroup MMA for both products", "B in 2 atoms"}, {}, 0.25, 6e-2);
+}
+
+// The searches' forms of prefill attention at head dim 128 (bench/search/suite/
+// qwen25_7b_attn_p1024.json, ranks 0 and 2) at reduced shapes (tests/data/wgmma/attn_d128_*):
+// S = Q·Kᵀ scaled, a running max, exp, P·V, with K and V tiles [keys, 128] in two atoms each.
+// 256 query rows per block over 128 keys: S as m64n128k16 with a K-major B spanning both atoms;
+// 128 rows over 64 keys, f16 and bf16.
+TEST(WgmmaEmulation, SuiteAttentionHeadDim128) {
+  const struct {
+    const char* file;
+    std::vector<std::string> expect;
+  } cases[] = {{"attn_d128_256x128",
+                {"wgmma: m64n128k16, B K-major", "wgmma: m64n64k16 x2, B MN-major", "512 threads",
+                 "warpgroup MMA for both products"}},
+               {"attn_d128_128x64",
+                {"wgmma: m64n64k16, B K-major", "B in 2 atoms", "warpgroup MMA for both products"}},
+               {"attn_d128_128x64.bf16", {"warpgroup MMA for both products", "__nv_bfloat16"}}};
+  for (const auto& c : cases) {
+    auto g = load_graph(std::string("tests/data/wgmma/") + c.file + ".json");
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    check(std::string("wg_") + c.file, *g, wgmma_options(), c.expect, {"strata_rt::warp_mma"}, 0.5,
+          6e-2);
+  }
 }
 
 TEST(WgmmaEmulation, KnobOffKeepsMmaSync) {
@@ -132,11 +226,12 @@ TEST(WgmmaEmulation, AttentionChain256RowsOver128Keys) {
   // The tiling the search now ranks first for prefill attention at head dim 64 (docs/search.md,
   // "Dimension classes"): 256 query rows per block (16 warps, four warpgroups) over key tiles
   // of 128. P·V takes wgmma (m64n64k16) with A from S's 128-column registers, eight k-steps
-  // per call; S keeps mma.sync here (K stored [d, keys]: rows of 128 keys are 256 bytes).
+  // per call; S too, with K stored [d, keys] in two atoms of 64 keys (MN-major, one
+  // m64n64k16 per atom).
   const KernelGraph g = attention_graph(2, 256, 64, 512, 2, 128, 64, false);
   check("wg_gqa_256x128", g, wgmma_options(),
-        {"warpgroup MMA for the second product", "wgmma: m64n64k16", "512 threads",
-         "not wgmma: the B tile's rows are not swizzled rows of 128 bytes"},
+        {"warpgroup MMA for both products", "wgmma: m64n64k16 x2, B MN-major", "B in 2 atoms",
+         "wgmma: m64n64k16, B MN-major", "512 threads"},
         {}, 0.25);
   // K read as [keys, d] through a transpose (as the suite's programs store it): S takes wgmma
   // too, m64n128k16 with a K-major B of 128 rows of 64 halves.
@@ -189,8 +284,20 @@ TEST(WgmmaCompile, Sm90aPtxas) {
       {"mm_gelu", plain_matmul(128, 64, 64, 64, 256, true, DType::bf16)},
       {"gqa", attention_graph(2, 64, 64, 1024, 2, 64, 32, false)},
       {"kmajor", qknorm_gain_on_q(2, 64, 64, 256, 4, false)},
-      {"kmajor256", qknorm_gain_on_q(2, 256, 64, 512, 4, false)}};
-  for (const auto& [name, g] : graphs) {
+      {"kmajor256", qknorm_gain_on_q(2, 256, 64, 512, 4, false)},
+      {"mm_n256", plain_matmul(128, 64, 256, 64, 256, true, DType::bf16)},
+      {"nt_k256", plain_matmul_nt(128, 256, 128, 256, DType::f16)},
+      {"gqa_d128", attention_graph(2, 64, 128, 512, 2, 64, 32, false)},
+      {"kmajor_d128", qknorm_gain_on_q(2, 64, 128, 256, 4, false)}};
+  std::vector<std::pair<std::string, KernelGraph>> all(std::begin(graphs), std::end(graphs));
+  for (const char* file : {"attn_d128_256x128", "attn_d128_128x64.bf16"}) {
+    auto g = load_graph(std::string("tests/data/wgmma/") + file + ".json");
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    std::string name = file;
+    std::replace(name.begin(), name.end(), '.', '_');
+    all.emplace_back(name, *g);
+  }
+  for (const auto& [name, g] : all) {
     EmitOptions opts = wgmma_options();
     opts.name = name;
     auto src = emit_cuda_source(g, opts);

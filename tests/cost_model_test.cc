@@ -524,6 +524,28 @@ TEST(CostModel, WgmmaOnTargetsThatHaveIt) {
   EXPECT_DOUBLE_EQ(r64.predicted_us, estimate_cost(rows64, h200, mma_sync).predicted_us);
 }
 
+// Head dim 128 (docs/codegen.md, "wgmma": K and V tiles [keys, 128] stored as 64-column atoms):
+// both products of the searches' prefill attention form take wgmma under the knob, so on the
+// h200 all the kernel's tensor FLOPs are charged at the wgmma rate.
+TEST(CostModel, WgmmaAtHeadDim128) {
+  const Target h200 = *Target::by_name("h200");
+  CostOptions mma_sync;
+  mma_sync.wgmma = false;
+  for (const char* file : {"attn_d128_256x128", "attn_d128_128x64"}) {
+    auto g = load_graph(std::string("tests/data/wgmma/") + file + ".json");
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    const GraphCost with = estimate_cost(*g, h200);
+    const GraphCost without = estimate_cost(*g, h200, mma_sync);
+    ASSERT_EQ(with.kernels.size(), 1u) << file;
+    const KernelCost& k = with.kernels[0];
+    EXPECT_GT(k.tensor_flops, 0.0) << file;
+    EXPECT_DOUBLE_EQ(k.wgmma_flops, k.tensor_flops) << file;
+    EXPECT_LT(with.predicted_us, without.predicted_us) << file;
+    EXPECT_EQ(without.kernels[0].wgmma_flops, 0.0) << file;
+    expect_formula(k, h200);
+  }
+}
+
 TEST(CostModel, ReferenceExamplesArePredictedAndKept) {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator("examples/reference")) {

@@ -1,7 +1,8 @@
 // wgmma on the CPU emulator and with nvcc (no GPU): the emulated wgmma.mma_async against a
 // plain triple loop for both B majors, 128-byte and no swizzle, N = 8 … 256, f16 and bf16; the
 // wrong programs the emulator must catch; the runtime's warpgroup_mma entries against the
-// triple loop; and ptxas's verification of their inline PTX for sm_90a (and an sm_80 build).
+// triple loop (B in 128-byte rows or in 64-column atoms of wider rows); and ptxas's
+// verification of their inline PTX for sm_90a (and an sm_80 build).
 // The probe programs are tests/data/wgmma/probe.cc (emulator) and compile.cu (nvcc).
 #include <gtest/gtest.h>
 
@@ -79,8 +80,11 @@ TEST_F(WgmmaProbe, RuntimeEntriesMatchTripleLoop) {
     int n, k;
     const char* major;
   };
-  const Case cases[] = {{64, 64, "mn"}, {32, 64, "mn"}, {8, 32, "mn"},  {64, 256, "mn"},
-                        {64, 64, "k"},  {128, 64, "k"}, {256, 32, "k"}, {8, 16, "k"}};
+  // The last four store B's rows in 64-column atoms (MmaSpec's AB): MN-major N = 128 and 256
+  // (one m64n64k16 per atom), K-major K = 128 and 256 (the k-step's atom in the descriptor).
+  const Case cases[] = {{64, 64, "mn"},  {32, 64, "mn"},  {8, 32, "mn"},  {64, 256, "mn"},
+                        {64, 64, "k"},   {128, 64, "k"},  {256, 32, "k"}, {8, 16, "k"},
+                        {128, 64, "mn"}, {256, 32, "mn"}, {64, 128, "k"}, {128, 256, "k"}};
   for (const char* variant : {"smem", "rega", "chained"})
     for (const Case& c : cases)
       for (int bf16 : {0, 1}) {
@@ -92,7 +96,8 @@ TEST_F(WgmmaProbe, RuntimeEntriesMatchTripleLoop) {
       }
   // A ragged contraction: the k-steps past klimit skipped, A zeroed past it in the straddling one.
   for (const char* args : {"runtime smem 64 64 mn 0 40", "runtime smem 128 64 k 1 23",
-                           "runtime smem 64 256 mn 1 97"}) {
+                           "runtime smem 64 256 mn 1 97", "runtime smem 128 64 mn 1 40",
+                           "runtime smem 64 128 k 0 77", "runtime smem 128 256 k 1 150"}) {
     std::string out;
     EXPECT_EQ(probe(args, out), 0) << args << "\n" << out;
   }

@@ -1,7 +1,10 @@
 // Warpgroup MMA on the GPU (PlanOptions::wgmma; docs/codegen.md, "wgmma"): the graphs the
 // emulation tests prove (codegen_wgmma_test: plain matmuls with MN- and K-major B, column
 // chunks, the attention chain at head dim 64 in f16 and bf16, QK-norm attention with a
-// keys-major K, a ragged contraction with A masked past the present extent) and suite programs with 64-row tiles (tests/data/wgmma/*.rows64.json), emitted
+// keys-major K, a ragged contraction with A masked past the present extent; at head dim 128
+// and for B rows of 128 and 256 halves, B tiles in 64-column atoms, with the searches' prefill
+// attention forms at reduced shapes, tests/data/wgmma/attn_d128_*.json) and suite programs
+// with 64-row tiles (tests/data/wgmma/*.rows64.json), emitted
 // with wgmma=1 for the device, checked against the float64 interpreter. On sm_90a every one
 // must take wgmma; on any other GPU the knob must change nothing (and the code still passes).
 // Labelled `gpu`: run by scripts/gpu-wgmma.sh and scripts/gpu-check.sh on a GPU machine.
@@ -40,6 +43,22 @@ std::vector<Named> wgmma_graphs() {
   gs.push_back({"kmajor_k", qknorm_gain_on_q(2, 64, 64, 256, 4, false, DType::bf16), {}});
   gs.push_back({"ragged_k", ragged_matmul(64, 1020, 64, 16, false), {}});
   gs.push_back({"ragged_k_masked_a", ragged_matmul(64, 1020, 64, 16, true), {}});
+  // Head dim 128: B tiles whose rows are stored as 64-column atoms (docs/codegen.md, "wgmma").
+  gs.push_back({"mm_n128_atoms", plain_matmul(64, 128, 128, 64, 128, false, DType::f16), {}});
+  gs.push_back({"mm_n256_atoms_bf16", plain_matmul(128, 64, 256, 64, 256, true, DType::bf16), {}});
+  gs.push_back({"mm_kmajor_k128", plain_matmul_nt(64, 128, 64, 128, DType::f16), {}});
+  gs.push_back({"mm_kmajor_k256_bf16", plain_matmul_nt(128, 256, 128, 256, DType::bf16), {}});
+  gs.push_back({"ragged_k_n128", ragged_matmul(64, 1020, 128, 16, true), {}});
+  gs.push_back({"gqa_d128", attention_graph(2, 64, 128, 512, 2, 64, 32, false), {}});
+  gs.push_back(
+      {"qknorm_d128_bf16", attention_graph(2, 64, 128, 512, 2, 64, 32, true, DType::bf16), {}});
+  gs.push_back({"kmajor_d128", qknorm_gain_on_q(2, 64, 128, 256, 4, false), {}});
+  gs.push_back({"kmajor_d128_bf16", qknorm_gain_on_q(2, 64, 128, 256, 4, true, DType::bf16), {}});
+  for (const char* name : {"attn_d128_256x128", "attn_d128_128x64", "attn_d128_128x64.bf16"}) {
+    auto g = load_graph(std::string("tests/data/wgmma/") + name + ".json");
+    EXPECT_TRUE(g.ok()) << name;
+    if (g.ok()) gs.push_back({name, *g, {}});
+  }
   for (const char* name : {"mcfuser_s5", "mcfuser_g8", "mcfuser_g10"}) {
     auto g = load_graph(std::string("tests/data/wgmma/") + name + ".rows64.json");
     auto p = load_graph(std::string("bench/suite/") + name + ".strata");

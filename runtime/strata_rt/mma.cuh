@@ -97,12 +97,17 @@ STRATA_DEVICE void mma_16816(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2]
 /// the true N; the operand tiles have storage for the padded extents. Columns c ≥ NV of the
 /// product are never handed to an epilogue (mma_epilogue). The contraction's true extent is
 /// warp_mma_ragged's klimit, which zeroes the fragments past it: the pad may hold anything.
+///
+/// AB: B's stored rows split into atoms of LDB columns (strata's TileLayout::atoms, for wgmma's
+/// 128-byte swizzle atoms): element (r, c) of a batch of B at (c / LDB) · AB + r · LDB +
+/// swizzle_col(r, c % LDB); 0 when B's rows are not split. Only warpgroup MMA (wgmma.cuh)
+/// reads such a B.
 template <int BT_, int M_, int N_, int K_, int LDA_, int SA_, bool SWA_, int LDB_, int SB_,
-          bool SWB_, bool TA_ = false, bool TB_ = false, int NV_ = N_>
+          bool SWB_, bool TA_ = false, bool TB_ = false, int NV_ = N_, int AB_ = 0>
 struct MmaSpec {
   static constexpr int BT = BT_, M = M_, N = N_, K = K_, NV = NV_;
   static_assert(NV_ >= 1 && NV_ <= N_, "the true N lies in the padded N");
-  static constexpr int LDA = LDA_, SA = SA_, LDB = LDB_, SB = SB_;
+  static constexpr int LDA = LDA_, SA = SA_, LDB = LDB_, SB = SB_, AB = AB_;
   static constexpr bool SWA = SWA_, SWB = SWB_, TA = TA_, TB = TB_;
   static_assert(!TA_ || M_ % 16 == 0, "a transposed A operand needs whole 16-row tiles");
   static constexpr int MTILES = ceil_div(M_, 16);
@@ -126,6 +131,7 @@ STRATA_DEVICE void mma_zero(float (&acc)[MT][NT][4]) {
 /// B fragments of k-step k0 (rows k0 … k0+15) for column tiles tn0 … tn0+NT-1.
 template <class S, class T, int NT>
 STRATA_DEVICE void warp_load_b(const T* b, u32 (&bf)[NT][2], int k0, int tn0) {
+  static_assert(S::AB == 0, "mma.sync reads B with one row stride: no rows in atoms");
   const int lane = threadIdx.x & 31;
   if constexpr (S::TB) {
     // B stored as [N][K]: each 8×8 matrix of rows n and columns k is a fragment as stored

@@ -10,13 +10,21 @@
 // chained product's); B is read by the tensor cores from shared memory through a matrix
 // descriptor in the canonical 128-byte-swizzle layouts:
 //  - B stored [K][N] (S::TB false: MN-major): 8-row groups along K 1024 bytes apart (the stride
-//    byte offset), one 64-column swizzle atom along N: 8 · (tn0 + NT) ≤ 64;
+//    byte offset), 64 columns of N per swizzle atom;
 //  - B stored [N][K] (S::TB: K-major): 8-row groups along N 1024 bytes apart, the k-step
-//    selected by the start address inside the 128-byte rows: K ≤ 64.
+//    selected by the start address inside the 128-byte rows.
 // Both need rows of exactly 128 bytes (S::LDB = 64, 16-bit elements) swizzled by swizzle_col
 // (S::SWB) and B tiles starting 1024-byte aligned in the shared window: then strata's swizzle
 // (16-byte chunk XOR row % 8) is the hardware's (address bits 4–6 XOR bits 7–9). A misaligned
 // tile traps (the emulator reports it) rather than computing a wrong product.
+//
+// Wider rows are stored as 64-column atoms (S::AB elements apart, each a 1024-byte aligned tile
+// of 128-byte rows: MmaSpec's AB, strata's TileLayout::atoms). A K-major B then takes the
+// k-step's atom (k0 / 64) in the descriptor's start address; an MN-major B is multiplied one
+// atom at a time, one m64n64k16 per atom a column chunk covers on the accumulators of its
+// columns (the chunk covers whole atoms or lies inside one), so every descriptor describes one
+// atom exactly as for 128-byte rows. Without atoms: K ≤ 64 (K-major), 8 · (tn0 + NT) ≤ 64
+// (MN-major).
 //
 // The calls are synchronous for the warpgroup: fence.proxy.async (shared-memory writes of the
 // generic proxy, after the block barrier that published them, become visible to the tensor
@@ -117,31 +125,65 @@ struct WgmmaCheck {
   static_assert(S::BT == 1 || (S::SB * 2) % 1024 == 0, "wgmma needs 1024-byte aligned batches");
   static_assert(S::MTILES % 4 == 0, "a warpgroup's 64 rows lie in one batch");
   static_assert(NT >= 1 && NT * 8 <= 256, "wgmma N is 8 … 256");
-  static_assert(!S::TB || S::K <= 64, "a K-major B holds K in one 128-byte row");
-  static_assert(S::TB || NT * 8 <= 64, "an MN-major B holds N in one 128-byte row");
+  static_assert(S::AB == 0 || (S::AB * 2) % 1024 == 0, "wgmma needs 1024-byte aligned atoms");
+  static_assert(S::TB || S::AB > 0 || NT * 8 <= 64, "an MN-major B holds N in one 128-byte row");
+  static_assert(S::TB || S::AB == 0 || NT * 8 <= 64 || NT % 8 == 0,
+                "an MN-major B in atoms is multiplied in whole atoms");
+  static_assert(!S::TB || S::AB > 0 || S::K <= 64, "a K-major B holds K in one 128-byte row");
   static constexpr bool ok = true;
 };
+
+/// The element of the batch's B tile b at stored row `row` and stored column `col` (through
+/// the atom holding the column when B's rows are in atoms), before the swizzle: the start of a
+/// descriptor.
+template <class S, class T>
+STRATA_DEVICE const T* wgmma_b_start(const T* b, int row, int col) {
+  if constexpr (S::AB > 0) return b + (col / S::LDB) * S::AB + row * S::LDB + col % S::LDB;
+  return b + row * S::LDB + col;
+}
 
 /// The B descriptor of k-step k0 for column tiles tn0 … of the batch's B tile b.
 template <class S, class T>
 STRATA_DEVICE u64 wgmma_b_desc(const T* b, int k0, int tn0) {
-  const T* start = S::TB ? b + tn0 * 8 * S::LDB + k0 : b + k0 * S::LDB + tn0 * 8;
+  const T* start = S::TB ? wgmma_b_start<S>(b, tn0 * 8, k0) : wgmma_b_start<S>(b, k0, tn0 * 8);
   return wgmma_desc_sw128(wgmma_shared_address(start));
 }
 
+/// Traps when an MN-major B's column chunk tn0 … tn0 + NT − 1 neither covers whole atoms nor
+/// lies inside one (the plan's condition; the emulator reports it).
+template <class S, int NT>
+STRATA_DEVICE void wgmma_check_chunk(int tn0) {
+  if constexpr (!S::TB && S::AB > 0) {
+    const bool ok = NT * 8 <= 64 ? (tn0 * 8) % 64 + NT * 8 <= 64 : (tn0 * 8) % 64 == 0;
+#if defined(STRATA_RT_EMULATE)
+    if (!ok) emu::fail("wgmma: an MN-major column chunk straddles a 64-column atom of B");
+#elif defined(STRATA_RT_WGMMA_PTX)
+    if (!ok) __trap();
+#else
+    (void)ok;
+#endif
+  }
+}
+
 /// Issues the wgmma ops of k-steps s0 … s0 + NS − 1 with A fragments af (already in
-/// registers), fenced, committed and waited for.
+/// registers), fenced, committed and waited for. An MN-major B in atoms wider than the chunk's
+/// first atom: one m64n64k16 per atom (PIECES), on the accumulators of its 8 column tiles.
 template <class S, class T, int NT, int NS>
 STRATA_DEVICE void wgmma_steps(const u32 (&af)[NS][4], const T* b, float (&acc)[1][NT][4],
                                int s0, int tn0, int nsteps) {
   constexpr bool kBf16 = is_same<T, __nv_bfloat16>::value;
+  constexpr int PIECES = !S::TB && S::AB > 0 && NT > 8 ? NT / 8 : 1;
+  constexpr int PNT = NT / PIECES;  // column tiles per wgmma
+  wgmma_check_chunk<S, NT>(tn0);
   wgmma_fence_operand(acc);
   wgmma_fence();
 #pragma unroll
   for (int s = 0; s < NS; ++s)
     if (s < nsteps)
-      wgmma_rs<NT * 8>::template run<kBf16, !S::TB>(&acc[0][0][0], af[s],
-                                                    wgmma_b_desc<S, T>(b, (s0 + s) * 16, tn0), 1);
+#pragma unroll
+      for (int q = 0; q < PIECES; ++q)
+        wgmma_rs<PNT * 8>::template run<kBf16, !S::TB>(
+            &acc[0][q * PNT][0], af[s], wgmma_b_desc<S, T>(b, (s0 + s) * 16, tn0 + q * PNT), 1);
   wgmma_commit();
   wgmma_wait<0>();
   wgmma_fence_operand(acc);

@@ -11,15 +11,20 @@ namespace strata::codegen {
 namespace {
 
 /// Element strides of a tile of shape s stored with `layout`: rows `ld` apart, matrices of
-/// (rows + pad_rows) rows, batch dims dense over them.
+/// (rows + pad_rows) rows (times the atoms of a split row), batch dims dense over them.
 std::vector<int64_t> tile_strides(const Shape& s, const TileLayout& layout) {
   const int r = s.rank();
   std::vector<int64_t> st(r, 1);
   for (int d = r - 2; d >= 0; --d)
     st[d] = d == r - 2   ? layout.ld
-            : d == r - 3 ? (s[r - 2] + layout.pad_rows) * layout.ld
+            : d == r - 3 ? (s[r - 2] + layout.pad_rows) * layout.row_elems()
                          : st[d + 1] * s[d + 1];
   return st;
+}
+
+/// Elements between the atoms of a row split into atoms (TileLayout::atoms), 0 when not split.
+int64_t tile_atom_stride(const Shape& s, const TileLayout& layout) {
+  return layout.atoms > 1 ? (s[s.rank() - 2] + layout.pad_rows) * layout.ld : 0;
 }
 
 std::vector<int64_t> dense_strides(const Shape& s) {
@@ -70,6 +75,11 @@ ir::Expr Access::offset(const std::vector<ir::Expr>& logical,
   for (int d = 0; d + 1 < r; ++d) terms.push_back(idx[d] * strides[d]);
   if (r >= 1) {
     ir::Expr c = idx[r - 1];
+    if (atom_stride > 0) {
+      // A row split into atoms: atom c / ld, column c % ld inside it (TileLayout::atoms).
+      terms.push_back((c / strides[r - 2]) * atom_stride);
+      c = c % strides[r - 2];
+    }
     const ir::Expr row = !swizzle_row && r >= 2 ? idx[r - 2] : swizzle_row;
     if (swizzle && r >= 2 && !row.is(0)) c = ir::call("strata_rt::swizzle_col<true>", {row, c});
     terms.push_back(c);
@@ -79,8 +89,11 @@ ir::Expr Access::offset(const std::vector<ir::Expr>& logical,
 
 ir::Expr Access::pointer() const {
   int64_t off = 0;
-  for (size_t d = 0; d < map.origin.size() && d < strides.size(); ++d)
-    off += map.origin[d] * strides[d];
+  const size_t r = strides.size();
+  for (size_t d = 0; d < map.origin.size() && d < r; ++d)
+    off += d + 1 == r && atom_stride > 0
+               ? map.origin[d] / strides[r - 2] * atom_stride + map.origin[d] % strides[r - 2]
+               : map.origin[d] * strides[d];
   return base + off;
 }
 
@@ -217,6 +230,7 @@ Access BlockEmitter::access_stage(int t, const ir::Expr& stage) const {
   }
   a.strides = tile_strides(stored_shape(plan_, t), tp.layout);
   a.swizzle = tp.layout.swizzle;
+  a.atom_stride = tile_atom_stride(stored_shape(plan_, t), tp.layout);
   a.map.transposed = tp.stored_transposed;
   if (tp.stages > 1) a.base = tile_ptr(t) + stage * tp.layout.stage_elems;
   return a;
@@ -328,6 +342,9 @@ void BlockEmitter::declare_tiles() {
     std::string note =
         g_.tensor(t).shape.str() + " " + std::string(dtype_name(tp.dtype)) + ", row stride " +
         std::to_string(tp.layout.ld) + (tp.layout.swizzle ? ", swizzled" : "") +
+        (tp.layout.atoms > 1 ? ", rows in " + std::to_string(tp.layout.atoms) + " atoms of " +
+                                   std::to_string(tp.layout.ld) + " columns"
+                             : "") +
         (tp.stages > 1 ? ", " + std::to_string(tp.stages) + " stages of " +
                              std::to_string(tp.layout.stage_elems)
                        : "") +
@@ -389,21 +406,24 @@ void BlockEmitter::declare_registers() {
     if (ta < 0) a.strides = {k * out[r - 2], k, 1};
     const int ra = static_cast<int>(a.strides.size());
     const bool transposed = a.map.transposed || b.map.transposed, padded = n != nv;
-    w_.line("using mma" + std::to_string(i) + " = strata_rt::MmaSpec<" + std::to_string(bt) + ", " +
-            std::to_string(out[r - 2]) + ", " + std::to_string(n) + ", " + std::to_string(k) +
-            ", " + std::to_string(a.strides[ra - 2]) + ", " +
-            std::to_string(ra >= 3 ? a.strides[ra - 3] : 0) + ", " +
-            (a.swizzle ? "true" : "false") + ", " + std::to_string(b.strides[r - 2]) + ", " +
-            std::to_string(r >= 3 ? b.strides[r - 3] : 0) + ", " + (b.swizzle ? "true" : "false") +
-            (transposed || padded ? std::string(", ") + (a.map.transposed ? "true" : "false") +
-                                        ", " + (b.map.transposed ? "true" : "false")
-                                  : std::string()) +
-            (padded ? ", " + std::to_string(nv) : std::string()) + ">;  // op #" +
-            std::to_string(i) + ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)" +
-            (transposed ? ", A / B stored transposed" : "") + (padded ? ", the true N" : "") +
-            (k != g_.tensor(op.inputs[0]).shape[r - 1]
-                 ? "; K padded from " + std::to_string(g_.tensor(op.inputs[0]).shape[r - 1])
-                 : ""));
+    const bool atoms = b.atom_stride > 0;  // B's rows in 64-column atoms (wgmma only)
+    w_.line(
+        "using mma" + std::to_string(i) + " = strata_rt::MmaSpec<" + std::to_string(bt) + ", " +
+        std::to_string(out[r - 2]) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " +
+        std::to_string(a.strides[ra - 2]) + ", " + std::to_string(ra >= 3 ? a.strides[ra - 3] : 0) +
+        ", " + (a.swizzle ? "true" : "false") + ", " + std::to_string(b.strides[r - 2]) + ", " +
+        std::to_string(r >= 3 ? b.strides[r - 3] : 0) + ", " + (b.swizzle ? "true" : "false") +
+        (transposed || padded || atoms ? std::string(", ") + (a.map.transposed ? "true" : "false") +
+                                             ", " + (b.map.transposed ? "true" : "false")
+                                       : std::string()) +
+        (padded || atoms ? ", " + std::to_string(nv) : std::string()) +
+        (atoms ? ", " + std::to_string(b.atom_stride) : std::string()) + ">;  // op #" +
+        std::to_string(i) + ": batch, M, N, K, A (ld, batch stride, swizzle), B (…)" +
+        (transposed ? ", A / B stored transposed" : "") + (padded ? ", the true N" : "") +
+        (atoms ? ", B's atom stride" : "") +
+        (k != g_.tensor(op.inputs[0]).shape[r - 1]
+             ? "; K padded from " + std::to_string(g_.tensor(op.inputs[0]).shape[r - 1])
+             : ""));
     if (p.accumulate_into >= 0 &&
         plan_.tensors[g_.op(p.accumulate_into).output].home == TensorHome::Registers) {
       std::string acc = "racc" + std::to_string(g_.op(p.accumulate_into).output);

@@ -27,6 +27,9 @@ struct Access {
   DType dtype = DType::f32;
   std::vector<int64_t> strides;  ///< per physical dim, in elements; the last is 1
   bool swizzle = false;          ///< XOR swizzle of the last two dims (runtime swizzle_col)
+  /// Rows split into atoms (TileLayout::atoms): elements between atom j and j + 1, each atom
+  /// holding strides[rank−2] columns of every row; 0 when rows are not split.
+  int64_t atom_stride = 0;
   IndexMap map;                  ///< logical → physical indices
 
   /// Element offset of index expressions `idx` (one per dim). `swizzle_row`, when given, is an
@@ -36,7 +39,7 @@ struct Access {
   /// A pointer to the tile's logical element (0, …, 0) (base plus the map's origin): how
   /// tensor-core operands are passed, with the strides and, for a transposed map, the TA / TB
   /// flags of MmaSpec. With a swizzle the origin must keep the swizzle's phase (rows by 8,
-  /// columns by 64: the planner's rule).
+  /// columns by 64: the planner's rule); a column origin in a tile in atoms picks its atom.
   ir::Expr pointer() const;
   /// The element as an lvalue.
   ir::Expr ref(const std::vector<ir::Expr>& idx, const ir::Expr& swizzle_row = {}) const;

@@ -299,6 +299,7 @@ std::string format_plan(const KernelPlan& plan) {
     if (tp.home == TensorHome::Shared || tp.home == TensorHome::Registers ||
         tp.home == TensorHome::Scale) {
       os << " ld " << tp.layout.ld << (tp.layout.swizzle ? " swizzled" : "");
+      if (tp.layout.atoms > 1) os << " in " << tp.layout.atoms << " atoms";
       if (tp.layout.pad_rows > 0) os << " +" << tp.layout.pad_rows << " pad rows";
       if (tp.stages > 1) os << " x" << tp.stages << " stages";
       if (tp.group_private) os << " per group";

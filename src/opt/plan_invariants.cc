@@ -269,19 +269,57 @@ Status check_mma_padding(const KernelPlan& plan) {
       int64_t rows = o == 0 ? 0 : p.mma_k, cols = o == 0 ? p.mma_k : p.mma_n;
       if (alias_map(plan, t).transposed) std::swap(rows, cols);
       const Shape s = stored_shape(plan, root);
-      if (rp.layout.ld < cols || s[s.rank() - 2] + rp.layout.pad_rows < rows)
+      if (rp.layout.row_elems() < cols || s[s.rank() - 2] + rp.layout.pad_rows < rows)
         return make_error(what + ": the storage of " + tensor_str(g, root) + " (" +
                           std::to_string(s[s.rank() - 2]) + " + " +
                           std::to_string(rp.layout.pad_rows) + " rows of " +
-                          std::to_string(rp.layout.ld) + ") does not cover the padded extents");
+                          std::to_string(rp.layout.row_elems()) +
+                          ") does not cover the padded extents");
     }
     const int dest = p.accumulate_into >= 0 ? g.op(p.accumulate_into).output
                      : p.epilogue >= 0      ? g.op(p.epilogue).output
                                             : op.output;
     const TensorPlan& dp = plan.tensors[dest];
-    if (p.mma_n > n && stored(dp.home) && dp.layout.ld < p.mma_n)
+    if (p.mma_n > n && stored(dp.home) && dp.layout.row_elems() < p.mma_n)
       return make_error(what + ": destination " + tensor_str(g, dest) + " with row stride " +
                         std::to_string(dp.layout.ld));
+  }
+  return Status::success();
+}
+
+/// Tiles whose rows are split into atoms (TileLayout::atoms): 128-byte swizzled rows of a 16-bit
+/// type in a tile of its own, 1024-byte aligned with whole 8-row groups per atom, every
+/// tensor-core read of it a wgmma B read (mma.sync's ldmatrix readers address rows with one
+/// stride), hosting no view.
+Status check_atoms(const KernelPlan& plan) {
+  const BlockGraph& g = *plan.graph;
+  const int nt = static_cast<int>(g.tensors().size());
+  for (int t = 0; t < nt; ++t) {
+    const TensorPlan& tp = plan.tensors[t];
+    if (tp.layout.atoms == 1) continue;
+    const std::string what = tensor_str(g, t) + " in " + std::to_string(tp.layout.atoms) + " atoms";
+    if (tp.layout.atoms < 1) return make_error(what + ": fewer than one");
+    const Shape s = stored_shape(plan, t);
+    if (tp.home != TensorHome::Shared || dtype_size(tp.dtype) != 2 || !tp.layout.swizzle ||
+        tp.layout.ld != 64 || tp.layout.align != 1024 || s.rank() < 2 ||
+        (s[s.rank() - 2] + tp.layout.pad_rows) % 8 != 0)
+      return make_error(what +
+                        ": not a 1024-byte aligned shared tile of 128-byte swizzled rows "
+                        "with whole 8-row groups");
+    for (int v = 0; v < nt; ++v)
+      if (plan.tensors[v].home == TensorHome::View && plan.tensors[v].view_of == t)
+        return make_error(what + ": hosts a view");
+  }
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
+    const OpPlan& p = plan.ops[i];
+    if (p.matmul != MatmulPath::TensorCore) continue;
+    for (int o = 0; o < 2; ++o) {
+      const int root = alias_root(plan, matmul_operand(plan, i, o));
+      if (plan.tensors[root].layout.atoms == 1 || (o == 1 && p.wgmma)) continue;
+      if (o == 0 && p.chain_from >= 0) continue;  // A from registers
+      return make_error(op_str(g, i) + " reads " + tensor_str(g, root) +
+                        ", a tile in atoms, other than as a wgmma B operand");
+    }
   }
   return Status::success();
 }
@@ -368,6 +406,7 @@ Status verify_plan(const KernelPlan& plan) {
   STRATA_RETURN_IF_ERROR(check_emission(plan));
   STRATA_RETURN_IF_ERROR(check_ragged(plan));
   STRATA_RETURN_IF_ERROR(check_mma_padding(plan));
+  STRATA_RETURN_IF_ERROR(check_atoms(plan));
   return Status::success();
 }
 

@@ -163,6 +163,17 @@ struct TileLayout {
   /// stored tile is (rows + pad_rows) · ld elements. Nothing writes them (docs/codegen.md,
   /// "Ragged tiles": padding to the mma step).
   int64_t pad_rows = 0;
+  /// The rows split into `atoms` column blocks of `ld` columns (1: not split). Atom j holds
+  /// columns ld·j … ld·j + ld − 1 of every row of a matrix, laid out as a tile of its own
+  /// ((rows + pad_rows) rows `ld` apart, swizzled as such); the atoms of a matrix follow each
+  /// other, (rows + pad_rows) · ld elements apart, and a batch of the stored tile is
+  /// atoms · (rows + pad_rows) · ld elements. Element (r, c) of a matrix lies at
+  ///   (c / ld) · (rows + pad_rows) · ld + r · ld + swizzle_col(r, c % ld).
+  /// Used for the B tile of a wgmma matmul whose rows are wider than the 128-byte swizzle
+  /// atom (plan_wgmma: ld = 64 halves, docs/codegen.md "wgmma").
+  int64_t atoms = 1;
+  /// Elements of one row across its atoms: the stored row length.
+  int64_t row_elems() const { return ld * atoms; }
 };
 
 /// Warp decomposition of a tensor-core matmul (see runtime/strata_rt/mma.cuh): warps_m × warps_n

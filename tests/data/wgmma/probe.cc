@@ -6,7 +6,9 @@
 //   probe misuse WHAT       nofence | early | overwrite | exit: a wrong program the emulator
 //       must catch (abort) or expose (NaN; prints "nan")
 //   probe runtime VARIANT N K MAJOR BF16 KLIMIT     strata_rt::warpgroup_mma{,_rega,_chained}
-//       (VARIANT smem | rega | chained) of a 64·2-row block tile against the triple loop
+//       (VARIANT smem | rega | chained) of a 64·2-row block tile against the triple loop; a B
+//       whose stored rows (N for MN-major, K for K-major) are wider than 64 halves is stored
+//       as 64-column atoms (MmaSpec's AB)
 // Prints "ok" and exits 0 when the results match.
 #include "strata_rt/strata_rt.cuh"
 
@@ -185,12 +187,15 @@ int misuse(const std::string& what) {
 
 template <class T, int N, int K, bool TB, int VARIANT>
 int runtime_case(int klimit) {
-  // Two warpgroups of 64 rows; A [128][K] unswizzled with ld K + 8; B swizzled 128-byte rows.
+  // Two warpgroups of 64 rows; A [128][K] unswizzled with ld K + 8; B swizzled 128-byte rows,
+  // in atoms of 64 columns AB elements apart when its stored rows are wider.
   constexpr int M = 128, LDA = K + 8;
-  using S = strata_rt::MmaSpec<1, M, N, K, LDA, 0, false, 64, 0, true, false, TB>;
+  constexpr int ROWS = TB ? N : K, WIDTH = TB ? K : N, ATOMS = WIDTH > 64 ? WIDTH / 64 : 1;
+  constexpr int AB = ATOMS > 1 ? ROWS * 64 : 0;
+  using S = strata_rt::MmaSpec<1, M, N, K, LDA, 0, false, 64, 0, true, false, TB, N, AB>;
   const std::vector<float> A = random_matrix(M * K, 5), B = random_matrix(K * N, 6);
   std::vector<float> D(M * N, -1.0f);
-  constexpr int kA = kBase + (TB ? N : K) * 128;  // B at kBase (128-byte rows), A after it
+  constexpr int kA = kBase + ROWS * 128 * ATOMS;  // B at kBase, A after it
   strata_rt::emu::launch(dim3(1), dim3(256), kA + M * LDA * 2, [&] {
     unsigned char* smem = STRATA_RT_EMU_SMEM;
     T* a = reinterpret_cast<T*>(smem + kA);
@@ -201,7 +206,8 @@ int runtime_case(int klimit) {
     for (int e = tid; e < K * N; e += 256) {
       const int k = e / N, j = e % N;
       const int r = TB ? j : k, c = TB ? k : j;
-      put16(reinterpret_cast<unsigned char*>(b + r * 64 + strata_rt::swizzle_col<true>(r, c)),
+      put16(reinterpret_cast<unsigned char*>(b + (c / 64) * AB + r * 64 +
+                                             strata_rt::swizzle_col<true>(r, c % 64)),
             B[e]);
     }
     __syncthreads();
@@ -258,6 +264,10 @@ int runtime_dispatch(const std::string& v, int n, int k, bool kmajor, int klimit
   STRATA_PROBE_CASE(128, 64, true)
   STRATA_PROBE_CASE(256, 32, true)
   STRATA_PROBE_CASE(8, 16, true)
+  STRATA_PROBE_CASE(128, 64, false)  // B in atoms: 2 (MN-major, one m64n64k16 per atom)
+  STRATA_PROBE_CASE(256, 32, false)  // 4 atoms
+  STRATA_PROBE_CASE(64, 128, true)   // 2 atoms (K-major: the k-step picks the atom)
+  STRATA_PROBE_CASE(128, 256, true)  // 4 atoms
 #undef STRATA_PROBE_CASE
   std::fprintf(stderr, "no such runtime case\n");
   return 2;
