@@ -27,6 +27,7 @@ struct Named {
   std::string name;
   KernelGraph graph;
   std::optional<KernelGraph> program;  ///< the program it implements, if not itself
+  double input_scale = 0.5;            ///< inputs uniform in ±input_scale
 };
 
 std::vector<Named> wgmma_graphs() {
@@ -52,7 +53,10 @@ std::vector<Named> wgmma_graphs() {
   gs.push_back({"gqa_d128", attention_graph(2, 64, 128, 512, 2, 64, 32, false), {}});
   gs.push_back(
       {"qknorm_d128_bf16", attention_graph(2, 64, 128, 512, 2, 64, 32, true, DType::bf16), {}});
-  gs.push_back({"kmajor_d128", qknorm_gain_on_q(2, 64, 128, 256, 4, false), {}});
+  // Its exp has no max shift: at inputs of ±0.5 the scores reach about 15 and exp overflows
+  // f16 (in P before P·V) where the float64 reference does not; ±0.25 keeps them below 8 (the
+  // emulation tests' inputs).
+  gs.push_back({"kmajor_d128", qknorm_gain_on_q(2, 64, 128, 256, 4, false), {}, 0.25});
   gs.push_back({"kmajor_d128_bf16", qknorm_gain_on_q(2, 64, 128, 256, 4, true, DType::bf16), {}});
   for (const char* name : {"attn_d128_256x128", "attn_d128_128x64", "attn_d128_128x64.bf16"}) {
     auto g = load_graph(std::string("tests/data/wgmma/") + name + ".json");
@@ -90,6 +94,7 @@ TEST(WgmmaGpu, EmittedGraphsMatchTheInterpreter) {
             << name;
       ProfileOptions o;
       o.check_only = true;
+      o.input_scale = n.input_scale;
       if (n.program) o.reference = *n.program;
       auto out = profile_candidates({n.graph}, {*src}, o);
       ASSERT_TRUE(out.ok()) << name << ": " << out.error().message;
