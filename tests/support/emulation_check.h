@@ -90,6 +90,7 @@ inline std::string check_emulation(const KernelGraph& g, const EmulationCheck& c
       return src;
     }
     for (size_t i = 0; i < ref.size(); ++i) {
+      // (compare's rtol only counts `bad`, which rtol = 0 leaves unchecked.)
       const Comparison cmp = compare(out[i], ref[i], c.rtol > 0 ? c.rtol : 2e-2);
       if (c.rtol > 0)
         EXPECT_EQ(cmp.bad, 0) << c.name << " output " << i << order << ": " << cmp.bad << " of "
