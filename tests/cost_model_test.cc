@@ -531,7 +531,7 @@ TEST(CostModel, WgmmaAtHeadDim128) {
   const Target h200 = *Target::by_name("h200");
   CostOptions mma_sync;
   mma_sync.wgmma = false;
-  for (const char* file : {"attn_d128_256x128", "attn_d128_128x64"}) {
+  for (const char* file : {"attn_d128_128x64", "attn_d128_128x64.bf16"}) {
     auto g = load_graph(std::string("tests/data/wgmma/") + file + ".json");
     ASSERT_TRUE(g.ok()) << g.error().message;
     const GraphCost with = estimate_cost(*g, h200);

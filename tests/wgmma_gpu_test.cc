@@ -58,7 +58,8 @@ std::vector<Named> wgmma_graphs() {
   // emulation tests' inputs).
   gs.push_back({"kmajor_d128", qknorm_gain_on_q(2, 64, 128, 256, 4, false), {}, 0.25});
   gs.push_back({"kmajor_d128_bf16", qknorm_gain_on_q(2, 64, 128, 256, 4, true, DType::bf16), {}});
-  for (const char* name : {"attn_d128_256x128", "attn_d128_128x64", "attn_d128_128x64.bf16"}) {
+  // (attn_d128_256x128's chain exceeds a thread's registers at 16 warps: not emitted for a GPU.)
+  for (const char* name : {"attn_d128_128x64", "attn_d128_128x64.bf16"}) {
     auto g = load_graph(std::string("tests/data/wgmma/") + name + ".json");
     EXPECT_TRUE(g.ok()) << name;
     if (g.ok()) gs.push_back({name, *g, {}});

@@ -219,11 +219,29 @@ void row_tiles(const Shape& out, int64_t& rt, int64_t& mtiles) {
   rt = batch_count(out) * mtiles;
 }
 
+/// Registers a chain's thread keeps for other than its accumulators: addresses and indices,
+/// the operand fragments of a k-step, the row statistics and scales.
+constexpr int64_t kChainRegisterReserve = 32;
+
+/// The accumulator floats a thread of a block of `warps` warps can hold in registers: the
+/// registers a thread may have at one block per SM, min(255, registers per SM / threads), less
+/// kChainRegisterReserve. Binding at 16 warps only (96 floats); measured on an H200
+/// (h200-2026-11-29-d128): chains of 128 floats per thread in blocks of 16 warps (256 query
+/// rows, head dim 128, 128-key tiles) spilled 532–724 bytes per thread and ran 1.5–1.9× slower
+/// than the same attention in blocks of 8 warps, while chains of 96 floats (head dim 64)
+/// spill 40–128 bytes and are the fastest forms there.
+int64_t chain_register_cap(const PlanOptions& o, int64_t warps) {
+  if (o.sm_registers <= 0) return std::numeric_limits<int64_t>::max();  // not known: no cap
+  const int64_t regs = std::min<int64_t>(255, o.sm_registers / std::max<int64_t>(32, 32 * warps));
+  return regs - kChainRegisterReserve;
+}
+
 /// The warp layout of a matmul chain m1 → m2: `warps` warps (W) each own mt whole row tiles of
 /// both products. With fixed_warps > 0 at most that many warps; else at most 16. mt is
 /// PlanOptions::chain_row_tiles when that divides the row tiles of a batch and fits, else the
 /// smallest that fits. Returns false when no layout keeps the chain's registers within
-/// 2 × register_accum_floats.
+/// 2 × register_accum_floats and within what a thread of the block can hold
+/// (chain_register_cap).
 bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, int& mt) {
   const BlockGraph& g = *plan.graph;
   const int m2 = plan.ops[m1].chain_into;
@@ -234,7 +252,10 @@ bool chain_layout(const KernelPlan& plan, int m1, int fixed_warps, int& warps, i
   const int64_t nt = s1[s1.rank() - 1] / 8 + s2[s2.rank() - 1] / 8;
   const int max_warps = fixed_warps > 0 ? fixed_warps : 16;
   const auto registers_fit = [&](int64_t m) {
-    return m * nt * 4 <= 2 * plan.options.register_accum_floats;
+    const int64_t floats = m * nt * 4;
+    const int64_t block_warps = std::max<int64_t>(rt / m, fixed_warps);
+    return floats <= 2 * plan.options.register_accum_floats &&
+           floats <= chain_register_cap(plan.options, block_warps);
   };
   std::vector<int64_t> order = divisors(mtiles);
   const int64_t preferred = plan.options.chain_row_tiles;

@@ -48,12 +48,16 @@ struct PlanOptions {
   int64_t sm_smem = ArchTraits::default_arch().smem_per_sm_bytes;
   /// SMs of the target (blocks per SM for the budgets).
   int sm_count = ArchTraits::default_arch().sm_count;
-  /// Default options for the GPU `arch`: its shared memory per block and per SM, its SMs.
+  /// 32-bit registers per SM (bounds a thread's registers at a block size).
+  int sm_registers = ArchTraits::default_arch().registers_per_sm;
+  /// Default options for the GPU `arch`: its shared memory per block and per SM, its SMs and
+  /// registers.
   static PlanOptions for_arch(const ArchTraits& arch) {
     PlanOptions o;
     o.smem_limit = arch.smem_per_block_bytes;
     o.sm_smem = arch.smem_per_sm_bytes;
     o.sm_count = arch.sm_count;
+    o.sm_registers = arch.registers_per_sm;
     return o;
   }
   int max_stages = 12;                   ///< pipeline depth cap for per-iteration input tiles
