@@ -22,7 +22,7 @@
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
 #include "support/elementwise_graphs.h"
-#include "support/emulation.h"
+#include "support/emulation_check.h"
 #include "support/op_coverage_graphs.h"
 #include "support/routed_graphs.h"
 
@@ -38,37 +38,18 @@ struct Case {
   std::vector<std::string> expect{};  ///< text the emitted source must contain (the path taken)
 };
 
+/// The case on the emulator against the interpreter of its graph (with `program`: of the naive
+/// program, which the graph must match too): every element within c.rtol, rel L2 below half.
 void check_graph(const Case& c, const KernelGraph* program = nullptr) {
-  EmulatedGraph emu(c.graph, c.options, c.name);
-  ASSERT_TRUE(emu.ok()) << c.name << ": " << emu.log();
-  for (const std::string& text : c.expect)
-    EXPECT_NE(emu.source().find(text), std::string::npos) << c.name << ": no `" << text << "`";
-  std::vector<HostTensor> inputs = rounded_random_inputs(c.graph, 1234, c.amp);
-  auto reference = run_reference(c.graph, inputs);
-  ASSERT_TRUE(reference.ok()) << reference.error().message;
-  std::vector<HostTensor> ref = *reference;
-  if (program) {
-    // The reference μGraph and the naive program agree (a check of the test itself).
-    auto program_ref = run_reference(*program, inputs);
-    ASSERT_TRUE(program_ref.ok()) << program_ref.error().message;
-    std::vector<HostTensor> pref = *program_ref;
-    ASSERT_EQ(pref.size(), ref.size());
-    for (size_t i = 0; i < ref.size(); ++i)
-      EXPECT_LT(compare(pref[i], ref[i], 1e-9).rel_l2, 1e-9) << c.name << " output " << i;
-  }
-  for (bool reverse : {false, true}) {
-    std::vector<HostTensor> out;
-    ASSERT_TRUE(emu.run(inputs, out, reverse)) << c.name << ": " << emu.log();
-    ASSERT_EQ(out.size(), ref.size());
-    for (size_t i = 0; i < ref.size(); ++i) {
-      Comparison cmp = compare(out[i], ref[i], c.rtol);
-      EXPECT_EQ(cmp.bad, 0) << c.name << " output " << i << (reverse ? " (reverse order)" : "")
-                            << ": " << cmp.bad << " of " << ref[i].data.size()
-                            << " elements off, rel L2 " << cmp.rel_l2 << ", max abs " << cmp.max_abs
-                            << ", ref rms " << cmp.ref_rms;
-      EXPECT_LT(cmp.rel_l2, c.rtol / 2) << c.name << " output " << i;
-    }
-  }
+  check_emulation(c.graph, {.name = c.name,
+                            .options = c.options,
+                            .expect = c.expect,
+                            .reference = program,
+                            .graph_matches_reference = true,
+                            .seed = 1234,
+                            .amp = c.amp,
+                            .rtol = c.rtol,
+                            .rel_l2 = c.rtol / 2});
 }
 
 // The reference μGraphs of docs/mugraph-semantics.md §6 at the small shapes of examples/ (the

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "strata/codegen/emit_knobs.h"
-#include "support/emulation.h"
+#include "support/emulation_check.h"
 #include "support/parse.h"
 
 namespace strata::testing {
@@ -30,28 +30,19 @@ int library_calls(const EmittedSource& s) {
   return n;
 }
 
-/// Emits `g` with `options`, runs it on the emulator (threads in order and reversed) and
-/// compares every output with the float64 interpreter at a relative L2 error below `tol`.
-/// Returns the emitted source.
-std::string check_emulated(const std::string& name, const KernelGraph& g,
-                           const EmitOptions& options, double tol = 1e-2) {
-  EmulatedGraph emu(g, options, name);
-  EXPECT_TRUE(emu.ok()) << name << ": " << emu.log();
-  if (!emu.ok()) return "";
-  const std::vector<HostTensor> inputs = rounded_random_inputs(g, 77, 0.5);
-  auto reference = run_reference(g, inputs);
-  EXPECT_TRUE(reference.ok()) << reference.error().message;
-  if (!reference.ok()) return emu.source();
-  for (bool reverse : {false, true}) {
-    std::vector<HostTensor> out;
-    EXPECT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
-    if (out.size() != reference->size()) return emu.source();
-    for (size_t i = 0; i < out.size(); ++i) {
-      const Comparison c = compare(out[i], (*reference)[i]);
-      EXPECT_LT(c.rel_l2, tol) << name << " output " << i << ": max abs " << c.max_abs;
-    }
-  }
-  return emu.source();
+/// Emits `g` with `options`, checks the source contains every `expect` and none of `absent`,
+/// runs it on the emulator (threads in order and reversed) and compares every output with the
+/// float64 interpreter at a relative L2 error below 1e-2.
+void check_emulated(const std::string& name, const KernelGraph& g, const EmitOptions& options,
+                    const std::vector<std::string>& expect,
+                    const std::vector<std::string>& absent = {}) {
+  check_emulation(g, {.name = name,
+                      .options = options,
+                      .expect = expect,
+                      .absent = absent,
+                      .seed = 77,
+                      .rtol = 0,
+                      .rel_l2 = 1e-2});
 }
 
 const char* kPrefill = R"(input X: f16[64, 128]
@@ -152,9 +143,8 @@ TEST(LibraryMatmul, CliFlagNoLibraryMatmul) {
 
 TEST(LibraryMatmulEmulation, PrefillShapeBothPaths) {
   const KernelGraph g = parse(kPrefill);
-  EXPECT_NE(check_emulated("blas_prefill", g, {}).find("gemm_strided_batched("), std::string::npos);
-  EXPECT_EQ(check_emulated("blas_prefill_off", g, knobs("blas=0")).find("gemm_strided_batched("),
-            std::string::npos);
+  check_emulated("blas_prefill", g, {}, {"gemm_strided_batched("});
+  check_emulated("blas_prefill_off", g, knobs("blas=0"), {}, {"gemm_strided_batched("});
 }
 
 TEST(LibraryMatmulEmulation, BatchedRank4AndRank3) {
@@ -167,12 +157,11 @@ D = matmul(P, Q)
 output C
 output D
 )");
-  const std::string src = check_emulated("blas_batched", g, {});
   // Six [17, 40]·[40, 24] products and five [33, 16]·[16, 8] ones, the second call on a side
   // stream with its own handle (docs/codegen.md, "Concurrent launches").
-  EXPECT_NE(src.find("gemm_strided_batched(false, false, 24, 17, 40,"), std::string::npos) << src;
-  EXPECT_NE(src.find("408LL, 6, stream)"), std::string::npos) << src;
-  EXPECT_NE(src.find("264LL, 5, fork.stream(1), 1)"), std::string::npos) << src;
+  check_emulated("blas_batched", g, {},
+                 {"gemm_strided_batched(false, false, 24, 17, 40,", "408LL, 6, stream)",
+                  "264LL, 5, fork.stream(1), 1)"});
 }
 
 TEST(LibraryMatmulEmulation, Bf16WithF32Intermediates) {
@@ -187,13 +176,11 @@ Y = matmul(H, V)
 O = add(Y, R)
 output O
 )");
-  const std::string plain = check_emulated("blas_bf16", g, {});
-  EXPECT_NE(plain.find("kBlasBf16, 48, 1920LL, 1, stream)"), std::string::npos) << plain;
+  check_emulated("blas_bf16", g, {}, {"kBlasBf16, 48, 1920LL, 1, stream)"});
   // With f32 intermediates H is f32: the second matmul (bf16 × f32) is a generated kernel.
-  const std::string wide = check_emulated("blas_bf16_f32mid", g, knobs("f32mid=1"));
-  EXPECT_NE(wide.find("strata_rt::host::kBlasF32, 72, 2880LL, 1, stream)"), std::string::npos)
-      << wide;
-  EXPECT_EQ(wide.find("gemm_strided_batched(false, false, 48,"), std::string::npos) << wide;
+  check_emulated("blas_bf16_f32mid", g, knobs("f32mid=1"),
+                 {"strata_rt::host::kBlasF32, 72, 2880LL, 1, stream)"},
+                 {"gemm_strided_batched(false, false, 48,"});
 }
 
 TEST(LibraryMatmulEmulation, OddExtents) {
@@ -208,9 +195,9 @@ C = matmul(A, B)
 output L
 output C
 )");
-  const std::string src = check_emulated("blas_odd", g, {});
-  EXPECT_NE(src.find("gemm_strided_batched(false, false, 50257, 1, 64,"), std::string::npos) << src;
-  EXPECT_NE(src.find("gemm_strided_batched(false, false, 45, 513, 37,"), std::string::npos) << src;
+  check_emulated("blas_odd", g, {},
+                 {"gemm_strided_batched(false, false, 50257, 1, 64,",
+                  "gemm_strided_batched(false, false, 45, 513, 37,"});
 }
 
 TEST(LibraryMatmulEmulation, F32FallsBackToTheGeneratedKernel) {
@@ -223,9 +210,9 @@ Q = matmul(C, D)
 output P
 output Q
 )");
-  const std::string src = check_emulated("blas_f32", g, {});
-  EXPECT_NE(src.find("matmul lowered to a tiled block graph"), std::string::npos);
-  EXPECT_NE(src.find("gemm_strided_batched(false, false, 8, 40, 16,"), std::string::npos) << src;
+  check_emulated(
+      "blas_f32", g, {},
+      {"matmul lowered to a tiled block graph", "gemm_strided_batched(false, false, 8, 40, 16,"});
 }
 
 // Views read in place by cuBLAS (docs/codegen.md, "Views read in place by cuBLAS"): a column
@@ -257,35 +244,23 @@ output Q, R, T, S, U, E
   int kernels = 0;
   for (const EmittedKernel& k : emitted->kernels) kernels += !k.library;
   EXPECT_EQ(kernels, 1);  // the slice of C4 along its second batch dim: a copy
-  const std::string src = check_emulated("blas_views", g, {});
-  // Q: B = W's columns 16..80 (offset 16, ld 160).
-  EXPECT_NE(src.find("gemm_strided_batched(false, false, 64, 67, 96, t1 + 16LL, "
-                     "strata_rt::host::kBlasF16, 160, 15360LL, t0,"),
-            std::string::npos)
-      << src;
-  // R: A = X's rows 20..67 (offset 20·96).
-  EXPECT_NE(
-      src.find("gemm_strided_batched(false, false, 160, 47, 96, t1, strata_rt::host::kBlasF16, "
-               "160, 15360LL, t0 + 1920LL, strata_rt::host::kBlasF16, 96,"),
-      std::string::npos)
-      << src;
-  // T: B = Wt^T, cuBLAS's A operation transposed, leading dimension 96.
-  EXPECT_NE(src.find("gemm_strided_batched(true, false, 40, 67, 96, t2, strata_rt::host::kBlasF16, "
-                     "96,"),
-            std::string::npos)
-      << src;
-  // S: A = (Y's columns 10..40)^T: cuBLAS's B operation transposed, offset 10, ld 50; K = 37.
-  EXPECT_NE(src.find("gemm_strided_batched(false, true, 24, 30, 37, t4, strata_rt::host::kBlasF16, "
-                     "24, 888LL, t3 + 10LL, strata_rt::host::kBlasF16, 50, 1850LL,"),
-            std::string::npos)
-      << src;
-  // U: batch entries 1..3 of A and B (offsets of one entry each), two products.
-  EXPECT_NE(
-      src.find("gemm_strided_batched(false, false, 24, 33, 37, t6 + 888LL, "
-               "strata_rt::host::kBlasF16, 24, 888LL, t5 + 1221LL, strata_rt::host::kBlasF16, "
-               "37, 1221LL,"),
-      std::string::npos)
-      << src;
+  check_emulated(
+      "blas_views", g, {},
+      {// Q: B = W's columns 16..80 (offset 16, ld 160).
+       "gemm_strided_batched(false, false, 64, 67, 96, t1 + 16LL, strata_rt::host::kBlasF16, 160, "
+       "15360LL, t0,",
+       // R: A = X's rows 20..67 (offset 20·96).
+       "gemm_strided_batched(false, false, 160, 47, 96, t1, strata_rt::host::kBlasF16, 160, "
+       "15360LL, t0 + 1920LL, strata_rt::host::kBlasF16, 96,",
+       // T: B = Wt^T, cuBLAS's A operation transposed, leading dimension 96.
+       "gemm_strided_batched(true, false, 40, 67, 96, t2, strata_rt::host::kBlasF16, 96,",
+       // S: A = (Y's columns 10..40)^T: cuBLAS's B operation transposed, offset 10, ld 50;
+       // K = 37.
+       "gemm_strided_batched(false, true, 24, 30, 37, t4, strata_rt::host::kBlasF16, 24, 888LL, "
+       "t3 + 10LL, strata_rt::host::kBlasF16, 50, 1850LL,",
+       // U: batch entries 1..3 of A and B (offsets of one entry each), two products.
+       "gemm_strided_batched(false, false, 24, 33, 37, t6 + 888LL, strata_rt::host::kBlasF16, 24, "
+       "888LL, t5 + 1221LL, strata_rt::host::kBlasF16, 37, 1221LL,"});
 }
 
 // A view of an intermediate that is stored in f32 (f32mid) cannot be read by cuBLAS with a
@@ -299,14 +274,11 @@ H = matmul(X, W)
 Y = matmul(slice(H, -1, 8, 56), V)
 output Y
 )");
-  const std::string plain = check_emulated("blas_view_plain", g, {});
-  EXPECT_NE(plain.find("gemm_strided_batched(false, false, 24, 40, 48, t2, "
-                       "strata_rt::host::kBlasF16, 24, 1152LL, t3 + 8LL, "
-                       "strata_rt::host::kBlasF16, 72,"),
-            std::string::npos)
-      << plain;
-  const std::string wide = check_emulated("blas_view_f32mid", g, knobs("f32mid=1"));
-  EXPECT_EQ(wide.find("gemm_strided_batched(false, false, 24,"), std::string::npos) << wide;
+  check_emulated("blas_view_plain", g, {},
+                 {"gemm_strided_batched(false, false, 24, 40, 48, t2, strata_rt::host::kBlasF16, "
+                  "24, 1152LL, t3 + 8LL, strata_rt::host::kBlasF16, 72,"});
+  check_emulated("blas_view_f32mid", g, knobs("f32mid=1"), {},
+                 {"gemm_strided_batched(false, false, 24,"});
 }
 
 // Library epilogues (docs/codegen.md, "Library epilogues"): a bias along the columns, then relu
@@ -348,8 +320,7 @@ TEST(LibraryMatmulEmulation, Epilogues) {
     EXPECT_EQ(kernels, c.kernels) << c.name;
     EXPECT_NE(src->code.find("strata_rt::host::gemm_epilogue("), std::string::npos) << c.name;
     EXPECT_NE(src->code.find("-lcublasLt"), std::string::npos) << c.name;
-    const std::string code = check_emulated(c.name, g, EmitOptions{});
-    EXPECT_NE(code.find("gemm_epilogue("), std::string::npos) << c.name;
+    check_emulated(c.name, g, EmitOptions{}, {"gemm_epilogue("});
   }
   // The epilogue's bits: bias 1, relu 2, gelu 4; the call's workspace slot past the tensors.
   auto src = emit_cuda_source(parse(cases[0].text));

@@ -11,7 +11,7 @@
 #include "strata/frontend/graph_loader.h"
 #include "support/benchmark_graphs.h"
 #include "support/coverage_graphs.h"
-#include "support/emulation.h"
+#include "support/emulation_check.h"
 #include "support/wgmma_graphs.h"
 
 namespace strata::testing {
@@ -24,40 +24,21 @@ EmitOptions wgmma_options(int groups = 1) {
   return o;
 }
 
-/// Emits g with `opts`, checks the emitted source contains every `expect` (and none of
-/// `absent`), and compares the emulation with the reference in both thread orders.
+/// Emits g with `opts`, checks the emitted source contains every `expect` (a miss quotes the
+/// plan's lines on wgmma) and none of `absent`, and compares the emulation with the reference
+/// in both thread orders: every element within rtol, rel L2 below half of it.
 void check(const std::string& name, const KernelGraph& g, const EmitOptions& opts,
            const std::vector<std::string>& expect, const std::vector<std::string>& absent = {},
            double amp = 0.5, double rtol = 2e-2) {
-  EmulatedGraph emu(g, opts, name);
-  ASSERT_TRUE(emu.ok()) << name << ": " << emu.log();
-  // The plan's lines on warpgroup MMA, for the failure messages.
-  std::string notes;
-  for (size_t at = emu.source().find("wgmma"); at != std::string::npos;
-       at = emu.source().find("wgmma", emu.source().find('\n', at))) {
-    const size_t begin = emu.source().rfind('\n', at) + 1;
-    notes += emu.source().substr(begin, emu.source().find('\n', at) - begin) + "\n";
-    if (notes.size() > 4000) break;
-  }
-  for (const std::string& text : expect)
-    EXPECT_NE(emu.source().find(text), std::string::npos) << name << ": no `" << text << "` in\n"
-                                                          << notes;
-  for (const std::string& text : absent)
-    EXPECT_EQ(emu.source().find(text), std::string::npos) << name << ": `" << text << "`";
-  const std::vector<HostTensor> inputs = rounded_random_inputs(g, 4321, amp);
-  auto reference = run_reference(g, inputs);
-  ASSERT_TRUE(reference.ok()) << reference.error().message;
-  for (bool reverse : {false, true}) {
-    std::vector<HostTensor> out;
-    ASSERT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
-    ASSERT_EQ(out.size(), reference->size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      const Comparison c = compare(out[i], (*reference)[i], rtol);
-      EXPECT_EQ(c.bad, 0) << name << " output " << i << (reverse ? " (reverse)" : "") << ": rel L2 "
-                          << c.rel_l2 << ", max abs " << c.max_abs;
-      EXPECT_LT(c.rel_l2, rtol / 2) << name << " output " << i;
-    }
-  }
+  check_emulation(g, {.name = name,
+                      .options = opts,
+                      .expect = expect,
+                      .absent = absent,
+                      .notes_word = "wgmma",
+                      .seed = 4321,
+                      .amp = amp,
+                      .rtol = rtol,
+                      .rel_l2 = rtol / 2});
 }
 
 TEST(WgmmaEmulation, PlainMatmulRegisterAccumulator) {
@@ -266,20 +247,13 @@ TEST(WgmmaEmulation, SuiteProgramsWith64RowTiles) {
     ASSERT_TRUE(g.ok()) << g.error().message;
     auto program = load_graph(std::string("bench/suite/") + name + ".strata");
     ASSERT_TRUE(program.ok()) << program.error().message;
-    EmulatedGraph emu(*g, wgmma_options(0), std::string("wg_") + name);
-    ASSERT_TRUE(emu.ok()) << emu.log();
-    EXPECT_NE(emu.source().find("wgmma: m64n"), std::string::npos) << name;
-    const std::vector<HostTensor> inputs = rounded_random_inputs(*g, 99, 0.5);
-    auto reference = run_reference(*program, inputs);
-    ASSERT_TRUE(reference.ok()) << reference.error().message;
-    for (bool reverse : {false, true}) {
-      std::vector<HostTensor> out;
-      ASSERT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
-      ASSERT_EQ(out.size(), reference->size());
-      const Comparison c = compare(out[0], (*reference)[0], 2e-2);
-      EXPECT_EQ(c.bad, 0) << name << (reverse ? " (reverse)" : "") << ": rel L2 " << c.rel_l2;
-      EXPECT_LT(c.rel_l2, 1e-2) << name;
-    }
+    check_emulation(*g, {.name = std::string("wg_") + name,
+                         .options = wgmma_options(0),
+                         .expect = {"wgmma: m64n"},
+                         .reference = &*program,
+                         .seed = 99,
+                         .rtol = 2e-2,
+                         .rel_l2 = 1e-2});
   }
 }
 
