@@ -53,12 +53,14 @@ without it.
 quality on some records' points alone (of the fit on all). `--no-serial` and `--no-code` hold
 t_serial and the code terms at 0; `--code-terms simt,...` fits only the code terms named, and
 with `--on-table` only those, on top of the dataset's own predictions. `--library-launch` fits
-the launch term of a cuBLAS call alone on the dataset's predictions.
+the launch term of a cuBLAS call alone on the dataset's predictions;
+`--ranking` the latency bound's constants and a generated kernel's launch together, on the
+dataset's throughput bounds, to the ranking within programs (fit_ranking).
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
                                   [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code] [--code-terms NAME,...]
-                                  [--holdout records|programs|configs] [--per-program] [--latency | --library-launch]
+                                  [--holdout records|programs|configs] [--per-program] [--latency | --library-launch | --ranking]
                                   [--subset NAME,...]
                                   [--json calibration.json]
        python3 bench/calibrate.py --extract FILE [--generated-matmuls NAME,...]
@@ -746,6 +748,87 @@ def fit_and_report_library_launch(points, meas, configs, a, where):
     print_quality(preds, meas, configs, 4)
 
 
+RANKING_REGRET_WEIGHT = 5.0  # what fit_ranking trades one unit of top-1 regret − 1 against
+# The grids fit_ranking descends on: 5 % steps around the constants fitted before it by the log
+# loss (t_barrier 287 ns, t_tbyte 1.33 ns, t_rbyte 10 ns) and 0.1 µs steps of a kernel's launch
+# from 2.6 µs, above a cuBLAS call's 2.53 µs (a kernel's launch term also absorbs the prologue
+# and drain of its pipeline, docs/cost-model.md "The launch of a cuBLAS call").
+RANKING_GRIDS = ([287e-9 * 1.05 ** i for i in range(-10, 15)],
+                 [1.33e-9 * 1.05 ** i for i in range(-10, 15)],
+                 [10e-9 * 1.05 ** i for i in range(-14, 15)],
+                 [2.6e-6 + 0.1e-6 * i for i in range(20)])
+RANKING_START = (287e-9, 1.33e-9, 10e-9, 3.38e-6)  # the table's constants before the fit
+
+
+def ranking_rows(point):
+    """Per kernel of a point: (cuBLAS call?, t_throughput_s, barrier coefficient, thread-byte
+    coefficient, register-byte coefficient) — what a prediction under other latency constants
+    and another launch term of a generated kernel needs (predict_ranking)."""
+    return [(bool(k["library"]), k["t_throughput_us"] * 1e-6) + latency_features(k)
+            for k in point["kernels"]]
+
+
+def predict_ranking(row, coef, blas_launch):
+    """A point's time under coef = (t_barrier, t_tbyte, t_rbyte, L): each generated kernel
+    max(t_throughput, its latency bound) + L, each cuBLAS call its throughput + blas_launch."""
+    t_barrier, t_tbyte, t_rbyte, launch = coef
+    return sum(t + blas_launch if library else
+               max(t, b * t_barrier + tb * t_tbyte + rb * t_rbyte) + launch
+               for library, t, b, tb, rb in row)
+
+
+def ranking_score(pred, meas, configs):
+    """Within-program Spearman mean − RANKING_REGRET_WEIGHT · (top-1 regret − 1)."""
+    within = list(within_programs(pred, meas, configs).values())
+    return (sum(within) / len(within) -
+            RANKING_REGRET_WEIGHT * (top1_regret(pred, meas, configs) - 1.0))
+
+
+def fit_ranking(points):
+    """(t_barrier, t_tbyte, t_rbyte, L) fitted together on the dataset's throughput bounds to the
+    ranking within programs (ranking_score) instead of the log error: coordinate descent, each
+    constant in turn set to the best value of its grid (RANKING_GRIDS; ties keep the earlier
+    value) with the others held, from RANKING_START, until a pass changes none (at most 4)."""
+    rows = [ranking_rows(p) for p in points]
+    meas = [p["measured_s"] for p in points]
+    configs = [f"{p['record']}:{p['config']}" for p in points]
+    blas = [BLAS[p.get("target") or "h200"][2] for p in points]
+
+    def score(coef):
+        return ranking_score([predict_ranking(r, coef, b) for r, b in zip(rows, blas)], meas,
+                             configs)
+
+    coef = list(RANKING_START)
+    for _ in range(4):
+        changed = False
+        for t, grid in enumerate(RANKING_GRIDS):
+            best = max(grid, key=lambda v: score(coef[:t] + [v] + coef[t + 1:]))
+            if score(coef[:t] + [best] + coef[t + 1:]) > score(coef):
+                coef[t], changed = best, True
+        if not changed:
+            break
+    return tuple(coef)
+
+
+def fit_and_report_ranking(points, meas, configs, a, where):
+    """--ranking: the fit of fit_ranking and its quality (with --holdout also out of sample)."""
+    coef = fit_ranking(points)
+    rows = [ranking_rows(p) for p in points]
+    blas = BLAS[a.target][2]
+    preds = [("current constants", [p["predicted_s"] for p in points]),
+             ("fitted constants", [predict_ranking(r, coef, blas) for r in rows])]
+    if a.holdout:
+        preds.append((f"held out ({a.holdout})",
+                       held_out_predictions(points, a.holdout, fit_ranking,
+                                            lambda i, c: predict_ranking(rows[i], c, blas))))
+    print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
+    print(f"  t_barrier (s/SM it. barrier)     {coef[0]:.4g}")
+    print(f"  t_tbyte (s/byte a thread loads)  {coef[1]:.4g}")
+    print(f"  t_rbyte (the same, into registers) {coef[2]:.4g}")
+    print(f"  L (s/generated kernel)           {coef[3]:.4g}")
+    print_quality(preds, meas, configs, 4)
+
+
 def top1_regret(pred, meas, configs):
     """Geometric mean over programs of measured(model's pick) / measured(fastest timed)."""
     best, pick = {}, {}
@@ -792,6 +875,10 @@ def main():
     ap.add_argument("--latency", action="store_true",
                     help="fit the model's latency bound (t_barrier, t_tbyte; each kernel "
                          "max(throughput, latency)) on top of the dataset's throughput bounds")
+    ap.add_argument("--ranking", action="store_true",
+                    help="fit the latency bound's three constants and a generated kernel's "
+                         "launch together on top of the dataset's throughput bounds, to the "
+                         "ranking within programs (Spearman mean less 5 × (top-1 regret − 1))")
     ap.add_argument("--library-launch", action="store_true",
                     help="fit the launch term of a cuBLAS call alone on top of the dataset's "
                          "predictions (log loss)")
@@ -858,6 +945,9 @@ def main():
     current = quality([p["predicted_s"] for p in points], meas, configs)
     if a.latency:
         fit_and_report_latency(points, meas, configs, a, where)
+        return
+    if a.ranking:
+        fit_and_report_ranking(points, meas, configs, a, where)
         return
     if a.library_launch:
         fit_and_report_library_launch(points, meas, configs, a, where)
