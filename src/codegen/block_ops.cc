@@ -173,11 +173,16 @@ void BlockEmitter::emit_reduction(int i) {
   const Shape& in = g_.tensor(x).shape;
   const ReductionShape rs = reduction_shape(op, in);
   const int64_t group = rs.group(), outs = rs.outputs();
-  int team = block_reduction_team(group, outs, threads());
-  if (team == 0 && group_scope_) team = 32;  // a loop group never reduces block-wide
   const bool folded = plan_.ops[i].fold_into >= 0;
   const ReductionCode red(op.kind, op.attrs);
   const bool norm = op_category(op.kind) == Category::Norm;
+  // A norm that writes its tile back keeps reduction_team's lanes along the row: with fewer
+  // lanes its write-back walks each row with a stride of a few elements across the warp, and
+  // the rows of a warp fall on the same banks (a queries' norm of 128 rows × 64 before
+  // attention: 16-way conflicts, 4 µs on QK-norm prefill, h200-2026-11-29-rounds).
+  int team = norm && !folded ? reduction_team(group, outs, threads())
+                             : block_reduction_team(group, outs, threads());
+  if (team == 0 && group_scope_) team = 32;  // a loop group never reduces block-wide
   // Accumulators (and running ops) fold this iteration's result into their loop state.
   const bool accumulate =
       op_category(op.kind) == Category::Accum || op_category(op.kind) == Category::Scan;

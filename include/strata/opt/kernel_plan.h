@@ -540,7 +540,8 @@ int reduction_team(int64_t group, int64_t outputs, int threads);
 /// that every output is reduced in the first round: a lane then sums more elements with
 /// independent loads rather than the block looping over rounds of loads and shuffles (a K tile
 /// of 64 keys × 128 normalized per iteration: 2 lanes per key, not 16 lanes in 8 rounds). 0
-/// stays 0 (block-wide).
+/// stays 0 (block-wide). For reductions that write one value per output (folded norms, sums,
+/// maxima, accumulators); a norm that writes its normalized tile back keeps reduction_team's.
 int block_reduction_team(int64_t group, int64_t outputs, int threads);
 
 }  // namespace strata
