@@ -13,7 +13,7 @@
 #include "strata/opt/graph_optimizer.h"
 #include "strata/opt/layout.h"
 #include "strata/opt/plan_invariants.h"
-#include "support/emulation.h"
+#include "support/emulation_check.h"
 #include "support/kernel_ir.h"
 #include "support/kernel_plans.h"
 #include "support/mma_padding_graphs.h"
@@ -52,32 +52,16 @@ void run_case(const RaggedCase& c) {
   SCOPED_TRACE(c.name);
   const KernelPlan plan = first_customized_plan(c.graph);
   expect_padded_tensor_cores(plan, c.name);
-  EmulatedGraph emu(c.graph, EmitOptions{}, c.name);
-  ASSERT_TRUE(emu.ok()) << emu.log();
+  const std::string src =
+      check_emulation(c.graph, {.name = c.name,
+                                .reference = c.program ? &*c.program : nullptr,
+                                .graph_matches_reference = c.program.has_value(),
+                                .seed = 777,
+                                .amp = c.amp,
+                                .rtol = 2e-2,
+                                .rel_l2 = 1e-2});
   if (const char* d = std::getenv("DUMP_MMA_PADDING"))
-    write_file(std::string(d) + "/" + c.name + ".cu", emu.source());
-  std::vector<HostTensor> inputs = rounded_random_inputs(c.graph, 777, c.amp);
-  auto reference = run_reference(c.graph, inputs);
-  ASSERT_TRUE(reference.ok()) << reference.error().message;
-  if (c.program) {
-    auto pref = run_reference(*c.program, inputs);
-    ASSERT_TRUE(pref.ok()) << pref.error().message;
-    ASSERT_EQ(pref->size(), reference->size());
-    for (size_t i = 0; i < pref->size(); ++i)
-      EXPECT_LT(compare((*pref)[i], (*reference)[i], 1e-9).rel_l2, 1e-9) << "output " << i;
-  }
-  for (bool reverse : {false, true}) {
-    std::vector<HostTensor> out;
-    ASSERT_TRUE(emu.run(inputs, out, reverse)) << emu.log();
-    ASSERT_EQ(out.size(), reference->size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      Comparison cmp = compare(out[i], (*reference)[i], 2e-2);
-      EXPECT_EQ(cmp.bad, 0) << "output " << i << (reverse ? " (reverse)" : "") << ": " << cmp.bad
-                            << " elements off, rel L2 " << cmp.rel_l2 << ", max abs "
-                            << cmp.max_abs;
-      EXPECT_LT(cmp.rel_l2, 1e-2) << "output " << i;
-    }
-  }
+    write_file(std::string(d) + "/" + c.name + ".cu", src);
 }
 
 // [16, 40] × [40, 21] and [20, 24] × [24, 3] with an epilogue: K padded to 48 / 32, N to 24 / 8;

@@ -14,7 +14,7 @@
 #include "strata/opt/kernel_plan.h"
 #include "strata/frontend/program_parser.h"
 #include "strata/search/search.h"
-#include "support/emulation.h"
+#include "support/emulation_check.h"
 #include "support/kernel_ir.h"
 #include "support/ragged_graphs.h"
 
@@ -29,36 +29,18 @@ using IrCheck = std::function<void(const ir::Stmt&)>;
 /// and the interpreter's with `program`'s when given.
 void check_ragged(const std::string& name, const KernelGraph& g, const IrCheck& expect,
                   const KernelGraph* program = nullptr, double amp = 0.5, double rtol = 2e-2) {
-  EmulatedGraph emu(g, EmitOptions{}, name);
-  ASSERT_TRUE(emu.ok()) << name << ": " << emu.log();
-  if (const char* d = std::getenv("DUMP_RAGGED"))
-    write_file(std::string(d) + "/" + name + ".cu", emu.source());
   if (expect) {
     SCOPED_TRACE(name);
     expect(kernel_ir(g));
   }
-  std::vector<HostTensor> inputs = rounded_random_inputs(g, 4321, amp);
-  auto reference = run_reference(g, inputs);
-  ASSERT_TRUE(reference.ok()) << reference.error().message;
-  if (program) {
-    auto pref = run_reference(*program, inputs);
-    ASSERT_TRUE(pref.ok()) << pref.error().message;
-    ASSERT_EQ(pref->size(), reference->size());
-    for (size_t i = 0; i < pref->size(); ++i)
-      EXPECT_LT(compare((*pref)[i], (*reference)[i], 1e-9).rel_l2, 1e-9) << name << " output " << i;
-  }
-  for (bool reverse : {false, true}) {
-    std::vector<HostTensor> out;
-    ASSERT_TRUE(emu.run(inputs, out, reverse)) << name << ": " << emu.log();
-    ASSERT_EQ(out.size(), reference->size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      Comparison cmp = compare(out[i], (*reference)[i], rtol);
-      EXPECT_EQ(cmp.bad, 0) << name << " output " << i << (reverse ? " (reverse)" : "") << ": "
-                            << cmp.bad << " elements off, rel L2 " << cmp.rel_l2 << ", max abs "
-                            << cmp.max_abs;
-      EXPECT_LT(cmp.rel_l2, rtol / 2) << name << " output " << i;
-    }
-  }
+  const std::string src = check_emulation(g, {.name = name,
+                                              .reference = program,
+                                              .graph_matches_reference = program != nullptr,
+                                              .seed = 4321,
+                                              .amp = amp,
+                                              .rtol = rtol,
+                                              .rel_l2 = rtol / 2});
+  if (const char* d = std::getenv("DUMP_RAGGED")) write_file(std::string(d) + "/" + name + ".cu", src);
 }
 
 /// Emits the case, checks its kernel IR with `expect` (the masked paths), runs it on the
