@@ -65,13 +65,7 @@ variants=${STRATA_STREAMS_VARIANTS:-default;streams=0}
 IFS=, read -r -a names <<<"$programs"
 for p in "${names[@]}"; do
   step "profile $p ($variants; top $top)"
-  program=bench/suite/$p.strata
-  result=bench/search/suite/$p.json
-  if [ ! -f "$program" ] || [ ! -f "$result" ]; then
-    echo "gpu-streams: $p: $program or $result missing"
-    failed+=("$p: missing files")
-    continue
-  fi
+  suite_files gpu-streams "$p" || continue
   timeout -k 10 "$limit" "$strata" profile "$program" "$result" --top "$top" \
     --variants "$variants" --runs "${STRATA_STREAMS_RUNS:-100}" --warmup 10 \
     -o "$out/profile/$p.json" </dev/null

@@ -79,13 +79,7 @@ variants=${STRATA_WGMMA_VARIANTS:-default;wgmma=1}
 IFS=, read -r -a names <<<"$programs"
 for p in "${names[@]}"; do
   step "profile $p ($variants; top $top and their 64-row forms)"
-  program=bench/suite/$p.strata
-  result=bench/search/suite/$p.json
-  if [ ! -f "$program" ] || [ ! -f "$result" ]; then
-    echo "gpu-wgmma: $p: $program or $result missing"
-    failed+=("$p: missing files")
-    continue
-  fi
+  suite_files gpu-wgmma "$p" || continue
   rows=()
   list=$out/rows64/$p.txt
   if python3 bench/wgmma_rows.py derive "$result" "$out/rows64" --top "$top" \

@@ -43,6 +43,20 @@ build_strata_tool() {
   fi
 }
 
+#   suite_files NAME PROGRAM
+# sets `program` and `result` to the suite program bench/suite/PROGRAM.strata and its kept
+# search bench/search/suite/PROGRAM.json; when either is missing prints why, records it in
+# `failed` and returns 1.
+suite_files() {
+  program=bench/suite/$2.strata
+  result=bench/search/suite/$2.json
+  if [ ! -f "$program" ] || [ ! -f "$result" ]; then
+    echo "$1: $2: $program or $result missing"
+    failed+=("$2: missing files")
+    return 1
+  fi
+}
+
 #   profile_rc NAME PROGRAM RC
 # records in `failed` a `strata profile` run of PROGRAM that exited with RC (124 or 137: timed
 # out), printing why; nothing for RC 0.
