@@ -99,8 +99,8 @@ TEST(PackedOutputsRuntime, PlacesOneLaunchsOutputs) {
   EXPECT_EQ(alone->bytes, 12288 + 256);
 
   outs[1].alloc = 5;
-  EXPECT_FALSE(place_outputs(outs, 256).ok());  // a placement the ABI does not allow
-  EXPECT_TRUE(place_outputs(outs, 256, false).ok());  // not read when placed alone
+  EXPECT_FALSE(place_outputs(outs, 256).ok());          // a placement the ABI does not allow
+  EXPECT_TRUE(place_outputs(outs, 256, false).ok());    // not read when placed alone
   EXPECT_FALSE(place_outputs(packed_qkv(), 100).ok());  // not a power of two
 }
 
@@ -132,11 +132,10 @@ std::string host_library(const TempDir& dir, const std::string& name, const std:
   }
   write_file(dir.file(name + ".cu"), source);
   const char* cxx = std::getenv("CXX");
-  const std::string cmd = std::string(cxx && *cxx ? cxx : "c++") +
-                          " -std=c++20 -O1 -w -shared -fPIC" +
-                          (emulate ? " -DSTRATA_RT_EMULATE" : "") + " -x c++ -I" +
-                          cuda_runtime_include_dir() + " -I" + inc + " " +
-                          dir.file(name + ".cu") + " -o " + dir.file(name + ".so");
+  const std::string cmd =
+      std::string(cxx && *cxx ? cxx : "c++") + " -std=c++20 -O1 -w -shared -fPIC" +
+      (emulate ? " -DSTRATA_RT_EMULATE" : "") + " -x c++ -I" + cuda_runtime_include_dir() + " -I" +
+      inc + " " + dir.file(name + ".cu") + " -o " + dir.file(name + ".so");
   std::string log;
   if (run_command(cmd, log) != 0) {
     ADD_FAILURE() << "compiling " << name << " failed:\n" << cmd << "\n" << log;
@@ -185,15 +184,15 @@ TEST(PackedOutputsRuntime, ReadsThePlacementALibraryDeclares) {
   EXPECT_EQ(old->outputs()[0].alloc_bytes(), 24);
 
   // The dense placement, declared.
-  auto dense = load_fake(dir, "dense", {"return 0;", "return 0;", "return d == 0 ? 6 : 1;",
-                                        "return 12;"});
+  auto dense =
+      load_fake(dir, "dense", {"return 0;", "return 0;", "return d == 0 ? 6 : 1;", "return 12;"});
   ASSERT_TRUE(dense.ok()) << dense.error().message;
   EXPECT_TRUE(dense->outputs()[0].dense());
   EXPECT_EQ(dense->outputs()[0].base, 0);
 
   // A wider allocation with the output's rows 8 elements apart.
-  auto wide = load_fake(dir, "wide", {"return 0;", "return 0;", "return d == 0 ? 8 : 1;",
-                                      "return 14;"});
+  auto wide =
+      load_fake(dir, "wide", {"return 0;", "return 0;", "return d == 0 ? 8 : 1;", "return 14;"});
   ASSERT_TRUE(wide.ok()) << wide.error().message;
   EXPECT_FALSE(wide->outputs()[0].dense());
   EXPECT_EQ(wide->outputs()[0].strides, (std::vector<int64_t>{8, 1}));
@@ -205,8 +204,8 @@ TEST(PackedOutputsRuntime, ReadsThePlacementALibraryDeclares) {
                                          "is missing"),
             std::string::npos)
       << partial.error().message;
-  auto short_alloc = load_fake(dir, "short", {"return 0;", "return 0;", "return d == 0 ? 8 : 1;",
-                                              "return 12;"});
+  auto short_alloc =
+      load_fake(dir, "short", {"return 0;", "return 0;", "return d == 0 ? 8 : 1;", "return 12;"});
   ASSERT_FALSE(short_alloc.ok());
   EXPECT_NE(short_alloc.error().message.find("reaches element 14 of output 0's allocation of 12"),
             std::string::npos)

@@ -4,8 +4,8 @@
 //
 // RESULT is what `strata optimize -o RESULT.json` wrote, a μGraph JSON, or a generated .cu.
 // The program loads it (emitting and compiling through the binary cache as needed), allocates
-// device buffers for its inputs and its outputs (placed as the library declares), fills the inputs, runs the graph on a stream and
-// prints a summary of each output. Exit codes (as the strata tool's): 0 ok, 1 no GPU (an
+// device buffers for its inputs and its outputs (placed as the library declares), fills the
+// inputs, runs the graph on a stream and prints a summary of each output. Exit codes (as the strata tool's): 0 ok, 1 no GPU (an
 // environment condition), 2 bad input, 3 a CUDA failure.
 #include <charconv>
 #include <cmath>

@@ -33,15 +33,14 @@ std::vector<int64_t> TensorSignature::element_strides() const {
 }
 
 bool TensorSignature::dense() const {
-  return offset == 0 && (alloc < 0 || alloc == shape.numel()) && element_strides() == row_major(shape);
+  return offset == 0 && (alloc < 0 || alloc == shape.numel()) &&
+         element_strides() == row_major(shape);
 }
 
 Status check_placement(const std::vector<TensorSignature>& outputs) {
   const int n = static_cast<int>(outputs.size());
   auto base_of = [&](int i) { return outputs[i].base < 0 ? i : outputs[i].base; };
-  auto alloc_of = [](const TensorSignature& s) {
-    return s.alloc < 0 ? s.shape.numel() : s.alloc;
-  };
+  auto alloc_of = [](const TensorSignature& s) { return s.alloc < 0 ? s.shape.numel() : s.alloc; };
   for (int i = 0; i < n; ++i) {
     const TensorSignature& s = outputs[i];
     const std::string at = "output " + std::to_string(i) + " (" + s.name + ")";

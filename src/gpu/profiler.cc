@@ -136,7 +136,8 @@ Result<CheckResult> check_outputs(CompiledGraph& graph,
   // write fails the check (the whole allocation: a packed output's unwritten part as well).
   STRATA_RETURN_IF_ERROR(cuda_status(
       "poisoning the outputs", cudaMemsetAsync(out_buf.get(), 0xFF, placed.bytes, stream.get())));
-  for (size_t i = 0; i < out_sig.size(); ++i) out_ptr.push_back(out_buf.bytes_ptr() + placed.pointer[i]);
+  for (size_t i = 0; i < out_sig.size(); ++i)
+    out_ptr.push_back(out_buf.bytes_ptr() + placed.pointer[i]);
   STRATA_RETURN_IF_ERROR(graph.run(in_ptr.data(), out_ptr.data(), stream.get()));
   STRATA_RETURN_IF_ERROR(cuda_status("running the graph", cudaStreamSynchronize(stream.get())));
   std::vector<uint8_t> host(static_cast<size_t>(placed.bytes));

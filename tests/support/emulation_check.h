@@ -1,8 +1,9 @@
 // Test support: one emulation check of an emitted graph. Emits the graph, checks the text the
 // source must and must not contain, compiles it on the CPU emulator (support/emulation.h), runs
-// it with the threads of every block in order and reversed (and, for a source that packs outputs,
-// with the outputs each alone and packed), and compares every output with the float64 interpreter (run_reference) of the graph or of a program it computes. Every failure
-// names the case.
+// it with the threads of every block in order and reversed (and, for a source that packs
+// outputs, with the outputs each alone and packed), and compares every output with the float64
+// interpreter (run_reference) of the graph or of a program it computes. Every failure names the
+// case.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -3,8 +3,9 @@
 // Method, shared with the benchmark harness (bench/):
 //  - correctness first: inputs are uploaded, the outputs are placed as the library declares
 //    (packed outputs share one allocation, docs/gpu-runtime.md "Packed outputs"), all of their
-//    bytes are poisoned (0xFF, a NaN in f16/bf16/f32), the graph runs once, and each output must be within a relative
-//    L2 error of `tolerance` (fp16: 1e-2) of the float64 reference; a NaN or infinity fails;
+//    bytes are poisoned (0xFF, a NaN in f16/bf16/f32), the graph runs once, and each output
+//    (read through its strides) must be within a relative L2 error of `tolerance` (fp16: 1e-2)
+//    of the float64 reference; a NaN or infinity fails;
 //  - timing: enough input/output sets that one pass over them moves more than l2_multiple × the
 //    L2 cache (queried from the device), one launch per set captured into a CUDA graph, the
 //    pass repeated until the graph holds ≥ min_launches launches or ≥ min_replay_us of work

@@ -18,10 +18,10 @@
 //   long long strata_input_dim(int i, int d), strata_output_dim(int i, int d);
 //   int strata_input_dtype(int i), strata_output_dtype(int i);    // 0 f16, 1 bf16, 2 f32
 // and, optionally, where the caller places each output (docs/codegen.md, "Packed outputs"):
-//   int strata_output_base(int i);                  // the output whose pointer starts i's allocation
-//   long long strata_output_offset(int i);          // elements from that pointer to i's first
-//   long long strata_output_stride(int i, int d);   // elements between indices of dim d
-//   long long strata_output_alloc(int i);           // elements to allocate at i's own pointer
+//   int strata_output_base(int i);                 // the output whose pointer starts i's allocation
+//   long long strata_output_offset(int i);         // elements from that pointer to i's first
+//   long long strata_output_stride(int i, int d);  // elements between indices of dim d
+//   long long strata_output_alloc(int i);          // elements to allocate at i's own pointer
 // The source may carry a `// strata-meta: {json}` line whose "kernels" list gives each
 // kernel's dynamic shared memory ("smem"). Inputs are dense row-major device tensors in the
 // graph's order; outputs are too, or — when the caller places them as the library declares
