@@ -296,5 +296,35 @@ output Q, K, V
   }
 }
 
+// The emulation harness (support/emulation.h) runs a source that packs outputs both ways, as
+// every emulation test does through check_emulation: it must see the packing (the strata-meta
+// "layout" objects) and place the outputs as declared; a source that packs none runs alone only.
+TEST(PackedOutputsRuntime, TheEmulationHarnessRunsPackingSourcesPacked) {
+  const KernelGraph qkv = parse(R"(input X: f16[64, 128]
+input W: f16[128, 96]
+QKV = matmul(X, W)
+Q = slice(QKV, -1, 0, 64)
+K = slice(QKV, -1, 64, 80)
+V = slice(QKV, -1, 80, 96)
+output Q, K, V
+)");
+  EmulatedGraph packing(qkv, {}, "harness_qkv");
+  ASSERT_TRUE(packing.ok()) << packing.log();
+  EXPECT_TRUE(packing.packs());
+  const std::vector<HostTensor> inputs = rounded_random_inputs(qkv, 3, 0.5);
+  auto ref = run_reference(qkv, inputs);
+  ASSERT_TRUE(ref.ok()) << ref.error().message;
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(packing.run(inputs, out, false, true)) << packing.log();
+  ASSERT_EQ(out.size(), 3u);
+  for (int o = 0; o < 3; ++o) EXPECT_LT(compare(out[o], (*ref)[o]).rel_l2, 1e-2) << o;
+
+  const KernelGraph whole = parse(
+      "input X: f16[64, 128]\ninput W: f16[128, 96]\nY = matmul(X, W)\noutput Y\n");
+  EmulatedGraph dense(whole, {}, "harness_dense");
+  ASSERT_TRUE(dense.ok()) << dense.log();
+  EXPECT_FALSE(dense.packs());
+}
+
 }  // namespace
 }  // namespace strata::testing

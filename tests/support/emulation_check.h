@@ -38,9 +38,6 @@ struct EmulationCheck {
   double rtol = 2e-2;
   /// Every output's ‖out − ref‖₂ / ‖ref‖₂ below this; 0: not checked.
   double rel_l2 = 1e-2;
-  /// The source must pack some outputs (docs/codegen.md, "Packed outputs"). A source that
-  /// packs is run both ways whatever this says: outputs placed alone (the fallback) and packed.
-  bool packs = false;
 };
 
 /// Runs the check of `g` described by `c` (GoogleTest failures on any miss) and returns the
@@ -83,8 +80,6 @@ inline std::string check_emulation(const KernelGraph& g, const EmulationCheck& c
       EXPECT_LT(compare((*own)[i], ref[i], 1e-9).rel_l2, 1e-9)
           << c.name << ": the graph and the reference program differ at output " << i;
   }
-  if (c.packs)
-    EXPECT_TRUE(emu.packs()) << c.name << ": the source packs no outputs";
   std::vector<std::pair<bool, bool>> runs = {{false, false}, {true, false}};  // reverse, packed
   if (emu.packs()) runs.insert(runs.end(), {{false, true}, {true, true}});
   for (auto [reverse, packed] : runs) {
