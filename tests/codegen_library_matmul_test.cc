@@ -263,10 +263,11 @@ output Q, R, T, S, U, E
        "888LL, t5 + 1221LL, strata_rt::host::kBlasF16, 37, 1221LL,"});
 }
 
-// Outputs packed in one allocation (docs/codegen.md, "Packed outputs"): the emulator's harness
-// gives every output a buffer of its own, so the launcher takes the fallback — the product in
-// the workspace, one copy per slice — and the outputs still match, whether the product is a
-// cuBLAS call or a generated kernel, sliced along the columns (odd widths) or the rows.
+// Outputs packed in one allocation (docs/codegen.md, "Packed outputs"): check_emulation runs a
+// packing source twice, with every output in a buffer of its own — the launcher takes the
+// fallback: the product in the workspace, one copy per slice — and with the outputs placed as
+// declared (the product written in place); the outputs match both ways, whether the product is
+// a cuBLAS call or a generated kernel, sliced along the columns (odd widths) or the rows.
 TEST(LibraryMatmulEmulation, PackedOutputsFallBackToCopies) {
   const KernelGraph columns = parse(R"(input X: f16[67, 96]
 input W: f16[96, 150]
