@@ -19,6 +19,8 @@ import statistics
 
 import torch
 
+import output_placement
+
 MAX_SETS = 8192
 MIN_LAUNCHES = 100
 # ... or a replay of at least this much work (µs), whichever needs fewer passes: a replay of
@@ -164,23 +166,43 @@ def output_shapes(output_shape):
     return [tuple(shapes)]
 
 
+def placed_outputs(shapes, placement, fill=None):
+    """f16 output tensors on the GPU placed as `placement` (output_placement.read) says: one
+    allocation per output that has its own (filled with `fill` when given: all of it, so an
+    element the library leaves unwritten shows), every other output a view into its base's
+    (torch.as_strided), as a caller of the library must place them for its fast path."""
+    own = {}
+    for i, (s, p) in enumerate(zip(shapes, placement)):
+        if p["base"] == i:
+            size = s if output_placement.is_dense(placement, i, s) else (p["alloc"],)
+            own[i] = (torch.empty(size, dtype=torch.float16, device="cuda") if fill is None
+                      else torch.full(size, fill, dtype=torch.float16, device="cuda"))
+    outs = []
+    for i, (s, p) in enumerate(zip(shapes, placement)):
+        a = own[p["base"]]
+        outs.append(a if p["base"] == i and tuple(a.shape) == tuple(s)
+                    else torch.as_strided(a, s, p["strides"], p["offset"]))
+    return outs
+
+
 def check_library(lib, inputs, output_shape, ref):
     """Runs a StrataLibrary once on `inputs` into NaN-poisoned f16 outputs (`output_shape`: one
-    shape, or a list of shapes with `ref` the list of their references); returns the relative
-    L2 error against `ref` (inf if any output element was left unwritten)."""
-    outs = [torch.full(s, float("nan"), dtype=torch.float16, device="cuda")
-            for s in output_shapes(output_shape)]
+    shape, or a list of shapes with `ref` the list of their references) placed as the library
+    declares (views of one allocation where it packs them); returns the relative L2 error
+    against `ref` (inf if any output element was left unwritten)."""
+    shapes = output_shapes(output_shape)
+    outs = placed_outputs(shapes, lib.placement(shapes), fill=float("nan"))
     lib.binder(inputs, outs)()
     torch.cuda.synchronize()
     return relative_l2_error(outs if len(outs) > 1 else outs[0], ref)
 
 
 def time_library(lib, sets_inputs, output_shape, runs, min_launches=MIN_LAUNCHES):
-    """Times a StrataLibrary over the input sets (one launch per set, each with its own outputs)
-    by time_launches."""
+    """Times a StrataLibrary over the input sets (one launch per set, each with its own outputs,
+    placed as the library declares) by time_launches."""
     shapes = output_shapes(output_shape)
-    outputs = [[torch.empty(s, dtype=torch.float16, device="cuda") for s in shapes]
-               for _ in sets_inputs]
+    placement = lib.placement(shapes)
+    outputs = [placed_outputs(shapes, placement) for _ in sets_inputs]
     launches = [lib.binder(x, o) for x, o in zip(sets_inputs, outputs)]
     return time_launches(lambda i: launches[i](), len(sets_inputs), runs=runs,
                          min_launches=min_launches)
@@ -189,7 +211,8 @@ def time_library(lib, sets_inputs, output_shape, runs, min_launches=MIN_LAUNCHES
 class StrataLibrary:
     """A compiled strata graph (a shared library from the binary cache) called through ctypes:
     int strata_launch(const void* const* inputs, void* const* outputs, void* workspace,
-    cudaStream_t stream) and size_t strata_workspace_bytes(void)."""
+    cudaStream_t stream) and size_t strata_workspace_bytes(void); where its outputs lie from
+    strata_output_base / _offset / _stride / _alloc when it exports them (output_placement.py)."""
 
     def __init__(self, path):
         self.path = path
@@ -201,6 +224,11 @@ class StrataLibrary:
         self.lib.strata_workspace_bytes.argtypes = []
         size = int(self.lib.strata_workspace_bytes())
         self.workspace = torch.empty(max(size, 256), dtype=torch.uint8, device="cuda")
+
+    def placement(self, shapes):
+        """Per output (of shapes `shapes`) its base, offset, strides and alloc
+        (output_placement.read)."""
+        return output_placement.read(self.lib, shapes)
 
     def binder(self, inputs, outputs):
         """A function that launches on (inputs, outputs) on the current stream; the pointer

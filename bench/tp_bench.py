@@ -374,8 +374,9 @@ def bench_block(block, args, deadline, shared):
             missing = [n for n in lib.input_names if n not in local]
             if missing:
                 raise RuntimeError(f"inputs {missing} of the library are not in the program")
-            outputs = [[torch.full(s, float("nan"), dtype=torch.float16, device="cuda")
-                        for s in lib.output_shapes] for _ in range(sets)]
+            placement = lib.placement(lib.output_shapes)
+            outputs = [timing.placed_outputs(lib.output_shapes, placement, fill=float("nan"))
+                       for _ in range(sets)]
             binders = [lib.binder([sets_inputs[i][n] for n in lib.input_names], outputs[i])
                        for i in range(sets)]
 

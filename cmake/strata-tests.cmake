@@ -18,7 +18,7 @@ enable_testing()
 set(STRATA_NVCC_TESTS codegen_compile_test codegen_emulation_test mpk_emulation_test codegen_ragged_test
     codegen_mma_padding_test codegen_task_entry_test codegen_library_matmul_test
     wgmma_emulation_test codegen_wgmma_test)
-set(STRATA_GPU_LIB_TESTS gpu_jit_test)
+set(STRATA_GPU_LIB_TESTS gpu_jit_test packed_outputs_runtime_test)
 
 set(STRATA_HAVE_NVCC OFF)
 if(CUDAToolkit_FOUND AND CUDAToolkit_NVCC_EXECUTABLE AND EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")

@@ -263,6 +263,34 @@ output Q, R, T, S, U, E
        "888LL, t5 + 1221LL, strata_rt::host::kBlasF16, 37, 1221LL,"});
 }
 
+// Outputs packed in one allocation (docs/codegen.md, "Packed outputs"): check_emulation runs a
+// packing source twice, with every output in a buffer of its own — the launcher takes the
+// fallback: the product in the workspace, one copy per slice — and with the outputs placed as
+// declared (the product written in place); the outputs match both ways, whether the product is
+// a cuBLAS call or a generated kernel, sliced along the columns (odd widths) or the rows.
+TEST(LibraryMatmulEmulation, PackedOutputsFallBackToCopies) {
+  const KernelGraph columns = parse(R"(input X: f16[67, 96]
+input W: f16[96, 150]
+QKV = matmul(X, W)
+Q = slice(QKV, -1, 0, 96)
+K = slice(QKV, -1, 96, 123)
+V = slice(QKV, -1, 123, 150)
+output Q, K, V
+)");
+  check_emulated("packed_columns", columns, {},
+                 {"const bool packed2 =", "if (!packed2) {", "gemm_strided_batched"});
+  check_emulated("packed_columns_kernel", columns, knobs("blas=0"),
+                 {"const bool packed2 =", "if (!packed2) {"}, {"gemm_strided_batched"});
+  const KernelGraph rows = parse(R"(input X: f16[67, 96]
+input W: f16[96, 40]
+Y = matmul(X, W)
+A = slice(Y, 0, 0, 30)
+B = slice(Y, 0, 30, 67)
+output B, A
+)");
+  check_emulated("packed_rows", rows, {}, {"outputs[0]) == static_cast<const char*>(outputs[1]) + 2400"});
+}
+
 // A view of an intermediate that is stored in f32 (f32mid) cannot be read by cuBLAS with a
 // 16-bit operand: that matmul falls back to a generated kernel and the slice to a copy; the
 // result still matches.

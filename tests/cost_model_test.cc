@@ -451,15 +451,18 @@ TEST(CostModel, LayoutViewsCostNothing) {
 
 // Slices whose source's kernel writes them (routed parts, output_routes.h) are no kernels and
 // move no bytes of their own: the kernel stores T's bytes into the parts. Slices the kernel
-// cannot route (a boundary inside a tile) are copy kernels.
+// cannot route (a boundary inside a tile) are packed outputs (packed_outputs.h), no kernels
+// either; with another reader of T they are neither, and copy kernels.
 TEST(CostModel, RoutedSlicesCostNothing) {
   const Target h200 = *Target::by_name("h200");
   GraphCost routed = estimate_cost(testing::sliced_projection({0, 64, 80}, {64, 80, 96}), h200);
   ASSERT_EQ(routed.kernels.size(), 1u);
   EXPECT_EQ(routed.kernels[0].store_bytes, 16 * 96 * 2);
-  GraphCost copied = estimate_cost(testing::sliced_projection({0, 72}, {72, 96}), h200);
-  ASSERT_EQ(copied.kernels.size(), 3u);
-  EXPECT_GT(copied.predicted_us, routed.predicted_us + 2 * h200.launch_overhead_s * 1e6 * 0.9);
+  GraphCost packed = estimate_cost(testing::sliced_projection({0, 72}, {72, 96}), h200);
+  ASSERT_EQ(packed.kernels.size(), 1u);
+  GraphCost copied = estimate_cost(testing::sliced_projection({0, 72}, {72, 96}, 16, true), h200);
+  ASSERT_EQ(copied.kernels.size(), 4u);  // the kernel, two copies, the relu
+  EXPECT_GT(copied.predicted_us, packed.predicted_us + 2 * h200.launch_overhead_s * 1e6 * 0.9);
 }
 
 TEST(CostModel, SharedMemoryPruneSlack) {

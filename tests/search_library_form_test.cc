@@ -4,6 +4,8 @@
 // small prefill-like programs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -80,10 +82,13 @@ TEST(LibraryForm, NormQkvFusesTheNormAndPushesTheSlicesIntoTheWeight) {
   const KernelGraph p = parse(norm_qkv_program(67, 40, 32, 8));
   const search::LibraryForms lf = search::library_forms(p, kWave, canonical);
   EXPECT_EQ(lf.pushed_slices, 3);
-  ASSERT_EQ(lf.regions.size(), 1u);
+  // The region once per variant: the slices pushed, then the product kept whole.
+  ASSERT_EQ(lf.regions.size(), 2u);
   EXPECT_EQ(kernel_ops(lf.regions[0]), (std::vector<std::string>{"rms_norm", "mul"}));
-  ASSERT_EQ(lf.forms.size(), 1u);
+  EXPECT_EQ(kernel_ops(lf.regions[1]), (std::vector<std::string>{"rms_norm", "mul"}));
+  ASSERT_EQ(lf.forms.size(), 2u);
   const KernelGraph& f = lf.forms[0].graph;
+  EXPECT_EQ(lf.forms[0].pushed_slices, 3);
   // The norm and the gain in one kernel; each of Q, K, V a product with a column block of W.
   EXPECT_EQ(kernel_ops(f), (std::vector<std::string>{"customized", "slice", "matmul", "slice",
                                                      "matmul", "slice", "matmul"}));
@@ -108,8 +113,16 @@ TEST(LibraryForm, NormQkvFusesTheNormAndPushesTheSlicesIntoTheWeight) {
   ASSERT_EQ(f.outputs().size(), 3u);
   EXPECT_EQ(f.tensor_name(f.outputs()[1]), "K");
   EXPECT_EQ(f.tensor(f.outputs()[1]).shape, Shape({67, 8}));
+  // The packed form: the fused norm, one product, its three slices the outputs (packed in the
+  // caller's allocation: docs/codegen.md, "Packed outputs").
+  const search::LibraryForm& packed = lf.forms[1];
+  EXPECT_EQ(packed.pushed_slices, 0);
+  EXPECT_EQ(kernel_ops(packed.graph),
+            (std::vector<std::string>{"customized", "matmul", "slice", "slice", "slice"}));
+  EXPECT_EQ(packed.parts.at(0).region, 1);
   expect_composed_proof(lf);
   expect_equivalent(p, f);
+  expect_equivalent(p, packed.graph);
 }
 
 TEST(LibraryForm, LayerNormFfnGetsAKernelBeforeAndAfterTheMatmul) {
@@ -282,7 +295,7 @@ TEST(LibraryForm, TheComposedProofRejectsAWrongPart) {
   auto v = prover.prove(planted);
   ASSERT_TRUE(v.ok()) << v.error().message;
   EXPECT_FALSE(v->equivalent);
-  EXPECT_NE(v->detail.find("region 1 of 1"), std::string::npos) << v->detail;
+  EXPECT_NE(v->detail.find("region 1 of 2"), std::string::npos) << v->detail;
   auto right = prover.prove(lf.forms[0]);
   ASSERT_TRUE(right.ok());
   EXPECT_TRUE(right->equivalent);
@@ -303,15 +316,19 @@ TEST(LibraryForm, TheSearchFindsProvesAndRanksTheForms) {
     ASSERT_TRUE(r.ok()) << name << ": " << r.error().message;
     const Candidate& program = r->ranked[r->program_index()];
     int forms = 0;
+    double best = INFINITY;
     for (const Candidate& c : r->ranked) {
       if (c.derived != "library_form") continue;
       ++forms;
       EXPECT_TRUE(c.verification.equivalent) << name;
       EXPECT_LE(c.verification.log2_bound, -60.0) << name;
       EXPECT_NE(c.verification.detail.find("composed"), std::string::npos) << name;
-      EXPECT_LT(c.cost.predicted_us, program.cost.predicted_us) << name;
+      best = std::min(best, c.cost.predicted_us);
     }
     EXPECT_GE(forms, 1) << name;
+    // Some form beats the program (not every one: with its outputs packed, the program's
+    // product is one library call, and the pushed forms' three calls may cost more).
+    EXPECT_LT(best, program.cost.predicted_us) << name;
     auto target = Target::by_name(config.target);
     ASSERT_TRUE(target.ok());
     auto back = search_result_from_json(search_result_to_json(*r, config), *target);

@@ -48,6 +48,48 @@ TEST(PointwiseSeed, RotaryQAndKShareOneKernel) {
   expect_proved(p, seeds[0]);
 }
 
+// Rows longer than 2048 elements with nothing reduced along them are cut into column chunks
+// (a second grid axis): the largest divisor of the row that is at most 2048 and a multiple of 8.
+TEST(PointwiseSeed, LongRowsAreCutIntoColumnChunks) {
+  auto only_kernel = [](const KernelGraph& seed) -> const KernelOp* {
+    for (const KernelOp& op : seed.ops())
+      if (op.kind == OpKind::Customized) return &op;
+    return nullptr;
+  };
+  // A SwiGLU's silu·mul over 4 rows of 4608 with a gain along the row and a scale per row:
+  // chunks of 1536, three per row; the gain is chunked with the rows, the per-row scale not.
+  KernelGraph swiglu = parse(R"(
+input A: f16[4, 4608]
+input B: f16[4, 4608]
+input G: f16[4608]
+input S: f16[4, 1]
+H = mul(mul(mul(silu(A), B), G), S)
+output H
+)");
+  auto seeds = search::pointwise_seeds(swiglu, kWave);
+  ASSERT_EQ(seeds.size(), 1u);
+  const KernelOp* k = only_kernel(seeds[0]);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->body->grid().x, 4);
+  EXPECT_EQ(k->body->grid().y, 3);
+  const BlockGraph& b = *k->body;
+  EXPECT_EQ(b.tensor(b.op(b.input_op(0)).output).shape, Shape({1, 1536}));
+  EXPECT_EQ(b.op(b.input_op(2)).attrs.imap[1], 0);  // G: its only dim, chunked
+  EXPECT_EQ(b.op(b.input_op(3)).attrs.imap[1], kReplicate);  // S: one column
+  EXPECT_EQ(b.op(b.output_op(0)).attrs.omap[1], 1);
+  expect_proved(swiglu, seeds[0]);
+  // Short rows, a norm along the row, and a row with no such divisor keep one block per row.
+  for (const char* text : {"input A: f16[4, 2048]\nH = silu(A)\noutput H\n",
+                           "input A: f16[4, 4608]\nH = rms_norm(A)\noutput H\n",
+                           "input A: f16[4, 4099]\nH = silu(A)\noutput H\n"}) {
+    auto one = search::pointwise_seeds(parse(text), kWave);
+    ASSERT_EQ(one.size(), 1u) << text;
+    const KernelOp* kk = only_kernel(one[0]);
+    ASSERT_NE(kk, nullptr) << text;
+    EXPECT_EQ(kk->body->grid().y, 1) << text;
+  }
+}
+
 TEST(PointwiseSeed, OutputsOfOtherSplitExtentsGetTheirOwnKernels) {
   // [6, 16] and [4, 16] split over 6 and 4 rows: two kernels.
   KernelGraph p = parse(R"(

@@ -4,8 +4,8 @@
 //
 // RESULT is what `strata optimize -o RESULT.json` wrote, a μGraph JSON, or a generated .cu.
 // The program loads it (emitting and compiling through the binary cache as needed), allocates
-// device buffers for its inputs and outputs, fills the inputs, runs the graph on a stream and
-// prints a summary of each output. Exit codes (as the strata tool's): 0 ok, 1 no GPU (an
+// device buffers for its inputs and its outputs (placed as the library declares), fills the
+// inputs, runs the graph on a stream and prints a summary of each output. Exit codes (as the strata tool's): 0 ok, 1 no GPU (an
 // environment condition), 2 bad input, 3 a CUDA failure.
 #include <charconv>
 #include <cmath>
@@ -18,6 +18,7 @@
 
 #include "strata/ir/dtype_codec.h"
 #include "strata/gpu/gpu_device.h"
+#include "strata/gpu/output_buffers.h"
 #include "strata/gpu/runtime_api.h"
 
 namespace {
@@ -66,11 +67,13 @@ int main(int argc, char** argv) {
       return 3;
     inputs.push_back(d);
   }
-  for (const strata::TensorSignature& s : graph->outputs()) {
-    void* d = nullptr;
-    if (!ok(cudaMalloc(&d, s.bytes()), "cudaMalloc")) return 3;
-    outputs.push_back(d);
-  }
+  // Outputs: one allocation, placed as the library declares (outputs that are slices of one
+  // tensor, such as Q, K and V of a fused projection, are views of it: the fast path).
+  auto placed = strata::place_outputs(graph->outputs(), 256);
+  if (!placed.ok()) return fail(2, placed.error().message);
+  void* out_buf = nullptr;
+  if (!ok(cudaMalloc(&out_buf, placed->bytes), "cudaMalloc")) return 3;
+  for (int64_t at : placed->pointer) outputs.push_back(static_cast<char*>(out_buf) + at);
 
   cudaStream_t stream = nullptr;
   if (!ok(cudaStreamCreate(&stream), "cudaStreamCreate")) return 3;
@@ -78,12 +81,13 @@ int main(int argc, char** argv) {
   if (!st.ok()) return fail(3, st.error().message);
   if (!ok(cudaStreamSynchronize(stream), "running the graph")) return 3;
 
+  std::vector<uint8_t> host(placed->bytes);
+  if (!ok(cudaMemcpy(host.data(), out_buf, host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy"))
+    return 3;
   for (size_t o = 0; o < graph->outputs().size(); ++o) {
     const strata::TensorSignature& s = graph->outputs()[o];
-    std::vector<uint8_t> bytes(s.bytes());
-    if (!ok(cudaMemcpy(bytes.data(), outputs[o], bytes.size(), cudaMemcpyDeviceToHost),
-            "cudaMemcpy"))
-      return 3;
+    // Row-major values, read through the output's strides.
+    std::vector<uint8_t> bytes = strata::gather_output(s, host.data() + placed->pointer[o], true);
     std::vector<double> values = strata::decode_elements(s.dtype, bytes.data(), s.shape.numel());
     double sum = 0, sum_abs = 0;
     for (double v : values) {
@@ -94,7 +98,7 @@ int main(int argc, char** argv) {
                 s.shape.str().c_str(), sum, sum_abs / values.size(), values[0]);
   }
   for (void* p : inputs) cudaFree(p);
-  for (void* p : outputs) cudaFree(p);
+  cudaFree(out_buf);
   cudaStreamDestroy(stream);
   return 0;
 }

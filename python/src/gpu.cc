@@ -34,6 +34,22 @@ std::vector<TensorInfo> infos(const std::vector<TensorSignature>& sig) {
   return out;
 }
 
+/// Where each output lies (docs/python.md, "Outputs"): base, offset, strides, alloc — the
+/// dense values for an output the library does not pack.
+std::vector<nb::dict> placement(const std::vector<TensorSignature>& sig) {
+  std::vector<nb::dict> out;
+  for (size_t i = 0; i < sig.size(); ++i) {
+    const TensorSignature& s = sig[i];
+    nb::dict d;
+    d["base"] = s.base < 0 ? static_cast<int>(i) : s.base;
+    d["offset"] = s.offset;
+    d["strides"] = s.element_strides();
+    d["alloc"] = s.alloc < 0 ? s.shape.numel() : s.alloc;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 void require_gpu() {
   if (gpu_count() == 0)
     throw GpuUnavailable(
@@ -100,6 +116,12 @@ void bind_gpu(nb::module_& m) {
           "Emits, compiles (through the binary cache) and loads a graph for the current device.")
       .def_prop_ro("inputs", [](const CompiledGraph& g) { return infos(g.inputs()); })
       .def_prop_ro("outputs", [](const CompiledGraph& g) { return infos(g.outputs()); })
+      .def_prop_ro(
+          "placement", [](const CompiledGraph& g) { return placement(g.outputs()); },
+          "Per output, where the library places it (docs/gpu-runtime.md, \"Packed outputs\"): "
+          "{'base': the output whose pointer starts its allocation, 'offset': elements from "
+          "there, 'strides': elements per index of each dim, 'alloc': elements to allocate at "
+          "its own pointer (0: inside its base's)}.")
       .def_prop_ro("workspace_bytes", &CompiledGraph::workspace_bytes)
       .def_prop_ro("library", [](const CompiledGraph& g) { return g.binary().path; })
       .def_prop_ro("cache_hit", [](const CompiledGraph& g) { return g.binary().cache_hit; })
@@ -123,7 +145,8 @@ void bind_gpu(nb::module_& m) {
           },
           nb::arg("inputs"), nb::arg("outputs"), nb::arg("workspace"), nb::arg("stream"),
           "Enqueues the graph on `stream` (a cudaStream_t as an integer): device pointers of "
-          "dense row-major tensors in signature order and a workspace of workspace_bytes. "
+          "the inputs (dense row-major) and outputs (placed as `placement` says, or each "
+          "dense and alone) in signature order and a workspace of workspace_bytes. "
           "Does not allocate or synchronize.");
 #else
   m.attr("cuda_built") = false;

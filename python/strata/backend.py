@@ -19,6 +19,7 @@ Options (``torch.compile(..., backend="strata", options={...})``):
 ``target``, ``top_k``, ``use_cache``, ``cache_dir``, ``variants``: as ``strata.optimize``;
 ``min_ops``      smallest partition (call nodes) worth a kernel (default 1).
 """
+import functools
 import json
 import logging
 
@@ -109,14 +110,18 @@ def split_partition(nodes, tensors, limit):
 
 class StrataPartition(torch.nn.Module):
     """Replaces a fused partition: calls a strata kernel (or the interpreter) and returns the
-    outputs in the partition's structure (one tensor, or a tuple)."""
+    outputs in the partition's structure (one tensor, or a tuple). `views` makes a kernel's
+    outputs of the allocations strata::launch returns (views of one allocation where the
+    kernel packs outputs, docs/python.md "Outputs"); None: the op returns the outputs."""
 
-    def __init__(self, op, key, single):
+    def __init__(self, op, key, single, views=None):
         super().__init__()
-        self.op, self.key, self.single = op, key, single
+        self.op, self.key, self.single, self.views = op, key, single, views
 
     def forward(self, *args):
         outs = self.op(self.key, [a.contiguous() for a in args])
+        if self.views is not None:
+            outs = self.views(outs)
         return outs[0] if self.single else tuple(outs)
 
 
@@ -194,7 +199,8 @@ def _strata_module(name, sub, opts):
         return None, (f"strata found no graph faster than the program itself "
                       f"({result.stats.get('candidates_found', 0)} graphs found)")
     k = result.kernel()
-    return StrataPartition(torch.ops.strata.launch, k.key, single), \
+    views = functools.partial(kernels.output_views, k.outputs, k.placement)
+    return StrataPartition(torch.ops.strata.launch, k.key, single, views), \
         f"strata kernel #{result.fastest.rank} ({result.fastest.predicted_us:.2f} µs predicted)"
 
 

@@ -12,6 +12,12 @@ transfer, so it can be captured in a CUDA graph. Everything that is not capturab
 once, when the kernel is built: compilation, loading, the bound inputs' device copies, and one
 launch on zeros followed by a synchronize, which performs the launcher's one-time setup
 (shared-memory attributes) outside any capture.
+
+Outputs are placed as the library declares (``CompiledGraph.placement``, docs/python.md
+"Outputs"): outputs that are slices of one tensor the library computes whole (Q, K and V of a
+fused projection) are views of one allocation, as ``torch.split`` returns them. The custom op
+returns the allocations (a custom op's outputs may not alias each other) and the kernel makes
+the views.
 """
 import itertools
 import threading
@@ -40,13 +46,17 @@ def _register(table, value, prefix):
 # ---- the custom ops -------------------------------------------------------------------
 @torch.library.custom_op("strata::launch", mutates_args=())
 def _launch_op(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    return _KERNELS[key]._launch(inputs, None)
+    """The output allocations of one launch (output_views makes the outputs of them)."""
+    k = _KERNELS[key]
+    allocations = output_allocations(k.outputs, k.placement, k.device)
+    k._launch(inputs, output_views(k.outputs, k.placement, allocations))
+    return allocations
 
 
 @_launch_op.register_fake
 def _launch_fake(key, inputs):
     k = _KERNELS[key]
-    return [torch.empty(s.shape, dtype=_TORCH[s.dtype], device=k.device) for s in k.outputs]
+    return output_allocations(k.outputs, k.placement, k.device)
 
 
 @torch.library.custom_op("strata::interpret", mutates_args=())
@@ -72,6 +82,65 @@ def _interpret_fake(key, inputs):
 def register_interpreted(program):
     """A key for ``torch.ops.strata.interpret`` that runs ``program``."""
     return _register(_PROGRAMS, program, "p")
+
+
+# ---- output placement -----------------------------------------------------------------
+def dense_placement(outputs):
+    """The placement of outputs that are each dense and alone (a library that packs none)."""
+    placement = []
+    for i, s in enumerate(outputs):
+        strides, n = [], 1
+        for extent in reversed(s.shape):
+            strides.insert(0, n)
+            n *= extent
+        placement.append({"base": i, "offset": 0, "strides": strides, "alloc": n})
+    return placement
+
+
+def output_allocations(outputs, placement, device):
+    """One tensor per output that has its own allocation (``alloc`` > 0; in output order): a
+    dense output's in its shape, a packed tensor's (the base of others) flat, of ``alloc``
+    elements."""
+    allocations = []
+    for i, (s, p) in enumerate(zip(outputs, placement)):
+        if p["base"] != i:
+            continue
+        dense = {**p, "base": 0} == dense_placement([s])[0]
+        allocations.append(torch.empty(s.shape if dense else (p["alloc"],),
+                                       dtype=_TORCH[s.dtype], device=device))
+    return allocations
+
+
+def output_views(outputs, placement, allocations):
+    """The outputs as views of ``allocations`` (output_allocations): output i's element
+    (i0, …) is at its base's allocation + offset + Σ i_d · strides[d] (torch.as_strided)."""
+    own = [i for i, p in enumerate(placement) if p["base"] == i]
+    if len(own) != len(allocations):
+        raise InputError(f"strata kernel: {len(allocations)} output allocation(s); expected "
+                         f"{len(own)}")
+    of = dict(zip(own, allocations))
+    views = []
+    for i, (s, p) in enumerate(zip(outputs, placement)):
+        a = of[p["base"]]
+        if p["base"] == i and tuple(a.shape) == tuple(s.shape):
+            views.append(a)
+        else:
+            views.append(torch.as_strided(a, s.shape, p["strides"],
+                                          a.storage_offset() + p["offset"]))
+    return views
+
+
+def placed_as_declared(outputs, placement, tensors):
+    """Whether ``tensors`` (one per output) are placed as ``placement`` declares: every
+    output's strides as declared and its first element ``offset`` elements after its base's
+    (the library then writes them in place, the fast path)."""
+    for s, p, t in zip(outputs, placement, tensors):
+        if list(t.stride()) != list(p["strides"]) and t.numel() > 1:
+            return False
+        base = tensors[p["base"]]
+        if t.data_ptr() != base.data_ptr() + p["offset"] * t.element_size():
+            return False
+    return True
 
 
 # ---- kernels --------------------------------------------------------------------------
@@ -113,6 +182,8 @@ class Kernel:
         specs = program.inputs
         self.inputs = specs
         self.outputs = program.outputs
+        # Where each output lies: views of one allocation where the library packs them.
+        self.placement = self._graph.placement
         self.workspace_bytes = self._graph.workspace_bytes
         self.key = _register(_KERNELS, self, "k")
         # Bound inputs on the device, once: lifted scalars filled, parameters converted.
@@ -145,7 +216,7 @@ class Kernel:
             raise InputError(f"{label}: dtype {t.dtype}; expected {want}")
         if tuple(t.shape) != spec.shape:
             raise InputError(f"{label}: shape {list(t.shape)}; expected {want}")
-        if not t.is_contiguous():
+        if not t.is_contiguous() and what != "output":
             raise InputError(f"{label}: not contiguous (strides {list(t.stride())}); expected "
                              f"a dense row-major tensor (call .contiguous())")
 
@@ -162,8 +233,8 @@ class Kernel:
             if s.name in self._bound:
                 ptrs[i] = self._bound[s.name].data_ptr()
         if out is None:
-            out = [torch.empty(s.shape, dtype=_TORCH[s.dtype], device=self.device)
-                   for s in self.outputs]
+            out = output_views(self.outputs, self.placement,
+                               output_allocations(self.outputs, self.placement, self.device))
         else:
             out = list(out) if isinstance(out, (list, tuple)) else [out]
             if len(out) != len(self.outputs):
@@ -171,6 +242,12 @@ class Kernel:
                                  f"{len(self.outputs)}")
             for i, (s, t) in enumerate(zip(self.outputs, out)):
                 self._check(i, s, _TORCH[s.dtype], t, "output")
+            # Either every output dense and alone (the library copies into them) or all of
+            # them placed as declared (views of one allocation, e.g. an earlier call's).
+            if not (all(t.is_contiguous() for t in out)
+                    or placed_as_declared(self.outputs, self.placement, out)):
+                raise InputError("strata kernel: out= tensors are neither all contiguous nor "
+                                 "placed as the kernel's outputs (Kernel.placement)")
         ws = torch.empty(self.workspace_bytes, dtype=torch.uint8, device=self.device) \
             if self.workspace_bytes else None
         stream = torch.cuda.current_stream(self.device).cuda_stream
@@ -182,7 +259,8 @@ class Kernel:
         if out is not None:
             outs = self._launch(list(inputs), out)
         else:
-            outs = torch.ops.strata.launch(self.key, list(inputs))
+            outs = output_views(self.outputs, self.placement,
+                                torch.ops.strata.launch(self.key, list(inputs)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self):
@@ -191,4 +269,5 @@ class Kernel:
         return f"<strata.Kernel ({ins}) -> ({outs}) on {self.device}>"
 
 
-__all__ = ["Kernel", "require_gpu", "register_interpreted"]
+__all__ = ["Kernel", "require_gpu", "register_interpreted", "output_allocations", "output_views",
+           "placed_as_declared", "dense_placement"]

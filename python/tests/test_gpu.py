@@ -94,6 +94,47 @@ def test_torch_compile_traces_through_a_kernel(rmsnorm_kernel):
     assert rel_l2(got, rmsnorm_ref(x * 2.0, w) + 1.0) < 1e-2
 
 
+QKV_PROGRAM = ("input X: f16[64, 128]\ninput W: f16[128, 96]\nQKV = matmul(X, W)\n"
+               "Q = slice(QKV, -1, 0, 64)\nK = slice(QKV, -1, 64, 80)\n"
+               "V = slice(QKV, -1, 80, 96)\noutput Q, K, V\n")
+
+
+def test_packed_outputs_are_views_of_one_product(tmp_path):
+    """Q, K, V of one product (docs/python.md, "Outputs"): views of one allocation as
+    torch.split gives them, in eager calls, out= with them, CUDA graphs and torch.compile."""
+    k = strata.compile(strata.Program.parse(QKV_PROGRAM), cache_dir=tmp_path)
+    assert k.placement[1] == {"base": 0, "offset": 64, "strides": [96, 1], "alloc": 0}
+    x = torch.randn(64, 128, device="cuda", dtype=torch.float16)
+    w = torch.randn(128, 96, device="cuda", dtype=torch.float16) / 11
+    want = torch.split(x.double() @ w.double(), [64, 16, 16], dim=1)
+    q, kk, v = k(x, w)
+    assert [t.stride() for t in (q, kk, v)] == [(96, 1)] * 3
+    assert kk.data_ptr() == q.data_ptr() + 64 * 2 and v.data_ptr() == q.data_ptr() + 80 * 2
+    for got, ref in zip((q, kk, v), want):
+        assert rel_l2(got, ref) < 1e-2
+    # out=: the views of an earlier call (in place), or separate dense tensors (copies).
+    for t in (q, kk, v):
+        t.fill_(float("nan"))
+    assert k(x, w, out=(q, kk, v))[1] is kk
+    dense = [torch.full(r.shape, float("nan"), device="cuda", dtype=torch.float16) for r in want]
+    k(x, w, out=dense)
+    for got, again, ref in zip((q, kk, v), dense, want):
+        assert rel_l2(got, ref) < 1e-2 and rel_l2(again, ref) < 1e-2
+    with pytest.raises(strata.InputError, match="neither all contiguous nor placed"):
+        k(x, w, out=(q, v, kk.contiguous()))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static = k(x, w)
+    graph.replay()
+    torch.cuda.synchronize()
+    for got, ref in zip(static, want):
+        assert rel_l2(got, ref) < 1e-2
+    torch._dynamo.reset()
+    got = torch.compile(lambda a, b: [t * 2.0 for t in k(a, b)], fullgraph=True)(x, w)
+    for g2, ref in zip(got, want):
+        assert rel_l2(g2, 2.0 * ref) < 1e-2
+
+
 def test_capture_optimize_kernel_with_bound_scalars(tmp_path):
     def f(x, w1, w3):
         return F.silu(x @ w1) * (x @ w3) * 0.5 + 1.0

@@ -15,6 +15,7 @@
 #include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
 #include "strata/opt/output_routes.h"
+#include "strata/opt/packed_outputs.h"
 
 namespace strata {
 namespace {
@@ -50,6 +51,9 @@ struct Launch {
   int num_inputs = 0;     ///< of args (the storages it reads; the rest it writes)
   std::string comment;
   std::string task_wrapper;  ///< EmitOptions::task_entry Beside: the task entry's wrapper
+  /// A packed tensor's slice (packed_outputs.h): launched only when the caller's outputs are not
+  /// laid out packed (the copy of the fallback); the packed tensor's id, or -1.
+  int packed_guard = -1;
   int streamed = -1;         ///< kernel tensor launched with a streaming L2 window, or -1
   bool all_reduce = false;   ///< an ncclAllReduce of args[0] into args[1], not a kernel
   /// A predefined matmul as a cuBLAS call (EmitOptions::library_matmul), not a kernel: args
@@ -182,6 +186,9 @@ struct BufferPlan {
   /// Kernel tensors their customized kernels write straight into the slices read from them
   /// (output_routes.h): no memory; the slices are no kernels.
   std::vector<std::optional<OutputRoute>> routes;
+  /// Kernel tensors whose slices are graph outputs packed in one allocation of the caller's
+  /// (packed_outputs.h): a workspace slot for the fallback, the caller's memory when packed.
+  std::vector<std::optional<PackedOutput>> packed;
   /// Per op: the epilogue a library matmul absorbs (library_epilogues.h), and the offset of its
   /// cuBLASLt workspace slot.
   std::vector<std::optional<LibraryEpilogue>> epilogues;
@@ -272,6 +279,13 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
                                         stored[op.outputs[0]]);
       },
       bp.views, stored);
+  // Packed outputs: not for task entries (one pointer per output), nor for a tensor a library
+  // epilogue never stores.
+  bp.packed = options.task_entry == TaskEntryForm::Off
+                  ? plan_packed_outputs(g, bp.views, bp.routes, stored)
+                  : std::vector<std::optional<PackedOutput>>(ntensors);
+  for (int t = 0; t < ntensors; ++t)
+    if (bp.packed[t] && is_epilogue_intermediate(bp.epilogues, g, t)) bp.packed[t].reset();
   for (int t = 0; t < ntensors; ++t) {
     if (bp.is_input[t] || bp.is_output[t] || bp.views[t]) continue;
     DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
@@ -607,7 +621,16 @@ nlohmann::ordered_json metadata(const KernelGraph& g, const BufferPlan& bp,
   meta["inputs"] = nlohmann::ordered_json::array();
   for (int t : g.inputs()) meta["inputs"].push_back(tensor_meta(g, t, bp.dtypes[t]));
   meta["outputs"] = nlohmann::ordered_json::array();
-  for (int t : g.outputs()) meta["outputs"].push_back(tensor_meta(g, t, bp.dtypes[t]));
+  const std::vector<OutputLayout> layouts = output_layouts(g, bp.packed);
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const int t = g.outputs()[i];
+    nlohmann::ordered_json o = tensor_meta(g, t, bp.dtypes[t]);
+    const OutputLayout& l = layouts[i];
+    if (l.base != static_cast<int>(i) || l.alloc != g.tensor(t).shape.numel())
+      o["layout"] = {{"base", l.base}, {"offset", l.offset}, {"strides", l.strides},
+                     {"alloc", l.alloc}};
+    meta["outputs"].push_back(std::move(o));
+  }
   meta["workspace_bytes"] = bp.workspace;
   meta["ranks"] = g.ranks();
   meta["nccl"] = uses_nccl(launches);
@@ -674,6 +697,22 @@ void emit_tensor_tables(const KernelGraph& g, const BufferPlan& bp, bool nccl,
   };
   table("kInputs", g.inputs());
   table("kOutputs", g.outputs());
+  w.line("struct StrataOutputLayout {");
+  w.line("  int base;  // the output whose pointer starts this output's allocation");
+  w.line("  long long offset;  // elements from that pointer");
+  w.line("  long long strides[4];");
+  w.line("  long long alloc;  // elements to allocate at this output's own pointer");
+  w.line("};");
+  w.open("const StrataOutputLayout kOutputLayouts[] =");
+  for (const OutputLayout& l : output_layouts(g, bp.packed)) {
+    std::string strides;
+    for (int d = 0; d < 4; ++d)
+      strides += (d ? ", " : "") +
+                 std::to_string(d < static_cast<int>(l.strides.size()) ? l.strides[d] : 1);
+    w.line("{" + std::to_string(l.base) + ", " + std::to_string(l.offset) + ", {" + strides +
+           "}, " + std::to_string(l.alloc) + "},");
+  }
+  w.close(";");
   w.close("  // namespace");
 }
 
@@ -840,12 +879,53 @@ void emit_one_launch(const KernelGraph& g, const BufferPlan& bp, const Launch& l
   w.close();
 }
 
+/// The flag of packed tensor `t` in strata_launch: whether the caller's outputs are packed.
+std::string packed_flag(int t) {
+  return "packed" + std::to_string(t);
+}
+
+/// The pointer of packed tensor `t` (packed_outputs.h) in strata_launch: the base output's when
+/// every part's output pointer lies where the layout puts it (the flag packed_flag(t)), else its
+/// workspace slot, from which the fallback copies fill the outputs.
+void emit_packed_pointer(const KernelGraph& g, const BufferPlan& bp, int t, CodeWriter& w) {
+  namespace ir = codegen::ir;
+  const PackedOutput& p = *bp.packed[t];
+  const std::string T = codegen::cuda_type(bp.dtypes[t]);
+  const std::vector<OutputLayout> layouts = output_layouts(g, bp.packed);
+  auto bytes_of = [](int o) {
+    return ir::static_cast_to("const char*", ir::index(ir::var("outputs"), o));
+  };
+  const int base = p.parts.front().output;
+  std::string parts;
+  std::optional<ir::Expr> packed;
+  for (const PackedPart& part : p.parts) {
+    parts += (parts.empty() ? "" : ", ") + g.tensor_name(part.tensor);
+    if (part.output == base) continue;
+    const ir::Expr at = ir::eq(bytes_of(part.output),
+                               ir::binary("+", bytes_of(base),
+                                         ir::int_lit(layouts[part.output].offset *
+                                                     dtype_size(bp.dtypes[t]))));
+    packed = packed ? ir::land(*packed, at) : at;
+  }
+  w.comment(g.tensor_name(t) + ": outputs " + parts +
+            " are its slices; packed when the caller lays them out in one allocation "
+            "(docs/codegen.md, \"Packed outputs\")");
+  w.add(ir::decl("const bool", packed_flag(t), packed ? *packed : ir::var("true")));
+  w.add(ir::decl(
+      T + "*", var(t),
+      ir::select(ir::var(packed_flag(t)),
+                 ir::static_cast_to(T + "*", ir::index(ir::var("outputs"), base)),
+                 ir::reinterpret_cast_to(
+                     T + "*", ir::binary("+", ir::var("ws"), ir::int_lit(bp.buf[t].offset)))),
+      g.tensor_name(t) + " (packed outputs, or the workspace)"));
+}
+
 /// strata_launch: the tensors' pointers (inputs, outputs, workspace slots), every kernel's launch
 /// (with the L2 streaming window where one is marked) on its plan stream with the plan's event
 /// records and waits (launch_streams.h; none when every launch is on the caller's stream), the
 /// join of the side streams, the copies of outputs that are inputs.
 void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
-                 const LaunchStreamPlan& plan, CodeWriter& w,
+                 const std::vector<Launch>& fallback, const LaunchStreamPlan& plan, CodeWriter& w,
                  const std::string& function = "strata_launch") {
   namespace ir = codegen::ir;
   const int ntensors = static_cast<int>(g.tensors().size());
@@ -880,6 +960,8 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
       w.add(ir::decl(T + "*", var(t),
                      ir::static_cast_to(T + "*", ir::index(ir::var("outputs"), b.index)),
                      g.tensor_name(t)));
+    else if (bp.packed[t])
+      emit_packed_pointer(g, bp, t, w);
     else
       w.add(ir::decl(
           T + "*", var(t),
@@ -910,6 +992,19 @@ void emit_launch(const KernelGraph& g, const BufferPlan& bp, const std::vector<L
   if (!plan.joins.empty()) {
     w.comment("the side streams join the caller's stream");
     for (int e : plan.joins) w.call("fork.wait", {0, e});
+  }
+  // The fallback copies of packed outputs, after everything on the caller's stream: each reads
+  // its packed tensor, complete by now, and writes an output nothing reads.
+  for (size_t j = 0; j < fallback.size(); ++j) {
+    const Launch& l = fallback[j];
+    if (j == 0 || fallback[j - 1].packed_guard != l.packed_guard) {
+      w.comment("the caller's outputs are not packed: copy each slice of " +
+                g.tensor_name(l.packed_guard) + " into its output");
+      w.open(ir::if_then(ir::unary("!", ir::var(packed_flag(l.packed_guard)))));
+    }
+    w.comment(l.comment);
+    emit_one_launch(g, bp, l, 0, w);
+    if (j + 1 == fallback.size() || fallback[j + 1].packed_guard != l.packed_guard) w.close();
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     int t = g.outputs()[i];
@@ -1001,11 +1096,22 @@ void emit_queries(const KernelGraph& g, const BufferPlan& bp, bool nccl, CodeWri
     w.line("extern \"C\" int strata_" + s + "_dtype(int i) { return i >= 0 && i < " + n + " ? " +
            tab + "[i].dtype : -1; }");
   }
+  // The outputs' layout (docs/codegen.md, "Packed outputs").
+  const std::string in_range = "i >= 0 && i < " + no;
+  w.line("extern \"C\" int strata_output_base(int i) { return " + in_range +
+         " ? kOutputLayouts[i].base : -1; }");
+  w.line("extern \"C\" long long strata_output_offset(int i) { return " + in_range +
+         " ? kOutputLayouts[i].offset : -1; }");
+  w.line("extern \"C\" long long strata_output_stride(int i, int d) { return " + in_range +
+         " && d >= 0 && d < kOutputs[i].rank ? kOutputLayouts[i].strides[d] : -1; }");
+  w.line("extern \"C\" long long strata_output_alloc(int i) { return " + in_range +
+         " ? kOutputLayouts[i].alloc : -1; }");
 }
 
 /// The host API (guarded from NVRTC): tables, strata_init, strata_launch, the queries.
 void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector<Launch>& launches,
-                   const LaunchStreamPlan& plan, int task_threads, CodeWriter& w) {
+                   const std::vector<Launch>& fallback, const LaunchStreamPlan& plan,
+                   int task_threads, CodeWriter& w) {
   w.line("");
   w.comment("---- host API (see include/strata/codegen/cuda_emitter.h) ----");
   w.line("#if !defined(__CUDACC_RTC__)");
@@ -1033,9 +1139,10 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
   }
   std::vector<Launch> all = launches;
   all.insert(all.end(), tasks.begin(), tasks.end());
+  all.insert(all.end(), fallback.begin(), fallback.end());
   emit_init(all, plan, blas_slots(launches, plan), w);
   w.line("");
-  emit_launch(g, bp, launches, plan, w);
+  emit_launch(g, bp, launches, fallback, plan, w);
   w.line("");
   if (!tasks.empty()) {
     w.comment("strata_launch with every kernel's task entry in blocks of " +
@@ -1044,8 +1151,8 @@ void emit_host_api(const KernelGraph& g, const BufferPlan& bp, const std::vector
     // customized kernel), so they keep the launches' plan.
     emit_launch(
         g, bp, tasks,
-        tasks.size() == launches.size() ? plan : plan_launch_streams(launch_accesses(tasks), 0), w,
-        "strata_launch_tasks");
+        {}, tasks.size() == launches.size() ? plan : plan_launch_streams(launch_accesses(tasks), 0),
+        w, "strata_launch_tasks");
     w.line("");
   }
   emit_queries(g, bp, nccl, w);
@@ -1088,6 +1195,7 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
   const std::string prefix = codegen::identifier("strata_", options.name);
   CodeWriter kernels;
   std::vector<Launch> launches;
+  std::vector<Launch> fallback;  ///< the copies of packed outputs (Launch::packed_guard)
   EmittedSource result;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     if (g.op(i).kind == OpKind::Input || is_kernel_view(g, bp.views, i) ||
@@ -1103,20 +1211,32 @@ Result<EmittedSource> emit_cuda_source(const KernelGraph& g, const EmitOptions& 
                             op_category(g.op(i).kind) == Category::Collective
                                 ? all_reduce_launch(g, i, bp, options, result.kernels)
                                 : emit_kernel(g, i, bp, options, prefix, kernels, result.kernels));
+    if (is_packed_slice(g, bp.packed, i)) {
+      L.packed_guard = g.op(i).inputs[0];
+      fallback.push_back(std::move(L));
+      continue;
+    }
     launches.push_back(std::move(L));
   }
   CodeWriter w;
-  emit_header(g, metadata(g, bp, launches, options), options, uses_nccl(launches),
+  // The fallback copies grouped by packed tensor (emit_launch opens one branch per tensor).
+  std::stable_sort(fallback.begin(), fallback.end(), [](const Launch& a, const Launch& b) {
+    return a.packed_guard < b.packed_guard;
+  });
+  std::vector<Launch> every = launches;
+  every.insert(every.end(), fallback.begin(), fallback.end());
+  emit_header(g, metadata(g, bp, every, options), options, uses_nccl(launches),
               uses_cublas(launches), w);
   w.line("#include \"strata_rt/strata_rt.cuh\"");
   w.add(kernels.root());
   if (options.task_entry != TaskEntryForm::Only) {
     result.launch_accesses = launch_accesses(launches);
     result.launch_streams = plan_launch_streams(result.launch_accesses, options.max_side_streams);
-    emit_host_api(g, bp, launches, result.launch_streams, options.task_threads, w);
+    emit_host_api(g, bp, launches, fallback, result.launch_streams, options.task_threads, w);
   }
   result.code = w.str();
   result.workspace_bytes = bp.workspace;
+  result.output_layouts = output_layouts(g, bp.packed);
   return result;
 }
 

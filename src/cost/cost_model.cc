@@ -10,6 +10,7 @@
 #include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
 #include "strata/opt/output_routes.h"
+#include "strata/opt/packed_outputs.h"
 
 namespace strata {
 namespace {
@@ -478,6 +479,9 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
   // A slice whose source's kernel writes it (a routed part, output_routes.h) is no kernel
   // either; that kernel stores the same bytes, into the parts instead of one tensor.
   const std::vector<std::optional<OutputRoute>> routes = plan_output_routes(g, views);
+  // A slice that is a packed output (packed_outputs.h) is no kernel either: the prediction is
+  // that of a caller who packs the outputs (the fallback copies them otherwise).
+  const std::vector<std::optional<PackedOutput>> packed = plan_packed_outputs(g, views, routes);
   // The elementwise ops a cuBLAS call applies as its epilogue are no kernels either.
   const std::vector<std::optional<LibraryEpilogue>> epilogues =
       options.library_matmul ? plan_library_epilogues(g, library_reader, views)
@@ -485,7 +489,8 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i) {
     const KernelOp& op = g.op(i);
     if (op.kind == OpKind::Input || is_kernel_view(g, views, i) ||
-        is_routed_slice(g, routes, i) || is_absorbed_epilogue(epilogues, i))
+        is_routed_slice(g, routes, i) || is_packed_slice(g, packed, i) ||
+        is_absorbed_epilogue(epilogues, i))
       continue;
     KernelCost k{};
     k.op_id = i;

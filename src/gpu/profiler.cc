@@ -9,6 +9,7 @@
 #include "device_buffer.h"
 #include "strata/ir/dtype_codec.h"
 #include "strata/gpu/gpu_device.h"
+#include "strata/gpu/output_buffers.h"
 
 namespace strata {
 namespace {
@@ -110,7 +111,7 @@ double relative_l2_error(const std::vector<double>& got, const std::vector<doubl
 Result<CheckResult> check_outputs(CompiledGraph& graph,
                                   const std::vector<std::vector<double>>& inputs,
                                   const std::vector<std::vector<double>>& expected,
-                                  double tolerance) {
+                                  double tolerance, bool packed) {
   const auto& in_sig = graph.inputs();
   const auto& out_sig = graph.outputs();
   if (in_sig.empty() && out_sig.empty())
@@ -118,7 +119,7 @@ Result<CheckResult> check_outputs(CompiledGraph& graph,
   STRATA_RETURN_IF_ERROR(check_host_values(in_sig, inputs, "inputs"));
   STRATA_RETURN_IF_ERROR(check_host_values(out_sig, expected, "expected outputs"));
   STRATA_ASSIGN_OR_RETURN(gpu::Stream stream, gpu::Stream::create());
-  std::vector<gpu::DeviceBuffer> in_buf, out_buf;
+  std::vector<gpu::DeviceBuffer> in_buf;
   std::vector<const void*> in_ptr;
   std::vector<void*> out_ptr;
   for (size_t i = 0; i < in_sig.size(); ++i) {
@@ -127,25 +128,28 @@ Result<CheckResult> check_outputs(CompiledGraph& graph,
     in_ptr.push_back(b.get());
     in_buf.push_back(std::move(b));
   }
-  for (const TensorSignature& s : out_sig) {
-    STRATA_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, gpu::DeviceBuffer::allocate(s.bytes()));
-    // Poison: every byte 0xFF is a NaN in f16, bf16 and f32, so an element the graph does not
-    // write fails the check.
-    STRATA_RETURN_IF_ERROR(cuda_status("poisoning " + s.name,
-                                       cudaMemsetAsync(b.get(), 0xFF, s.bytes(), stream.get())));
-    out_ptr.push_back(b.get());
-    out_buf.push_back(std::move(b));
-  }
+  // Every output in one allocation, placed as the library declares (packed) or each alone.
+  STRATA_ASSIGN_OR_RETURN(OutputBuffers placed, place_outputs(out_sig, kAlign, packed));
+  STRATA_ASSIGN_OR_RETURN(gpu::DeviceBuffer out_buf,
+                          gpu::DeviceBuffer::allocate(static_cast<size_t>(placed.bytes)));
+  // Poison: every byte 0xFF is a NaN in f16, bf16 and f32, so an element the graph does not
+  // write fails the check (the whole allocation: a packed output's unwritten part as well).
+  STRATA_RETURN_IF_ERROR(cuda_status(
+      "poisoning the outputs", cudaMemsetAsync(out_buf.get(), 0xFF, placed.bytes, stream.get())));
+  for (size_t i = 0; i < out_sig.size(); ++i)
+    out_ptr.push_back(out_buf.bytes_ptr() + placed.pointer[i]);
   STRATA_RETURN_IF_ERROR(graph.run(in_ptr.data(), out_ptr.data(), stream.get()));
   STRATA_RETURN_IF_ERROR(cuda_status("running the graph", cudaStreamSynchronize(stream.get())));
+  std::vector<uint8_t> host(static_cast<size_t>(placed.bytes));
+  STRATA_RETURN_IF_ERROR(cuda_status(
+      "downloading the outputs",
+      cudaMemcpy(host.data(), out_buf.get(), host.size(), cudaMemcpyDeviceToHost)));
 
   CheckResult result;
   result.passed = true;
   for (size_t i = 0; i < out_sig.size(); ++i) {
-    std::vector<uint8_t> bytes(out_sig[i].bytes());
-    STRATA_RETURN_IF_ERROR(cuda_status(
-        "downloading " + out_sig[i].name,
-        cudaMemcpy(bytes.data(), out_buf[i].get(), bytes.size(), cudaMemcpyDeviceToHost)));
+    // Read through the output's strides (a view of a packed tensor), row-major.
+    std::vector<uint8_t> bytes = gather_output(out_sig[i], host.data() + placed.pointer[i], packed);
     std::vector<double> got = decode_elements(out_sig[i].dtype, bytes.data(),
                                               static_cast<size_t>(out_sig[i].shape.numel()));
     double err = relative_l2_error(got, expected[i]);
@@ -180,16 +184,23 @@ Result<Timing> time_graph(CompiledGraph& graph, const std::vector<std::vector<do
   if (options.runs < 1) return make_error("time_graph: runs must be ≥ 1");
   STRATA_ASSIGN_OR_RETURN(DeviceInfo dev, query_device());
 
-  // Layout of one set: inputs, then outputs, each aligned.
+  // Layout of one set: inputs, each aligned, then the outputs placed as the library declares
+  // (packed: the fast path) or each alone (options.packed_outputs false).
   std::vector<int64_t> offset;
   int64_t input_bytes = 0, set_bytes = 0, moved = 0;
-  for (const auto* sig : {&in_sig, &out_sig})
-    for (const TensorSignature& s : *sig) {
-      offset.push_back(set_bytes);
-      set_bytes += align_up(s.bytes());
-      moved += s.bytes();
-      if (sig == &in_sig) input_bytes = set_bytes;
-    }
+  for (const TensorSignature& s : in_sig) {
+    offset.push_back(set_bytes);
+    set_bytes += align_up(s.bytes());
+    moved += s.bytes();
+  }
+  input_bytes = set_bytes;
+  STRATA_ASSIGN_OR_RETURN(OutputBuffers placed,
+                          place_outputs(out_sig, kAlign, options.packed_outputs));
+  for (size_t o = 0; o < out_sig.size(); ++o) {
+    offset.push_back(input_bytes + placed.pointer[o]);
+    moved += out_sig[o].bytes();
+  }
+  if (!out_sig.empty()) set_bytes += placed.bytes;
   set_bytes = std::max<int64_t>(set_bytes, kAlign);
   Timing t;
   t.l2_bytes = dev.traits.l2_bytes;

@@ -9,6 +9,7 @@
 
 #include "cuda_check.h"
 #include "strata/gpu/gpu_device.h"
+#include "strata/gpu/output_buffers.h"
 #include "strata/ir/graph_io.h"
 #include "strata/frontend/graph_loader.h"
 #include "strata/ir/json_read.h"
@@ -31,7 +32,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 std::vector<TensorSignature> signature_of(const KernelGraph& g, const std::vector<int>& ids) {
   std::vector<TensorSignature> sig;
-  for (int t : ids) sig.push_back({g.tensor_name(t), g.tensor(t).dtype, g.tensor(t).shape});
+  for (int t : ids) {
+    TensorSignature s;
+    s.name = g.tensor_name(t);
+    s.dtype = g.tensor(t).dtype;
+    s.shape = g.tensor(t).shape;
+    sig.push_back(std::move(s));
+  }
   return sig;
 }
 
@@ -75,11 +82,42 @@ Result<std::vector<TensorSignature>> signature_side(const SharedLibrary& lib,
   return out;
 }
 
+/// Fills the placement of `outs` from the library's strata_output_base, _offset, _stride and
+/// _alloc (docs/codegen.md, "Packed outputs"); a library without them (emitted before packed
+/// outputs) places every output dense, and keeps the defaults. All four or none.
+Status read_placement(const SharedLibrary& lib, std::vector<TensorSignature>& outs) {
+  auto base = reinterpret_cast<int (*)(int)>(lib.find("strata_output_base"));
+  auto offset = reinterpret_cast<long long (*)(int)>(lib.find("strata_output_offset"));
+  auto stride = reinterpret_cast<long long (*)(int, int)>(lib.find("strata_output_stride"));
+  auto alloc = reinterpret_cast<long long (*)(int)>(lib.find("strata_output_alloc"));
+  std::string where = lib.path() + ": output placement";
+  if (!base && !offset && !stride && !alloc) return Status::success();
+  if (!base || !offset || !stride || !alloc)
+    return make_error(where + ": one of strata_output_base, _offset, _stride, _alloc is missing");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const int o = static_cast<int>(i);
+    TensorSignature& s = outs[i];
+    s.base = base(o);
+    s.offset = offset(o);
+    s.alloc = alloc(o);
+    s.strides.clear();
+    for (int d = 0; d < s.shape.rank(); ++d) s.strides.push_back(stride(o, d));
+    if (s.base < 0 || s.offset < 0 || s.alloc < 0)
+      return make_error(where + " " + std::to_string(i) + ": base " + std::to_string(s.base) +
+                        ", offset " + std::to_string(s.offset) + ", alloc " +
+                        std::to_string(s.alloc));
+  }
+  Status valid = check_placement(outs);
+  if (!valid.ok()) return make_error(where + ": " + valid.error().message);
+  return Status::success();
+}
+
 /// The signature a library reports, if it exports strata_num_inputs.
 Result<std::optional<Signature>> library_signature(const SharedLibrary& lib) {
   if (!lib.find("strata_num_inputs")) return std::optional<Signature>{};
   STRATA_ASSIGN_OR_RETURN(auto ins, signature_side(lib, "input"));
   STRATA_ASSIGN_OR_RETURN(auto outs, signature_side(lib, "output"));
+  STRATA_RETURN_IF_ERROR(read_placement(lib, outs));
   return std::optional<Signature>(Signature{std::move(ins), std::move(outs)});
 }
 
@@ -221,6 +259,9 @@ Result<CompiledGraph> CompiledGraph::from_binary(const CompiledBinary& binary,
           check_signature_match(cg.inputs_, lib_sig->first, "inputs", lib.path()));
       STRATA_RETURN_IF_ERROR(
           check_signature_match(cg.outputs_, lib_sig->second, "outputs", lib.path()));
+      cg.outputs_ = lib_sig->second;  // the graph's names, the library's placement
+      for (size_t i = 0; i < cg.outputs_.size(); ++i)
+        cg.outputs_[i].name = graph->tensor_name(graph->outputs()[i]);
     }
   } else if (lib_sig) {
     cg.inputs_ = lib_sig->first;

@@ -9,6 +9,7 @@
 #include "search/pointwise_seed.h"
 #include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
+#include "strata/opt/packed_outputs.h"
 #include "strata/opt/thread_fusion.h"
 
 namespace strata::search {
@@ -46,18 +47,32 @@ int slice_dim(const KernelGraph& g, const KernelOp& op) {
   return op.attrs.dim < 0 ? op.attrs.dim + r : op.attrs.dim;
 }
 
-/// `program` with the slices of matmul results pushed into the operands (library_form.h):
+/// Per tensor of `g`: its packing (packed_outputs.h) where it is a matmul's result whose slices
+/// are packed outputs, else nullopt.
+std::vector<std::optional<PackedOutput>> packed_products(const KernelGraph& g) {
+  std::vector<std::optional<PackedOutput>> packed = plan_packed_outputs(g, {}, {});
+  for (size_t t = 0; t < packed.size(); ++t) {
+    const int p = g.tensor(static_cast<int>(t)).producer;
+    if (packed[t] && (p < 0 || !is_matmul(g.op(p)))) packed[t].reset();
+  }
+  return packed;
+}
+
+/// `program` with the slices of matmul results pushed into the operands (library_form.h),
+/// except, with `keep_packed`, those of a product whose slices are packed outputs:
 /// matmul(A, B) whose every reader is a slice along the last or the row dim, and which is no
 /// output, is replaced by one matmul per slice. Tensor ids change; names are kept. `pushed`
 /// counts the slices pushed.
-Result<KernelGraph> push_slices(const KernelGraph& program, int& pushed) {
+Result<KernelGraph> push_slices(const KernelGraph& program, bool keep_packed, int& pushed) {
   const std::vector<std::vector<int>> readers = readers_of(program);
   const std::vector<bool> output = output_mask(program);
+  const std::vector<std::optional<PackedOutput>> packed = packed_products(program);
   std::vector<bool> pushed_matmul(program.ops().size(), false);
   for (int i = 0; i < static_cast<int>(program.ops().size()); ++i) {
     const KernelOp& op = program.op(i);
     const int c = op.outputs.empty() ? -1 : op.outputs[0];
     if (!is_matmul(op) || output[c] || readers[c].empty()) continue;
+    if (keep_packed && packed[c]) continue;
     const int r = program.tensor(c).shape.rank();
     bool all = true;
     for (int j : readers[c]) {
@@ -117,11 +132,13 @@ Partition partition(const KernelGraph& g) {
   const std::vector<bool> output = output_mask(g);
   Partition p;
   p.kept.assign(nops, false);
+  // The slices of a product packed in the caller's outputs stay predefined (no kernel).
+  const std::vector<std::optional<PackedOutput>> packed = packed_products(g);
   // Views: layout ops, no output, read only by matmuls and views (decided from the last op
   // back, so that every reader is decided first).
   for (int i = nops - 1; i >= 0; --i) {
     const KernelOp& op = g.op(i);
-    if (op.kind == OpKind::Input || is_matmul(op)) {
+    if (op.kind == OpKind::Input || is_matmul(op) || is_packed_slice(g, packed, i)) {
       p.kept[i] = true;
       continue;
     }
@@ -352,26 +369,13 @@ std::optional<LibraryForm> build_form(const KernelGraph& g, const std::vector<Fu
   return form;
 }
 
-}  // namespace
-
-LibraryForms library_forms(const KernelGraph& program, int64_t min_blocks,
-                           const RegionForm& region_form) {
-  LibraryForms result;
-  if (program.ranks() > 1 || program.outputs().empty()) return result;
-  bool library = false;
-  for (const KernelOp& op : program.ops())
-    if (is_matmul(op)) {
-      const KernelTensor &a = program.tensor(op.inputs[0]), &b = program.tensor(op.inputs[1]);
-      library = library || library_matmul_supported(a.shape, b.shape, a.dtype, b.dtype,
-                                                    program.tensor(op.outputs[0]).dtype);
-    }
-  if (!library) return result;
-  int pushed = 0;
-  Result<KernelGraph> pushed_program = push_slices(program, pushed);
-  if (!pushed_program.ok()) return result;
-  const KernelGraph& g = *pushed_program;
-  // Inputs come first in the pushed program (push_slices adds them first), so the form's
-  // inputs have the program's ids.
+/// Adds the library forms of `g` (a program after push_slices, which pushed `pushed` slices)
+/// to `result`: its fused regions appended to result.regions, its forms (one per row count,
+/// graphs not already there) to result.forms. Nothing when it fuses no region and pushed none
+/// (the program itself). Inputs come first in `g` (push_slices adds them first), so a form's
+/// inputs have the program's ids.
+void add_forms(const KernelGraph& g, int pushed, int64_t min_blocks,
+               const RegionForm& region_form, LibraryForms& result) {
   const Partition part = partition(g);
   std::map<int, std::vector<int>> by_level;
   for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
@@ -386,17 +390,46 @@ LibraryForms library_forms(const KernelGraph& program, int64_t min_blocks,
       if (std::optional<FusedRegion> f = fuse(g, piece, min_blocks, region_form))
         fused.push_back(std::move(*f));
   }
-  if (fused.empty() && pushed == 0) return result;
-  result.pushed_slices = pushed;
+  if (fused.empty() && pushed == 0) return;
+  const int first_region = static_cast<int>(result.regions.size());
   for (const FusedRegion& f : fused) result.regions.push_back(f.region.program);
   for (int64_t rows : kFormRows) {
     std::optional<LibraryForm> form = build_form(g, fused, rows);
     if (!form) continue;
+    for (LibraryForm::Part& p : form->parts) p.region += first_region;
+    form->pushed_slices = pushed;
     bool seen = false;
     for (const LibraryForm& other : result.forms)
       seen = seen || other.graph.structurally_equal(form->graph);
     if (!seen) result.forms.push_back(std::move(*form));
   }
+}
+
+}  // namespace
+
+LibraryForms library_forms(const KernelGraph& program, int64_t min_blocks,
+                           const RegionForm& region_form) {
+  LibraryForms result;
+  if (program.ranks() > 1 || program.outputs().empty()) return result;
+  bool library = false;
+  for (const KernelOp& op : program.ops())
+    if (is_matmul(op)) {
+      const KernelTensor &a = program.tensor(op.inputs[0]), &b = program.tensor(op.inputs[1]);
+      library = library || library_matmul_supported(a.shape, b.shape, a.dtype, b.dtype,
+                                                    program.tensor(op.outputs[0]).dtype);
+    }
+  if (!library) return result;
+  // Slices pushed everywhere, then (where some product's slices are packed outputs) that
+  // product kept whole: the packed form, one library call instead of one per slice.
+  int pushed = 0;
+  Result<KernelGraph> pushed_program = push_slices(program, false, pushed);
+  if (!pushed_program.ok()) return result;
+  add_forms(*pushed_program, pushed, min_blocks, region_form, result);
+  result.pushed_slices = pushed;
+  int pushed_around = 0;
+  Result<KernelGraph> packed_program = push_slices(program, true, pushed_around);
+  if (packed_program.ok() && pushed_around < pushed)
+    add_forms(*packed_program, pushed_around, min_blocks, region_form, result);
   return result;
 }
 

@@ -11,6 +11,10 @@
 //    or along the row dim, and the product is no output, each slice becomes
 //    matmul(A, slice(B, last, a, b)) or matmul(slice(A, rows, a, b), B) — an identity of the
 //    matmul's definition; the slice of the operand is a view cuBLAS reads in place;
+//    A product whose slices are all graph outputs that partition one dim (packed outputs,
+//    docs/codegen.md) is also offered whole: the forms of the program with that product kept
+//    and its slices predefined (one library call, the outputs views of its result) follow the
+//    pushed forms;
 //  - layout ops read only by matmuls (views of a weight) stay predefined ops;
 //  - every other op belongs to a region: an op's level is the number of matmuls on the longest
 //    path from the program's inputs to it, and the ops of one level form one region (a convex
@@ -44,6 +48,7 @@ struct LibraryForm {
   };
   std::vector<Part> parts;
   int64_t rows = 1;  ///< the largest number of rows per block its regions take
+  int pushed_slices = 0;  ///< slices of matmul results this form pushed into an operand
 };
 
 /// The library forms of a program and the regions they fuse.
@@ -54,7 +59,7 @@ struct LibraryForms {
   /// One form per number of rows per block (1, 2, 4, 8: each region takes the largest of its
   /// pointwise_seed_rows not above it), distinct graphs only.
   std::vector<LibraryForm> forms;
-  int pushed_slices = 0;  ///< slices of matmul results pushed into an operand
+  int pushed_slices = 0;  ///< slices of matmul results pushed into an operand (all pushed)
 };
 
 /// The program a region's kernels are built from, given the region as written (the search: its

@@ -49,7 +49,7 @@ Result<VerifyResult> LibraryFormProver::prove(const LibraryForm& form) {
       "composed: " + std::to_string(parts.size()) +
       " elementwise region(s), each proved equivalent to its part of the program; the "
       "matmuls are the program's" +
-      (forms_.pushed_slices > 0 ? ", " + std::to_string(forms_.pushed_slices) +
+      (form.pushed_slices > 0 ? ", " + std::to_string(form.pushed_slices) +
                                       " slice(s) of a product pushed into its operand (exact)"
                                 : std::string());
   return v;

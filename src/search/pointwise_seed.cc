@@ -16,6 +16,40 @@ namespace {
 constexpr int kSeedThreads = 128;
 /// Rows of the split dim per block, one seed each (the GPU profile picks: a derived form).
 constexpr int64_t kSeedRows[] = {1, 2, 4, 8};
+/// The longest row of the last dim a block holds where nothing reduces along it: a longer one
+/// is cut into column chunks (a second grid axis), so that a block's tiles stay a few KB and
+/// several blocks per SM overlap their loads (one 18944-element row of a SwiGLU's silu·mul held
+/// 151 KB of shared memory per block, one block per SM, 35 % of DRAM bandwidth).
+constexpr int64_t kSeedMaxRow = 2048;
+
+/// The column chunk of a seed kernel whose outputs have shape `shape` and whose cone is `ops`:
+/// the largest divisor of the last extent L that is at most kSeedMaxRow and a multiple of 8
+/// (16-byte copies of 16-bit elements), when L exceeds kSeedMaxRow, the shape has a split dim
+/// before the last, no op of the cone slices, concatenates, normalizes or reduces along the last
+/// dim, and every tensor an op of the cone reads has L or 1 elements along it; else L (no
+/// chunks).
+int64_t column_chunk(const KernelGraph& g, const std::vector<int>& ops, const Shape& shape) {
+  const int r = shape.rank();
+  if (r < 2 || shape[r - 1] <= kSeedMaxRow) return r < 1 ? 1 : shape[r - 1];
+  const int64_t L = shape[r - 1];
+  for (int id : ops) {
+    const KernelOp& op = g.op(id);
+    const Category cat = op_category(op.kind);
+    const int out_rank = g.tensor(op.outputs[0]).shape.rank();
+    const int dim = op.attrs.dim < 0 ? op.attrs.dim + out_rank : op.attrs.dim;
+    if ((cat == Category::Concat || cat == Category::Norm || cat == Category::Layout ||
+         cat == Category::Reduce) &&
+        dim == out_rank - 1)
+      return L;
+    for (int t : op.inputs) {
+      const Shape& s = g.tensor(t).shape;
+      if (s.rank() > 0 && s[s.rank() - 1] != L && s[s.rank() - 1] != 1) return L;
+    }
+  }
+  for (int64_t chunk = kSeedMaxRow - kSeedMaxRow % 8; chunk >= 8; chunk -= 8)
+    if (L % chunk == 0) return chunk;
+  return L;
+}
 
 /// Whether the op is elementwise work a seed can hold: unary and binary ops, slices,
 /// concats, RMSNorm and reductions (the dims of the last three are checked against the split
@@ -79,7 +113,11 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
   }
   if (sd >= 0 && shape[sd] % rows != 0) return std::nullopt;
   const int64_t extent = sd < 0 ? 1 : shape[sd], blocks = extent / rows;
-  auto body = BlockGraph::make(Dim3{static_cast<int>(blocks), 1, 1}, kSeedThreads, 1);
+  // Column chunks along the last dim (a second grid axis) where rows are long.
+  const int64_t chunk = sd < 0 ? 0 : column_chunk(g, ops, shape);
+  const int64_t parts = chunk > 0 ? shape[r - 1] / chunk : 1;
+  auto body = BlockGraph::make(
+      Dim3{static_cast<int>(blocks), static_cast<int>(parts), 1}, kSeedThreads, 1);
   if (!body.ok()) return std::nullopt;
   BlockGraph& b = *body;
   std::map<int, int> tile;          // program tensor → block tensor
@@ -95,6 +133,8 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
       imap[0] = di;
     else if (di >= 0 && s[di] != 1)
       return false;
+    // Along the last dim: chunked with the outputs, or replicated (one element).
+    if (parts > 1 && s.rank() > 0 && s[s.rank() - 1] == shape[r - 1]) imap[1] = s.rank() - 1;
     auto in = b.add_input(s, imap, kReplicate);
     if (!in.ok()) return false;
     tile[t] = *in;
@@ -121,6 +161,7 @@ std::optional<std::vector<int>> add_kernel(const KernelGraph& g, const std::vect
     if (!post.ok()) return std::nullopt;
     GridMap omap = kAllReplicated;
     if (blocks > 1) omap[0] = sd;
+    if (parts > 1) omap[1] = r - 1;
     if (!b.add_output(*post, omap).ok()) return std::nullopt;
   }
   std::vector<std::string> names;

@@ -20,13 +20,18 @@ using strata::HostTensor;
 
 /// Host program that loads inputs from files, runs strata_launch (or the function named by the
 /// macro STRATA_EMU_LAUNCH, e.g. strata_launch_tasks) on the emulator and writes the outputs.
-/// STRATA_EMU_REVERSE=1 runs the threads of each block in reverse order.
+/// STRATA_EMU_REVERSE=1 runs the threads of each block in reverse order. STRATA_EMU_PACKED=1
+/// places the outputs as the source declares (strata_output_base / _offset / _stride / _alloc,
+/// docs/codegen.md "Packed outputs": compiled in with -DSTRATA_EMU_PACKED): one allocation per
+/// base, the fast path; each output is then read through its strides. Otherwise every output
+/// has its own dense allocation (the fallback path of a packing source).
 inline const char* kEmulationHarness = R"(#include "graph.cu"
 #ifndef STRATA_EMU_LAUNCH
 #define STRATA_EMU_LAUNCH strata_launch
 #endif
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 static long long bytes_of(int rank, long long (*dim)(int, int), int i, int dtype) {
   long long n = 1;
@@ -53,23 +58,72 @@ int main(int argc, char** argv) {
     ip[i] = ins[i].data();
     strata_rt::emu::add_forbidden(ins[i].data() + n, kSlack);
   }
+  const char* packed_env = std::getenv("STRATA_EMU_PACKED");
+  const bool packed = packed_env && packed_env[0] == '1';
+#ifndef STRATA_EMU_PACKED
+  if (packed) { std::fprintf(stderr, "the source declares no output placement\n"); return 5; }
+#endif
+  // An output's allocation (its own, or its base's when packed) holds alloc elements.
+  auto elem = [](int i) { return strata_output_dtype(i) == 2 ? 4LL : 2LL; };
+  auto base_of = [&](int i) {
+#ifdef STRATA_EMU_PACKED
+    if (packed) return strata_output_base(i);
+#endif
+    return i;
+  };
   for (int i = 0; i < no; ++i) {
     long long n = bytes_of(strata_output_rank(i), strata_output_dim, i, strata_output_dtype(i));
+#ifdef STRATA_EMU_PACKED
+    if (packed) n = strata_output_alloc(i) * elem(i);
+#endif
+    if (base_of(i) != i) continue;
     outs[i].assign(n + kSlack, 0xff);
-    op[i] = outs[i].data();
     strata_rt::emu::add_forbidden(outs[i].data() + n, kSlack);
+  }
+  for (int i = 0; i < no; ++i) {
+    long long offset = 0;
+#ifdef STRATA_EMU_PACKED
+    if (packed) offset = strata_output_offset(i);
+#endif
+    op[i] = outs[base_of(i)].data() + offset * elem(i);
   }
   std::vector<unsigned char> ws(strata_workspace_bytes() + 256, 0xff);
   if (STRATA_EMU_LAUNCH(ip.data(), op.data(), ws.data(), nullptr) != 0) return 3;
   for (int i = 0; i < no; ++i) {
+    if (base_of(i) != i) continue;
     const long long n = static_cast<long long>(outs[i].size()) - kSlack;
     for (long long b = n; b < n + kSlack; ++b)
       if (outs[i][b] != 0xff) {
         std::fprintf(stderr, "output %d written past its end (byte %lld)\n", i, b - n);
         return 4;
       }
+  }
+  for (int i = 0; i < no; ++i) {
+    // Row-major, read through the strides of the output's placement (dense: unit row-major).
+    const int rank = strata_output_rank(i);
+    long long numel = 1, stride[8], index[8];
+    for (int d = rank - 1; d >= 0; --d) {
+      stride[d] = numel;
+      index[d] = 0;
+      numel *= strata_output_dim(i, d);
+    }
+#ifdef STRATA_EMU_PACKED
+    if (packed)
+      for (int d = 0; d < rank; ++d) stride[d] = strata_output_stride(i, d);
+#endif
+    std::vector<unsigned char> dense(numel * elem(i));
+    const unsigned char* at = static_cast<const unsigned char*>(op[i]);
+    for (long long e = 0; e < numel; ++e) {
+      long long from = 0;
+      for (int d = 0; d < rank; ++d) from += index[d] * stride[d];
+      std::memcpy(dense.data() + e * elem(i), at + from * elem(i), elem(i));
+      for (int d = rank - 1; d >= 0; --d) {
+        if (++index[d] < strata_output_dim(i, d)) break;
+        index[d] = 0;
+      }
+    }
     FILE* f = std::fopen(argv[1 + ni + i], "wb");
-    std::fwrite(outs[i].data(), 1, n, f);
+    std::fwrite(dense.data(), 1, dense.size(), f);
     std::fclose(f);
   }
   return 0;
@@ -181,8 +235,16 @@ class EmulatedGraph {
     write_file(dir_.file("graph.cu"), source_);
     write_file(dir_.file("harness.cc"), kEmulationHarness);
     const char* cxx = std::getenv("CXX");
+    // A source that declares its outputs' placement can run with them packed; it packs some
+    // when its strata-meta line gives an output a "layout" (docs/codegen.md, "Packed outputs").
+    places_ = source_.find("strata_output_base") != std::string::npos;
+    const size_t meta = source_.find("// strata-meta: ");
+    packs_ = places_ && meta != std::string::npos &&
+             source_.substr(meta, source_.find('\n', meta) - meta).find("\"layout\"") !=
+                 std::string::npos;
     std::string cmd = std::string(cxx && *cxx ? cxx : "c++") +
                       " -std=c++20 -O1 -w -DSTRATA_RT_EMULATE -DSTRATA_EMU_LAUNCH=" + launch +
+                      (places_ ? " -DSTRATA_EMU_PACKED" : "") +
                       " -x c++ -I" + dir_.path.string() + " -I" + cuda_runtime_include_dir() +
                       " -I" + inc + " " + dir_.file("harness.cc") + " -o " + dir_.file("prog");
     ok_ = run_command(cmd, log_) == 0;
@@ -192,9 +254,17 @@ class EmulatedGraph {
   const std::string& log() const { return log_; }
   const std::string& source() const { return source_; }
 
-  /// Runs on `inputs`; fills `outputs` (one per graph output) or returns false with log().
-  bool run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs, bool reverse) {
-    test_step(tag_ + ": run" + (reverse ? " (threads in reverse)" : ""));
+  /// Whether the source packs some of its outputs (gives them a non-dense placement): then
+  /// run(..., packed = true) takes the fast path.
+  bool packs() const { return packs_; }
+
+  /// Runs on `inputs`; fills `outputs` (one per graph output, row-major) or returns false with
+  /// log(). `packed`: the outputs placed as the source declares (the fast path), else each in
+  /// its own dense buffer.
+  bool run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>& outputs, bool reverse,
+           bool packed = false) {
+    test_step(tag_ + ": run" + (reverse ? " (threads in reverse)" : "") +
+              (packed ? " (outputs packed)" : ""));
     std::string args;
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::string p = dir_.file("in" + std::to_string(i) + ".bin");
@@ -204,9 +274,10 @@ class EmulatedGraph {
     for (size_t i = 0; i < g_.outputs().size(); ++i)
       args += " " + dir_.file("out" + std::to_string(i) + ".bin");
     std::string out;
-    int rc = run_command(
-        std::string("STRATA_EMU_REVERSE=") + (reverse ? "1 " : "0 ") + dir_.file("prog") + args,
-        out);
+    int rc = run_command(std::string("STRATA_EMU_REVERSE=") + (reverse ? "1 " : "0 ") +
+                             "STRATA_EMU_PACKED=" + (packed ? "1 " : "0 ") + dir_.file("prog") +
+                             args,
+                         out);
     if (rc != 0) {
       log_ = "emulated run failed (exit " + std::to_string(rc) + "):\n" + out;
       return false;
@@ -230,6 +301,7 @@ class EmulatedGraph {
   std::string tag_;
   std::string source_, log_;
   bool ok_ = false;
+  bool places_ = false, packs_ = false;
 };
 
 }  // namespace strata::testing

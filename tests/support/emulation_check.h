@@ -1,14 +1,16 @@
 // Test support: one emulation check of an emitted graph. Emits the graph, checks the text the
 // source must and must not contain, compiles it on the CPU emulator (support/emulation.h), runs
-// it with the threads of every block in order and reversed, and compares every output with the
-// float64 interpreter (run_reference) of the graph or of a program it computes. Every failure
-// names the case.
+// it with the threads of every block in order and reversed (and, for a source that packs
+// outputs, with the outputs each alone and packed), and compares every output with the float64
+// interpreter (run_reference) of the graph or of a program it computes. Every failure names the
+// case.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/emulation.h"
@@ -78,10 +80,13 @@ inline std::string check_emulation(const KernelGraph& g, const EmulationCheck& c
       EXPECT_LT(compare((*own)[i], ref[i], 1e-9).rel_l2, 1e-9)
           << c.name << ": the graph and the reference program differ at output " << i;
   }
-  for (bool reverse : {false, true}) {
-    const char* order = reverse ? " (threads in reverse)" : "";
+  std::vector<std::pair<bool, bool>> runs = {{false, false}, {true, false}};  // reverse, packed
+  if (emu.packs()) runs.insert(runs.end(), {{false, true}, {true, true}});
+  for (auto [reverse, packed] : runs) {
+    const std::string order = std::string(reverse ? " (threads in reverse)" : "") +
+                              (packed ? " (outputs packed)" : "");
     std::vector<HostTensor> out;
-    if (!emu.run(inputs, out, reverse)) {
+    if (!emu.run(inputs, out, reverse, packed)) {
       ADD_FAILURE() << c.name << order << ": " << emu.log();
       return src;
     }

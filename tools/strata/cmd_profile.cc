@@ -306,6 +306,7 @@ int run_profile(const ProfileArgs& a) {
       r["compile_seconds"] = pc.binary->compile_seconds;
     }
     r["workspace_bytes"] = pc.workspace_bytes;
+    if (pc.packed_outputs > 0) r["packed_outputs"] = pc.packed_outputs;  // timed packed
     if (pc.same_as >= 0) r["same_as"] = pc.same_as;  // its code and outcome repeat that one's
     if (pc.smem_bytes) r["smem_bytes"] = *pc.smem_bytes;
     if (pc.timing) r["timing"] = timing_json(*pc.timing);

@@ -46,6 +46,7 @@
 #include "strata/opt/launch_streams.h"
 #include "strata/ir/kernel_graph.h"
 #include "strata/opt/kernel_plan.h"
+#include "strata/opt/packed_outputs.h"
 #include "strata/util/status.h"
 
 namespace strata {
@@ -138,6 +139,9 @@ struct EmittedSource {
   /// sees them, and the plan it prints (launch_streams.h); empty with TaskEntryForm::Only.
   std::vector<LaunchAccess> launch_accesses;
   LaunchStreamPlan launch_streams;
+  /// Every graph output's layout as strata_output_base / _offset / _stride / _alloc report it
+  /// (docs/codegen.md, "Packed outputs"): the dense one unless the output is packed.
+  std::vector<OutputLayout> output_layouts;
 };
 
 /// Emits CUDA for a complete kernel graph. Fails (with the op and the reason) when a

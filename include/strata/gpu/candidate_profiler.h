@@ -51,6 +51,10 @@ struct ProfiledCandidate {
   std::optional<Timing> timing;          ///< when Ok and timed
   std::optional<CompiledBinary> binary;  ///< when compiled
   size_t workspace_bytes = 0;
+  /// Outputs the library packs (views of another output's allocation: docs/gpu-runtime.md,
+  /// "Packed outputs"). With any, the check runs both placements — packed (then timed) and
+  /// every output alone (the library's fallback) — and rel_l2_error is the worse.
+  int packed_outputs = 0;
   std::optional<int64_t> smem_bytes;  ///< from the source's strata-meta line
   /// ≥ 0: an earlier candidate with the same CUDA source (and graph signature) whose outcome
   /// this one repeats instead of being checked and timed again (e.g. an emitter variant whose

@@ -1,9 +1,11 @@
 // Checking and timing compiled graphs on the GPU (bench/README.md, docs/gpu-runtime.md).
 //
 // Method, shared with the benchmark harness (bench/):
-//  - correctness first: inputs are uploaded, every output buffer is poisoned (all bytes 0xFF,
-//    a NaN in f16/bf16/f32), the graph runs once, and each output must be within a relative
-//    L2 error of `tolerance` (fp16: 1e-2) of the float64 reference; a NaN or infinity fails;
+//  - correctness first: inputs are uploaded, the outputs are placed as the library declares
+//    (packed outputs share one allocation, docs/gpu-runtime.md "Packed outputs"), all of their
+//    bytes are poisoned (0xFF, a NaN in f16/bf16/f32), the graph runs once, and each output
+//    (read through its strides) must be within a relative L2 error of `tolerance` (fp16: 1e-2)
+//    of the float64 reference; a NaN or infinity fails;
 //  - timing: enough input/output sets that one pass over them moves more than l2_multiple × the
 //    L2 cache (queried from the device), one launch per set captured into a CUDA graph, the
 //    pass repeated until the graph holds ≥ min_launches launches or ≥ min_replay_us of work
@@ -39,12 +41,15 @@ struct CheckResult {
 
 /// Runs `graph` once on `inputs` (host values, one vector per input in signature order,
 /// encoded to each input's dtype) with poisoned outputs and compares every output with
-/// `expected`. The graph's signature must be known. Errors: allocation, launch or
-/// synchronization failures (a failed check is a CheckResult, not an Error).
+/// `expected`. The outputs are placed as the library declares (`packed`: views of one
+/// allocation where it packs them, read through their strides; output_buffers.h) or each
+/// alone (the library's fallback copies). The graph's signature must be known. Errors:
+/// allocation, launch or synchronization failures (a failed check is a CheckResult, not an
+/// Error).
 Result<CheckResult> check_outputs(CompiledGraph& graph,
                                   const std::vector<std::vector<double>>& inputs,
                                   const std::vector<std::vector<double>>& expected,
-                                  double tolerance);
+                                  double tolerance, bool packed = true);
 
 struct TimingOptions {
   int warmup_runs = 5;       ///< untimed replays of the whole pass
@@ -61,6 +66,9 @@ struct TimingOptions {
   double min_replay_us = 2000;
   /// Upper bound on the device memory the rotated sets may take, as a fraction of free memory.
   double max_memory_fraction = 0.5;
+  /// Outputs of each set placed as the library declares (the packed fast path,
+  /// output_buffers.h); false: every output alone (the fallback).
+  bool packed_outputs = true;
 };
 
 /// Per-launch time statistics of one graph.

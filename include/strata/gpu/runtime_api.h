@@ -17,9 +17,15 @@
 //   int strata_input_rank(int i), strata_output_rank(int i);
 //   long long strata_input_dim(int i, int d), strata_output_dim(int i, int d);
 //   int strata_input_dtype(int i), strata_output_dtype(int i);    // 0 f16, 1 bf16, 2 f32
+// and, optionally, where the caller places each output (docs/codegen.md, "Packed outputs"):
+//   int strata_output_base(int i);                 // the output whose pointer starts i's allocation
+//   long long strata_output_offset(int i);         // elements from that pointer to i's first
+//   long long strata_output_stride(int i, int d);  // elements between indices of dim d
+//   long long strata_output_alloc(int i);          // elements to allocate at i's own pointer
 // The source may carry a `// strata-meta: {json}` line whose "kernels" list gives each
-// kernel's dynamic shared memory ("smem"). Inputs and outputs are dense row-major device
-// tensors in the graph's order.
+// kernel's dynamic shared memory ("smem"). Inputs are dense row-major device tensors in the
+// graph's order; outputs are too, or — when the caller places them as the library declares
+// (place_outputs, output_buffers.h) — views of shared allocations read through their strides.
 #pragma once
 
 #include <cstddef>
@@ -38,12 +44,31 @@
 
 namespace strata {
 
-/// Name, element type and shape of one graph input or output.
+/// Name, element type and shape of one graph input or output, and where the caller places it
+/// (docs/gpu-runtime.md, "Packed outputs"). An input, and an output of a library without the
+/// placement functions, is dense: its own allocation of numel elements, row-major.
 struct TensorSignature {
   std::string name;
   DType dtype = DType::f16;
   Shape shape;
+  /// The output whose pointer starts this tensor's allocation (its own position when it has
+  /// its own allocation; -1: unknown, i.e. its own).
+  int base = -1;
+  /// Elements from the pointer of `base` to this tensor's first element.
+  int64_t offset = 0;
+  /// Elements between consecutive indices of each dim; empty: dense row-major.
+  std::vector<int64_t> strides;
+  /// Elements to allocate at this tensor's own pointer: numel when dense, the whole packed
+  /// tensor for a base of others, 0 inside another output's allocation; -1: numel.
+  int64_t alloc = -1;
+
   int64_t bytes() const { return shape.numel() * dtype_size(dtype); }
+  /// Bytes to allocate at this tensor's own pointer (alloc, in bytes).
+  int64_t alloc_bytes() const { return (alloc < 0 ? shape.numel() : alloc) * dtype_size(dtype); }
+  /// Strides in elements (the row-major ones when `strides` is empty).
+  std::vector<int64_t> element_strides() const;
+  /// Whether this tensor is placed as a dense tensor at its own pointer.
+  bool dense() const;
   bool operator==(const TensorSignature&) const = default;
 };
 

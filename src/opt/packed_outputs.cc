@@ -1,0 +1,112 @@
+#include "strata/opt/packed_outputs.h"
+
+#include <algorithm>
+
+namespace strata {
+namespace {
+
+/// Row-major element strides of `shape`.
+std::vector<int64_t> dense_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.rank(), 1);
+  for (int d = shape.rank() - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+/// The packing of kernel tensor `t` (see the header), or nullopt.
+std::optional<PackedOutput> packing_of(const KernelGraph& g, int t,
+                                       const std::vector<std::vector<int>>& readers,
+                                       const std::vector<int>& output_count,
+                                       const std::vector<int>& output_index,
+                                       const std::vector<std::optional<KernelView>>& views,
+                                       const std::vector<DType>& dtype_of) {
+  if (readers[t].empty()) return std::nullopt;
+  PackedOutput p;
+  for (int r : readers[t]) {
+    const KernelOp& s = g.op(r);
+    if (s.kind != OpKind::Slice || s.inputs.size() != 1 || s.outputs.size() != 1)
+      return std::nullopt;
+    const int u = s.outputs[0];
+    if (u < static_cast<int>(views.size()) && views[u]) return std::nullopt;
+    if (output_count[u] != 1 || !readers[u].empty() || g.tensor(u).producer < 0)
+      return std::nullopt;
+    if (!dtype_of.empty() && dtype_of[u] != dtype_of[t]) return std::nullopt;
+    if (g.tensor(u).dtype != g.tensor(t).dtype) return std::nullopt;
+    if (p.dim < 0) p.dim = s.attrs.dim;
+    if (s.attrs.dim != p.dim) return std::nullopt;
+    p.parts.push_back({r, u, output_index[u], s.attrs.start, s.attrs.end});
+  }
+  const Shape& shape = g.tensor(t).shape;
+  if (p.dim < 0 || p.dim >= shape.rank()) return std::nullopt;
+  std::sort(p.parts.begin(), p.parts.end(),
+            [](const PackedPart& a, const PackedPart& b) { return a.start < b.start; });
+  int64_t next = 0;
+  for (const PackedPart& part : p.parts) {
+    if (part.start != next || part.end <= part.start) return std::nullopt;
+    next = part.end;
+  }
+  if (next != shape[p.dim]) return std::nullopt;
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::optional<PackedOutput>> plan_packed_outputs(
+    const KernelGraph& g, const std::vector<std::optional<KernelView>>& views,
+    const std::vector<std::optional<OutputRoute>>& routes, const std::vector<DType>& dtype_of) {
+  const int nt = static_cast<int>(g.tensors().size());
+  std::vector<std::optional<PackedOutput>> packed(nt);
+  std::vector<int> output_count(nt, 0), output_index(nt, -1);
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const int t = g.outputs()[i];
+    ++output_count[t];
+    output_index[t] = static_cast<int>(i);
+  }
+  std::vector<bool> input(nt, false);
+  for (int t : g.inputs()) input[t] = true;
+  std::vector<std::vector<int>> readers(nt);
+  for (int i = 0; i < static_cast<int>(g.ops().size()); ++i)
+    for (int t : g.op(i).inputs) readers[t].push_back(i);
+  for (int t = 0; t < nt; ++t) {
+    if (input[t] || output_count[t] > 0 || g.tensor(t).producer < 0) continue;
+    if (t < static_cast<int>(routes.size()) && routes[t]) continue;
+    if (t < static_cast<int>(views.size()) && views[t]) continue;
+    packed[t] = packing_of(g, t, readers, output_count, output_index, views, dtype_of);
+  }
+  return packed;
+}
+
+bool is_packed_slice(const KernelGraph& g, const std::vector<std::optional<PackedOutput>>& packed,
+                     int op) {
+  const KernelOp& k = g.op(op);
+  if (k.kind != OpKind::Slice || k.inputs.empty()) return false;
+  const int t = k.inputs[0];
+  if (t >= static_cast<int>(packed.size()) || !packed[t]) return false;
+  return std::any_of(packed[t]->parts.begin(), packed[t]->parts.end(),
+                     [&](const PackedPart& p) { return p.slice_op == op; });
+}
+
+std::vector<OutputLayout> output_layouts(const KernelGraph& g,
+                                         const std::vector<std::optional<PackedOutput>>& packed) {
+  std::vector<OutputLayout> layouts(g.outputs().size());
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const Shape& shape = g.tensor(g.outputs()[i]).shape;
+    layouts[i] = {static_cast<int>(i), 0, dense_strides(shape), shape.numel()};
+  }
+  for (const std::optional<PackedOutput>& p : packed) {
+    if (!p) continue;
+    const int owner = p->parts.front().slice_op >= 0 ? p->parts.front().output : -1;
+    const KernelOp& first = g.op(p->parts.front().slice_op);
+    const Shape& whole = g.tensor(first.inputs[0]).shape;
+    const std::vector<int64_t> strides = dense_strides(whole);
+    for (const PackedPart& part : p->parts) {
+      OutputLayout& l = layouts[part.output];
+      l.base = owner;
+      l.offset = part.start * strides[p->dim];
+      l.strides = strides;
+      l.alloc = part.output == owner ? whole.numel() : 0;
+    }
+  }
+  return layouts;
+}
+
+}  // namespace strata
