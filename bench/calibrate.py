@@ -55,12 +55,15 @@ t_serial and the code terms at 0; `--code-terms simt,...` fits only the code ter
 with `--on-table` only those, on top of the dataset's own predictions. `--library-launch` fits
 the launch term of a cuBLAS call alone on the dataset's predictions;
 `--ranking` the latency bound's constants and a generated kernel's launch together, on the
-dataset's throughput bounds, to the ranking within programs (fit_ranking).
+dataset's throughput bounds, to the ranking within programs (fit_ranking);
+`--barrier-sync` t_sync, the barriers of the throughput bound, with the latency bound's
+constants, on the throughput bounds less their t_sync term, to that ranking (fit_barrier_sync).
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
                                   [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code] [--code-terms NAME,...]
-                                  [--holdout records|programs|configs] [--per-program] [--latency | --library-launch | --ranking]
+                                  [--holdout records|programs|configs] [--per-program]
+                                  [--latency | --library-launch | --ranking | --barrier-sync]
                                   [--subset NAME,...]
                                   [--json calibration.json]
        python3 bench/calibrate.py --extract FILE [--generated-matmuls NAME,...]
@@ -829,6 +832,105 @@ def fit_and_report_ranking(points, meas, configs, a, where):
     print_quality(preds, meas, configs, 4)
 
 
+# The model's t_sync per target (src/cost/cost_model.cc), which the dataset's throughput bounds
+# hold since it entered the model (docs/cost-model.md, "Barriers in the throughput bound"), and
+# the launch term of a generated kernel (held by fit_barrier_sync).
+BARRIER_SYNC = {"h100": 27.2e-9, "h200": 27.2e-9, "a100": 38.2e-9}
+LAUNCH = {"h100": 3.38e-6, "h200": 3.38e-6, "a100": 2e-6}
+# The grids fit_barrier_sync descends on, in this order: t_sync from 0 (the model without it) in
+# 5 % steps about 30 ns, then the latency bound's three constants in 5 % steps about the values
+# the log-error fit gave before t_sync (SYNC_START).
+SYNC_GRIDS = ([0.0] + [30e-9 * 1.05 ** i for i in range(-30, 20)],
+              [287e-9 * 1.05 ** i for i in range(-20, 15)],
+              [1.33e-9 * 1.05 ** i for i in range(-14, 15)],
+              [10e-9 * 1.05 ** i for i in range(-14, 15)])
+SYNC_START = (0.0, 287e-9, 1.33e-9, 10e-9)  # (t_sync, t_barrier, t_tbyte, t_rbyte) before it
+
+
+def sync_coefficient(k, n_sm):
+    """The coefficient of t_sync in a kernel's throughput bound: N_blocks · (⌈F / loop groups⌉ −
+    1) · loop barriers / N_SM, the barriers its blocks pass after their first iteration spread
+    over the SMs (0 for a kernel without a plan, whose loop_barriers is 0)."""
+    groups = max(1, int(k.get("loop_groups", 1)))
+    rounds = -(-int(k["forloop"]) // groups)
+    return k["blocks"] * max(0, rounds - 1) * k.get("loop_barriers", 0) / n_sm
+
+
+def sync_rows(point, n_sm):
+    """Per kernel of a point: (cuBLAS call?, its throughput bound without the t_sync term at the
+    target's held value, t_sync coefficient, barrier, thread-byte and register-byte
+    coefficients of the latency bound) — what predict_sync needs."""
+    held = BARRIER_SYNC[point.get("target") or "h200"]
+    rows = []
+    for k in point["kernels"]:
+        c = 0.0 if k["library"] else sync_coefficient(k, n_sm)
+        rows.append((bool(k["library"]), k["t_throughput_us"] * 1e-6 - c * held, c) +
+                    latency_features(k))
+    return rows
+
+
+def predict_sync(row, coef, launch, blas_launch):
+    """A point's time under coef = (t_sync, t_barrier, t_tbyte, t_rbyte): each generated kernel
+    max(throughput + t_sync term, latency bound) + launch, each cuBLAS call its throughput +
+    blas_launch."""
+    t_sync, t_barrier, t_tbyte, t_rbyte = coef
+    return sum(t + blas_launch if library else
+               max(t + c * t_sync, b * t_barrier + tb * t_tbyte + rb * t_rbyte) + launch
+               for library, t, c, b, tb, rb in row)
+
+
+def fit_barrier_sync(points, n_sm=SM_COUNT["h200"]):
+    """(t_sync, t_barrier, t_tbyte, t_rbyte) fitted together on the dataset's throughput bounds
+    (less their held t_sync term) to the ranking within programs (ranking_score; the launch terms
+    held): coordinate descent from SYNC_START, each constant in turn set to the best value of its
+    grid (SYNC_GRIDS; ties keep the earlier value) with the others held, until a pass changes
+    none (at most 4)."""
+    rows = [sync_rows(p, n_sm) for p in points]
+    meas = [p["measured_s"] for p in points]
+    configs = [f"{p['record']}:{p['config']}" for p in points]
+    launches = [(LAUNCH[p.get("target") or "h200"], BLAS[p.get("target") or "h200"][2])
+                for p in points]
+
+    def score(coef):
+        return ranking_score([predict_sync(r, coef, *l) for r, l in zip(rows, launches)], meas,
+                             configs)
+
+    coef = list(SYNC_START)
+    for _ in range(4):
+        changed = False
+        for t, grid in enumerate(SYNC_GRIDS):
+            best = max(grid, key=lambda v: score(coef[:t] + [v] + coef[t + 1:]))
+            if score(coef[:t] + [best] + coef[t + 1:]) > score(coef):
+                coef[t], changed = best, True
+        if not changed:
+            break
+    return tuple(coef)
+
+
+def fit_and_report_barrier_sync(points, meas, configs, a, where):
+    """--barrier-sync: the fit of fit_barrier_sync and its quality (with --holdout also out of
+    sample)."""
+    n_sm = SM_COUNT[a.target]
+    coef = fit_barrier_sync(points, n_sm)
+    rows = [sync_rows(p, n_sm) for p in points]
+    launch, blas = LAUNCH[a.target], BLAS[a.target][2]
+    preds = [("without t_sync", [predict_sync(r, (0.0,) + SYNC_START[1:], launch, blas)
+                                 for r in rows]),
+             ("current constants", [p["predicted_s"] for p in points]),
+             ("fitted constants", [predict_sync(r, coef, launch, blas) for r in rows])]
+    if a.holdout:
+        preds.append((f"held out ({a.holdout})",
+                       held_out_predictions(points, a.holdout,
+                                            lambda ps: fit_barrier_sync(ps, n_sm),
+                                            lambda i, c: predict_sync(rows[i], c, launch, blas))))
+    print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
+    print(f"  t_sync (s/block barrier, per SM)  {coef[0]:.4g}")
+    print(f"  t_barrier (s/SM it. barrier)     {coef[1]:.4g}")
+    print(f"  t_tbyte (s/byte a thread loads)  {coef[2]:.4g}")
+    print(f"  t_rbyte (the same, into registers) {coef[3]:.4g}")
+    print_quality(preds, meas, configs, 4)
+
+
 def top1_regret(pred, meas, configs):
     """Geometric mean over programs of measured(model's pick) / measured(fastest timed)."""
     best, pick = {}, {}
@@ -879,6 +981,10 @@ def main():
                     help="fit the latency bound's three constants and a generated kernel's "
                          "launch together on top of the dataset's throughput bounds, to the "
                          "ranking within programs (Spearman mean less 5 × (top-1 regret − 1))")
+    ap.add_argument("--barrier-sync", action="store_true",
+                    help="fit t_sync (the barriers of the throughput bound) and the latency "
+                         "bound's three constants together on top of the dataset's throughput "
+                         "bounds, to the ranking within programs")
     ap.add_argument("--library-launch", action="store_true",
                     help="fit the launch term of a cuBLAS call alone on top of the dataset's "
                          "predictions (log loss)")
@@ -951,6 +1057,9 @@ def main():
         return
     if a.library_launch:
         fit_and_report_library_launch(points, meas, configs, a, where)
+        return
+    if a.barrier_sync:
+        fit_and_report_barrier_sync(points, meas, configs, a, where)
         return
     if a.on_table and not isinstance(code, set):
         ap.error("--on-table needs --code-terms (the terms to fit on the dataset's predictions)")

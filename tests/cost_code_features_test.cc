@@ -161,7 +161,7 @@ KernelGraph two_block_long_loop(int64_t forloop = 256) {
 // The latency bound (docs/cost-model.md, "Latency bound …"): (waves · ⌈F / G⌉ − 1) · loop
 // barriers · t_barrier + waves · bytes per thread · t_tbyte, from the plan's features, and the
 // prediction the larger of it and the throughput bound. The paper's fused RMSNorm streams 50 MB
-// in 96 blocks: its throughput bound is the larger; two blocks looping 256 times over 1 MB are
+// in 96 blocks: its throughput bound is the larger; two blocks looping 512 times over 1 MB are
 // latency bound; in 32 iterations they wait on the barriers of the 31 after the first, whose loads
 // are the prologue's.
 // With both constants at 0 no bound is charged.
@@ -230,13 +230,13 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   }
   const KernelCost fused = estimate_cost(rmsnorm_fused(), t).kernels[0];
   EXPECT_GT(fused.t_throughput_s, fused.t_latency_s);
-  const KernelCost looped = estimate_cost(two_block_long_loop(), t).kernels[0];
-  ASSERT_TRUE(estimate_cost(two_block_long_loop(), t, with_code()).kernels[0].code.has_value());
+  const KernelCost looped = estimate_cost(two_block_long_loop(512), t).kernels[0];
+  ASSERT_TRUE(estimate_cost(two_block_long_loop(512), t, with_code()).kernels[0].code.has_value());
   const int groups = std::max(
-      1, estimate_cost(two_block_long_loop(), t, with_code()).kernels[0].code->loop_groups);
+      1, estimate_cost(two_block_long_loop(512), t, with_code()).kernels[0].code->loop_groups);
   EXPECT_GT(looped.t_latency_s, looped.t_throughput_s);
-  EXPECT_GE(looped.t_latency_s, ((256 + groups - 1) / groups - 1) * t.barrier_latency_s);
-  Json j = graph_cost_to_json(estimate_cost(two_block_long_loop(), t), t);
+  EXPECT_GE(looped.t_latency_s, ((512 + groups - 1) / groups - 1) * t.barrier_latency_s);
+  Json j = graph_cost_to_json(estimate_cost(two_block_long_loop(512), t), t);
   EXPECT_DOUBLE_EQ(j["kernels"][0]["t_latency_us"].get<double>(), looped.t_latency_s * 1e6);
   EXPECT_DOUBLE_EQ(j["kernels"][0]["t_throughput_us"].get<double>(), looped.t_throughput_s * 1e6);
   // 32 iterations in one wave: the first waits on the prologue's loads (charged by the launch
@@ -261,6 +261,56 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   const KernelCost none = estimate_cost(two_block_long_loop(), off).kernels[0];
   EXPECT_EQ(none.t_latency_s, 0);
   EXPECT_DOUBLE_EQ(none.predicted_s, none.t_throughput_s + off.launch_overhead_s);
+}
+
+// The barriers a kernel's blocks pass after their first iteration, spread over the SMs, are
+// part of the throughput bound (docs/cost-model.md, "Barriers in the throughput bound"):
+// N_blocks · (⌈F / G⌉ − 1) · loop barriers / N_SM · t_sync, outside the last wave's tail.
+TEST(CodeFeatures, BarriersAfterTheFirstIterationInTheThroughputBound) {
+  const Target t = h100();
+  ASSERT_GT(t.barrier_sync_s, 0);
+  for (const KernelGraph& g : {rmsnorm_fused(), two_block_long_loop(), two_block_long_loop(32)}) {
+    const KernelCost k = estimate_cost(g, t, with_code()).kernels[0];
+    ASSERT_TRUE(k.code.has_value());
+    ASSERT_GT(k.code->loop_barriers, 0);
+    const int64_t groups = std::max(1, k.code->loop_groups);
+    const int64_t rounds = (k.forloop + groups - 1) / groups;
+    ASSERT_GT(rounds, 1);
+    const double sync = static_cast<double>(k.blocks * (rounds - 1) * k.code->loop_barriers) /
+                        static_cast<double>(t.sm_count) * t.barrier_sync_s;
+    EXPECT_GT(k.t_sync_s, 0);
+    EXPECT_DOUBLE_EQ(k.t_sync_s, sync);
+    // Without the term the throughput bound is that much shorter; nothing else changes.
+    Target off = t;
+    off.barrier_sync_s = 0;
+    const KernelCost none = estimate_cost(g, off, with_code()).kernels[0];
+    EXPECT_EQ(none.t_sync_s, 0);
+    EXPECT_DOUBLE_EQ(k.t_throughput_s, none.t_throughput_s + sync);
+    EXPECT_DOUBLE_EQ(k.t_latency_s, none.t_latency_s);
+    EXPECT_DOUBLE_EQ(k.predicted_s,
+                     std::max(k.t_throughput_s, k.t_latency_s) + t.launch_overhead_s);
+    // The same without the features asked for: the kernel is planned for its barriers.
+    EXPECT_DOUBLE_EQ(estimate_cost(g, t).kernels[0].t_sync_s, sync);
+    EXPECT_DOUBLE_EQ(graph_cost_to_json(estimate_cost(g, t), t)["kernels"][0]["t_sync_us"]
+                         .get<double>(),
+                     sync * 1e6);
+  }
+  // A kernel without a plan (a generic elementwise kernel, a cuBLAS call) has no barriers to
+  // charge; a matmul lowered to a block graph loops over k and has.
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
+  int w = *g.add_input("W", Shape{kK, kN}, DType::f16);
+  int y = *g.add_op(OpKind::Exp, {x}, {}, "Y");
+  ASSERT_TRUE(g.mark_output(*g.add_op(OpKind::Matmul, {y, w}, {}, "O")).ok());
+  const GraphCost lib = estimate_cost(g, t, with_code());
+  ASSERT_EQ(lib.kernels.size(), 2u);
+  ASSERT_FALSE(lib.kernels[0].code.has_value());
+  ASSERT_TRUE(lib.kernels[1].library);
+  EXPECT_EQ(lib.kernels[0].t_sync_s, 0);
+  EXPECT_EQ(lib.kernels[1].t_sync_s, 0);
+  const GraphCost gen = estimate_cost(g, t, with_code(false));
+  ASSERT_TRUE(gen.kernels[1].code.has_value());
+  EXPECT_GT(gen.kernels[1].t_sync_s, 0);
 }
 
 // A rowwise kernel loads into registers (docs/cost-model.md, "Loads into registers"): its
@@ -311,7 +361,7 @@ TEST(CodeFeatures, TheLastWavesTailScalesTheThroughputBound) {
   EXPECT_EQ(k.waves, 1);  // 96 blocks on 132 SMs: one wave, no tail
   EXPECT_DOUBLE_EQ(k.t_throughput_s, k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
                                          static_cast<double>(k.forloop) * t.iteration_latency_s +
-                                         k.t_simt_s);
+                                         k.t_simt_s + k.t_sync_s);
   // The same kernel on a target of 5 SMs: 96 blocks need several waves; the busiest SM runs
   // ⌈96 / 5⌉ = 20 blocks against 19.2 on average.
   Target small = t;
@@ -322,7 +372,8 @@ TEST(CodeFeatures, TheLastWavesTailScalesTheThroughputBound) {
   EXPECT_DOUBLE_EQ(s.t_throughput_s,
                    (s.t_mem_s * s.alpha + s.t_comp_s * s.underfill +
                     static_cast<double>(s.forloop) * small.iteration_latency_s + s.t_simt_s) *
-                       std::max(1.0, tail));
+                           std::max(1.0, tail) +
+                       s.t_sync_s);
   EXPECT_EQ(graph_cost_to_json(c, t)["kernels"][0]["blocks_per_sm"], k.blocks_per_sm);
 }
 
@@ -355,4 +406,5 @@ TEST(CodeFeatures, OnlyPlannedKernelsAndOnlyWhenAsked) {
 }
 
 }  // namespace
+
 }  // namespace strata

@@ -23,6 +23,7 @@ Json kernel_cost_to_json(const KernelCost& k) {
   j["t_comp_us"] = k.t_comp_s * 1e6;
   j["t_simt_us"] = k.t_simt_s * 1e6;
   j["t_pass_us"] = k.t_pass_s * 1e6;
+  j["t_sync_us"] = k.t_sync_s * 1e6;
   j["t_latency_us"] = k.t_latency_s * 1e6;
   j["t_throughput_us"] = k.t_throughput_s * 1e6;
   j["predicted_us"] = k.predicted_s * 1e6;

@@ -69,11 +69,12 @@ const std::vector<Target>& target_table() {
       // (1.98 / 1.41 GHz), not measured.
       // The next three columns, t_barrier, t_tbyte and t_rbyte of the latency bound
       // (docs/cost-model.md, "Latency bound and the last wave's tail", "Loads into registers",
-      // "The ranking within programs"): h200 fitted together on top of the throughput bounds
-      // (the last wave's tail included), minimizing the squared log error, to the 2509 H200
-      // points of bench/calibration/points.json, the barriers counted after the first
-      // iteration (`bench/calibrate.py --latency`); h100 the same SM and clock, so the same;
-      // a100 scaled by the SM clock (1.98 / 1.41 GHz), not measured.
+      // "The ranking within programs", "Barriers in the throughput bound"): h200 fitted
+      // together with t_sync (the last column) on top of the throughput bounds to the ranking
+      // within programs of the 2701 H200 points of bench/calibration/points.json, the barriers
+      // counted after the first iteration (`bench/calibrate.py --barrier-sync`; the log-error
+      // fit, `--latency`, gave 287 ns, 1.33 ns and 10 ns before t_sync); h100 the same SM and
+      // clock, so the same; a100 scaled by the SM clock (1.98 / 1.41 GHz), not measured.
       // The next two columns, γ and β of library matmuls on unaligned rows (docs/cost-model.md,
       // "Library matmuls on unaligned rows"): h200 from 17 cuBLAS calls timed on an H200
       // (bench/blas_alignment.py, bench/results/h200-2026-11-28-blas-alignment.md); h100 the
@@ -88,19 +89,23 @@ const std::vector<Target>& target_table() {
       // cuBLAS call"): h200 fitted alone on top of the other constants (log loss) to the 2509
       // H200 points of bench/calibration/points.json (`bench/calibrate.py --library-launch`);
       // h100 the same; a100 the h200's fraction (0.75) of its launch term, not measured.
-      // The last column, the rate of matmuls run as warpgroup MMA (docs/cost-model.md,
+      // The next column, the rate of matmuls run as warpgroup MMA (docs/cost-model.md,
       // "Warpgroup MMA"): h200 fitted to the time ratios of the graphs timed with and without
-      // the knob `wgmma` on an H200 (bench/calibrate.py --wgmma); h100 the same SM, so the same;
+      // the knob `wgmma` on an H200 (bench/wgmma_rate.py); h100 the same SM, so the same;
       // a100 has no wgmma (0).
+      // The last column, t_sync (per block-level barrier a block passes after its first loop
+      // iteration, spread over the SMs, in the throughput bound; docs/cost-model.md, "Barriers
+      // in the throughput bound"): h200 fitted with the latency bound's constants above;
+      // h100 the same SM and clock, so the same; a100 scaled by the SM clock, not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops}},
+        185e-9, 1.33e-9, 14.1e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops, 27.2e-9}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        287e-9, 1.33e-9, 10e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops}},
+        185e-9, 1.33e-9, 14.1e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops, 27.2e-9}},
       {arch("a100"),
-       {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 403e-9,
-        1.87e-9, 14e-9, 2.5, 4.06e9, 65e-9, 1.5e-6, 0.0}},
+       {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 260e-9,
+        1.87e-9, 19.8e-9, 2.5, 4.06e9, 65e-9, 1.5e-6, 0.0, 38.2e-9}},
   };
   return table;
 }
@@ -500,11 +505,12 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     const std::vector<InputReads> reads =
         op.kind == OpKind::Customized ? customized_cost(g, op, k) : predefined_cost(g, op, k);
     // Every kernel the emitter plans (a customized kernel or a lowered predefined matmul) is
-    // planned for its loop barriers and threads (t_latency_s) when the target charges the
-    // latency bound, and a customized kernel whose matmul may run off the tensor cores for its
-    // SIMT chains' length (t_simt_s) in any case.
+    // planned for its loop barriers and threads (t_latency_s, t_sync_s) when the target charges
+    // the latency bound or the barriers of the throughput bound, and a customized kernel whose
+    // matmul may run off the tensor cores for its SIMT chains' length (t_simt_s) in any case.
     const bool latency_bound = t.barrier_latency_s > 0 || t.thread_byte_latency_s > 0 ||
                                t.register_byte_latency_s > 0;
+    const bool barrier_terms = latency_bound || t.barrier_sync_s > 0;
     std::optional<KernelCodeFeatures> code;
     // On a target with wgmma, a kernel whose plan under the knob runs a matmul as warpgroup MMA
     // is predicted as that plan (the tuning variant `wgmma=1`, profiled beside the default);
@@ -515,7 +521,7 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
       code = kernel_code_features(g, i, views, wgmma_plan);
       if (code && code->loop_wgmma_flops + code->once_wgmma_flops <= 0) code.reset();
     }
-    if (!code && (options.code_features || latency_bound || may_have_simt_matmul(g, i)))
+    if (!code && (options.code_features || barrier_terms || may_have_simt_matmul(g, i)))
       code = kernel_code_features(g, i, views, PlanOptions::for_arch(t));
     if (code)
       k.wgmma_flops = std::min(
@@ -558,6 +564,11 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
                    (group_iterations * static_cast<double>(code->loop_pass_steps) +
                     static_cast<double>(code->once_pass_steps)) *
                    t.pass_step_s;
+      // Every block passes its loop barriers once per iteration of its group after the first
+      // (whose wait on the prologue the launch term charges); the SMs share the blocks.
+      k.t_sync_s = static_cast<double>(k.blocks) * std::max(0.0, group_iterations - 1.0) *
+                   static_cast<double>(code->loop_barriers) /
+                   static_cast<double>(t.sm_count) * t.barrier_sync_s;
     }
     // The latency bound of a planned kernel (a generic predefined kernel has no plan).
     if (code && latency_bound) {
@@ -582,7 +593,8 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     }
     // The throughput bound; a launch of several waves runs its last wave partly empty, so it is
     // scaled by the slots of all waves over the blocks (1 for one wave, whose underfill α and
-    // u charge). The latency bound is hidden behind it unless it is the longer one.
+    // u charge); the barriers' share of the SMs (t_sync_s, an average over them) is added
+    // after. The latency bound is hidden behind it unless it is the longer one.
     const double slots = static_cast<double>(ceil_div(k.blocks, t.sm_count)) *
                          static_cast<double>(t.sm_count);
     const double tail =
@@ -590,7 +602,8 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     k.t_throughput_s = (k.t_mem_s * k.alpha + k.t_comp_s * k.underfill +
                         static_cast<double>(k.forloop) * t.iteration_latency_s + k.t_simt_s +
                         k.t_pass_s) *
-                       tail;
+                           tail +
+                       k.t_sync_s;
     k.predicted_s = std::max(k.t_throughput_s, k.t_latency_s) + t.launch_overhead_s;
     if (options.code_features) k.code = code;
     gc.predicted_us += k.predicted_s * 1e6;

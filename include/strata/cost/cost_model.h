@@ -96,6 +96,12 @@ struct CostConstants {
   /// effective rate of the model's additive form, fitted to the ratio of each graph's time with
   /// and without the knob (docs/cost-model.md, "Warpgroup MMA").
   double wgmma_tensor_flops;
+  /// t_sync: per block-level barrier a block passes in its loop after its first iteration,
+  /// spread over the SMs and added to the throughput bound (N_blocks · (⌈F / loop groups⌉ − 1) ·
+  /// loop barriers / N_SM · t_sync): the issue time an SM loses while a block's warps drain to
+  /// each barrier, which other resident blocks do not hide (docs/cost-model.md, "Barriers in
+  /// the throughput bound").
+  double barrier_sync_s;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -147,13 +153,17 @@ struct KernelCost {
   /// passes over tiles outside the matmuls (elementwise ops, reductions and norms on their own;
   /// a loop group's team passes over its own iterations).
   double t_pass_s = 0;
+  /// N_blocks · (⌈F / loop groups⌉ − 1) · loop barriers / N_SM · t_sync: the barriers the
+  /// kernel's blocks pass after their first iteration, spread over the SMs (0 for a kernel
+  /// without a plan; part of t_throughput_s, outside the tail).
+  double t_sync_s = 0;
   /// (waves · ⌈F / loop groups⌉ − 1) · loop barriers · t_barrier + waves · (load + L2 bytes) /
   /// (blocks · threads) · t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
   /// or a generic predefined kernel).
   double t_latency_s = 0;
-  /// (t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s) · tail, tail = waves ·
-  /// blocks_per_sm · N_SM / blocks for several waves (the last one's empty slots), else 1: the
-  /// throughput bound (for a cuBLAS call max(t_mem_s, t_comp_s)).
+  /// (t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s + t_pass_s) · tail +
+  /// t_sync_s, tail = ⌈blocks / N_SM⌉ · N_SM / blocks for several waves (the last one's empty
+  /// slots), else 1: the throughput bound (for a cuBLAS call max(t_mem_s, t_comp_s)).
   double t_throughput_s = 0;
   double predicted_s;    ///< max(t_throughput_s, t_latency_s) + launch
   int64_t smem_bytes;    ///< block_smem_bytes of a customized kernel; 0 for predefined ops
