@@ -48,6 +48,16 @@ std::string error_of(const std::vector<TensorSignature>& outs) {
   return st.ok() ? "" : st.error().message;
 }
 
+/// A fused QKV projection whose Q, K and V (64, 16 and 16 columns) are packed outputs.
+const char* const kQkvProgram = R"(input X: f16[64, 128]
+input W: f16[128, 96]
+QKV = matmul(X, W)
+Q = slice(QKV, -1, 0, 64)
+K = slice(QKV, -1, 64, 80)
+V = slice(QKV, -1, 80, 96)
+output Q, K, V
+)";
+
 TEST(PackedOutputsRuntime, PlacementIsChecked) {
   EXPECT_EQ(error_of(packed_qkv()), "");
   EXPECT_EQ(error_of({output("O", Shape{4, 8})}), "");  // dense defaults
@@ -246,14 +256,7 @@ std::vector<std::vector<double>> run_on_host(CompiledGraph& cg, const KernelGrap
 }
 
 TEST(PackedOutputsRuntime, EmulatedQkvMatchesTheInterpreterPackedAndAlone) {
-  const KernelGraph g = parse(R"(input X: f16[64, 128]
-input W: f16[128, 96]
-QKV = matmul(X, W)
-Q = slice(QKV, -1, 0, 64)
-K = slice(QKV, -1, 64, 80)
-V = slice(QKV, -1, 80, 96)
-output Q, K, V
-)");
+  const KernelGraph g = parse(kQkvProgram);
   const std::vector<HostTensor> inputs = rounded_random_inputs(g, 7, 0.5);
   auto ref = run_reference(g, inputs);
   ASSERT_TRUE(ref.ok()) << ref.error().message;
@@ -300,14 +303,7 @@ output Q, K, V
 // every emulation test does through check_emulation: it must see the packing (the strata-meta
 // "layout" objects) and place the outputs as declared; a source that packs none runs alone only.
 TEST(PackedOutputsRuntime, TheEmulationHarnessRunsPackingSourcesPacked) {
-  const KernelGraph qkv = parse(R"(input X: f16[64, 128]
-input W: f16[128, 96]
-QKV = matmul(X, W)
-Q = slice(QKV, -1, 0, 64)
-K = slice(QKV, -1, 64, 80)
-V = slice(QKV, -1, 80, 96)
-output Q, K, V
-)");
+  const KernelGraph qkv = parse(kQkvProgram);
   EmulatedGraph packing(qkv, {}, "harness_qkv");
   ASSERT_TRUE(packing.ok()) << packing.log();
   EXPECT_TRUE(packing.packs());

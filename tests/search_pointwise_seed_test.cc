@@ -56,16 +56,7 @@ TEST(PointwiseSeed, LongRowsAreCutIntoColumnChunks) {
       if (op.kind == OpKind::Customized) return &op;
     return nullptr;
   };
-  // A SwiGLU's silu·mul over 4 rows of 4608 with a gain along the row and a scale per row:
-  // chunks of 1536, three per row; the gain is chunked with the rows, the per-row scale not.
-  KernelGraph swiglu = parse(R"(
-input A: f16[4, 4608]
-input B: f16[4, 4608]
-input G: f16[4608]
-input S: f16[4, 1]
-H = mul(mul(mul(silu(A), B), G), S)
-output H
-)");
+  KernelGraph swiglu = parse(kChunkedSwigluProgram);
   auto seeds = search::pointwise_seeds(swiglu, kWave);
   ASSERT_EQ(seeds.size(), 1u);
   const KernelOp* k = only_kernel(seeds[0]);

@@ -20,27 +20,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "micro_common.cuh"
+
 
 struct Shape {
   const char* name;
   int m, n, k;
 };
-
-__global__ void fill(half* p, size_t n, unsigned seed) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  unsigned h = (unsigned)i * 2654435761u ^ seed;
-  h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-  p[i] = __float2half(((h & 0xffff) / 65536.0f - 0.5f) * 0.25f);
-}
 
 /// One round of 40 back-to-back launches of `f`, µs per launch.
 template <class F>
@@ -102,10 +88,8 @@ int main() {
     const int copies = (int)std::max<size_t>(1, std::min<size_t>(4, (200u << 20) / bytes + 1));
     std::vector<half*> a(copies), b(copies);
     for (int c = 0; c < copies; ++c) {
-      CHECK(cudaMalloc(&a[c], a_n * 2));
-      CHECK(cudaMalloc(&b[c], b_n * 2));
-      fill<<<(unsigned)((a_n + 255) / 256), 256>>>(a[c], a_n, 11 + c);
-      fill<<<(unsigned)((b_n + 255) / 256), 256>>>(b[c], b_n, 71 + c);
+      a[c] = alloc_random(a_n, 11 + c, 0.125f);
+      b[c] = alloc_random(b_n, 71 + c, 0.125f);
     }
     half *c0, *c1, *c2;
     CHECK(cudaMalloc(&c0, c_n * 2));

@@ -22,14 +22,8 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (x);                                                              \
-    if (e_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "micro_common.cuh"
+
 #define CHECK_BLAS(x)                                                                  \
   do {                                                                                 \
     cublasStatus_t s_ = (x);                                                           \
@@ -56,19 +50,8 @@ struct Buffers {
   half* outcat = nullptr;               // [M, sum N]
 };
 
-__global__ void fill(half* p, size_t n, unsigned seed) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  unsigned h = (unsigned)i * 2654435761u ^ seed;
-  h ^= h >> 13; h *= 0x5bd1e995u; h ^= h >> 15;
-  p[i] = __float2half(((h & 0xffff) / 65536.0f - 0.5f) * 0.25f);
-}
-
 static half* alloc_fill(size_t n, unsigned seed) {
-  half* p;
-  CHECK(cudaMalloc(&p, n * sizeof(half)));
-  fill<<<(unsigned)((n + 255) / 256), 256>>>(p, n, seed);
-  return p;
+  return alloc_random(n, seed, 0.125f);
 }
 
 // Row-major C[M,N] = X[M,K]·W[K,N] is column-major C^T = W^T X^T: m=N, n=M, k=K,

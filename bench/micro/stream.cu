@@ -22,14 +22,8 @@
 #include <algorithm>
 #include <string>
 
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                               \
-    }                                                                             \
-  } while (0)
+#include "micro_common.cuh"
+
 
 constexpr int kThreads = 128;
 constexpr int kTileCols = 64;         // columns per block tile (128 bytes per row)
@@ -415,18 +409,6 @@ __global__ void read_all(const uint4* __restrict__ p, size_t n, float* __restric
     acc += __uint_as_float(v.x ^ v.y ^ v.z ^ v.w);
   }
   if (acc == 12345.f) out[0] = acc;
-}
-
-// Fills w with pseudo-random f16 values in [-1, 1) (a hash of the index and seed): timing on
-// zeros can flatter a kernel (DRAM and the datapath toggle fewer bits).
-__global__ void fill_random(__half* w, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = static_cast<unsigned>(i) * 0x9E3779B1u ^ seed;
-    h ^= h >> 15;
-    h *= 0x85EBCA77u;
-    h ^= h >> 13;
-    w[i] = __float2half(static_cast<float>(h >> 8) / 8388608.0f - 1.0f);
-  }
 }
 
 struct Times {

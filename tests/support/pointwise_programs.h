@@ -1,6 +1,6 @@
 // Test support: programs of elementwise work (docs/search.md, "Pointwise seeds") at small
-// shapes — rotary embedding of q and k (rotate-half, cos/sin broadcast over the heads), and a
-// residual add + RMSNorm with a gain and two outputs.
+// shapes — rotary embedding of q and k (rotate-half, cos/sin broadcast over the heads), a
+// residual add + RMSNorm with a gain and two outputs, and a SwiGLU product of long rows.
 #pragma once
 
 #include <string>
@@ -24,6 +24,17 @@ inline std::string rotary_program(int tokens, int q_heads, int k_heads, int dim)
 }
 
 inline const std::string kRotaryProgram = rotary_program(6, 4, 2, 32);
+
+/// A SwiGLU's silu·mul over 4 rows of 4608 with a gain along the row and a scale per row: a
+/// seed cuts its rows into column chunks of 1536 (three per row), the gain chunked with them,
+/// the per-row scale replicated.
+inline const std::string kChunkedSwigluProgram = R"(input A: f16[4, 4608]
+input B: f16[4, 4608]
+input G: f16[4608]
+input S: f16[4, 1]
+H = mul(mul(mul(silu(A), B), G), S)
+output H
+)";
 
 /// Rows × width of the residual norm: more rows than the search's grid policy offers blocks
 /// for when rows is large.
