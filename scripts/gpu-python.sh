@@ -10,7 +10,8 @@
 #
 # Usage: scripts/gpu-python.sh [OUT_DIR]
 # Knobs: STRATA_LLAMA_ARGS (extra arguments of bench/llama_layer.py, e.g. "--batches 1"),
-#   STRATA_PY_PHASE=tests|bench|all (default all).
+#   STRATA_PY_PHASE=tests|bench|all (default all), STRATA_PY_TESTS (a pytest -k expression that
+#   selects among the GPU tests, e.g. "packed"; default all of them).
 # Exit: 0 all passed; 1 tests or the benchmark failed; 3 the package did not build.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 3
@@ -53,7 +54,8 @@ fi
 phase=${STRATA_PY_PHASE:-all}
 if [ "$phase" = all ] || [ "$phase" = tests ]; then
   step "GPU tests of the package (pytest -m gpu)"
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -m gpu python/tests || failed+=("GPU tests")
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -m gpu ${STRATA_PY_TESTS:+-k "$STRATA_PY_TESTS"} \
+    python/tests || failed+=("GPU tests")
 fi
 if [ "$phase" = all ] || [ "$phase" = bench ]; then
   step "Llama decoder layer: eager vs torch.compile vs backend=strata"

@@ -112,8 +112,10 @@ def output_allocations(outputs, placement, device):
 
 
 def output_views(outputs, placement, allocations):
-    """The outputs as views of ``allocations`` (output_allocations): output i's element
-    (i0, …) is at its base's allocation + offset + Σ i_d · strides[d] (torch.as_strided)."""
+    """The outputs as views of ``allocations`` (output_allocations, or the strata::launch op's
+    result: fresh tensors, storage offset 0): output i's element (i0, …) is at its base's
+    allocation + offset + Σ i_d · strides[d] (torch.as_strided). The offset is taken as given,
+    not added to the allocation's storage offset, which Dynamo cannot trace."""
     own = [i for i, p in enumerate(placement) if p["base"] == i]
     if len(own) != len(allocations):
         raise InputError(f"strata kernel: {len(allocations)} output allocation(s); expected "
@@ -125,8 +127,7 @@ def output_views(outputs, placement, allocations):
         if p["base"] == i and tuple(a.shape) == tuple(s.shape):
             views.append(a)
         else:
-            views.append(torch.as_strided(a, s.shape, p["strides"],
-                                          a.storage_offset() + p["offset"]))
+            views.append(torch.as_strided(a, s.shape, p["strides"], p["offset"]))
     return views
 
 
