@@ -787,6 +787,22 @@ def ranking_score(pred, meas, configs):
             RANKING_REGRET_WEIGHT * (top1_regret(pred, meas, configs) - 1.0))
 
 
+def coordinate_ascent(score, start, grids, rounds=4):
+    """The coefficients maximizing score(coef) by coordinate ascent from `start`: each
+    coefficient in turn takes the value of its grid that scores best with the others fixed,
+    for up to `rounds` sweeps or until a sweep changes none."""
+    coef = list(start)
+    for _ in range(rounds):
+        changed = False
+        for t, grid in enumerate(grids):
+            best = max(grid, key=lambda v: score(coef[:t] + [v] + coef[t + 1:]))
+            if score(coef[:t] + [best] + coef[t + 1:]) > score(coef):
+                coef[t], changed = best, True
+        if not changed:
+            break
+    return tuple(coef)
+
+
 def fit_ranking(points):
     """(t_barrier, t_tbyte, t_rbyte, L) fitted together on the dataset's throughput bounds to the
     ranking within programs (ranking_score) instead of the log error: coordinate descent, each
@@ -801,16 +817,7 @@ def fit_ranking(points):
         return ranking_score([predict_ranking(r, coef, b) for r, b in zip(rows, blas)], meas,
                              configs)
 
-    coef = list(RANKING_START)
-    for _ in range(4):
-        changed = False
-        for t, grid in enumerate(RANKING_GRIDS):
-            best = max(grid, key=lambda v: score(coef[:t] + [v] + coef[t + 1:]))
-            if score(coef[:t] + [best] + coef[t + 1:]) > score(coef):
-                coef[t], changed = best, True
-        if not changed:
-            break
-    return tuple(coef)
+    return coordinate_ascent(score, RANKING_START, RANKING_GRIDS)
 
 
 def fit_and_report_ranking(points, meas, configs, a, where):
@@ -895,16 +902,7 @@ def fit_barrier_sync(points, n_sm=SM_COUNT["h200"]):
         return ranking_score([predict_sync(r, coef, *l) for r, l in zip(rows, launches)], meas,
                              configs)
 
-    coef = list(SYNC_START)
-    for _ in range(4):
-        changed = False
-        for t, grid in enumerate(SYNC_GRIDS):
-            best = max(grid, key=lambda v: score(coef[:t] + [v] + coef[t + 1:]))
-            if score(coef[:t] + [best] + coef[t + 1:]) > score(coef):
-                coef[t], changed = best, True
-        if not changed:
-            break
-    return tuple(coef)
+    return coordinate_ascent(score, SYNC_START, SYNC_GRIDS)
 
 
 def fit_and_report_barrier_sync(points, meas, configs, a, where):

@@ -27,12 +27,6 @@ int64_t tile_atom_stride(const Shape& s, const TileLayout& layout) {
   return layout.atoms > 1 ? (s[s.rank() - 2] + layout.pad_rows) * layout.ld : 0;
 }
 
-std::vector<int64_t> dense_strides(const Shape& s) {
-  std::vector<int64_t> st(s.rank(), 1);
-  for (int d = s.rank() - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
-  return st;
-}
-
 std::string map_str(const GridMap& m) {
   std::string s = "(";
   for (int a = 0; a < 3; ++a) {
@@ -225,7 +219,7 @@ Access BlockEmitter::access_stage(int t, const ir::Expr& stage) const {
     // The inverse-RMS vector of a folded norm: dense over the non-normalized indices.
     Shape vs = g_.tensor(t).shape;
     vs[g_.op(g_.tensor(t).producer).attrs.dim] = 1;
-    a.strides = dense_strides(vs);
+    a.strides = vs.strides();
     return a;
   }
   a.strides = tile_strides(stored_shape(plan_, t), tp.layout);
@@ -746,7 +740,7 @@ void BlockEmitter::emit_load(int i, const ir::Expr& stage, const ir::Expr& iter)
   const Shape tile = stored_shape(plan_, t);
   const bool swapped = plan_.tensors[t].stored_transposed;
   auto stored_dim = [&](int d) { return swapped && d >= r - 2 ? 2 * r - 3 - d : d; };
-  const std::vector<int64_t> gs = dense_strides(S);
+  const std::vector<int64_t> gs = S.strides();
   std::vector<ir::Expr> origin;
   int64_t view_offset = 0;
   for (int d = 0; d < r; ++d) {

@@ -9,12 +9,6 @@ const OutputParts* parts_of(const KernelPlan& plan, int oi) {
              : nullptr;
 }
 
-std::vector<int64_t> row_major_strides(const Shape& s) {
-  std::vector<int64_t> st(s.rank(), 1);
-  for (int d = s.rank() - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
-  return st;
-}
-
 ir::Expr axis(int a) {
   return ir::var(a == 0 ? "bx" : a == 1 ? "by" : "bz");
 }
@@ -55,7 +49,7 @@ std::vector<SaveTarget> save_targets(const KernelPlan& plan, int oi) {
       ir::Expr hi = k + 1 < names.size() ? (b < ir::int_lit(end_block)) : ir::Expr{};
       t.when = lo && hi ? ir::land(lo, hi) : lo ? lo : hi;
     }
-    t.strides = row_major_strides(t.shape);
+    t.strides = t.shape.strides();
     for (int a = 0; a < 3; ++a) {
       if (g.grid()[a] <= 1) continue;
       const int d = saver.attrs.omap[a];

@@ -7,12 +7,6 @@
 namespace strata {
 namespace {
 
-std::vector<int64_t> row_major(const Shape& shape) {
-  std::vector<int64_t> strides(shape.rank(), 1);
-  for (int d = shape.rank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
 int64_t round_up(int64_t n, int64_t align) {
   return (n + align - 1) / align * align;
 }
@@ -29,12 +23,12 @@ int64_t span(const TensorSignature& s) {
 }  // namespace
 
 std::vector<int64_t> TensorSignature::element_strides() const {
-  return strides.empty() ? row_major(shape) : strides;
+  return strides.empty() ? shape.strides() : strides;
 }
 
 bool TensorSignature::dense() const {
   return offset == 0 && (alloc < 0 || alloc == shape.numel()) &&
-         element_strides() == row_major(shape);
+         element_strides() == shape.strides();
 }
 
 Status check_placement(const std::vector<TensorSignature>& outputs) {
@@ -98,7 +92,7 @@ Result<OutputBuffers> place_outputs(const std::vector<TensorSignature>& outputs,
 std::vector<uint8_t> gather_output(const TensorSignature& s, const uint8_t* at, bool packed) {
   const int64_t size = dtype_size(s.dtype), numel = s.shape.numel();
   std::vector<uint8_t> out(static_cast<size_t>(numel * size));
-  if (!packed || s.strides.empty() || s.element_strides() == row_major(s.shape)) {
+  if (!packed || s.strides.empty() || s.element_strides() == s.shape.strides()) {
     if (numel > 0) std::memcpy(out.data(), at, out.size());
     return out;
   }

@@ -89,6 +89,12 @@ int64_t Shape::stride(int d) const {
   return s;
 }
 
+std::vector<int64_t> Shape::strides() const {
+  std::vector<int64_t> s(rank_);
+  for (int d = 0; d < rank_; ++d) s[d] = stride(d);
+  return s;
+}
+
 std::optional<int> Shape::normalize_dim(int d) const {
   if (d < 0) d += rank_;
   if (d < 0 || d >= rank_) return std::nullopt;

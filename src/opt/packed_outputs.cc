@@ -5,13 +5,6 @@
 namespace strata {
 namespace {
 
-/// Row-major element strides of `shape`.
-std::vector<int64_t> dense_strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.rank(), 1);
-  for (int d = shape.rank() - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
 /// The packing of kernel tensor `t` (see the header), or nullopt.
 std::optional<PackedOutput> packing_of(const KernelGraph& g, int t,
                                        const std::vector<std::vector<int>>& readers,
@@ -90,14 +83,14 @@ std::vector<OutputLayout> output_layouts(const KernelGraph& g,
   std::vector<OutputLayout> layouts(g.outputs().size());
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const Shape& shape = g.tensor(g.outputs()[i]).shape;
-    layouts[i] = {static_cast<int>(i), 0, dense_strides(shape), shape.numel()};
+    layouts[i] = {static_cast<int>(i), 0, shape.strides(), shape.numel()};
   }
   for (const std::optional<PackedOutput>& p : packed) {
     if (!p) continue;
     const int owner = p->parts.front().slice_op >= 0 ? p->parts.front().output : -1;
     const KernelOp& first = g.op(p->parts.front().slice_op);
     const Shape& whole = g.tensor(first.inputs[0]).shape;
-    const std::vector<int64_t> strides = dense_strides(whole);
+    const std::vector<int64_t> strides = whole.strides();
     for (const PackedPart& part : p->parts) {
       OutputLayout& l = layouts[part.output];
       l.base = owner;

@@ -64,6 +64,8 @@ class Shape {
   std::vector<int64_t> dims() const { return {dims_.begin(), dims_.begin() + rank_}; }
   /// Row-major stride of dimension d (product of the extents after it).
   int64_t stride(int d) const;
+  /// Every dimension's row-major stride, outermost first.
+  std::vector<int64_t> strides() const;
 
   /// Normalizes a possibly negative dimension index; nullopt if out of range.
   std::optional<int> normalize_dim(int d) const;
