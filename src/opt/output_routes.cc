@@ -10,31 +10,10 @@ std::optional<OutputRoute> route_of(const KernelGraph& g, const KernelOp& op, in
                                     const std::vector<std::vector<int>>& readers,
                                     const std::vector<std::optional<KernelView>>& views,
                                     const std::vector<DType>& dtype_of) {
-  if (readers[t].empty()) return std::nullopt;
+  std::optional<OutputRoute> route = slice_partition(g, t, readers, views, dtype_of);
+  if (!route) return std::nullopt;
   const Shape& shape = g.tensor(t).shape;
-  OutputRoute route;
-  for (int r : readers[t]) {
-    const KernelOp& s = g.op(r);
-    if (s.kind != OpKind::Slice || s.inputs.size() != 1 || s.outputs.size() != 1)
-      return std::nullopt;
-    const int u = s.outputs[0];
-    if (u < static_cast<int>(views.size()) && views[u]) return std::nullopt;  // read in place
-    if (!dtype_of.empty() && dtype_of[u] != dtype_of[t]) return std::nullopt;
-    if (route.dim < 0) route.dim = s.attrs.dim;
-    if (s.attrs.dim != route.dim) return std::nullopt;
-    route.parts.push_back({r, u, s.attrs.start, s.attrs.end});
-  }
-  std::sort(route.parts.begin(), route.parts.end(),
-            [](const RoutePart& a, const RoutePart& b) { return a.start < b.start; });
-  const int d = route.dim;
-  if (d < 0 || d >= shape.rank()) return std::nullopt;
-  // The parts partition [0, extent).
-  int64_t next = 0;
-  for (const RoutePart& p : route.parts) {
-    if (p.start != next || p.end <= p.start) return std::nullopt;
-    next = p.end;
-  }
-  if (next != shape[d]) return std::nullopt;
+  const int d = route->dim;
   // The kernel saves the tensor in tiles the grid splits exactly along d, and every boundary
   // is a multiple of the tile: each block's tile lies in one part.
   const BlockGraph& b = *op.body;
@@ -45,12 +24,42 @@ std::optional<OutputRoute> route_of(const KernelGraph& g, const KernelOp& op, in
     if (b.grid()[a] > 1 && saver.attrs.omap[a] == d) axis = a;
   if (axis < 0 || tile < 1 || tile * b.grid()[axis] != shape[d]) return std::nullopt;
   if (b.output_shape(oi) != shape) return std::nullopt;
-  for (const RoutePart& p : route.parts)
+  for (const RoutePart& p : route->parts)
     if (p.start % tile != 0 || p.end % tile != 0) return std::nullopt;
   return route;
 }
 
 }  // namespace
+
+std::optional<OutputRoute> slice_partition(const KernelGraph& g, int t,
+                                           const std::vector<std::vector<int>>& readers,
+                                           const std::vector<std::optional<KernelView>>& views,
+                                           const std::vector<DType>& dtype_of) {
+  if (readers[t].empty()) return std::nullopt;
+  OutputRoute p;
+  for (int r : readers[t]) {
+    const KernelOp& s = g.op(r);
+    if (s.kind != OpKind::Slice || s.inputs.size() != 1 || s.outputs.size() != 1)
+      return std::nullopt;
+    const int u = s.outputs[0];
+    if (u < static_cast<int>(views.size()) && views[u]) return std::nullopt;  // read in place
+    if (!dtype_of.empty() && dtype_of[u] != dtype_of[t]) return std::nullopt;
+    if (p.dim < 0) p.dim = s.attrs.dim;
+    if (s.attrs.dim != p.dim) return std::nullopt;
+    p.parts.push_back({r, u, s.attrs.start, s.attrs.end});
+  }
+  const Shape& shape = g.tensor(t).shape;
+  if (p.dim < 0 || p.dim >= shape.rank()) return std::nullopt;
+  std::sort(p.parts.begin(), p.parts.end(),
+            [](const RoutePart& a, const RoutePart& b) { return a.start < b.start; });
+  int64_t next = 0;
+  for (const RoutePart& part : p.parts) {
+    if (part.start != next || part.end <= part.start) return std::nullopt;
+    next = part.end;
+  }
+  if (next != shape[p.dim]) return std::nullopt;
+  return p;
+}
 
 std::vector<std::optional<OutputRoute>> plan_output_routes(
     const KernelGraph& g, const std::vector<std::optional<KernelView>>& views,

@@ -5,39 +5,23 @@
 namespace strata {
 namespace {
 
-/// The packing of kernel tensor `t` (see the header), or nullopt.
+/// The packing of kernel tensor `t` (see the header), or nullopt: its slices partition a dim
+/// (slice_partition) and each is a graph output listed once, read by no op.
 std::optional<PackedOutput> packing_of(const KernelGraph& g, int t,
                                        const std::vector<std::vector<int>>& readers,
                                        const std::vector<int>& output_count,
                                        const std::vector<int>& output_index,
                                        const std::vector<std::optional<KernelView>>& views,
                                        const std::vector<DType>& dtype_of) {
-  if (readers[t].empty()) return std::nullopt;
+  const std::optional<OutputRoute> parts = slice_partition(g, t, readers, views, dtype_of);
+  if (!parts) return std::nullopt;
   PackedOutput p;
-  for (int r : readers[t]) {
-    const KernelOp& s = g.op(r);
-    if (s.kind != OpKind::Slice || s.inputs.size() != 1 || s.outputs.size() != 1)
-      return std::nullopt;
-    const int u = s.outputs[0];
-    if (u < static_cast<int>(views.size()) && views[u]) return std::nullopt;
-    if (output_count[u] != 1 || !readers[u].empty() || g.tensor(u).producer < 0)
-      return std::nullopt;
-    if (!dtype_of.empty() && dtype_of[u] != dtype_of[t]) return std::nullopt;
-    if (g.tensor(u).dtype != g.tensor(t).dtype) return std::nullopt;
-    if (p.dim < 0) p.dim = s.attrs.dim;
-    if (s.attrs.dim != p.dim) return std::nullopt;
-    p.parts.push_back({r, u, output_index[u], s.attrs.start, s.attrs.end});
+  p.dim = parts->dim;
+  for (const RoutePart& part : parts->parts) {
+    const int u = part.tensor;
+    if (output_count[u] != 1 || !readers[u].empty()) return std::nullopt;
+    p.parts.push_back({part.slice_op, u, output_index[u], part.start, part.end});
   }
-  const Shape& shape = g.tensor(t).shape;
-  if (p.dim < 0 || p.dim >= shape.rank()) return std::nullopt;
-  std::sort(p.parts.begin(), p.parts.end(),
-            [](const PackedPart& a, const PackedPart& b) { return a.start < b.start; });
-  int64_t next = 0;
-  for (const PackedPart& part : p.parts) {
-    if (part.start != next || part.end <= part.start) return std::nullopt;
-    next = part.end;
-  }
-  if (next != shape[p.dim]) return std::nullopt;
   return p;
 }
 

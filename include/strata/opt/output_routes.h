@@ -36,6 +36,16 @@ struct OutputRoute {
   bool operator==(const OutputRoute&) const = default;
 };
 
+/// The slices reading kernel tensor `t` (`readers[t]`: the ops reading it) when they are all
+/// predefined slices along one dim, none of them a view (`views`), each stored in t's type
+/// (`dtype_of`, when given: storage types), whose ranges partition [0, extent) of that dim:
+/// the dim and the parts in ascending order. nullopt otherwise. Routed and packed outputs
+/// (packed_outputs.h) both start from it.
+std::optional<OutputRoute> slice_partition(const KernelGraph& g, int t,
+                                           const std::vector<std::vector<int>>& readers,
+                                           const std::vector<std::optional<KernelView>>& views,
+                                           const std::vector<DType>& dtype_of = {});
+
 /// Decides which kernel tensors are routed: a result of a customized op that is not a graph
 /// output (nor a graph input) and whose
 /// readers are all predefined slices along one dim, none of them a view (`views`, from
