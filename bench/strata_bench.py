@@ -194,14 +194,49 @@ def bench_torch(cfg, fn, inputs, ref, sets, runs):
     entry = {"rel_l2_error": err if math.isfinite(err) else "inf", "ok": err <= TOLERANCE}
     if not entry["ok"]:
         log(f"   {cfg.key}: output off by {err:.3g} (> {TOLERANCE}); timed anyway, marked wrong")
+    entry.update(timing.time_launches(torch_launch(fn, inputs, sets), sets, runs=runs))
+    return entry
+
+
+def torch_launch(fn, inputs, sets):
+    """launch(i) calling fn on the i-th of `sets` rotated copies of inputs (time_launches)."""
     sets_inputs = rotated_inputs(inputs, sets)
     outs = [None] * sets
 
     def launch(i):
         outs[i] = fn(*sets_inputs[i])
 
-    entry.update(timing.time_launches(launch, sets, runs=runs))
-    return entry
+    return launch
+
+
+def bench_head_to_head(cfg, result, fns, inputs, sets, runs):
+    """The best correct PyTorch system of result["systems"] against strata's pick, timed again
+    in interleaved replays (timing.time_head_to_head); sets result["head_to_head"] with both
+    medians and the median per-round ratio PyTorch / strata (the speedup the report takes).
+    `fns`: the PyTorch systems' functions by mode, as they were timed. Does nothing when either
+    side has no correct time; a failure is recorded, not raised."""
+    systems = result["systems"]
+    torch_ok = {m: e for m, e in systems.items()
+                if m != "strata" and m in fns and e.get("ok") and "median_us" in e}
+    pick = systems.get("strata")
+    if not torch_ok or not pick or "library" not in pick:
+        return
+    mode = min(torch_ok, key=lambda m: torch_ok[m]["median_us"])
+    try:
+        lib = timing.StrataLibrary(pick["library"])
+        got = timing.time_head_to_head({
+            mode: (torch_launch(fns[mode], inputs, sets), sets),
+            "strata": (timing.library_launch(lib, rotated_inputs(inputs, sets), cfg.output),
+                       sets)}, runs=runs)
+    except Exception as e:
+        result["head_to_head"] = {"error": f"{type(e).__name__}: {e}"[:800]}
+        return
+    result["head_to_head"] = {"pytorch": mode, "pytorch_us": got[mode]["median_us"],
+                              "strata_us": got["strata"]["median_us"],
+                              "strata_index": pick.get("index"), "runs": runs,
+                              "speedup": got["ratios"][f"{mode}/strata"]}
+    log(f"   {cfg.key} head to head: {mode} {got[mode]['median_us']:.2f} us, strata "
+        f"{got['strata']['median_us']:.2f} us, {result['head_to_head']['speedup']:.3f}x")
 
 
 def bench_strata(cfg, library, inputs, ref, sets, runs):
@@ -215,32 +250,9 @@ def bench_strata(cfg, library, inputs, ref, sets, runs):
     return entry
 
 
-def bench_config(cfg, inputs, prof, modes, runs):
-    ref = cfg.reference(inputs)
-    sets = timing.sets_for(cfg.bytes)
-    result = {"benchmark": cfg.name, "batch": cfg.batch,
-              "inputs": {n: list(s) for n, s in cfg.inputs}, "output": list(cfg.output),
-              "bytes": cfg.bytes, "flops": cfg.flops, "sets": sets, "systems": {}}
-    torch._dynamo.reset()
-    compiled = {
-        "eager": cfg.fn,
-        "compile": lambda: torch.compile(cfg.fn, dynamic=False),
-        # Inductor's own CUDA graphs cannot nest inside ours; this mode is max-autotune with
-        # them off, so the kernels are max-autotune's and the replay is timed like the rest.
-        "max-autotune": lambda: torch.compile(cfg.fn, dynamic=False,
-                                              mode="max-autotune-no-cudagraphs"),
-    }
-    for mode in modes:
-        start = time.time()
-        try:
-            fn = compiled[mode] if mode == "eager" else compiled[mode]()
-            entry = bench_torch(cfg, fn, inputs, ref, sets, runs)
-        except Exception as e:  # a failing baseline is reported, not fatal
-            entry = {"ok": False, "error": f"{type(e).__name__}: {e}"[:800]}
-        entry["wall_s"] = round(time.time() - start, 1)
-        result["systems"][mode] = entry
-        log(f"   {cfg.key} {mode}: " + (f"{entry['median_us']:.2f} us" if "median_us" in entry
-                                         else entry.get("error", "wrong answer")))
+def bench_candidates(cfg, prof, inputs, ref, sets, runs, result):
+    """Every correct (candidate, variant) of a `strata profile` report timed by bench_strata;
+    sets result["strata_candidates"] and result["systems"]["strata"] (the fastest)."""
     candidates = []
     for c in (prof or {}).get("candidates", []):
         if c.get("status") != "ok" or "library" not in c or "same_as" in c:
@@ -259,6 +271,38 @@ def bench_config(cfg, inputs, prof, modes, runs):
     timed = [c for c in candidates if c.get("ok") and "median_us" in c]
     if timed:
         result["systems"]["strata"] = dict(min(timed, key=lambda c: c["median_us"]))
+
+
+def bench_config(cfg, inputs, prof, modes, runs, head_to_head=True):
+    ref = cfg.reference(inputs)
+    sets = timing.sets_for(cfg.bytes)
+    result = {"benchmark": cfg.name, "batch": cfg.batch,
+              "inputs": {n: list(s) for n, s in cfg.inputs}, "output": list(cfg.output),
+              "bytes": cfg.bytes, "flops": cfg.flops, "sets": sets, "systems": {}}
+    torch._dynamo.reset()
+    compiled = {
+        "eager": cfg.fn,
+        "compile": lambda: torch.compile(cfg.fn, dynamic=False),
+        # Inductor's own CUDA graphs cannot nest inside ours; this mode is max-autotune with
+        # them off, so the kernels are max-autotune's and the replay is timed like the rest.
+        "max-autotune": lambda: torch.compile(cfg.fn, dynamic=False,
+                                              mode="max-autotune-no-cudagraphs"),
+    }
+    fns = {}
+    for mode in modes:
+        start = time.time()
+        try:
+            fns[mode] = compiled[mode] if mode == "eager" else compiled[mode]()
+            entry = bench_torch(cfg, fns[mode], inputs, ref, sets, runs)
+        except Exception as e:  # a failing baseline is reported, not fatal
+            entry = {"ok": False, "error": f"{type(e).__name__}: {e}"[:800]}
+        entry["wall_s"] = round(time.time() - start, 1)
+        result["systems"][mode] = entry
+        log(f"   {cfg.key} {mode}: " + (f"{entry['median_us']:.2f} us" if "median_us" in entry
+                                         else entry.get("error", "wrong answer")))
+    bench_candidates(cfg, prof, inputs, ref, sets, runs, result)
+    if head_to_head:
+        bench_head_to_head(cfg, result, fns, inputs, sets, runs)
     return result
 
 
@@ -302,6 +346,10 @@ def main():
                         "when no result is given (0: none); verification is not bounded")
     p.add_argument("--runs", type=int, default=100, help="timed CUDA-graph replays (>= 100)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-head-to-head", action="store_true",
+                   help="skip timing the best PyTorch system against strata's pick in "
+                        "interleaved replays (the speedup is then the ratio of the medians "
+                        "timed one system after another)")
     p.add_argument("--work", default="",
                    help="scratch directory for the float64 input files (default: a temporary "
                         "directory, removed at the end)")
@@ -395,7 +443,8 @@ def run_steps(args, out):
     if args.phase != "profile":
         with Phase("bench", phases):
             for cfg in configs:
-                r = bench_config(cfg, inputs[cfg.key], profiles.get(cfg.key), modes, args.runs)
+                r = bench_config(cfg, inputs[cfg.key], profiles.get(cfg.key), modes, args.runs,
+                                 head_to_head=not args.no_head_to_head)
                 r["candidates_from"] = plans[cfg.key]["source"]
                 results.append(r)
                 torch.cuda.empty_cache()

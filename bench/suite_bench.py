@@ -14,7 +14,9 @@ this script shares:
      present, else a search here (--search-time), else the program itself;
   4. compile, 5. check + profile (`strata profile` against its float64 reference);
   6. bench: every PyTorch system and every correct strata (candidate, variant) in this process,
-     each output checked against the float64 PyTorch reference before it is timed;
+     each output checked against the float64 PyTorch reference before it is timed; then the
+     best PyTorch system and strata's pick again, head to head in interleaved replays (their
+     median per-round ratio is the program's speedup);
   7. report: <out>/<gpu>-<date>.md and .json (bench/report.py, kind "suite"; `report.py merge`
      joins the parts of a run).
 
@@ -130,9 +132,10 @@ def find_candidates(cfg, args, out, strata, has_optimize):
     return [cfg.path], "the program itself (no search result)"
 
 
-def bench_program(cfg, prof, modes, runs, seed):
+def bench_program(cfg, prof, modes, runs, seed, head_to_head=True):
     """PyTorch systems and strata's correct candidates on one program (strata_bench.py's
-    method); the result entry of the report."""
+    method), then the best PyTorch system against strata's pick in interleaved replays
+    (strata_bench.head_to_head; off: head_to_head=False); the result entry of the report."""
     inputs = cfg.make_inputs(seed=seed)
     ref = cfg.reference(inputs)
     sets = timing.sets_for(cfg.bytes)
@@ -149,37 +152,24 @@ def bench_program(cfg, prof, modes, runs, seed):
                                               mode="max-autotune-no-cudagraphs"),
         "sdpa-flash": lambda: cfg.sdpa_fn,
     }
+    fns = {}
     for mode in modes:
         if mode == "sdpa-flash" and cfg.sdpa_fn is None:
             continue
         start = time.time()
         try:
-            entry = sb.bench_torch(cfg, systems[mode](), inputs, ref, sets, runs)
+            fns[mode] = systems[mode]()
+            entry = sb.bench_torch(cfg, fns[mode], inputs, ref, sets, runs)
         except Exception as e:  # a failing baseline is reported, not fatal
             entry = {"ok": False, "error": f"{type(e).__name__}: {e}"[:800]}
         entry["wall_s"] = round(time.time() - start, 1)
         result["systems"][mode] = entry
         log(f"   {cfg.key} {mode}: " + (f"{entry['median_us']:.2f} us" if "median_us" in entry
                                          else entry.get("error", "wrong answer")))
-    candidates = []
-    for c in (prof or {}).get("candidates", []):
-        if c.get("status") != "ok" or "library" not in c or "same_as" in c:
-            continue
-        try:
-            entry = sb.bench_strata(cfg, c["library"], inputs, ref, sets, runs)
-        except Exception as e:
-            entry = {"ok": False, "error": f"{type(e).__name__}: {e}"[:800]}
-        entry.update({"index": c["index"], "origin": c["origin"], "variant": c.get("variant"),
-                      "predicted_us": c.get("predicted_us"),
-                      "profiler_median_us": c.get("timing", {}).get("median_us")})
-        candidates.append(entry)
-        if "median_us" in entry:
-            log(f"   {cfg.key} strata #{c['index']}: {entry['median_us']:.2f} us")
-    result["strata_candidates"] = candidates
-    timed = [c for c in candidates if c.get("ok") and "median_us" in c]
-    if timed:
-        result["systems"]["strata"] = dict(min(timed, key=lambda c: c["median_us"]))
-    del inputs, ref
+    sb.bench_candidates(cfg, prof, inputs, ref, sets, runs, result)
+    if head_to_head:
+        sb.bench_head_to_head(cfg, result, fns, inputs, sets, runs)
+    del inputs, ref, fns
     return result
 
 
@@ -212,6 +202,10 @@ def main():
                         "is run; the program itself is profiled)")
     p.add_argument("--runs", type=int, default=100, help="timed CUDA-graph replays (>= 100)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-head-to-head", action="store_true",
+                   help="skip timing the best PyTorch system against strata's pick in "
+                        "interleaved replays (the speedup is then the ratio of the medians "
+                        "timed one system after another)")
     p.add_argument("--budget-s", type=float, default=0,
                    help="wall seconds for the whole run: a program not started in time is "
                         "reported as skipped (0: no budget)")
@@ -309,7 +303,8 @@ def run_steps(args, out):
                     results.append(skipped(cfg, why))
                     log(f"   {cfg.key}: skipped ({why})")
                 else:
-                    r = bench_program(cfg, profiles.get(cfg.key), modes, args.runs, args.seed)
+                    r = bench_program(cfg, profiles.get(cfg.key), modes, args.runs, args.seed,
+                                      head_to_head=not args.no_head_to_head)
                     r["candidates_from"] = plans[cfg.key]["source"]
                     results.append(r)
                 gc.collect()

@@ -10,6 +10,8 @@
   a pass over large inputs, it added 0.3–1 µs to every call of rmsnorm and gatedmlp, and none
   to the launch floor, which is timed over 1024 launches; bench/results/h200-2026-11-24-sets.md.)
 - Statistics over ≥ 100 replays; the median is reported.
+- Systems compared head to head run in interleaved replays (time_head_to_head): a GPU's clocks
+  drift under sustained load, so systems timed one after the other are not timed alike.
 The C++ profiler (src/gpu/profiler.cc) implements the same method.
 """
 
@@ -75,9 +77,9 @@ def passes_for(sets, min_launches=MIN_LAUNCHES, launch_us=0.0, min_replay_us=MIN
     return max(1, min(by_count, by_time))
 
 
-def time_launches(launch, sets, runs=100, warmup=5, min_launches=MIN_LAUNCHES):
-    """Times launch(i) for i in range(sets), repeated passes_for(sets, min_launches) times, as
-    one CUDA graph; returns per-launch statistics (with "sets" and "passes").
+def capture_launches(launch, sets, min_launches=MIN_LAUNCHES):
+    """launch(i) for i in range(sets), repeated passes_for(sets, min_launches) times, captured as
+    one CUDA graph; returns (graph, launches per replay, passes).
 
     `launch(i)` must enqueue the work for set i on the current stream and be capturable
     (it is run once eagerly per set first, which also triggers lazy compilation).
@@ -102,6 +104,13 @@ def time_launches(launch, sets, runs=100, warmup=5, min_launches=MIN_LAUNCHES):
             for i in range(sets):
                 launch(i)
     torch.cuda.synchronize()
+    return graph, sets * passes, passes
+
+
+def time_launches(launch, sets, runs=100, warmup=5, min_launches=MIN_LAUNCHES):
+    """Times launch(i) for i in range(sets) as captured by capture_launches; returns
+    per-launch statistics (with "sets" and "passes")."""
+    graph, launches, passes = capture_launches(launch, sets, min_launches)
     for _ in range(warmup):
         graph.replay()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(runs + 1)]
@@ -110,13 +119,52 @@ def time_launches(launch, sets, runs=100, warmup=5, min_launches=MIN_LAUNCHES):
         graph.replay()
         events[r + 1].record()
     torch.cuda.synchronize()
-    launches = sets * passes
     samples = [1000.0 * events[r].elapsed_time(events[r + 1]) / launches for r in range(runs)]
     del graph
     stats = summarize(samples)
     stats["sets"] = sets
     stats["passes"] = passes
     return stats
+
+
+def time_head_to_head(contenders, runs=100, warmup=5, min_launches=MIN_LAUNCHES):
+    """Times systems against each other in interleaved replays: `contenders` maps a name to
+    (launch, sets) as time_launches takes them; each is captured as its own graph, and round r
+    replays every graph once, back to back, in an order rotated by r, so that a drift of the
+    clocks under sustained load falls on every system alike (bench/README.md, "Measurement
+    pitfalls"). Returns {name: statistics as time_launches's} and, under "ratios", per pair
+    (a, b) of names the median over rounds of a's sample / b's sample of the same round."""
+    names = list(contenders)
+    captured = {n: capture_launches(launch, sets, min_launches)
+                for n, (launch, sets) in contenders.items()}
+    for _ in range(warmup):
+        for n in names:
+            captured[n][0].replay()
+    # events[r][n]: (begin, end) of name n's replay in round r.
+    events = []
+    for r in range(runs):
+        marks = {}
+        for k in range(len(names)):
+            n = names[(r + k) % len(names)]
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            captured[n][0].replay()
+            end.record()
+            marks[n] = (begin, end)
+        events.append(marks)
+    torch.cuda.synchronize()
+    samples = {n: [1000.0 * events[r][n][0].elapsed_time(events[r][n][1]) / captured[n][1]
+                   for r in range(runs)] for n in names}
+    out = {}
+    for n in names:
+        stats = summarize(samples[n])
+        stats["sets"] = contenders[n][1]
+        stats["passes"] = captured[n][2]
+        out[n] = stats
+    out["ratios"] = {f"{a}/{b}": statistics.median(x / y for x, y in zip(samples[a], samples[b]))
+                     for a in names for b in names if a != b}
+    del captured
+    return out
 
 
 def measure_bandwidth(bytes_each=1 << 30, runs=20):
@@ -197,15 +245,20 @@ def check_library(lib, inputs, output_shape, ref):
     return relative_l2_error(outs if len(outs) > 1 else outs[0], ref)
 
 
-def time_library(lib, sets_inputs, output_shape, runs, min_launches=MIN_LAUNCHES):
-    """Times a StrataLibrary over the input sets (one launch per set, each with its own outputs,
-    placed as the library declares) by time_launches."""
+def library_launch(lib, sets_inputs, output_shape):
+    """launch(i) of a StrataLibrary over the input sets as time_launches takes it: one launch per
+    set, each with its own outputs, placed as the library declares."""
     shapes = output_shapes(output_shape)
     placement = lib.placement(shapes)
     outputs = [placed_outputs(shapes, placement) for _ in sets_inputs]
     launches = [lib.binder(x, o) for x, o in zip(sets_inputs, outputs)]
-    return time_launches(lambda i: launches[i](), len(sets_inputs), runs=runs,
-                         min_launches=min_launches)
+    return lambda i: launches[i]()
+
+
+def time_library(lib, sets_inputs, output_shape, runs, min_launches=MIN_LAUNCHES):
+    """Times a StrataLibrary over the input sets (library_launch) by time_launches."""
+    return time_launches(library_launch(lib, sets_inputs, output_shape), len(sets_inputs),
+                         runs=runs, min_launches=min_launches)
 
 
 class StrataLibrary:
