@@ -368,6 +368,22 @@ class Extract(unittest.TestCase):
         self.assertEqual([(p["record"], p["config"]) for p in points],
                          [("A", "p"), ("A", "p"), ("A", "q"), ("A", "q"), ("B", "q"), ("B", "q")])
         self.assertIn("B: p repeats an earlier source's points", err.getvalue())
+        self.assertIn("calibrate: B: 2 points\n", err.getvalue())  # no recorded predictions
+
+    def test_prediction_drift(self):
+        """The largest relative difference between a point's prediction and the one its run
+        recorded: what tells a wrong graphs_rev (another μGraph) from the right one."""
+        def pt(pred, recorded):
+            return {"predicted_s": pred, "recorded_s": recorded}
+        self.assertIsNone(calibrate.prediction_drift([pt(1.0, None)]))
+        self.assertEqual(calibrate.prediction_drift([pt(2.0, 2.0)]), 0.0)
+        self.assertAlmostEqual(calibrate.prediction_drift([pt(1.0, 1.0), pt(1.5, 1.0),
+                                                           pt(0.9, 1.0), pt(3.0, None)]), 0.5)
+        # A record's points read from its result JSON carry their recorded predictions.
+        record = BENCH / "results" / "h200-2026-11-29-sync.json"
+        got = [c for _, c in calibrate.timed_candidates(record)]
+        self.assertEqual(len(got), 6)
+        self.assertTrue(all(c["predicted_us"] > 0 for c in got))
 
     def test_target_of_gpu(self):
         self.assertEqual(calibrate.target_of_gpu("NVIDIA H100 80GB HBM3"), "h100")
