@@ -165,6 +165,7 @@ def timed_candidates(out):
         doc = json.loads(out.read_text())
         for p in doc.get("calibration", {}).get("points", []):
             yield p["config"], {"index": p["index"], "origin": p["origin"],
+                                "predicted_us": p.get("predicted_us"),
                                 "timing": {"median_us": p["measured_us"]}}
         return
     for report in sorted((out / "profile").glob("*_b[0-9]*.json")):
@@ -251,10 +252,22 @@ def load_points(spec, strata, target, scratch, info=None):
                        "graph": graph_digest(graph),
                        "measured_s": c["timing"]["median_us"] * 1e-6,
                        "predicted_s": cost["predicted_us"] * 1e-6,
+                       "recorded_s": (c["predicted_us"] * 1e-6 if c.get("predicted_us")
+                                      else None),
                        "kernels": [{k: int(kern.get(k, 0)) if k == "library" else kern.get(k, 0)
                                     for k in KERNEL_FIELDS}
                                    for kern in cost["kernels"]]})
     return points
+
+
+def prediction_drift(points):
+    """The largest |predicted / recorded − 1| over the points that carry the prediction their
+    run recorded (`recorded_s`: the model that ranked and timed them), or None when none does.
+    Near 0 for a record made with the extracting model whose μGraphs were read at the right
+    revision; a μGraph of another revision shows as a large drift (so do the constants and
+    terms changed since an older record was made)."""
+    drifts = [abs(p["predicted_s"] / p["recorded_s"] - 1) for p in points if p.get("recorded_s")]
+    return max(drifts) if drifts else None
 
 
 def extract(specs, strata, target, generated_matmuls=()):
@@ -262,7 +275,8 @@ def extract(specs, strata, target, generated_matmuls=()):
     source are exactly those of an earlier source (the same μGraphs with the same measured
     times: a part of a run joined into a later record by `report.py merge`) is kept once.
     Records named in `generated_matmuls` are costed with predefined matmuls as generated
-    kernels (their runs predate cuBLAS calls)."""
+    kernels (their runs predate cuBLAS calls). Prints each record's points and their
+    prediction_drift to stderr."""
     records, points, seen = [], [], set()
     with tempfile.TemporaryDirectory() as scratch:
         for spec in specs:
@@ -282,6 +296,10 @@ def extract(specs, strata, target, generated_matmuls=()):
                 kept += len(ps)
             info["points"] = kept
             records.append(info)
+            drift = prediction_drift([p for ps in by_config.values() for p in ps])
+            print(f"calibrate: {info['name']}: {kept} points" +
+                  (f", predictions at most {drift:.1%} off the record's own"
+                   if drift is not None else ""), file=sys.stderr)
     return records, points
 
 
@@ -521,11 +539,14 @@ def fit(points, n_sm, tensor_peak, alpha=None, serial=True, code=True):
 def within_programs(pred, meas, configs):
     """{program: Spearman of its points} for every program with a defined correlation (two or
     more points, not all measured or predicted equal)."""
+    groups = {}  # one pass over the points (the ranking fits call this thousands of times)
+    for p, m, c in zip(pred, meas, configs):
+        ps, ms = groups.setdefault(c, ([], []))
+        ps.append(p)
+        ms.append(m)
     out = {}
-    for cfg in sorted(set(configs)):
-        ps = [p for p, c in zip(pred, configs) if c == cfg]
-        ms = [m for m, c in zip(meas, configs) if c == cfg]
-        s = spearman(ps, ms)
+    for cfg in sorted(groups):
+        s = spearman(*groups[cfg])
         if s is not None:
             out[cfg] = s
     return out
