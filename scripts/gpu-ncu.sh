@@ -123,10 +123,11 @@ for f in sorted(out.glob("ncu-*.txt")):
         name = short.get(r.get("Metric Name"))
         if name:
             val = r.get("Metric Value", "").replace(",", "")
-            if name == "us" and r.get("Metric Unit") == "nsecond":
-                val = f"{float(val) / 1000:.2f}"
-            elif name == "us" and r.get("Metric Unit") == "usecond":
-                val = f"{float(val):.2f}"
+            # Nsight Compute names the unit "nsecond" or "ns" (and so on) by version.
+            per_us = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0,
+                      "msecond": 1e3, "ms": 1e3}.get(r.get("Metric Unit"))
+            if name == "us" and per_us is not None:
+                val = f"{float(val) * per_us:.2f}"
             rows.setdefault(key, {})[name] = val
     for (i, k), m in rows.items():
         print(f"{variant} | {k} | " + " | ".join(m.get(c, "?") for c in cols))
