@@ -20,45 +20,13 @@
 #include <cstdlib>
 #include <vector>
 
-#include "micro_common.cuh"
+#include "gemm_timing.cuh"
 
 
 struct Shape {
   const char* name;
   int m, n, k;
 };
-
-/// One round of 40 back-to-back launches of `f`, µs per launch.
-template <class F>
-static double round_us(cudaStream_t s, int copies, F&& f) {
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  CHECK(cudaEventRecord(e0, s));
-  for (int i = 0; i < 40; ++i) f(i % copies);
-  CHECK(cudaEventRecord(e1, s));
-  CHECK(cudaEventSynchronize(e1));
-  float ms;
-  CHECK(cudaEventElapsedTime(&ms, e0, e1));
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
-  return ms * 1000.0 / 40;
-}
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-static double max_diff(const half* a, const half* b, size_t n) {
-  std::vector<half> x(n), y(n);
-  CHECK(cudaMemcpy(x.data(), a, n * 2, cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(y.data(), b, n * 2, cudaMemcpyDeviceToHost));
-  double d = 0;
-  for (size_t i = 0; i < n; ++i)
-    d = std::max(d, (double)std::fabs(__half2float(x[i]) - __half2float(y[i])));
-  return d;
-}
 
 int main() {
   const Shape shapes[] = {
