@@ -3,7 +3,11 @@
 // rejections), derived classes, and the split candidates.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "strata/frontend/graph_loader.h"
 #include "strata/frontend/program_parser.h"
+#include "strata/ir/dim_links.h"
 #include "strata/search/dim_classes.h"
 
 namespace strata {
@@ -192,6 +196,93 @@ TEST(DimClasses, FlowRejectsMismatchedClasses) {
                                std::vector<DimClassVec>{{m, k}}, {}, Shape{8, 1});
   EXPECT_EQ(sum.out[1], kNoClass);
   EXPECT_EQ(sum.reduced, k);
+}
+
+// The program's classes are dim_links' relation (strata/ir/dim_links.h) closed over the
+// program: dims an op aligns, combines along but keeps (a norm's), or contracts together (a
+// matmul's inner dims) are one class; a dim an op slices, reduces or concatenates is not linked
+// through it.
+TEST(DimClasses, ProgramClassesAreTheClosureOfDimLinks) {
+  KernelGraph g = parse(kGqa);
+  ClassTable t = analyze(g);
+  for (const KernelOp& op : g.ops()) {
+    if (op.kind == OpKind::Input) continue;
+    std::vector<Shape> in;
+    for (int x : op.inputs) in.push_back(g.tensor(x).shape);
+    const int out = op.outputs[0];
+    auto links = dim_links(op.kind, op.attrs, in, g.tensor(out).shape);
+    ASSERT_TRUE(links.has_value());
+    for (int d = 0; d < g.tensor(out).shape.rank(); ++d) {
+      for (auto [i, di] : links->aligned[d])
+        EXPECT_EQ(t.tensor_classes(op.inputs[i])[di], t.tensor_classes(out)[d]);
+      for (auto [i, di] : links->combined[d])
+        EXPECT_EQ(t.tensor_classes(op.inputs[i])[di], t.tensor_classes(out)[d]);
+    }
+    for (const auto& [p, q] : links->contracted)
+      EXPECT_EQ(t.tensor_classes(op.inputs[p.first])[p.second],
+                t.tensor_classes(op.inputs[q.first])[q.second]);
+  }
+  // S = Q·K contracts the head dim of Q with K's rows; Z sums S's last dim, which P keeps.
+  EXPECT_EQ(cls(t, g, "Q", 2), cls(t, g, "K", 1));
+  EXPECT_EQ(cls(t, g, "S", 2), cls(t, g, "E", 2));
+  EXPECT_EQ(cls(t, g, "Z", 2), kNoClass);
+  EXPECT_EQ(cls(t, g, "P", 2), cls(t, g, "V", 1));
+  KernelGraph n = parse(kRmsNorm);
+  ClassTable tn = analyze(n);
+  EXPECT_EQ(cls(tn, n, "X", 1), cls(tn, n, "Y", 1));  // the norm's dim: combined, kept
+}
+
+// flow_classes gives the tensors the search builds their classes by the same relation, on
+// tiles too (where a dim of one index may carry a class, so it keeps its own statement): over
+// every op of the bundled programs and the benchmark suite it gives each result the classes
+// the program's analysis gave it, and meets no mismatch. One difference: the analysis gives
+// each slice of the program a class of its own, flow_classes a slice of a class the class of
+// the program's first slice alike (slice_class; RoPE slices Q's and K's head dim, one class,
+// alike), so classes are compared up to that.
+TEST(DimClasses, FlowFollowsTheProgramsLinks) {
+  int programs = 0, ops = 0;
+  for (const char* dir : {"examples/programs", "bench/suite"}) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() != ".strata") continue;
+      auto g = load_graph(e.path().string());
+      ASSERT_TRUE(g.ok()) << e.path() << ": " << g.error().message;
+      auto analyzed = ClassTable::analyze(*g);
+      if (!analyzed.ok()) continue;  // more than 64 classes
+      ClassTable t = *analyzed;
+      ++programs;
+      std::vector<DimClass> alike(t.size());  // a slice's class → the first alike's
+      for (int c = 0; c < t.size(); ++c) alike[c] = c;
+      for (const KernelOp& op : g->ops())
+        if (op.kind == OpKind::Slice) {
+          const DimClass c = t.tensor_classes(op.outputs[0])[op.attrs.dim];
+          const DimClass first =
+              t.slice_class(t.tensor_classes(op.inputs[0])[op.attrs.dim], op.attrs);
+          if (c != kNoClass && first != kNoClass) alike[c] = first;
+        }
+      auto canonical = [&](DimClass c) { return c >= 0 && c < t.size() ? alike[c] : c; };
+      for (const KernelOp& op : g->ops()) {
+        if (op.kind == OpKind::Input) continue;
+        std::vector<Shape> shapes;
+        std::vector<DimClassVec> classes;
+        std::vector<DimProvVec> prov;
+        for (int x : op.inputs) {
+          shapes.push_back(g->tensor(x).shape);
+          classes.push_back(t.tensor_classes(x));
+          prov.push_back(t.tensor_provenance(x));
+        }
+        const int out = op.outputs[0];
+        const ClassFlow f =
+            flow_classes(t, op.kind, op.attrs, shapes, classes, prov, g->tensor(out).shape);
+        EXPECT_EQ(f.mismatch, "") << e.path() << " " << g->tensor_name(out);
+        for (int d = 0; d < g->tensor(out).shape.rank(); ++d)
+          EXPECT_EQ(canonical(f.out[d]), canonical(t.tensor_classes(out)[d]))
+              << e.path() << " " << g->tensor_name(out) << "." << d;
+        ++ops;
+      }
+    }
+  }
+  EXPECT_GE(programs, 50);
+  EXPECT_GE(ops, 300);
 }
 
 TEST(DimClasses, SplitCandidatesComeFromExtents) {

@@ -9,6 +9,7 @@
 
 #include "strata/codegen/cuda_emitter.h"
 #include "strata/cost/cost_model.h"
+#include "strata/opt/output_placement.h"
 #include "strata/opt/packed_outputs.h"
 #include "support/parse.h"
 
@@ -155,6 +156,38 @@ TEST(PackedOutputs, TheCostModelCountsNoCopies) {
   ASSERT_EQ(a.kernels.size(), 1u);  // the matmul alone
   EXPECT_GE(b.kernels.size(), 4u);  // the matmul, three copies, the exp
   EXPECT_LT(a.predicted_us, b.predicted_us);
+}
+
+// An intermediate stored in f32 (--f32-intermediates) is not packed with its f16 outputs: the
+// slices are copies that round, launched whatever the caller's pointers. The cost model, given
+// the same storage types, decides through the same function (output_placement.h) and predicts
+// the copies; it used to predict the packed case, one kernel, whatever the emitter stored.
+TEST(PackedOutputs, AWidenedIntermediateIsPackedByNeitherSide) {
+  const KernelGraph g = parse(sliced_qkv({{0, 64}, {64, 80}, {80, 96}}));
+  EmitOptions o;
+  o.f32_intermediates = true;
+  auto src = emit_cuda_source(g, o);
+  ASSERT_TRUE(src.ok()) << src.error().message;
+  EXPECT_EQ(src->code.find("packed"), std::string::npos);
+  ASSERT_EQ(src->output_layouts.size(), 3u);
+  EXPECT_EQ(src->output_layouts[1].base, 1);
+  EXPECT_EQ(src->output_layouts[1].alloc, 64 * 16);
+  EXPECT_EQ(src->launch_accesses.size(), 4u);  // the matmul and three copies, all launched
+  const Target t = *Target::by_name("h100");
+  CostOptions widened;
+  widened.f32_intermediates = true;
+  const GraphCost a = estimate_cost(g, t, widened);
+  EXPECT_EQ(a.kernels.size(), src->launch_accesses.size());
+  EXPECT_GT(a.predicted_us, estimate_cost(g, t).predicted_us);
+  // The one decision: stored types, and neither a route nor a packing of the product.
+  const OutputPlacement p = plan_output_placement(g, plan_kernel_views(g), true);
+  int qkv = -1;
+  for (int i = 0; i < static_cast<int>(g.tensors().size()); ++i)
+    if (g.tensor_name(i) == "QKV") qkv = i;
+  ASSERT_GE(qkv, 0);
+  EXPECT_EQ(p.stored[qkv], DType::f32);
+  EXPECT_FALSE(p.packed[qkv].has_value());
+  EXPECT_TRUE(plan_output_placement(g, plan_kernel_views(g), false).packed[qkv].has_value());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "strata/opt/kernel_views.h"
 #include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
+#include "strata/opt/output_placement.h"
 #include "strata/opt/output_routes.h"
 #include "strata/opt/packed_outputs.h"
 
@@ -201,31 +202,9 @@ struct BufferPlan {
   int storage_of(int t) const { return views[t] ? views[t]->storage : t; }
 };
 
-/// Which intermediates are stored in f32: all with EmitOptions::f32_intermediates; else a 16-bit
-/// intermediate whose consumer loads tiles with rows of an odd number of elements (it could only
-/// be copied 2 bytes at a time, synchronously; in f32 it is cp.async-able).
-std::vector<bool> widened_tensors(const KernelGraph& g, const BufferPlan& bp,
-                                  const EmitOptions& options) {
-  std::vector<bool> widen(g.tensors().size(), options.f32_intermediates);
-  for (const KernelOp& op : g.ops()) {
-    if (op.kind != OpKind::Customized) continue;
-    for (size_t k = 0; k < op.inputs.size(); ++k) {
-      const BlockGraph& b = *op.body;
-      const Shape& tile = b.tensor(b.op(b.input_op(static_cast<int>(k))).output).shape;
-      // A transposed view's tile is copied along the rows of the tensor holding it.
-      const int t = op.inputs[k], r = tile.rank();
-      const int64_t row = r == 0                                                 ? 1
-                          : bp.views[t] && bp.views[t]->map.transposed && r >= 2 ? tile[r - 2]
-                                                                                 : tile[r - 1];
-      if ((row * 2) % 4 != 0) widen[bp.storage_of(t)] = true;
-    }
-  }
-  return widen;
-}
-
 /// Whether predefined op `i` may run as a cuBLAS call on the graph's dtypes (the emitter's
 /// options permitting): library_matmul_launch then makes it one, unless widened storage types
-/// (widened_tensors) take it off cuBLAS.
+/// (storage_types.h) take it off cuBLAS.
 bool library_matmul_candidate(const KernelGraph& g, int i, const EmitOptions& options) {
   const KernelOp& op = g.op(i);
   if (!options.library_matmul || options.task_entry != TaskEntryForm::Off ||
@@ -259,15 +238,16 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
     bp.is_output[t] = true;
     if (!bp.is_input[t]) bp.buf[t] = {Buffer::Output, static_cast<int>(i), 0, g.tensor(t).dtype};
   }
-  const std::vector<bool> widen = widened_tensors(g, bp, options);
-  // Routes need the parts stored in the routed tensor's type; task entries keep one pointer
-  // per output (a megakernel's tasks address whole tensors).
-  std::vector<DType> stored(ntensors);
-  for (int t = 0; t < ntensors; ++t)
-    stored[t] = bp.is_input[t] || bp.is_output[t] || !widen[t] ? g.tensor(t).dtype : DType::f32;
-  bp.routes = options.task_entry == TaskEntryForm::Off
-                  ? plan_output_routes(g, bp.views, stored)
-                  : std::vector<std::optional<OutputRoute>>(ntensors);
+  // Storage types (storage_types.h), and the routed and packed outputs decided on them as the
+  // cost model decides them (output_placement.h). Task entries route and pack nothing: they
+  // keep one pointer per output (a megakernel's tasks address whole tensors).
+  OutputPlacement placement = plan_output_placement(g, bp.views, options.f32_intermediates);
+  const std::vector<DType>& stored = placement.stored;
+  const bool one_pointer_per_output = options.task_entry != TaskEntryForm::Off;
+  bp.routes = one_pointer_per_output ? std::vector<std::optional<OutputRoute>>(ntensors)
+                                     : std::move(placement.routes);
+  bp.packed = one_pointer_per_output ? std::vector<std::optional<PackedOutput>>(ntensors)
+                                     : std::move(placement.packed);
   // Epilogues of the matmuls that are cuBLAS calls on their storage types.
   bp.epilogues = plan_library_epilogues(
       g,
@@ -279,16 +259,9 @@ BufferPlan plan_buffers(const KernelGraph& g, const EmitOptions& options,
                                         stored[op.outputs[0]]);
       },
       bp.views, stored);
-  // Packed outputs: not for task entries (one pointer per output), nor for a tensor a library
-  // epilogue never stores.
-  bp.packed = options.task_entry == TaskEntryForm::Off
-                  ? plan_packed_outputs(g, bp.views, bp.routes, stored)
-                  : std::vector<std::optional<PackedOutput>>(ntensors);
-  for (int t = 0; t < ntensors; ++t)
-    if (bp.packed[t] && is_epilogue_intermediate(bp.epilogues, g, t)) bp.packed[t].reset();
   for (int t = 0; t < ntensors; ++t) {
     if (bp.is_input[t] || bp.is_output[t] || bp.views[t]) continue;
-    DType dt = widen[t] ? DType::f32 : g.tensor(t).dtype;
+    const DType dt = stored[t];
     if (bp.routes[t]) {
       bp.buf[t] = {Buffer::Routed, 0, 0, dt};
       continue;

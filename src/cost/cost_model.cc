@@ -9,6 +9,7 @@
 #include "strata/opt/layout.h"
 #include "strata/opt/library_epilogues.h"
 #include "strata/opt/matmul_lowering.h"
+#include "strata/opt/output_placement.h"
 #include "strata/opt/output_routes.h"
 #include "strata/opt/packed_outputs.h"
 
@@ -477,11 +478,14 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
   };
   const std::vector<std::optional<KernelView>> views = plan_kernel_views(g, library_reader);
   // A slice whose source's kernel writes it (a routed part, output_routes.h) is no kernel
-  // either; that kernel stores the same bytes, into the parts instead of one tensor.
-  const std::vector<std::optional<OutputRoute>> routes = plan_output_routes(g, views);
-  // A slice that is a packed output (packed_outputs.h) is no kernel either: the prediction is
-  // that of a caller who packs the outputs (the fallback copies them otherwise).
-  const std::vector<std::optional<PackedOutput>> packed = plan_packed_outputs(g, views, routes);
+  // either; that kernel stores the same bytes, into the parts instead of one tensor. A slice
+  // that is a packed output (packed_outputs.h) is no kernel either: the prediction is that of a
+  // caller who packs the outputs (the fallback copies them otherwise). Both are decided on the
+  // storage types, through the emitter's own decision (output_placement.h): an f32
+  // intermediate's slices are copies.
+  const OutputPlacement placement = plan_output_placement(g, views, options.f32_intermediates);
+  const std::vector<std::optional<OutputRoute>>& routes = placement.routes;
+  const std::vector<std::optional<PackedOutput>>& packed = placement.packed;
   // The elementwise ops a cuBLAS call applies as its epilogue are no kernels either.
   const std::vector<std::optional<LibraryEpilogue>> epilogues =
       options.library_matmul ? plan_library_epilogues(g, library_reader, views)

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+
+#include "strata/ir/dim_links.h"
 
 namespace strata {
 namespace {
@@ -70,70 +73,6 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
     int out = op.outputs[0];
     int r = program.tensor(out).shape.rank();
     switch (op_category(op.kind)) {
-      case Category::Matmul: {
-        int a = op.inputs[0], b = op.inputs[1];
-        for (int i = 0; i < r - 2; ++i) {
-          link_if(a, i, out, i);
-          link_if(b, i, out, i);
-          for (int t : {a, b, out}) batch_dim[node(t, i)] = true;
-        }
-        link_if(a, r - 2, out, r - 2);
-        link_if(b, r - 1, out, r - 1);
-        link_if(a, r - 1, b, r - 2);
-        sum_red[node(a, r - 1)] = true;
-        matmul_rows[node(out, r - 2)] = true;
-        break;
-      }
-      case Category::Unary:
-      case Category::Collective:
-        for (int d = 0; d < r; ++d) link_if(op.inputs[0], d, out, d);
-        break;
-      case Category::Binary:
-        for (int in : op.inputs) {
-          int ri = program.tensor(in).shape.rank();
-          for (int d = 0; d < ri; ++d) link_if(in, d, out, r - ri + d);
-        }
-        break;
-      case Category::Reduce: {
-        int in = op.inputs[0], dim = op.attrs.dim;
-        for (int d = 0; d < r; ++d)
-          if (d != dim) link_if(in, d, out, d);
-        (reduction_kind(op.kind) == RedKind::Max ? max_red : sum_red)[node(in, dim)] = true;
-        if (op.attrs.to > 1) {
-          derived_node[node(out, dim)] = true;
-          derivations.push_back({node(out, dim), false, node(in, dim), -1, op.attrs.to});
-        }
-        break;
-      }
-      case Category::Norm: {
-        int in = op.inputs[0];
-        for (int d = 0; d < r; ++d) link_if(in, d, out, d);
-        norm_red[node(in, op.attrs.dim)] = true;
-        break;
-      }
-      case Category::Concat: {
-        int a = op.inputs[0], b = op.inputs[1], dim = op.attrs.dim;
-        for (int d = 0; d < r; ++d)
-          if (d != dim) {
-            link_if(a, d, out, d);
-            link_if(b, d, out, d);
-          }
-        derived_node[node(out, dim)] = true;
-        derivations.push_back({node(out, dim), true, node(a, dim), node(b, dim), 0});
-        break;
-      }
-      case Category::Layout: {
-        int in = op.inputs[0];
-        if (op.kind == OpKind::Transpose) {
-          for (int d = 0; d < r - 2; ++d) link_if(in, d, out, d);
-          link_if(in, r - 2, out, r - 1);
-          link_if(in, r - 1, out, r - 2);
-        } else {  // slice: the sliced dim is a new class; the others are kept
-          for (int d = 0; d < r; ++d)
-            if (d != op.attrs.dim) link_if(in, d, out, d);
-        }
-        break;
-      }
       case Category::Source:
       case Category::Sink:
       case Category::Customized:
@@ -142,6 +81,57 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
       case Category::Fused:
         return make_error(where + ": the search does not handle `" + std::string(op_name(op.kind)) +
                           "` in a program");
+      default:
+        break;
+    }
+    // Dims that index the same thing (dim_links) are one class: those aligned, those the op
+    // combines along but keeps (a norm's dim) and those it contracts together (a matmul's
+    // inner dim). A sliced dim is a class of its own; a concatenated dim and one summed to
+    // groups are derived from their operands' (below).
+    std::vector<Shape> in_shapes;
+    for (int t : op.inputs) in_shapes.push_back(program.tensor(t).shape);
+    const std::optional<DimLinks> links =
+        dim_links(op.kind, op.attrs, in_shapes, program.tensor(out).shape);
+    if (!links)
+      return make_error(where + ": the search does not handle `" + std::string(op_name(op.kind)) +
+                        "` in a program");
+    for (int d = 0; d < r; ++d) {
+      for (auto [i, di] : links->aligned[d]) link_if(op.inputs[i], di, out, d);
+      for (auto [i, di] : links->combined[d]) link_if(op.inputs[i], di, out, d);
+    }
+    for (const auto& [p, q] : links->contracted)
+      link_if(op.inputs[p.first], p.second, op.inputs[q.first], q.second);
+    // What the search records of the op beside its links: the dims it reduces and how, a
+    // matmul's batch dims and rows, the derived dims.
+    switch (op_category(op.kind)) {
+      case Category::Matmul: {
+        int a = op.inputs[0], b = op.inputs[1];
+        for (int i = 0; i < r - 2; ++i)
+          for (int t : {a, b, out}) batch_dim[node(t, i)] = true;
+        sum_red[node(a, r - 1)] = true;
+        matmul_rows[node(out, r - 2)] = true;
+        break;
+      }
+      case Category::Reduce: {
+        int in = op.inputs[0], dim = op.attrs.dim;
+        (reduction_kind(op.kind) == RedKind::Max ? max_red : sum_red)[node(in, dim)] = true;
+        if (op.attrs.to > 1) {
+          derived_node[node(out, dim)] = true;
+          derivations.push_back({node(out, dim), false, node(in, dim), -1, op.attrs.to});
+        }
+        break;
+      }
+      case Category::Norm:
+        norm_red[node(op.inputs[0], op.attrs.dim)] = true;
+        break;
+      case Category::Concat: {
+        int a = op.inputs[0], b = op.inputs[1], dim = op.attrs.dim;
+        derived_node[node(out, dim)] = true;
+        derivations.push_back({node(out, dim), true, node(a, dim), node(b, dim), 0});
+        break;
+      }
+      default:  // Unary, Binary, Layout, Collective: links alone
+        break;
     }
   }
 

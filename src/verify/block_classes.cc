@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "verify/dim_links.h"
+#include "strata/ir/dim_links.h"
 
 namespace strata::verify {
 

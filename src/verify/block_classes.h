@@ -5,7 +5,7 @@
 // block graph: a grid axis may split it into tiles, the for-loop may cut each block's part
 // into iterations, or the block may hold it whole. The block graph is *uniform* along the
 // class when its ops treat the class's tile dims as the program's ops treat the class —
-// aligned, never contracted, reduced, normalized, sliced or concatenated along (dim_links.h)
+// aligned, never contracted, reduced, normalized, sliced or concatenated along (ir/dim_links.h)
 // — and the loop and the savers keep every index in its place:
 //
 //  - the grid: one grid axis maps the class's dims in every operand, or none does; an output

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "verify/block_classes.h"
-#include "verify/dim_links.h"
+#include "strata/ir/dim_links.h"
 
 namespace strata::verify {
 namespace {

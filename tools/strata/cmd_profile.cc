@@ -261,6 +261,9 @@ int run_profile(const ProfileArgs& a) {
     // … and for its matmuls: as warpgroup MMA where the variant's knob `wgmma` lets the plan
     // take it, else mma.sync.
     cost.wgmma = run.variant >= 0 ? variants[run.variant].second.plan.wgmma : base.plan.wgmma;
+    // … and for its storage types (f32 intermediates: no routed or packed outputs of them).
+    cost.f32_intermediates = run.variant >= 0 ? variants[run.variant].second.f32_intermediates
+                                              : base.f32_intermediates;
     r["predicted_us"] = estimate_cost(e.graph, *target, cost).predicted_us;
     r["result_predicted_us"] = e.predicted_us ? Json(*e.predicted_us) : Json(nullptr);
     if (!run.selected) {

@@ -205,6 +205,11 @@ struct CostOptions {
   bool concurrent_launches = false;
   /// The side streams the plan may use (EmitOptions::max_side_streams).
   int max_side_streams = 3;
+  /// Predict code emitted with every intermediate stored in f32 (EmitOptions::f32_intermediates,
+  /// knob `f32mid`): the routed and packed outputs are decided on those storage types, as the
+  /// emitter decides them (output_placement.h), so an intermediate's slices that are graph
+  /// outputs are predicted as copies. The kernels' bytes stay those of the graph's types.
+  bool f32_intermediates = false;
 };
 
 /// The prediction for a whole kernel graph: kernels in op order, and the graph's time.

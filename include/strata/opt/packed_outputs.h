@@ -44,7 +44,9 @@ struct PackedOutput {
 /// of them a view (`views`), each slice's result a graph output listed once, not a graph input
 /// and read by no op, the slices' ranges partitioning the dim, and every part stored in the
 /// tensor's type (`dtype_of`, when given: storage types). Returns, per kernel tensor, its
-/// packing or nullopt.
+/// packing or nullopt. A tensor a library epilogue never stores (library_epilogues.h) is never
+/// packed: its one reader is the absorbed op. The emitter and the cost model call this through
+/// plan_output_placement (output_placement.h), on the storage types.
 std::vector<std::optional<PackedOutput>> plan_packed_outputs(
     const KernelGraph& g, const std::vector<std::optional<KernelView>>& views,
     const std::vector<std::optional<OutputRoute>>& routes, const std::vector<DType>& dtype_of = {});

@@ -6,12 +6,14 @@
 // input's imap for that axis is its dim of that class, or φ), the for-loop splits one class
 // (fmap likewise), so all inputs of a block graph are split consistently.
 //
-// Classes of a program come from a union–find over its (tensor, dim) pairs of extent > 1:
-// matmul links A's k with B's k, A's m and B's n with the output's, and batch dims
-// everywhere; elementwise ops link dims matched by broadcasting; reductions and norms link
-// every dim they keep, and mark the class they reduce. Tensors built during the search get
-// classes by propagation through the same rules (flow_classes), which also rejects ops that
-// would combine dims of different classes. Derived classes — a concatenation of two classes,
+// Classes of a program come from a union–find over its (tensor, dim) pairs of extent > 1,
+// linked as each op's dim_links (strata/ir/dim_links.h) relates them: matmul links A's k with
+// B's k, A's m and B's n with the output's, and batch dims everywhere; elementwise ops link
+// dims matched by broadcasting; reductions and norms link every dim they keep; the analysis
+// marks the class each reduces. Tensors built during the search get classes by propagation
+// through the same relation (flow_classes), which also rejects ops that would combine dims of
+// different classes; it states the relation again because on tiles a dim of extent 1 may carry
+// a class (one index per block), which dim_links leaves unlinked. Derived classes — a concatenation of two classes,
 // per-block partial results of a split reduction, a reduction to `to` groups — are interned
 // in the table on demand.
 #pragma once

@@ -1,14 +1,16 @@
-#include "verify/dim_links.h"
+#include "strata/ir/dim_links.h"
 
-namespace strata::verify {
+namespace strata {
 
 std::optional<DimLinks> dim_links(OpKind kind, const OpAttrs& attrs, const std::vector<Shape>& in,
                                   const Shape& out) {
   DimLinks l;
   const int r = out.rank();
   l.aligned.resize(r);
+  l.combined.resize(r);
+  auto linked = [&](int i, int di) { return di >= 0 && di < in[i].rank() && in[i][di] > 1; };
   auto align = [&](int d, int i, int di) {
-    if (di >= 0 && di < in[i].rank() && in[i][di] > 1) l.aligned[d].push_back({i, di});
+    if (linked(i, di)) l.aligned[d].push_back({i, di});
   };
   // Every operand aligned with the result from the right (NumPy broadcasting).
   auto broadcast = [&] {
@@ -40,6 +42,7 @@ std::optional<DimLinks> dim_links(OpKind kind, const OpAttrs& attrs, const std::
       }
       align(r - 2, 0, r - 2);
       align(r - 1, 1, r - 1);
+      if (linked(0, r - 1) && linked(1, r - 2)) l.contracted.push_back({{0, r - 1}, {1, r - 2}});
       l.forbidden_in = {{0, r - 1}, {1, r - 2}};
       return l;
     case Category::Reduce:
@@ -49,6 +52,9 @@ std::optional<DimLinks> dim_links(OpKind kind, const OpAttrs& attrs, const std::
         if (d == dim) continue;
         for (int i = 0; i < static_cast<int>(in.size()); ++i) align(d, i, d);
       }
+      if (op_category(kind) == Category::Norm && dim >= 0 && dim < r)  // the same index
+        for (int i = 0; i < static_cast<int>(in.size()); ++i)
+          if (linked(i, dim)) l.combined[dim].push_back({i, dim});
       for (int i = 0; i < static_cast<int>(in.size()); ++i) l.forbidden_in.push_back({i, dim});
       l.forbidden_out.push_back(dim);
       return l;
@@ -86,4 +92,4 @@ std::optional<DimLinks> dim_links(OpKind kind, const OpAttrs& attrs, const std::
   }
 }
 
-}  // namespace strata::verify
+}  // namespace strata
