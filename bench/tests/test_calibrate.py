@@ -475,7 +475,9 @@ class CommittedDataset(unittest.TestCase):
         # 185 ns, 1.33 ns and 14.1 ns, fitted with t_sync to the ranking, at 0.7060 / 1.0310
         # (0.6997 and 0.7067 before packed outputs changed nine QKV points). On the 2749 points
         # with h200-2026-11-29-ranks, -packed, -chunks and -sync the fit still gives them:
-        # without the bound 0.6775 / 1.0365, the table 0.7043 / 1.0307, the fit 0.6975 / 1.0331.
+        # without the bound 0.6775 / 1.0365, the table 0.7043 / 1.0307, the fit 0.6975 / 1.0331;
+        # on the 2863 with h200-2026-11-29-h2h 0.6727 / 1.0374, 0.7002 / 1.0300 and 0.6933 /
+        # 1.0323.
         # The dataset's predictions are the table's (the bound included).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         coef = calibrate.fit_latency(points)
@@ -495,12 +497,12 @@ class CommittedDataset(unittest.TestCase):
 
         def within(pred):
             return calibrate.quality(pred, meas, configs)["mean_spearman_within_program"]
-        self.assertAlmostEqual(within(before), 0.6775, delta=0.0002)
-        self.assertAlmostEqual(within(now), 0.7043, delta=0.0002)
-        self.assertAlmostEqual(within(after), 0.6975, delta=0.0002)
-        self.assertAlmostEqual(calibrate.top1_regret(before, meas, configs), 1.0365, delta=0.0002)
-        self.assertAlmostEqual(calibrate.top1_regret(now, meas, configs), 1.0307, delta=0.0002)
-        self.assertAlmostEqual(calibrate.top1_regret(after, meas, configs), 1.0331, delta=0.0002)
+        self.assertAlmostEqual(within(before), 0.6727, delta=0.0002)
+        self.assertAlmostEqual(within(now), 0.7002, delta=0.0002)
+        self.assertAlmostEqual(within(after), 0.6933, delta=0.0002)
+        self.assertAlmostEqual(calibrate.top1_regret(before, meas, configs), 1.0374, delta=0.0002)
+        self.assertAlmostEqual(calibrate.top1_regret(now, meas, configs), 1.0300, delta=0.0002)
+        self.assertAlmostEqual(calibrate.top1_regret(after, meas, configs), 1.0323, delta=0.0002)
         # The cuBLAS calls' launch term refits to 2.59 µs on today's points (2.53 µs, the
         # table's, on the 2509 it was fitted on).
         self.assertAlmostEqual(calibrate.fit_library_launch(points), 2.59e-6, delta=0.005e-6)
@@ -527,7 +529,8 @@ class CommittedDataset(unittest.TestCase):
         # which measures slower. On the throughput bounds with t_sync the same fit keeps the
         # table's t_barrier and t_rbyte and moves the launch to 3.3 µs: 0.7075 / 1.0310 on the
         # 2701 points, 0.7058 / 1.0307 on the 2749 with the ranks, packed, chunks and sync
-        # records (the table 0.7043 / 1.0307).
+        # records (the table 0.7043 / 1.0307), 0.7016 / 1.0300 on the 2863 with
+        # h200-2026-11-29-h2h (the table 0.7002 / 1.0300).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         meas = [p["measured_s"] for p in points]
         configs = [f"{p['record']}:{p['config']}" for p in points]
@@ -542,8 +545,8 @@ class CommittedDataset(unittest.TestCase):
             self.assertAlmostEqual(got / want, 1.0, delta=0.005)
         fitted = [calibrate.predict_ranking(r, coef, 2.53e-6) for r in rows]
         q = calibrate.quality(fitted, meas, configs)
-        self.assertAlmostEqual(q["mean_spearman_within_program"], 0.7058, delta=0.0002)
-        self.assertAlmostEqual(calibrate.top1_regret(fitted, meas, configs), 1.0307, delta=0.0002)
+        self.assertAlmostEqual(q["mean_spearman_within_program"], 0.7016, delta=0.0002)
+        self.assertAlmostEqual(calibrate.top1_regret(fitted, meas, configs), 1.0300, delta=0.0002)
         # The score: a perfect ranking scores 1; the regret weighs five times the mean.
         self.assertAlmostEqual(calibrate.ranking_score(meas, meas, configs), 1.0)
         self.assertAlmostEqual(
@@ -560,7 +563,10 @@ class CommittedDataset(unittest.TestCase):
         # and 1.0364 -> 1.0311 where the fit was made, before packed outputs). On the 2749 with
         # h200-2026-11-29-ranks, -packed, -chunks and -sync the fit comes back to the table's
         # values: 0.6795 -> 0.7043 and 1.0359 -> 1.0307 (held out: each record 0.7043 / 1.0307,
-        # each tenth of the programs 0.7032 / 1.0316, of the configs 0.6972 / 1.0332).
+        # each tenth of the programs 0.7032 / 1.0316, of the configs 0.6972 / 1.0332). On the
+        # 2863 with h200-2026-11-29-h2h the same values again: 0.6760 -> 0.7002 and 1.0350 ->
+        # 1.0300 (held out: each record 0.7002 / 1.0300, each tenth of the configs 0.6878 /
+        # 1.0337).
         points = calibrate.read_dataset(calibrate.DATASET, "h200")
         meas = [p["measured_s"] for p in points]
         configs = [f"{p['record']}:{p['config']}" for p in points]
@@ -576,7 +582,7 @@ class CommittedDataset(unittest.TestCase):
         for got, want in zip(coef, table):
             self.assertAlmostEqual(got / want, 1.0, delta=0.005)
         fitted = [calibrate.predict_sync(r, coef, 3.38e-6, 2.53e-6) for r in rows]
-        for pred, mean, regret in ((before, 0.6795, 1.0359), (fitted, 0.7043, 1.0307)):
+        for pred, mean, regret in ((before, 0.6760, 1.0350), (fitted, 0.7002, 1.0300)):
             q = calibrate.quality(pred, meas, configs)
             self.assertAlmostEqual(q["mean_spearman_within_program"], mean, delta=0.0002)
             self.assertAlmostEqual(calibrate.top1_regret(pred, meas, configs), regret,
@@ -591,7 +597,7 @@ class CommittedDataset(unittest.TestCase):
     def test_records_and_sizes(self):
         doc = json.loads(calibrate.DATASET.read_text())
         self.assertEqual(sum(r["points"] for r in doc["records"]), len(doc["points"]))
-        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200")), 2749)
+        self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200")), 2863)
         self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h100")), 160)
         suite = calibrate.read_dataset(calibrate.DATASET, "h200", [
             "h200-2026-11-26-suite", "h200-2026-11-26-suite-followup",
@@ -603,7 +609,8 @@ class CommittedDataset(unittest.TestCase):
                  "h200-2026-11-28-suite-final": 91,
                  "h200-2026-11-29-suite-forms": 67, "h200-2026-11-29-suite-rest": 78,
                  "h200-2026-11-29-ranks": 20, "h200-2026-11-29-packed": 14,
-                 "h200-2026-11-29-chunks": 8, "h200-2026-11-29-sync": 6}
+                 "h200-2026-11-29-chunks": 8, "h200-2026-11-29-sync": 6,
+                 "h200-2026-11-29-h2h": 114}
         for record, n in sizes.items():
             self.assertEqual(len(calibrate.read_dataset(calibrate.DATASET, "h200", [record])), n,
                              msg=record)
