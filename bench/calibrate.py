@@ -57,13 +57,16 @@ the launch term of a cuBLAS call alone on the dataset's predictions;
 `--ranking` the latency bound's constants and a generated kernel's launch together, on the
 dataset's throughput bounds, to the ranking within programs (fit_ranking);
 `--barrier-sync` t_sync, the barriers of the throughput bound, with the latency bound's
-constants, on the throughput bounds less their t_sync term, to that ranking (fit_barrier_sync).
+constants, on the throughput bounds less their t_sync term, to that ranking (fit_barrier_sync);
+`--iteration-chain` t_chain, the latency bound's charge per dependent iteration over the blocks
+an SM holds, with those four, the same way (fit_iteration_chain).
 
 Usage: python3 bench/calibrate.py [OUT_DIR|RESULT.json[@REV]...] [--dataset FILE]
                                   [--records NAME,...] [--target h200] [--strata build/strata]
                                   [--tensor-peak FLOPS] [--alpha C] [--no-serial] [--no-code] [--code-terms NAME,...]
                                   [--holdout records|programs|configs] [--per-program]
-                                  [--latency | --library-launch | --ranking | --barrier-sync]
+                                  [--latency | --library-launch | --ranking | --barrier-sync
+                                   | --iteration-chain]
                                   [--subset NAME,...]
                                   [--json calibration.json]
        python3 bench/calibrate.py --extract FILE [--generated-matmuls NAME,...]
@@ -401,17 +404,32 @@ def thread_bytes(k):
                                                                    k["threads"])
 
 
-def latency_features(k):
-    """The coefficients of (t_barrier, t_tbyte, t_rbyte) in a kernel's latency bound (the
-    model's KernelCost::t_latency_s): (waves · ⌈F / loop groups⌉ − 1) · loop barriers (loop
-    groups run their iterations side by side; the first iteration waits on the loads of the
-    kernel's prologue, which the launch term charges), and thread_bytes — charged at t_rbyte for
-    a kernel that loads into registers (a rowwise kernel), at t_tbyte for the others."""
+def dependent_iterations(k):
+    """waves · ⌈F / loop groups⌉ − 1: the loop iterations an SM runs one after another after
+    the first (loop groups run theirs side by side; the first waits on the loads of the
+    kernel's prologue, which the launch term charges)."""
     groups = max(1, int(k.get("loop_groups", 1)))
-    dependent = max(0, k.get("waves", 1) * -(-int(k["forloop"]) // groups) - 1)
+    return max(0, k.get("waves", 1) * -(-int(k["forloop"]) // groups) - 1)
+
+
+def chain_coefficient(k):
+    """The coefficient of t_chain in a kernel's latency bound: dependent_iterations / blocks per
+    SM, each iteration's dependent chain shared among the blocks an SM holds (0 for a kernel
+    without a plan, which has no latency bound)."""
+    if k.get("threads", 0) <= 0:
+        return 0.0
+    return dependent_iterations(k) / max(1, int(k.get("blocks_per_sm", 1)))
+
+
+def latency_features(k):
+    """The coefficients of (t_barrier, t_tbyte, t_rbyte, t_chain) in a kernel's latency bound
+    (the model's KernelCost::t_latency_s): dependent_iterations · loop barriers, thread_bytes —
+    charged at t_rbyte for a kernel that loads into registers (a rowwise kernel), at t_tbyte for
+    the others — and chain_coefficient."""
     tb = thread_bytes(k)
     reg = bool(k.get("register_loads", 0))
-    return (dependent * k.get("loop_barriers", 0), 0.0 if reg else tb, tb if reg else 0.0)
+    return (dependent_iterations(k) * k.get("loop_barriers", 0), 0.0 if reg else tb,
+            tb if reg else 0.0, chain_coefficient(k))
 
 
 def features(point, c, n_sm):
@@ -646,19 +664,20 @@ def fit_latency(points):
 
 def latency_rows(point):
     """(the point's time outside its kernels' max(throughput, latency) bounds — launches —,
-    [(t_throughput_s, barrier coefficient, thread-byte coefficient) per kernel]); a kernel
-    without a plan (threads 0) has none."""
+    [(t_throughput_s, barrier, thread-byte, register-byte and chain coefficients) per
+    kernel]); a kernel without a plan (threads 0) has none."""
     kernels = [(k["t_throughput_us"] * 1e-6,) + latency_features(k) for k in point["kernels"]]
     bounds = sum(max(k["t_throughput_us"], k["t_latency_us"]) * 1e-6 for k in point["kernels"])
     return point["predicted_s"] - bounds, kernels
 
 
-def predict_latency(row, coef):
+def predict_latency(row, coef, t_chain=None):
     """A point's time under latency constants coef = (t_barrier, t_tbyte, t_rbyte)
-    (latency_rows)."""
+    (latency_rows), t_chain held (the H200's when None)."""
     rest, kernels = row
-    return rest + sum(max(t, b * coef[0] + tb * coef[1] + rb * coef[2])
-                      for t, b, tb, rb in kernels)
+    t_chain = ITERATION_CHAIN["h200"] if t_chain is None else t_chain
+    return rest + sum(max(t, b * coef[0] + tb * coef[1] + rb * coef[2] + ch * t_chain)
+                      for t, b, tb, rb, ch in kernels)
 
 
 def predict_on_table(point, x, n_sm):
@@ -785,20 +804,22 @@ RANKING_START = (287e-9, 1.33e-9, 10e-9, 3.38e-6)  # the table's constants befor
 
 
 def ranking_rows(point):
-    """Per kernel of a point: (cuBLAS call?, t_throughput_s, barrier coefficient, thread-byte
-    coefficient, register-byte coefficient) — what a prediction under other latency constants
+    """Per kernel of a point: (cuBLAS call?, t_throughput_s, barrier, thread-byte,
+    register-byte and chain coefficients) — what a prediction under other latency constants
     and another launch term of a generated kernel needs (predict_ranking)."""
     return [(bool(k["library"]), k["t_throughput_us"] * 1e-6) + latency_features(k)
             for k in point["kernels"]]
 
 
-def predict_ranking(row, coef, blas_launch):
-    """A point's time under coef = (t_barrier, t_tbyte, t_rbyte, L): each generated kernel
-    max(t_throughput, its latency bound) + L, each cuBLAS call its throughput + blas_launch."""
+def predict_ranking(row, coef, blas_launch, t_chain=None):
+    """A point's time under coef = (t_barrier, t_tbyte, t_rbyte, L), t_chain held (the H200's
+    when None): each generated kernel max(t_throughput, its latency bound) + L, each cuBLAS call
+    its throughput + blas_launch."""
     t_barrier, t_tbyte, t_rbyte, launch = coef
+    t_chain = ITERATION_CHAIN["h200"] if t_chain is None else t_chain
     return sum(t + blas_launch if library else
-               max(t, b * t_barrier + tb * t_tbyte + rb * t_rbyte) + launch
-               for library, t, b, tb, rb in row)
+               max(t, b * t_barrier + tb * t_tbyte + rb * t_rbyte + ch * t_chain) + launch
+               for library, t, b, tb, rb, ch in row)
 
 
 def ranking_score(pred, meas, configs):
@@ -864,6 +885,10 @@ def fit_and_report_ranking(points, meas, configs, a, where):
 # hold since it entered the model (docs/cost-model.md, "Barriers in the throughput bound"), and
 # the launch term of a generated kernel (held by fit_barrier_sync).
 BARRIER_SYNC = {"h100": 27.2e-9, "h200": 27.2e-9, "a100": 38.2e-9}
+# The model's t_chain per target (src/cost/cost_model.cc), which the dataset's latency bounds
+# hold since it entered the model (docs/cost-model.md, "The iteration chain of few-block
+# kernels"); the fits of the other latency constants hold it (--iteration-chain fits it).
+ITERATION_CHAIN = {"h100": 707.4e-9, "h200": 707.4e-9, "a100": 993e-9}
 LAUNCH = {"h100": 3.38e-6, "h200": 3.38e-6, "a100": 2e-6}
 # The grids fit_barrier_sync descends on, in this order: t_sync from 0 (the model without it) in
 # 5 % steps about 30 ns, then the latency bound's three constants in 5 % steps about the values
@@ -886,7 +911,7 @@ def sync_coefficient(k, n_sm):
 
 def sync_rows(point, n_sm):
     """Per kernel of a point: (cuBLAS call?, its throughput bound without the t_sync term at the
-    target's held value, t_sync coefficient, barrier, thread-byte and register-byte
+    target's held value, t_sync coefficient, barrier, thread-byte, register-byte and chain
     coefficients of the latency bound) — what predict_sync needs."""
     held = BARRIER_SYNC[point.get("target") or "h200"]
     rows = []
@@ -898,13 +923,14 @@ def sync_rows(point, n_sm):
 
 
 def predict_sync(row, coef, launch, blas_launch):
-    """A point's time under coef = (t_sync, t_barrier, t_tbyte, t_rbyte): each generated kernel
-    max(throughput + t_sync term, latency bound) + launch, each cuBLAS call its throughput +
-    blas_launch."""
-    t_sync, t_barrier, t_tbyte, t_rbyte = coef
+    """A point's time under coef = (t_sync, t_barrier, t_tbyte, t_rbyte[, t_chain]; t_chain the
+    H200's when not given): each generated kernel max(throughput + t_sync term, latency bound)
+    + launch, each cuBLAS call its throughput + blas_launch."""
+    t_sync, t_barrier, t_tbyte, t_rbyte = coef[:4]
+    t_chain = coef[4] if len(coef) > 4 else ITERATION_CHAIN["h200"]
     return sum(t + blas_launch if library else
-               max(t + c * t_sync, b * t_barrier + tb * t_tbyte + rb * t_rbyte) + launch
-               for library, t, c, b, tb, rb in row)
+               max(t + c * t_sync, b * t_barrier + tb * t_tbyte + rb * t_rbyte + ch * t_chain) +
+               launch for library, t, c, b, tb, rb, ch in row)
 
 
 def fit_barrier_sync(points, n_sm=SM_COUNT["h200"]):
@@ -947,6 +973,54 @@ def fit_and_report_barrier_sync(points, meas, configs, a, where):
     print(f"  t_barrier (s/SM it. barrier)     {coef[1]:.4g}")
     print(f"  t_tbyte (s/byte a thread loads)  {coef[2]:.4g}")
     print(f"  t_rbyte (the same, into registers) {coef[3]:.4g}")
+    print_quality(preds, meas, configs, 4)
+
+
+# The grid fit_iteration_chain descends on for t_chain: from 0 (the model without it) in 10 %
+# steps about 300 ns; the other four constants on SYNC_GRIDS, from the table's values.
+CHAIN_GRID = [0.0] + [300e-9 * 1.1 ** i for i in range(-25, 20)]
+CHAIN_START = (27.2e-9, 185e-9, 1.33e-9, 14.1e-9, 0.0)  # (t_sync, …, t_rbyte, t_chain) before it
+
+
+def fit_iteration_chain(points, n_sm=SM_COUNT["h200"]):
+    """(t_sync, t_barrier, t_tbyte, t_rbyte, t_chain) fitted together on the dataset's
+    throughput bounds (less their held t_sync term) to the ranking within programs
+    (ranking_score; the launch terms held): coordinate descent from CHAIN_START on SYNC_GRIDS
+    and CHAIN_GRID, as fit_barrier_sync."""
+    rows = [sync_rows(p, n_sm) for p in points]
+    meas = [p["measured_s"] for p in points]
+    configs = [f"{p['record']}:{p['config']}" for p in points]
+    launches = [(LAUNCH[p.get("target") or "h200"], BLAS[p.get("target") or "h200"][2])
+                for p in points]
+
+    def score(coef):
+        return ranking_score([predict_sync(r, coef, *l) for r, l in zip(rows, launches)], meas,
+                             configs)
+
+    return coordinate_ascent(score, CHAIN_START, list(SYNC_GRIDS) + [CHAIN_GRID])
+
+
+def fit_and_report_iteration_chain(points, meas, configs, a, where):
+    """--iteration-chain: the fit of fit_iteration_chain and its quality (with --holdout also
+    out of sample)."""
+    n_sm = SM_COUNT[a.target]
+    coef = fit_iteration_chain(points, n_sm)
+    rows = [sync_rows(p, n_sm) for p in points]
+    launch, blas = LAUNCH[a.target], BLAS[a.target][2]
+    preds = [("without t_chain", [predict_sync(r, CHAIN_START, launch, blas) for r in rows]),
+             ("current constants", [p["predicted_s"] for p in points]),
+             ("fitted constants", [predict_sync(r, coef, launch, blas) for r in rows])]
+    if a.holdout:
+        preds.append((f"held out ({a.holdout})",
+                       held_out_predictions(points, a.holdout,
+                                            lambda ps: fit_iteration_chain(ps, n_sm),
+                                            lambda i, c: predict_sync(rows[i], c, launch, blas))))
+    print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
+    print(f"  t_sync (s/block barrier, per SM)  {coef[0]:.4g}")
+    print(f"  t_barrier (s/SM it. barrier)     {coef[1]:.4g}")
+    print(f"  t_tbyte (s/byte a thread loads)  {coef[2]:.4g}")
+    print(f"  t_rbyte (the same, into registers) {coef[3]:.4g}")
+    print(f"  t_chain (s/SM it., over blocks per SM) {coef[4]:.4g}")
     print_quality(preds, meas, configs, 4)
 
 
@@ -1004,6 +1078,10 @@ def main():
                     help="fit t_sync (the barriers of the throughput bound) and the latency "
                          "bound's three constants together on top of the dataset's throughput "
                          "bounds, to the ranking within programs")
+    ap.add_argument("--iteration-chain", action="store_true",
+                    help="fit t_chain (the latency bound's charge per dependent iteration, "
+                         "over the blocks an SM holds) with t_sync and the bound's three "
+                         "constants, as --barrier-sync")
     ap.add_argument("--library-launch", action="store_true",
                     help="fit the launch term of a cuBLAS call alone on top of the dataset's "
                          "predictions (log loss)")
@@ -1079,6 +1157,9 @@ def main():
         return
     if a.barrier_sync:
         fit_and_report_barrier_sync(points, meas, configs, a, where)
+        return
+    if a.iteration_chain:
+        fit_and_report_iteration_chain(points, meas, configs, a, where)
         return
     if a.on_table and not isinstance(code, set):
         ap.error("--on-table needs --code-terms (the terms to fit on the dataset's predictions)")

@@ -219,7 +219,8 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
     const int64_t rounds = (k.forloop + groups - 1) / groups;
     const double dependent = std::max(0.0, waves * static_cast<double>(rounds) - 1.0);
     const double latency =
-        dependent * static_cast<double>(k.code->loop_barriers) * t.barrier_latency_s +
+        dependent * (static_cast<double>(k.code->loop_barriers) * t.barrier_latency_s +
+                     t.iteration_chain_s / static_cast<double>(k.blocks_per_sm)) +
         waves * static_cast<double>(k.load_bytes + k.l2_bytes) /
             static_cast<double>(k.blocks * k.code->threads) * t.thread_byte_latency_s;
     EXPECT_DOUBLE_EQ(k.t_latency_s, latency);
@@ -251,6 +252,8 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   EXPECT_DOUBLE_EQ(short_loop.t_latency_s,
                    static_cast<double>((short_rounds - 1) * short_loop.code->loop_barriers) *
                            t.barrier_latency_s +
+                       static_cast<double>(short_rounds - 1) * t.iteration_chain_s /
+                           static_cast<double>(short_loop.blocks_per_sm) +
                        static_cast<double>(short_loop.load_bytes + short_loop.l2_bytes) /
                            static_cast<double>(short_loop.blocks * short_loop.code->threads) *
                            t.thread_byte_latency_s);
@@ -258,6 +261,7 @@ TEST(CodeFeatures, LatencyBoundFromBarriersAndBytesPerThread) {
   off.barrier_latency_s = 0;
   off.thread_byte_latency_s = 0;
   off.register_byte_latency_s = 0;
+  off.iteration_chain_s = 0;
   const KernelCost none = estimate_cost(two_block_long_loop(), off).kernels[0];
   EXPECT_EQ(none.t_latency_s, 0);
   EXPECT_DOUBLE_EQ(none.predicted_s, none.t_throughput_s + off.launch_overhead_s);
@@ -313,6 +317,54 @@ TEST(CodeFeatures, BarriersAfterTheFirstIterationInTheThroughputBound) {
   EXPECT_GT(gen.kernels[1].t_sync_s, 0);
 }
 
+// Every dependent iteration after the first waits on its chain (tiles, matmuls, reductions,
+// barriers); the blocks an SM holds overlap their chains, so the latency bound charges t_chain
+// per iteration divided by them (docs/cost-model.md, "The iteration chain of few-block
+// kernels"). The throughput bound does not change.
+/// X [16, 4096] · W [4096, 4224] in 264 blocks of 16 columns, 64 steps of 64 over K: small
+/// tiles, several blocks per SM.
+KernelGraph many_small_blocks() {
+  BlockGraph b = *BlockGraph::make({264, 1, 1}, 128, 64);
+  int bx = *b.add_input(Shape{kM, kK}, kAllReplicated, 1);
+  int bw = *b.add_input(Shape{kK, 264 * 16}, {1, kReplicate, kReplicate}, 0);
+  int mm = *b.add_op(OpKind::Matmul, {bx, bw});
+  int am = *b.add_op(OpKind::AccumSum, {mm});
+  EXPECT_TRUE(b.add_output(am, {1, kReplicate, kReplicate}).ok());
+  KernelGraph g;
+  int x = *g.add_input("X", Shape{kM, kK}, DType::f16);
+  int w = *g.add_input("W", Shape{kK, 264 * 16}, DType::f16);
+  auto outs = g.add_customized({x, w}, b, {"O"});
+  EXPECT_TRUE(outs.ok()) << outs.error().message;
+  EXPECT_TRUE(g.mark_output((*outs)[0]).ok());
+  return g;
+}
+
+TEST(CodeFeatures, TheIterationChainIsSharedByTheBlocksOfAnSM) {
+  const Target t = h100();
+  ASSERT_GT(t.iteration_chain_s, 0);
+  Target off = t;
+  off.iteration_chain_s = 0;
+  // Two blocks alone on their SMs and 264 blocks of small tiles, several per SM.
+  bool shared = false;
+  for (const KernelGraph& g :
+       {two_block_long_loop(32), two_block_long_loop(512), many_small_blocks()}) {
+    const KernelCost k = estimate_cost(g, t, with_code()).kernels[0];
+    const KernelCost none = estimate_cost(g, off, with_code()).kernels[0];
+    ASSERT_TRUE(k.code.has_value());
+    const int64_t groups = std::max(1, k.code->loop_groups);
+    const double dependent = std::max(
+        0.0, static_cast<double>(k.waves * ((k.forloop + groups - 1) / groups)) - 1.0);
+    ASSERT_GT(dependent, 0);
+    ASSERT_GE(k.blocks_per_sm, 1);
+    shared = shared || k.blocks_per_sm > 1;
+    EXPECT_DOUBLE_EQ(k.t_latency_s - none.t_latency_s,
+                     dependent * t.iteration_chain_s / static_cast<double>(k.blocks_per_sm));
+    EXPECT_GT(k.t_latency_s, none.t_latency_s);
+    EXPECT_DOUBLE_EQ(k.t_throughput_s, none.t_throughput_s);
+  }
+  EXPECT_TRUE(shared);
+}
+
 // A rowwise kernel loads into registers (docs/cost-model.md, "Loads into registers"): its
 // bytes per thread are charged at t_rbyte, not t_tbyte; a kernel with cp.async tiles keeps
 // t_tbyte.
@@ -334,7 +386,8 @@ output Y
   EXPECT_TRUE(k.code->register_loads);
   const double waves = static_cast<double>(k.waves);
   const double latency = std::max(0.0, waves * static_cast<double>(k.forloop) - 1.0) *
-                             static_cast<double>(k.code->loop_barriers) * t.barrier_latency_s +
+                             (static_cast<double>(k.code->loop_barriers) * t.barrier_latency_s +
+                              t.iteration_chain_s / static_cast<double>(k.blocks_per_sm)) +
                          waves * static_cast<double>(k.load_bytes + k.l2_bytes) /
                              static_cast<double>(k.blocks * k.code->threads) *
                              t.register_byte_latency_s;

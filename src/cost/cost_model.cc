@@ -98,15 +98,24 @@ const std::vector<Target>& target_table() {
       // iteration, spread over the SMs, in the throughput bound; docs/cost-model.md, "Barriers
       // in the throughput bound"): h200 fitted with the latency bound's constants above;
       // h100 the same SM and clock, so the same; a100 scaled by the SM clock, not measured.
+      // The last column, t_chain (per dependent loop iteration an SM runs after the first,
+      // divided by the blocks it holds, in the latency bound; docs/cost-model.md, "The
+      // iteration chain of few-block kernels"): h200 fitted alone on top of the other
+      // constants to the ranking within programs of the 2863 H200 points of
+      // bench/calibration/points.json (`bench/calibrate.py --iteration-chain`, which refits
+      // t_sync and the latency bound's constants with it and keeps them); h100 the same SM and
+      // clock, so the same; a100 scaled by the SM clock, not measured.
       {arch("h100"),
        {3.45e12, 4.16e13, 1.23e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 2.5e12, 9.3e-9,
-        185e-9, 1.33e-9, 14.1e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops, 27.2e-9}},
+        185e-9, 1.33e-9, 14.1e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops, 27.2e-9,
+        707.4e-9}},
       {arch("h200"),
        {4.94e12, 4.16e13, 1.76e13, 734e12, 8.95e12, 3.38e-6, 0.1, 0.0, 600e12, 3.6e12, 9.3e-9,
-        185e-9, 1.33e-9, 14.1e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops, 27.2e-9}},
+        185e-9, 1.33e-9, 14.1e-9, 2.5, 5.7e9, 46e-9, 2.53e-6, kWgmmaTensorFlops, 27.2e-9,
+        707.4e-9}},
       {arch("a100"),
        {1.6e12, 1.6e12, kFree, 312e12, 19.5e12, 2e-6, 1.0, 0.0, 190e12, 1.5e12, 1.3e-8, 260e-9,
-        1.87e-9, 19.8e-9, 2.5, 4.06e9, 65e-9, 1.5e-6, 0.0, 38.2e-9}},
+        1.87e-9, 19.8e-9, 2.5, 4.06e9, 65e-9, 1.5e-6, 0.0, 38.2e-9, 993e-9}},
   };
   return table;
 }
@@ -513,7 +522,7 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
     // the latency bound or the barriers of the throughput bound, and a customized kernel whose
     // matmul may run off the tensor cores for its SIMT chains' length (t_simt_s) in any case.
     const bool latency_bound = t.barrier_latency_s > 0 || t.thread_byte_latency_s > 0 ||
-                               t.register_byte_latency_s > 0;
+                               t.register_byte_latency_s > 0 || t.iteration_chain_s > 0;
     const bool barrier_terms = latency_bound || t.barrier_sync_s > 0;
     std::optional<KernelCodeFeatures> code;
     // On a target with wgmma, a kernel whose plan under the knob runs a matmul as warpgroup MMA
@@ -580,7 +589,9 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
       // Loop groups run their iterations side by side: ⌈F / G⌉ of them one after another, in
       // each wave. The first of them waits on the loads the kernel's prologue issues, which the
       // launch term charges (it absorbs every kernel's prologue and drain): the bound counts
-      // the waves · ⌈F / G⌉ − 1 that follow.
+      // the waves · ⌈F / G⌉ − 1 that follow. Each of them waits on its barriers and on its
+      // dependent chain (tiles, matmuls, reductions), which the blocks an SM holds overlap:
+      // t_chain per iteration shared among them.
       const int64_t groups = std::max(1, code->loop_groups);
       const double dependent = std::max(
           0.0, waves * static_cast<double>((k.forloop + groups - 1) / groups) - 1.0);
@@ -592,7 +603,9 @@ GraphCost estimate_cost(const KernelGraph& g, const Target& t, const CostOptions
       const double per_byte =
           code->register_loads ? t.register_byte_latency_s : t.thread_byte_latency_s;
       k.t_latency_s =
-          dependent * static_cast<double>(code->loop_barriers) * t.barrier_latency_s +
+          dependent * (static_cast<double>(code->loop_barriers) * t.barrier_latency_s +
+                       t.iteration_chain_s / static_cast<double>(std::max<int64_t>(
+                                                 1, k.blocks_per_sm))) +
           waves * thread_bytes * per_byte;
     }
     // The throughput bound; a launch of several waves runs its last wave partly empty, so it is

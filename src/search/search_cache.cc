@@ -59,7 +59,7 @@ Json search_model_fingerprint(const std::string& target) {
                  blas_tensor_flops, blas_bandwidth_Bps, simt_mm_step_s, barrier_latency_s,
                  thread_byte_latency_s, register_byte_latency_s, blas_unaligned_factor,
                  blas_unaligned_block_Bps, pass_step_s, blas_launch_s, wgmma_tensor_flops,
-                 barrier_sync_s] =
+                 barrier_sync_s, iteration_chain_s] =
         static_cast<const CostConstants&>(*t);
     (void)name;  // the target's name is in the key beside the fingerprint
     // Non-finite rates ("free") are written as strings: JSON has no infinity.
@@ -95,6 +95,7 @@ Json search_model_fingerprint(const std::string& target) {
     f["wgmma"] = wgmma;
     f["wgmma_tensor_flops"] = rate(wgmma_tensor_flops);
     f["barrier_sync_s"] = barrier_sync_s;
+    f["iteration_chain_s"] = iteration_chain_s;
   }
   const auto& [grid_tiles, max_unit_tile_extent, reduce_tiles, loop_tiles, max_blocks,
                max_ragged_waste, large_grid_tiles, wgmma_grid_tiles, wgmma_tile_min_extent] =

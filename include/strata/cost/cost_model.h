@@ -102,6 +102,12 @@ struct CostConstants {
   /// each barrier, which other resident blocks do not hide (docs/cost-model.md, "Barriers in
   /// the throughput bound").
   double barrier_sync_s;
+  /// t_chain: per dependent loop iteration an SM runs after the first (waves · ⌈F / loop
+  /// groups⌉ − 1), divided by the blocks it holds, in the latency bound: the wait of an
+  /// iteration's dependent chain (its tiles' arrival, the matmuls, reductions and barriers
+  /// that follow one another) that a block alone cannot overlap and b resident blocks hide
+  /// b-fold (docs/cost-model.md, "The iteration chain of few-block kernels").
+  double iteration_chain_s;
 };
 
 /// A GPU as the cost model sees it: the architecture's facts (arch_traits.h: name, SM count
@@ -157,9 +163,9 @@ struct KernelCost {
   /// kernel's blocks pass after their first iteration, spread over the SMs (0 for a kernel
   /// without a plan; part of t_throughput_s, outside the tail).
   double t_sync_s = 0;
-  /// (waves · ⌈F / loop groups⌉ − 1) · loop barriers · t_barrier + waves · (load + L2 bytes) /
-  /// (blocks · threads) · t_tbyte: the latency bound of a planned kernel (0 for a kernel without a plan: a cuBLAS call
-  /// or a generic predefined kernel).
+  /// (waves · ⌈F / loop groups⌉ − 1) · (loop barriers · t_barrier + t_chain / blocks per SM) +
+  /// waves · (load + L2 bytes) / (blocks · threads) · t_tbyte: the latency bound of a planned
+  /// kernel (0 for a kernel without a plan: a cuBLAS call or a generic predefined kernel).
   double t_latency_s = 0;
   /// (t_mem_s · alpha + t_comp_s · underfill + F · t_iter + t_simt_s + t_pass_s) · tail +
   /// t_sync_s, tail = ⌈blocks / N_SM⌉ · N_SM / blocks for several waves (the last one's empty
