@@ -94,7 +94,7 @@ const std::vector<Target>& target_table() {
       // "Warpgroup MMA"): h200 fitted to the time ratios of the graphs timed with and without
       // the knob `wgmma` on an H200 (bench/wgmma_rate.py); h100 the same SM, so the same;
       // a100 has no wgmma (0).
-      // The last column, t_sync (per block-level barrier a block passes after its first loop
+      // The next column, t_sync (per block-level barrier a block passes after its first loop
       // iteration, spread over the SMs, in the throughput bound; docs/cost-model.md, "Barriers
       // in the throughput bound"): h200 fitted with the latency bound's constants above;
       // h100 the same SM and clock, so the same; a100 scaled by the SM clock, not measured.
