@@ -939,6 +939,12 @@ def fit_barrier_sync(points, n_sm=SM_COUNT["h200"]):
     held): coordinate descent from SYNC_START, each constant in turn set to the best value of its
     grid (SYNC_GRIDS; ties keep the earlier value) with the others held, until a pass changes
     none (at most 4)."""
+    return ranking_fit_sync(points, n_sm, SYNC_START, SYNC_GRIDS)
+
+
+def ranking_fit_sync(points, n_sm, start, grids):
+    """The constants of predict_sync fitted to the ranking within programs (ranking_score; the
+    launch terms held) by coordinate_ascent from `start` on `grids` (one per constant)."""
     rows = [sync_rows(p, n_sm) for p in points]
     meas = [p["measured_s"] for p in points]
     configs = [f"{p['record']}:{p['config']}" for p in points]
@@ -949,31 +955,39 @@ def fit_barrier_sync(points, n_sm=SM_COUNT["h200"]):
         return ranking_score([predict_sync(r, coef, *l) for r, l in zip(rows, launches)], meas,
                              configs)
 
-    return coordinate_ascent(score, SYNC_START, SYNC_GRIDS)
+    return coordinate_ascent(score, start, grids)
 
 
-def fit_and_report_barrier_sync(points, meas, configs, a, where):
-    """--barrier-sync: the fit of fit_barrier_sync and its quality (with --holdout also out of
-    sample)."""
+def fit_and_report_latency_fit(points, meas, configs, a, where, fit, before, before_label,
+                               names):
+    """A fit of the latency bound's constants with the throughput bound's t_sync (fit, from
+    `before`: the constants without the term the fit adds, reported as `before_label`) and its
+    quality (with --holdout also out of sample); `names` labels the fitted constants."""
     n_sm = SM_COUNT[a.target]
-    coef = fit_barrier_sync(points, n_sm)
+    coef = fit(points, n_sm)
     rows = [sync_rows(p, n_sm) for p in points]
     launch, blas = LAUNCH[a.target], BLAS[a.target][2]
-    preds = [("without t_sync", [predict_sync(r, (0.0,) + SYNC_START[1:], launch, blas)
-                                 for r in rows]),
+    preds = [(before_label, [predict_sync(r, before, launch, blas) for r in rows]),
              ("current constants", [p["predicted_s"] for p in points]),
              ("fitted constants", [predict_sync(r, coef, launch, blas) for r in rows])]
     if a.holdout:
         preds.append((f"held out ({a.holdout})",
-                       held_out_predictions(points, a.holdout,
-                                            lambda ps: fit_barrier_sync(ps, n_sm),
+                       held_out_predictions(points, a.holdout, lambda ps: fit(ps, n_sm),
                                             lambda i, c: predict_sync(rows[i], c, launch, blas))))
     print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
-    print(f"  t_sync (s/block barrier, per SM)  {coef[0]:.4g}")
-    print(f"  t_barrier (s/SM it. barrier)     {coef[1]:.4g}")
-    print(f"  t_tbyte (s/byte a thread loads)  {coef[2]:.4g}")
-    print(f"  t_rbyte (the same, into registers) {coef[3]:.4g}")
+    for name, value in zip(names, coef):
+        print(f"  {name:34s} {value:.4g}")
     print_quality(preds, meas, configs, 4)
+
+
+SYNC_NAMES = ("t_sync (s/block barrier, per SM)", "t_barrier (s/SM it. barrier)",
+              "t_tbyte (s/byte a thread loads)", "t_rbyte (the same, into registers)")
+
+
+def fit_and_report_barrier_sync(points, meas, configs, a, where):
+    """--barrier-sync: the fit of fit_barrier_sync and its quality."""
+    fit_and_report_latency_fit(points, meas, configs, a, where, fit_barrier_sync,
+                               (0.0,) + SYNC_START[1:], "without t_sync", SYNC_NAMES)
 
 
 # The grid fit_iteration_chain descends on for t_chain: from 0 (the model without it) in 10 %
@@ -987,41 +1001,14 @@ def fit_iteration_chain(points, n_sm=SM_COUNT["h200"]):
     throughput bounds (less their held t_sync term) to the ranking within programs
     (ranking_score; the launch terms held): coordinate descent from CHAIN_START on SYNC_GRIDS
     and CHAIN_GRID, as fit_barrier_sync."""
-    rows = [sync_rows(p, n_sm) for p in points]
-    meas = [p["measured_s"] for p in points]
-    configs = [f"{p['record']}:{p['config']}" for p in points]
-    launches = [(LAUNCH[p.get("target") or "h200"], BLAS[p.get("target") or "h200"][2])
-                for p in points]
-
-    def score(coef):
-        return ranking_score([predict_sync(r, coef, *l) for r, l in zip(rows, launches)], meas,
-                             configs)
-
-    return coordinate_ascent(score, CHAIN_START, list(SYNC_GRIDS) + [CHAIN_GRID])
+    return ranking_fit_sync(points, n_sm, CHAIN_START, list(SYNC_GRIDS) + [CHAIN_GRID])
 
 
 def fit_and_report_iteration_chain(points, meas, configs, a, where):
-    """--iteration-chain: the fit of fit_iteration_chain and its quality (with --holdout also
-    out of sample)."""
-    n_sm = SM_COUNT[a.target]
-    coef = fit_iteration_chain(points, n_sm)
-    rows = [sync_rows(p, n_sm) for p in points]
-    launch, blas = LAUNCH[a.target], BLAS[a.target][2]
-    preds = [("without t_chain", [predict_sync(r, CHAIN_START, launch, blas) for r in rows]),
-             ("current constants", [p["predicted_s"] for p in points]),
-             ("fitted constants", [predict_sync(r, coef, launch, blas) for r in rows])]
-    if a.holdout:
-        preds.append((f"held out ({a.holdout})",
-                       held_out_predictions(points, a.holdout,
-                                            lambda ps: fit_iteration_chain(ps, n_sm),
-                                            lambda i, c: predict_sync(rows[i], c, launch, blas))))
-    print(f"{len(points)} timed candidates from {len(set(configs))} programs ({where})")
-    print(f"  t_sync (s/block barrier, per SM)  {coef[0]:.4g}")
-    print(f"  t_barrier (s/SM it. barrier)     {coef[1]:.4g}")
-    print(f"  t_tbyte (s/byte a thread loads)  {coef[2]:.4g}")
-    print(f"  t_rbyte (the same, into registers) {coef[3]:.4g}")
-    print(f"  t_chain (s/SM it., over blocks per SM) {coef[4]:.4g}")
-    print_quality(preds, meas, configs, 4)
+    """--iteration-chain: the fit of fit_iteration_chain and its quality."""
+    fit_and_report_latency_fit(points, meas, configs, a, where, fit_iteration_chain,
+                               CHAIN_START, "without t_chain",
+                               SYNC_NAMES + ("t_chain (s/SM it., over blocks per SM)",))
 
 
 def top1_regret(pred, meas, configs):

@@ -23,11 +23,6 @@
 
 #include "gemm_timing.cuh"
 
-struct Shape {
-  const char* name;
-  int m, n, k;
-};
-
 static int config_attr(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t what) {
   uint32_t v = 0;
   size_t got = 0;
@@ -49,16 +44,12 @@ int main() {
       {"llama32_1b_qkv_p2048 qkv", 2048, 3072, 2048},
       {"mistral_7b_qkv_p4096 qkv", 4096, 6144, 4096},
   };
-  cublasHandle_t h;
-  cublasLtHandle_t lt;
-  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS)
-    return 1;
-  cudaStream_t s;
-  CHECK(cudaStreamCreate(&s));
-  cublasSetStream(h, s);
-  const size_t ws_bytes = 32u << 20;
-  void* ws;
-  CHECK(cudaMalloc(&ws, ws_bytes));
+  GemmContext ctx;
+  cublasHandle_t h = ctx.h;
+  cublasLtHandle_t lt = ctx.lt;
+  cudaStream_t s = ctx.s;
+  const size_t ws_bytes = ctx.ws_bytes;
+  void* ws = ctx.ws;
   for (const Shape& sh : shapes) {
     const size_t a_n = (size_t)sh.m * sh.k, b_n = (size_t)sh.k * sh.n, c_n = (size_t)sh.m * sh.n;
     const size_t bytes = (a_n + b_n) * 2;

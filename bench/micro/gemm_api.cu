@@ -23,11 +23,6 @@
 #include "gemm_timing.cuh"
 
 
-struct Shape {
-  const char* name;
-  int m, n, k;
-};
-
 int main() {
   const Shape shapes[] = {
       {"qwen25_7b_mlp_down_p512 up", 512, 18944, 3584},
@@ -38,16 +33,12 @@ int main() {
       {"llama3_8b_mlp_p2048 up", 2048, 14336, 4096},
       {"qwen25_7b_lora_down_r64_p512", 512, 3584, 18944},
   };
-  cublasHandle_t h;
-  cublasLtHandle_t lt;
-  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS)
-    return 1;
-  cudaStream_t s;
-  CHECK(cudaStreamCreate(&s));
-  cublasSetStream(h, s);
-  const size_t ws_bytes = 32u << 20;
-  void* ws;
-  CHECK(cudaMalloc(&ws, ws_bytes));
+  GemmContext ctx;
+  cublasHandle_t h = ctx.h;
+  cublasLtHandle_t lt = ctx.lt;
+  cudaStream_t s = ctx.s;
+  const size_t ws_bytes = ctx.ws_bytes;
+  void* ws = ctx.ws;
   std::printf("%-32s %10s %14s %10s   max|diff| strided lt\n", "shape (M N K)", "GemmEx",
               "StridedBatch1", "LtMatmul");
   for (const Shape& sh : shapes) {

@@ -7,6 +7,9 @@
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cmath>
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cstdlib>
 #include <vector>
 
 #include "micro_common.cuh"
@@ -44,3 +47,25 @@ static double max_diff(const half* a, const half* b, size_t n) {
     d = std::max(d, (double)std::fabs(__half2float(x[i]) - __half2float(y[i])));
   return d;
 }
+
+/// One row-major product C[M,N] = A[M,K]·B[K,N] of a benchmark's list.
+struct Shape {
+  const char* name;
+  int m, n, k;
+};
+
+/// The cuBLAS and cuBLASLt handles on one stream, and a 32 MiB workspace (exits on failure).
+struct GemmContext {
+  cublasHandle_t h;
+  cublasLtHandle_t lt;
+  cudaStream_t s;
+  size_t ws_bytes = 32u << 20;
+  void* ws = nullptr;
+  GemmContext() {
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS)
+      std::exit(1);
+    CHECK(cudaStreamCreate(&s));
+    cublasSetStream(h, s);
+    CHECK(cudaMalloc(&ws, ws_bytes));
+  }
+};
