@@ -144,8 +144,7 @@ def time_head_to_head(contenders, runs=100, warmup=5, min_launches=MIN_LAUNCHES)
     events = []
     for r in range(runs):
         marks = {}
-        for k in range(len(names)):
-            n = names[(r + k) % len(names)]
+        for n in round_order(names, r):
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             begin.record()
             captured[n][0].replay()
@@ -161,10 +160,23 @@ def time_head_to_head(contenders, runs=100, warmup=5, min_launches=MIN_LAUNCHES)
         stats["sets"] = contenders[n][1]
         stats["passes"] = captured[n][2]
         out[n] = stats
-    out["ratios"] = {f"{a}/{b}": statistics.median(x / y for x, y in zip(samples[a], samples[b]))
-                     for a in names for b in names if a != b}
+    out["ratios"] = paired_ratios(samples)
     del captured
     return out
+
+
+def round_order(names, r):
+    """The order in which round r of time_head_to_head replays the systems: `names` rotated by
+    r, so that over len(names) rounds each system comes at each position once."""
+    k = r % len(names)
+    return names[k:] + names[:k]
+
+
+def paired_ratios(samples):
+    """Per ordered pair (a, b) of systems, "a/b": the median over rounds of a's sample divided
+    by b's sample of the same round (`samples`: name → one sample per round)."""
+    return {f"{a}/{b}": statistics.median(x / y for x, y in zip(samples[a], samples[b]))
+            for a in samples for b in samples if a != b}
 
 
 def measure_bandwidth(bytes_each=1 << 30, runs=20):

@@ -325,6 +325,24 @@ class TimingRule(unittest.TestCase):
         self.assertEqual(timing.passes_for(300, launch_us=1.0), 1)
         self.assertEqual(timing.passes_for(0, launch_us=50.0), 40)
 
+    def test_head_to_head_rotates_the_order_and_pairs_the_rounds(self):
+        import timing
+        names = ["compile", "strata"]
+        self.assertEqual(timing.round_order(names, 0), ["compile", "strata"])
+        self.assertEqual(timing.round_order(names, 1), ["strata", "compile"])
+        three = ["a", "b", "c"]
+        firsts = [timing.round_order(three, r)[0] for r in range(3)]
+        self.assertEqual(sorted(firsts), three)  # each system first once per len(names) rounds
+        # A clock that slows round by round moves both systems alike: the paired ratio stays
+        # 1.1 where the ratio of the separate medians would drift with the rounds' spread.
+        slow = [1.0, 1.5, 2.0, 2.5, 3.0]
+        got = timing.paired_ratios({"compile": [1.1 * x for x in slow], "strata": slow})
+        self.assertAlmostEqual(got["compile/strata"], 1.1)
+        self.assertAlmostEqual(got["strata/compile"], 1 / 1.1)
+        # The median of the rounds' ratios, not the ratio of the medians.
+        got = timing.paired_ratios({"a": [2.0, 10.0, 3.0], "b": [1.0, 4.0, 3.0]})
+        self.assertAlmostEqual(got["a/b"], 2.0)  # ratios 2, 2.5, 1
+
 
 @unittest.skipIf(MISSING, MISSING or "")
 class SuiteHarness(unittest.TestCase):
