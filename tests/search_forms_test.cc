@@ -355,7 +355,7 @@ TEST(SearchForms, TheProgressLineCountsTasksPastTheEnumerationsScope) {
       std::vector<size_t> clobber(64, 0xffffffffffff);  // the stack reused after the scope
       EXPECT_EQ(clobber.size(), 64u);
     }
-    std::this_thread::sleep_for(1300ms);
+    std::this_thread::sleep_for(2000ms);  // a line at least once a second
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("3/7 tasks"), std::string::npos) << err;
