@@ -161,6 +161,18 @@ TEST(RaggedCodegen, OnlineSoftmaxRaggedKeyLoop) {
   check_case(ragged_attention_k203(), [](const ir::Stmt&) {});
 }
 
+// Safe attention over a key loop no tile divides, on fragments (FlashAttention style): the
+// scores' absent columns are −∞ before the running max, so their exps leave the row sums and
+// the product with V; with query rows ragged across blocks too (the chain had been off for every ragged graph: prefill attention over
+// 1000 keys at head dim 256 then needed 263 KB of shared memory and had no one-kernel form).
+TEST(RaggedCodegen, ChainOverARaggedKeyLoop) {
+  for (const RaggedCase& c : {ragged_attention_chain_k1000(), ragged_attention_chain_rows56_k1000()})
+    check_case(c, [](const ir::Stmt& k) {
+      EXPECT_FALSE(calls_to(k, "strata_rt::warp_mma_chained<").empty());
+      EXPECT_FALSE(present_extents(k, 32).empty());
+    });
+}
+
 // The search end to end on programs whose extents no tile divides: every ranked graph (fused
 // ragged ones among them) is emitted, runs on the emulator and matches the interpreter.
 TEST(RaggedCodegen, SearchedRaggedGraphsRun) {

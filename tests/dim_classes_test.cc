@@ -316,6 +316,11 @@ TEST(DimClasses, SplitCandidatesComeFromExtents) {
   DimClassInfo prime;
   prime.extent = 97;
   EXPECT_TRUE(grid_extent_candidates(prime, policy).empty());
+  // The tiles larger than the largest that divides are offered raggedly: 2000 query rows by
+  // 16 (125 blocks) and by 32, 64 and 128 (63, 32 and 16 blocks, the last one shorter).
+  DimClassInfo rows2000;
+  rows2000.extent = 2000;
+  EXPECT_EQ(grid_extent_candidates(rows2000, policy), (std::vector<int64_t>{16, 32, 63, 125}));
   policy.max_blocks = 100;
   EXPECT_EQ(grid_extent_candidates(cols, policy), (std::vector<int64_t>{48, 96}));
   EXPECT_EQ(loop_extent_candidates(4096, 4096, policy), (std::vector<int64_t>{32, 64, 128, 256}));

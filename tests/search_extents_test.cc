@@ -101,6 +101,32 @@ TEST(SearchExtents, EmittabilityIsJudgedOnTheStoredTypes) {
   EXPECT_TRUE(plan_customized_kernels(*program, options).ok());
 }
 
+// Llama-3-70B decode attention over 8191 keys (8 KV heads, 8 query rows each): graphs whose
+// second kernel reads whole rows of scores — 8 × 8191, a 16-bit intermediate the emitter
+// stores in f32, 262 KB in one tile — passed the expansion's estimate (counted at f16, with
+// 1.2× slack for reused tiles) and filled the candidate pool; the emittability screen then
+// dropped 257 of them and the search ranked 4 graphs of the 8 asked for. The expansion counts
+// tiles as the emitter stores them and asks the plan of a block one of whose tiles alone
+// exceeds shared memory.
+TEST(SearchExtents, ATileTooLargeAsStoredNeverReachesThePool) {
+  auto prog = parse_program(R"(input Q: f16[8, 8, 128]
+input K: f16[8, 8191, 128]
+input V: f16[8, 8191, 128]
+S = mul_scalar(matmul(Q, transpose(K)), 0.08838834764831843)
+O = matmul(softmax(S, dim=-1), V)
+output O
+)",
+                            "kv8191.strata");
+  ASSERT_TRUE(prog.ok()) << prog.error().message;
+  auto r = superoptimize(*prog, config("kv8191").with_top_k(8));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  int enumerated = 0;
+  for (const Candidate& c : r->ranked) enumerated += !c.is_program && c.derived.empty();
+  EXPECT_GE(enumerated, 8);
+  const auto smem = r->stats.prunes_by_rule.find("codegen_shared_memory");
+  EXPECT_LT(smem == r->stats.prunes_by_rule.end() ? 0 : smem->second, 32);
+}
+
 TEST(SearchExtents, OddVocabularyGetsARaggedFusedGraph) {
   std::optional<BlockGraph> b = best_fused("vocab50257", R"(
 input X: f16[2, 2048]

@@ -306,12 +306,11 @@ TEST(SearchForms, AFormWithNothingFoundEnumeratesIntoItsReserve) {
   c.quiet = true;
   c.time_limit_s = 10;
   c.enum_time_limit_s = 0.2;
-  std::atomic<size_t> done{0};
   {
     search::StopControl stop;
     search::Monitor m(c, stop, search::Clock::now());
     m.set_late_deadline(0.8, 0);
-    m.enter_enumeration(1, &done);
+    m.enter_enumeration(1, 0);
     std::this_thread::sleep_for(500ms);
     EXPECT_FALSE(stop.stop.load());  // past its own deadline, but nothing found yet
     stop.live_found = 1;             // a graph: the deadline passed is its own
@@ -323,7 +322,7 @@ TEST(SearchForms, AFormWithNothingFoundEnumeratesIntoItsReserve) {
     search::StopControl stop;  // nothing found at all: stopped at the later deadline
     search::Monitor m(c, stop, search::Clock::now());
     m.set_late_deadline(0.5, 0);
-    m.enter_enumeration(1, &done);
+    m.enter_enumeration(1, 0);
     std::this_thread::sleep_for(300ms);
     EXPECT_FALSE(stop.stop.load());
     std::this_thread::sleep_for(500ms);
@@ -333,10 +332,33 @@ TEST(SearchForms, AFormWithNothingFoundEnumeratesIntoItsReserve) {
     search::StopControl stop;  // graphs restored from a checkpoint count as found
     search::Monitor m(c, stop, search::Clock::now());
     m.set_late_deadline(5, 3);
-    m.enter_enumeration(1, &done);
+    m.enter_enumeration(1, 0);
     std::this_thread::sleep_for(500ms);
     EXPECT_TRUE(stop.stop.load());
   }
+}
+
+TEST(SearchForms, TheProgressLineCountsTasksPastTheEnumerationsScope) {
+  // The enumeration advances the monitor's own counter: between the return of the function
+  // that ran the workers and the verification, the progress line still reads it (it once held
+  // a pointer to that function's local counter and printed garbage such as 282578783305728/118).
+  using namespace std::chrono_literals;
+  SearchConfig c;
+  c.quiet = false;
+  ::testing::internal::CaptureStderr();
+  {
+    search::StopControl stop;
+    search::Monitor m(c, stop, search::Clock::now());
+    {
+      std::atomic<size_t>& done = m.enter_enumeration(7, 2);
+      ++done;
+      std::vector<size_t> clobber(64, 0xffffffffffff);  // the stack reused after the scope
+      EXPECT_EQ(clobber.size(), 64u);
+    }
+    std::this_thread::sleep_for(2000ms);  // a line at least once a second
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("3/7 tasks"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -228,6 +228,22 @@ void BlockEmitter::emit_matmul_chain(int i) {
     w_.close("");
     w_.line("});");
   }
+  // A key loop no tile divides (ragged_chain_supported): the columns absent in this
+  // iteration leave the chain — −∞ before the online softmax's max (its exp is then 0), else 0
+  // (row sums and the second product skip them; its operand's rows there are zero-filled).
+  if (const int keys = plan_.ragged.dim(op.output, out.rank() - 1); keys >= 0) {
+    const std::string present = texts({ragged_present(keys, ragged_iteration())})[0];
+    const std::string mask = p.chain_ops.empty() ? "0.0f" : "strata_rt::neg_inf()";
+    w_.line("strata_rt::mma_transform<" + spec1 + ", " + mt + ", " + nt1 +
+            ">(sacc, tm, 0, [&](int b, int r, int c, float& v0, float& v1) {");
+    w_.open("");
+    w_.add(ir::eval(ir::c_cast("void", ir::var("b"))));
+    w_.add(ir::eval(ir::c_cast("void", ir::var("r"))));
+    w_.line("if (c >= " + present + ") v0 = " + mask + ";  // absent keys");
+    w_.line("if (c + 1 >= " + present + ") v1 = " + mask + ";");
+    w_.close("");
+    w_.line("});");
+  }
   if (!p.chain_ops.empty()) emit_online_softmax_step(i);
   for (int a = 0; a < static_cast<int>(g_.ops().size()); ++a) {
     if (plan_.ops[a].rowsum_of != i) continue;

@@ -15,6 +15,31 @@ bool is_last_dim_reducer(const BlockGraph& g, const BlockOp& op) {
   return s.rank() >= 1 && s[s.rank() - 1] == 1;
 }
 
+/// Whether a chain m1 → m2 can run on fragments in a kernel with ragged tiles: the first
+/// product's last dim — the second product's contraction — may be ragged in the loop only (a
+/// key loop no tile divides: the last iteration's keys are partly absent), and its rows may be
+/// ragged across blocks only (query rows no tile divides: the last block's rows are absent,
+/// read as zeros and never saved); no other dim of the chain's operands and product is
+/// ragged. The chain then masks the first product's absent columns (docs/codegen.md, "Ragged
+/// tiles"); its loaded operands are zero-filled there.
+bool ragged_chain_supported(const KernelPlan& plan, int m1, int m2) {
+  if (!plan.ragged.any()) return true;
+  const BlockGraph& g = *plan.graph;
+  auto grid_only = [&](int e) { return e < 0 || !plan.ragged.extents[e].loop; };
+  auto loop_only = [&](int e) { return e < 0 || plan.ragged.extents[e].axis < 0; };
+  const int a = g.op(m1).inputs[0], out = g.op(m1).output, b2 = g.op(m2).inputs[1];
+  const int r = g.tensor(out).shape.rank(), ra = g.tensor(a).shape.rank();
+  const int rows = plan.ragged.dim(out, r - 2), keys = plan.ragged.dim(out, r - 1);
+  for (int d = 0; d < r - 2; ++d)
+    if (plan.ragged.dim(out, d) >= 0) return false;
+  for (int d = 0; d < ra; ++d)
+    if (plan.ragged.dim(a, d) >= 0 && !(d == ra - 2 && plan.ragged.dim(a, d) == rows))
+      return false;
+  const int rb = g.tensor(b2).shape.rank();
+  return grid_only(rows) && loop_only(keys) &&
+         (keys < 0 || plan.ragged.dim(b2, rb - 2) == keys);
+}
+
 }  // namespace
 
 int matmul_operand(const KernelPlan& plan, int matmul, int k) {
@@ -115,9 +140,10 @@ bool computes_shifted_exp(const BlockGraph& g, const std::vector<int>& ops, int 
 }  // namespace
 
 Result<KernelPlan> chain_matmuls(KernelPlan plan) {
-  // Ragged tiles: the chain's fragments and online softmax are not masked (docs/codegen.md,
-  // "Ragged tiles"); such graphs take the general path.
-  if (!plan.options.chain_matmuls || plan.ragged.any()) return plan;
+  // Ragged tiles: only a key loop no tile divides (ragged_chain_supported); the chain masks
+  // the absent columns of the first product (docs/codegen.md, "Ragged tiles"). Other ragged
+  // graphs take the general path.
+  if (!plan.options.chain_matmuls) return plan;
   const BlockGraph& g = *plan.graph;
   const int n = static_cast<int>(g.ops().size());
   for (int m1 = 0; m1 < n; ++m1) {
@@ -177,7 +203,9 @@ Result<KernelPlan> chain_matmuls(KernelPlan plan) {
       if (op_category(user.kind) == Category::Matmul && user.inputs[0] == e &&
           user.inputs[1] != e && m2 < 0) {
         m2 = c;
-      } else if (is_last_dim_reducer(g, user) && loop_accum) {
+      } else if (is_last_dim_reducer(g, user) && loop_accum &&
+                 (!plan.ragged.any() || user.kind == OpKind::AccumSumLd)) {
+        // (Over ragged columns only sums: the masked columns count 0, not in a max or a mean.)
         reducers.push_back(c);
       } else if (scan >= 0 && user.kind == OpKind::AccumRescaleLd && loop_accum &&
                  user.inputs[0] == e && user.inputs[1] == mx) {
@@ -190,6 +218,7 @@ Result<KernelPlan> chain_matmuls(KernelPlan plan) {
     OpPlan& p2 = plan.ops[m2];
     if (p2.phase != Phase::Loop || p2.epilogue >= 0) continue;
     if (!tensor_core_eligible(plan, m2) || matmul_needs_mma_padding(g, m2)) continue;
+    if (!ragged_chain_supported(plan, m1, m2)) continue;
     // The second product accumulates into `accum`, or, with a running max, into
     // accum_rescale(P, m).
     int acc2 = p2.accumulate_into;

@@ -37,6 +37,10 @@ std::string wgmma_refusal(const KernelPlan& plan, int i, bool& k_major, int64_t&
   const OpPlan& p = plan.ops[i];
   const MmaTiling& t = p.tiling;
   if (plan.options.task_entry) return "a task entry's shared memory is only 128-byte aligned";
+  // The mask of a chain's absent keys (docs/codegen.md, "Ragged tiles") is checked with
+  // mma.sync fragments only (the emulator; no GPU run of it with warpgroup MMA yet).
+  if ((p.chain_into >= 0 || p.chain_from >= 0) && plan.ragged.any())
+    return "a chain over ragged tiles";
   // B's layout first: what the tiling cannot change.
   const int b = matmul_operand(plan, i, 1);
   const int root = alias_root(plan, b);

@@ -493,24 +493,27 @@ std::vector<int64_t> grid_extent_candidates(const DimClassInfo& info, const Spli
   // rescaling of the online softmax, which needs the sums beside them.
   if (info.max_reduced && !info.sum_reduced) return out;
   const int64_t e = info.extent;
-  // Tiles that divide the extent; where none does, ragged splits (the last block's tile
-  // shorter) with bounded padding.
+  // Tiles that divide the extent; the larger ones (all of them where none divides) as ragged
+  // splits (the last block's tile shorter) with bounded padding: 2000 query rows are split by
+  // 16 and also by 32, 64 and 128 (attention at head dim 256 needs the larger blocks to
+  // amortize its keys and values).
   auto split_by = [&](const std::vector<int64_t>& tiles) {
+    int64_t largest = 1;  // the largest tile offered that divides the extent
     for (int64_t t : tiles) {
       if (t < 1 || t >= e || e % t != 0) continue;
       if (t == 1 && e > policy.max_unit_tile_extent && !info.matmul_batch) continue;
       int64_t g = e / t;
       if (g > policy.max_blocks) continue;
       out.push_back(g);
+      largest = std::max(largest, t);
     }
-    if (out.empty())
-      for (int64_t t : tiles) {
-        if (t <= 1 || t >= e) continue;
-        int64_t g = (e + t - 1) / t;
-        if (g > policy.max_blocks || static_cast<double>(g * t - e) > policy.max_ragged_waste * e)
-          continue;
-        out.push_back(g);
-      }
+    for (int64_t t : tiles) {
+      if (t <= largest || t >= e || e % t == 0) continue;
+      int64_t g = (e + t - 1) / t;
+      if (g > policy.max_blocks || static_cast<double>(g * t - e) > policy.max_ragged_waste * e)
+        continue;
+      out.push_back(g);
+    }
   };
   split_by(info.sum_reduced ? policy.reduce_tiles : policy.grid_tiles);
   // Extents too large for any tile of the list within max_blocks: larger tiles, the smallest

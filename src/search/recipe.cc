@@ -1,8 +1,9 @@
 #include "search/recipe.h"
 
+#include <algorithm>
 #include <map>
 
-#include "strata/cost/code_features.h"
+#include "strata/opt/graph_optimizer.h"
 
 namespace strata::search {
 namespace {
@@ -64,20 +65,71 @@ class Expander {
     for (const Extents& e : extent_choices(classes_, policy_, c.grid_class, c.loop_class, forced)) {
       auto b = build_block_graph(c, e, shapes);
       if (!b.ok()) continue;
-      std::vector<DType> dtypes;
-      for (int t : c.inputs) dtypes.push_back(g.tensor(t).dtype);
+      const std::vector<DType> dtypes = storage_dtypes(g, c.inputs, *b);
       const bool over = block_smem_bytes(*b, dtypes) > smem_limit_;
+      // One input tile larger than the block's shared memory by itself: the estimate's slack
+      // (tiles reused) cannot make it fit; only the plan can tell (a tile kept in registers).
+      const bool tile_over = plan_ && largest_input_tile_bytes(*b, dtypes) > plan_->smem_limit;
       if (over && !plan_) continue;
-      if (!g.add_customized(c.inputs, std::move(b).value()).ok()) continue;
       // Over the estimate: kept when the emitter's plan fits (inputs read as stored, no views).
-      if (over && !kernel_code_features(g, static_cast<int>(g.ops().size()) - 1, {}, *plan_)) {
-        g.pop_op();
-        continue;
-      }
+      if ((over || tile_over) && !plan_fits(*b, g, c.inputs, dtypes)) continue;
+      if (!g.add_customized(c.inputs, std::move(b).value()).ok()) continue;
       chosen_[i] = e;
       step(i + 1, g);
       g.pop_op();
     }
+  }
+
+  /// The storage type of each input of a customized op reading `inputs` of g with block
+  /// graph b, as the emitter stores them (widened_tensors, cuda_emitter.cc): a 16-bit
+  /// intermediate — not a program input nor an output of the recipe, possibly through layout
+  /// ops, which the emitter reads in place — read in tiles whose rows (along the stored
+  /// tensor: a transposed one's second-to-last dim) hold an odd number of elements is stored in
+  /// f32. Other readers of the same tensor can only widen it more; this reader's rule is exact
+  /// for this kernel's own tiles.
+  std::vector<DType> storage_dtypes(const KernelGraph& g, const std::vector<int>& inputs,
+                                    const BlockGraph& b) const {
+    std::vector<DType> out;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      int t = inputs[k];
+      bool transposed = false;
+      for (;;) {
+        const KernelOp& op = g.op(g.tensor(t).producer);
+        if (op.kind != OpKind::Transpose && op.kind != OpKind::Slice) break;
+        transposed = transposed != (op.kind == OpKind::Transpose);
+        t = op.inputs[0];
+      }
+      const DType dt = g.tensor(inputs[k]).dtype;
+      const bool intermediate =
+          g.op(g.tensor(t).producer).kind != OpKind::Input &&
+          std::find(r_.outputs.begin(), r_.outputs.end(), t) == r_.outputs.end();
+      const Shape& tile = b.tensor(b.op(b.input_op(static_cast<int>(k))).output).shape;
+      const int r = tile.rank();
+      const int64_t row = r == 0 ? 1 : transposed && r >= 2 ? tile[r - 2] : tile[r - 1];
+      out.push_back(intermediate && dtype_size(dt) == 2 && row % 2 != 0 ? DType::f32 : dt);
+    }
+    return out;
+  }
+
+  /// The bytes of b's largest input tile at `dtypes` (a streamed one double-buffered).
+  static int64_t largest_input_tile_bytes(const BlockGraph& b, const std::vector<DType>& dtypes) {
+    int64_t most = 0;
+    for (int k = 0; k < b.num_inputs(); ++k) {
+      const BlockOp& op = b.op(b.input_op(k));
+      const bool streamed = op.attrs.fmap != kReplicate && b.forloop() > 1;
+      most = std::max(most, b.tensor(op.output).shape.numel() * dtype_size(dtypes[k]) *
+                                (streamed ? 2 : 1));
+    }
+    return most;
+  }
+
+  /// Whether the emitter plans `body` reading `inputs` of g stored as `dtypes` (outputs at the
+  /// graph's dtype, no views) within plan_->smem_limit.
+  bool plan_fits(const BlockGraph& b, const KernelGraph& g, const std::vector<int>& inputs,
+                 const std::vector<DType>& dtypes) const {
+    std::vector<DType> out_t(b.num_outputs(), g.tensor(inputs.front()).dtype);
+    return optimize_block_graph(std::make_shared<const BlockGraph>(b), dtypes, out_t, *plan_, {})
+        .ok();
   }
 
   void finish(const KernelGraph& g) {

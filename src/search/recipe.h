@@ -87,6 +87,9 @@ Result<BlockGraph> build_block_graph(const CustomRecipe& r, const Extents& e,
 /// it is kept when the plan the emitter makes for it with those options succeeds (its shared
 /// memory fits plan->smem_limit: matmul chains and accumulators in registers, tiles reused),
 /// as a block of 256 query rows of attention does (docs/search.md, "Dimension classes").
+/// Input tiles count at the types the emitter stores them in (a 16-bit intermediate read in
+/// tiles of odd-length rows: f32); with `plan`, a block graph one of whose input tiles alone
+/// exceeds plan->smem_limit is kept only when that plan succeeds too.
 int64_t expand_recipe(const GraphRecipe& recipe, const KernelGraph& program,
                       const ClassTable& classes, const SplitPolicy& policy, int64_t smem_limit,
                       const std::function<void(KernelGraph&&)>& emit,

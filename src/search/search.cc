@@ -621,7 +621,6 @@ bool enumerate(const SearchJob& job, const Enumeration& en, search::StopControl&
   for (size_t i = 0; i < tasks.size(); ++i)
     if (!progress.done[i]) todo.push_back(i);
   std::atomic<size_t> next{0};
-  std::atomic<size_t> tasks_done{tasks.size() - todo.size()};
   std::mutex mu;
   // Statistics of the unfinished tasks as far as they got (reported by a stopped run).
   std::map<size_t, TaskStats> unfinished_stats;
@@ -629,7 +628,9 @@ bool enumerate(const SearchJob& job, const Enumeration& en, search::StopControl&
   int threads =
       config.threads > 0 ? config.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(todo.size(), 1))));
-  monitor.enter_enumeration(tasks.size(), &tasks_done);
+  // The monitor's counter: its progress line reads it until the verification begins.
+  std::atomic<size_t>& tasks_done =
+      monitor.enter_enumeration(tasks.size(), tasks.size() - todo.size());
   auto work = [&] {
     search::Enumerator e(en.setup->space, stop, &pool);
     while (!stop.stop.load()) {

@@ -52,7 +52,7 @@ void Monitor::loop() {
                       "%zu/%zu tasks",
                       t, static_cast<long long>(states), (states - last_states) / since,
                       static_cast<long long>(stop_.live_prunes.load()),
-                      static_cast<long long>(stop_.live_found.load()), tasks_done_->load(),
+                      static_cast<long long>(stop_.live_found.load()), tasks_done_.load(),
                       tasks_total_);
         last_states = states;
         break;

@@ -48,11 +48,16 @@ class Monitor {
   }
   ~Monitor() { finish(); }
 
-  void enter_enumeration(size_t tasks_total, const std::atomic<size_t>* tasks_done) {
+  /// Enters the enumeration of `tasks_total` tasks, `tasks_done` of them done already (by an
+  /// earlier run). Returns the counter of done tasks the workers advance: the monitor's own, so
+  /// that the progress line reads it for as long as the phase lasts (until
+  /// enter_verification), past the return of the function that ran the workers.
+  std::atomic<size_t>& enter_enumeration(size_t tasks_total, size_t tasks_done) {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_total_ = tasks_total;
     tasks_done_ = tasks_done;
     phase_ = Phase::Enumeration;
+    return tasks_done_;
   }
   void enter_verification(size_t candidates) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -106,7 +111,7 @@ class Monitor {
   std::condition_variable cv_;
   Phase phase_ = Phase::Setup;
   size_t tasks_total_ = 0;
-  const std::atomic<size_t>* tasks_done_ = nullptr;
+  std::atomic<size_t> tasks_done_{0};
   size_t candidates_ = 0;
   VerifyCounts counts_;
   bool finished_ = false;

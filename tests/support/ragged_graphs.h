@@ -277,12 +277,53 @@ inline RaggedCase ragged_attention_k203() {
           2.0};
 }
 
+/// Safe attention as the search writes it (the row sums as accum_rescale_ld of the exps):
+/// two heads of `rows` query rows, n keys in `loops` iterations of a tile of 32 whose last
+/// one is partly absent (1000 keys: the last iteration holds 8). The chain runs on fragments
+/// (FlashAttention style) and masks the absent columns of the scores (docs/codegen.md,
+/// "Ragged tiles").
+/// With `row_blocks` > 1 the query rows are split across blocks too, raggedly where they do not
+/// divide (the last block's rows absent: read as zeros, never saved).
+inline KernelGraph attention_ragged_chain(int64_t rows, int64_t n, int64_t d, int loops,
+                                          int row_blocks = 1) {
+  KernelGraph g;
+  int q = must(g.add_input("Q", Shape{2, rows, d}, DType::f16));
+  int k = must(g.add_input("K", Shape{2, n, d}, DType::f16));
+  int v = must(g.add_input("V", Shape{2, n, d}, DType::f16));
+  BlockGraph b = must(BlockGraph::make({2, row_blocks, 1}, 128, loops));
+  int qi = must(b.add_input(Shape{2, rows, d}, {0, row_blocks > 1 ? 1 : P, P}, P));
+  int ki = must(b.add_input(Shape{2, n, d}, {0, P, P}, 1));
+  int vi = must(b.add_input(Shape{2, n, d}, {0, P, P}, 1));
+  int s = must(b.add_op(OpKind::Matmul, {qi, must(b.add_op(OpKind::Transpose, {ki}))}));
+  s = must(b.add_op(OpKind::MulScalar, {s}, scalar_attr(0.125)));
+  int m = must(b.add_op(OpKind::RunningMax, {s}));
+  int e = must(b.add_op(OpKind::Exp, {must(b.add_op(OpKind::Sub, {s, m}))}));
+  int o = must(b.add_op(OpKind::AccumRescale, {must(b.add_op(OpKind::Matmul, {e, vi})), m}));
+  int ls = must(b.add_op(OpKind::AccumRescaleLd, {e, m}));
+  must(b.add_output(must(b.add_op(OpKind::Div, {o, ls})), {0, row_blocks > 1 ? 1 : P, P}));
+  must(g.mark_output(must(g.add_customized({q, k, v}, std::move(b), {"O"}))[0]));
+  return g;
+}
+
+// 56 query rows in 2 blocks of 32 (the last holds 24) over 1000 keys in 32 iterations of 32.
+inline RaggedCase ragged_attention_chain_rows56_k1000() {
+  return {"attention_chain_rows56_k1000", attention_ragged_chain(56, 1000, 64, 32, 2),
+          attention_ragged_program(56, 1000, 64), 2.0};
+}
+
+// 1000 keys in 32 iterations of 32 (the last holds 8), 32 query rows per head: the chain.
+inline RaggedCase ragged_attention_chain_k1000() {
+  return {"attention_chain_k1000", attention_ragged_chain(32, 1000, 64, 32),
+          attention_ragged_program(32, 1000, 64), 2.0};
+}
+
 /// Every case above.
 inline std::vector<RaggedCase> ragged_cases() {
   return {ragged_rmsnorm_n1000(),    ragged_rmsnorm_k300(),   ragged_matmul_k1100_tc(),
           ragged_matmul_k1100_odd(), ragged_gatedmlp_h1100(), ragged_gatedmlp_down_h1100(),
           ragged_rows_grid(),        ragged_rows_loop(),      ragged_log_down_h220(),
-          ragged_attention_k1025(),  ragged_attention_k203()};
+          ragged_attention_k1025(),  ragged_attention_k203(),  ragged_attention_chain_k1000(),
+          ragged_attention_chain_rows56_k1000()};
 }
 
 }  // namespace strata::testing

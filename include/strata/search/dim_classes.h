@@ -217,9 +217,10 @@ struct SplitPolicy {
   std::vector<int64_t> loop_tiles{16, 32, 64, 128};
   /// Upper bound of the total number of blocks of a grid (the search sets 8 × SM count).
   int64_t max_blocks = 1056;
-  /// A class that no tile of the lists divides is split raggedly (docs/mugraph-semantics.md
-  /// §3.1: the last tile is shorter) by the tiles whose padding, ⌈e/t⌉·t − e, is at most this
-  /// fraction of the extent e.
+  /// A grid split also takes the tiles of the lists larger than every one that divides the
+  /// class (all of them where none does) raggedly (docs/mugraph-semantics.md §3.1: the last
+  /// tile is shorter), those whose padding, ⌈e/t⌉·t − e, is at most this fraction of the
+  /// extent e; a loop split is ragged only where no tile divides.
   double max_ragged_waste = 0.125;
   /// Larger per-block tiles for a class that is not reduced in the program and that no tile
   /// of grid_tiles splits into at most max_blocks blocks (an LM head's vocabulary of 128256
