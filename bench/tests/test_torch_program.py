@@ -471,7 +471,8 @@ class SuiteRunOnTheCpu(unittest.TestCase):
             args = argparse.Namespace(
                 out=str(d / "out"), strata=str(tool), programs="mcfuser_g1,mcfuser_s7", part="",
                 modes="eager,sdpa-flash", top=3, variants="default", search_dir=str(d / "search"),
-                search_time=5.0, runs=100, seed=0, budget_s=0, work=str(d / "work"), phase="all")
+                search_time=5.0, runs=100, seed=0, budget_s=0, work=str(d / "work"), phase="all",
+                no_head_to_head=False)
             saved = (strata_bench.measure_device, timing.time_launches, timing.sets_for,
                      torch.cuda.synchronize, suite_bench.SuiteProgram.make_inputs)
             make = suite_bench.SuiteProgram.make_inputs
