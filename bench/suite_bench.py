@@ -135,7 +135,7 @@ def find_candidates(cfg, args, out, strata, has_optimize):
 def bench_program(cfg, prof, modes, runs, seed, head_to_head=True):
     """PyTorch systems and strata's correct candidates on one program (strata_bench.py's
     method), then the best PyTorch system against strata's pick in interleaved replays
-    (strata_bench.head_to_head; off: head_to_head=False); the result entry of the report."""
+    (strata_bench.bench_head_to_head; off: head_to_head=False); the result entry of the report."""
     inputs = cfg.make_inputs(seed=seed)
     ref = cfg.reference(inputs)
     sets = timing.sets_for(cfg.bytes)
