@@ -72,18 +72,11 @@ Result<ClassTable> ClassTable::analyze(const KernelGraph& program) {
                         "search takes programs of predefined ops only");
     int out = op.outputs[0];
     int r = program.tensor(out).shape.rank();
-    switch (op_category(op.kind)) {
-      case Category::Source:
-      case Category::Sink:
-      case Category::Customized:
-      case Category::Scan:
-      case Category::Accum:
-      case Category::Fused:
-        return make_error(where + ": the search does not handle `" + std::string(op_name(op.kind)) +
-                          "` in a program");
-      default:
-        break;
-    }
+    // Only kernel-level ops (the op table's levels) make a program; dim_links also knows the
+    // block-level ones (accumulators, running max, thread graphs).
+    if (!(op_info(op.kind).levels & kKernel))
+      return make_error(where + ": the search does not handle `" + std::string(op_name(op.kind)) +
+                        "` in a program");
     // Dims that index the same thing (dim_links) are one class: those aligned, those the op
     // combines along but keeps (a norm's dim) and those it contracts together (a matmul's
     // inner dim). A sliced dim is a class of its own; a concatenated dim and one summed to
